@@ -1,0 +1,1 @@
+//! Run-folder I/O (filled in below).

@@ -1,0 +1,53 @@
+//! Typed errors. Every fallible function in the core returns [`Result`].
+use alloc::string::String;
+use core::fmt;
+
+/// What went wrong. The message names the offending key, value or shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A configuration value is out of range or malformed (`task.d = 0`, `sigma2 = NaN`, ...).
+    InvalidConfig(String),
+    /// A configuration key that does not exist.
+    UnknownKey(String),
+    /// A preset name that does not exist.
+    UnknownPreset(String),
+    /// Buffer or tensor sizes do not agree.
+    Shape(String),
+    /// A NaN or infinite value where a finite one is required.
+    NonFinite(String),
+    /// A numerical failure (singular matrix, non-positive-definite covariance, diverged training).
+    Numerical(String),
+    /// An option combination that is not implemented.
+    Unsupported(String),
+    /// A checkpoint or serialised config that cannot be decoded.
+    Checkpoint(String),
+}
+
+/// Result alias used throughout the core.
+pub type Result<T> = core::result::Result<T, Error>;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidConfig(m) => write!(f, "invalid configuration: {m}"),
+            Error::UnknownKey(m) => write!(f, "unknown key: {m}"),
+            Error::UnknownPreset(m) => write!(f, "unknown preset: {m}"),
+            Error::Shape(m) => write!(f, "shape mismatch: {m}"),
+            Error::NonFinite(m) => write!(f, "non-finite value: {m}"),
+            Error::Numerical(m) => write!(f, "numerical failure: {m}"),
+            Error::Unsupported(m) => write!(f, "unsupported: {m}"),
+            Error::Checkpoint(m) => write!(f, "bad checkpoint: {m}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Error {}
+
+/// `Err(Error::InvalidConfig(format!(..)))` shorthand.
+#[macro_export]
+macro_rules! bail {
+    ($variant:ident, $($arg:tt)*) => {
+        return Err($crate::error::Error::$variant(alloc::format!($($arg)*)))
+    };
+}

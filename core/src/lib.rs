@@ -1,0 +1,36 @@
+//! # icl-core
+//!
+//! The `no_std` (+ `alloc`) numerical core of icl: data samplers for in-context linear regression,
+//! one-layer attention models with hand-derived gradients, optimisers, classical estimators,
+//! analysis of learned circuits, Monte Carlo evaluation and closed-form theory.
+//!
+//! Nothing here does I/O or panics on bad input: every fallible function returns [`Error`].
+//! Everything is generic over the [`Scalar`] type (`f32`, `f64`); `half` types are storage formats
+//! (see [`scalar::to_f16_storage`]).
+#![cfg_attr(not(feature = "std"), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod analysis;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod estimator;
+pub mod eval;
+pub mod init;
+pub mod model;
+pub mod optim;
+pub mod presets;
+pub mod rng;
+pub mod scalar;
+pub mod task;
+pub mod toml;
+pub mod train;
+
+pub use config::Config;
+pub use engine::{Engine, ScalarEngine};
+pub use error::{Error, Result};
+pub use model::{Circuits, Model, ModelSpec};
+pub use scalar::Scalar;
+pub use task::{Batch, Task};

@@ -1,0 +1,1 @@
+//! icl-ffi: placeholder until its issue lands.

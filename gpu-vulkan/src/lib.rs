@@ -1,0 +1,1 @@
+//! icl-vulkan: placeholder until its issue lands.
