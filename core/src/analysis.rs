@@ -89,8 +89,8 @@ pub fn analyze<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>) -> Report {
                     }
                 }
             }
-            let kq21: f64 = (0..no).flat_map(|o| (0..d).map(move |j| (o, j))).map(|(o, j)| kq[(d + o) * e + j].powi(2)).sum();
-            let ov21: f64 = (0..no).flat_map(|o| (0..d).map(move |j| (o, j))).map(|(o, j)| ov[o * e + j].powi(2)).sum();
+            let kq21: f64 = (0..no).flat_map(|o| (0..d).map(move |j| (o, j))).map(|(o, j)| sq(kq[(d + o) * e + j])).sum();
+            let ov21: f64 = (0..no).flat_map(|o| (0..d).map(move |j| (o, j))).map(|(o, j)| sq(ov[o * e + j])).sum();
             HeadReport {
                 omega,
                 mu,
@@ -145,4 +145,9 @@ pub fn analyze<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>) -> Report {
         eta_eff,
         heads,
     }
+}
+
+#[inline]
+fn sq(x: f64) -> f64 {
+    x * x
 }

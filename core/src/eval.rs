@@ -76,7 +76,7 @@ pub fn mc_risk<T: Scalar>(
             eng.predict(&mdl.spec, c, &batch, &mut pred[..m * no])?;
             for b in 0..m {
                 let t = batch.target(b);
-                let se: f64 = (0..no).map(|o| (pred[b * no + o].to_f64() - t[o].to_f64()).powi(2)).sum::<f64>() / no as f64;
+                let se: f64 = (0..no).map(|o| sq(pred[b * no + o].to_f64() - t[o].to_f64())).sum::<f64>() / (no as f64);
                 accs[0].push(se);
             }
             k = 1;
@@ -85,7 +85,7 @@ pub fn mc_risk<T: Scalar>(
             for b in 0..m {
                 e.predict(&batch, b, &mut est)?;
                 let t = batch.target(b);
-                let se: f64 = (0..no).map(|o| (est[o] - t[o].to_f64()).powi(2)).sum::<f64>() / no as f64;
+                let se: f64 = (0..no).map(|o| sq(est[o] - t[o].to_f64())).sum::<f64>() / (no as f64);
                 accs[k + j].push(se);
             }
         }
@@ -96,4 +96,9 @@ pub fn mc_risk<T: Scalar>(
         return Err(Error::Numerical(alloc::format!("risk is not finite ({})", bad.risk)));
     }
     Ok(out)
+}
+
+#[inline]
+fn sq(x: f64) -> f64 {
+    x * x
 }

@@ -7,16 +7,19 @@
 //! Nothing here does I/O or panics on bad input: every fallible function returns [`Error`].
 //! Everything is generic over the [`Scalar`] type (`f32`, `f64`); `half` types are storage formats
 //! (see [`scalar::to_f16_storage`]).
-#![cfg_attr(not(feature = "std"), no_std)]
+#![no_std]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
 
 pub mod analysis;
 pub mod config;
 pub mod engine;
 pub mod error;
 pub mod estimator;
+pub mod fd;
 pub mod eval;
 pub mod init;
 pub mod model;
