@@ -28,6 +28,7 @@ pub mod presets;
 pub mod rng;
 pub mod scalar;
 pub mod task;
+pub mod theory;
 pub mod toml;
 pub mod train;
 
