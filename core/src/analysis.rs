@@ -89,15 +89,29 @@ pub fn analyze<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>) -> Report {
                     }
                 }
             }
-            let kq21: f64 = (0..no).flat_map(|o| (0..d).map(move |j| (o, j))).map(|(o, j)| sq(kq[(d + o) * e + j])).sum();
-            let ov21: f64 = (0..no).flat_map(|o| (0..d).map(move |j| (o, j))).map(|(o, j)| sq(ov[o * e + j])).sum();
+            let kq21: f64 = (0..no)
+                .flat_map(|o| (0..d).map(move |j| (o, j)))
+                .map(|(o, j)| sq(kq[(d + o) * e + j]))
+                .sum();
+            let ov21: f64 = (0..no)
+                .flat_map(|o| (0..d).map(move |j| (o, j)))
+                .map(|(o, j)| sq(ov[o * e + j]))
+                .sum();
             HeadReport {
                 omega,
                 mu,
                 mu_all,
                 omega_diag,
-                kind: if omega > 0.0 { HeadKind::Positive } else { HeadKind::Negative },
-                offdiag_ratio: if omega != 0.0 { off / omega.abs() } else { f64::INFINITY },
+                kind: if omega > 0.0 {
+                    HeadKind::Positive
+                } else {
+                    HeadKind::Negative
+                },
+                offdiag_ratio: if omega != 0.0 {
+                    off / omega.abs()
+                } else {
+                    f64::INFINITY
+                },
                 kq21_norm: libm::sqrt(kq21),
                 ov21_norm: libm::sqrt(ov21),
                 sign_match: (omega > 0.0) == (mu > 0.0),
@@ -117,14 +131,27 @@ pub fn analyze<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>) -> Report {
     }
     let active: Vec<&HeadReport> = heads.iter().filter(|h| h.kind != HeadKind::Dummy).collect();
     let abs_om: Vec<f64> = active.iter().map(|h| h.omega.abs()).collect();
-    let gamma = if abs_om.is_empty() { 0.0 } else { abs_om.iter().sum::<f64>() / abs_om.len() as f64 };
+    let gamma = if abs_om.is_empty() {
+        0.0
+    } else {
+        abs_om.iter().sum::<f64>() / abs_om.len() as f64
+    };
     let homog = if abs_om.is_empty() {
         f64::NAN
     } else {
-        abs_om.iter().cloned().fold(0.0, f64::max) / abs_om.iter().cloned().fold(f64::INFINITY, f64::min)
+        abs_om.iter().cloned().fold(0.0, f64::max)
+            / abs_om.iter().cloned().fold(f64::INFINITY, f64::min)
     };
-    let mu_plus: f64 = heads.iter().filter(|h| h.kind == HeadKind::Positive).map(|h| h.mu).sum();
-    let mu_minus: f64 = heads.iter().filter(|h| h.kind == HeadKind::Negative).map(|h| h.mu).sum();
+    let mu_plus: f64 = heads
+        .iter()
+        .filter(|h| h.kind == HeadKind::Positive)
+        .map(|h| h.mu)
+        .sum();
+    let mu_minus: f64 = heads
+        .iter()
+        .filter(|h| h.kind == HeadKind::Negative)
+        .map(|h| h.mu)
+        .sum();
     let mu_sum: f64 = heads.iter().map(|h| h.mu).sum();
     let denom = mu_plus.abs().max(mu_minus.abs());
     let eta_eff = spec.c_f().map(|cf| {
@@ -141,7 +168,11 @@ pub fn analyze<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>) -> Report {
         mu_plus,
         mu_minus,
         mu_sum,
-        zero_sum_ratio: if denom > 0.0 { mu_sum.abs() / denom } else { f64::NAN },
+        zero_sum_ratio: if denom > 0.0 {
+            mu_sum.abs() / denom
+        } else {
+            f64::NAN
+        },
         eta_eff,
         heads,
     }

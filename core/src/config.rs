@@ -206,20 +206,50 @@ pub const KEYS: &[(&str, &str)] = &[
     ("task.d", "covariate dimension d >= 1"),
     ("task.L", "training context length L >= 1 (alias task.len)"),
     ("task.sigma2", "label noise variance sigma^2 >= 0"),
-    ("task.rho", "KMS correlation rho in (-1, 1) for the anisotropic task"),
-    ("task.cov", "explicit SPD covariance, d*d comma-separated numbers, row-major (anisotropic)"),
-    ("task.supports", "multi-task supports, 1-based, e.g. 1,2,3,4;3,4,5,6"),
+    (
+        "task.rho",
+        "KMS correlation rho in (-1, 1) for the anisotropic task",
+    ),
+    (
+        "task.cov",
+        "explicit SPD covariance, d*d comma-separated numbers, row-major (anisotropic)",
+    ),
+    (
+        "task.supports",
+        "multi-task supports, 1-based, e.g. 1,2,3,4;3,4,5,6",
+    ),
     ("task.variant", "multi-task generator: paper | code"),
-    ("task.query_noise", "whether the query target is noisy: true | false"),
+    (
+        "task.query_noise",
+        "whether the query target is noisy: true | false",
+    ),
     ("model.attention", "softmax | linear"),
     ("model.param", "full | merged | reduced"),
     ("model.heads", "number of heads H >= 1"),
-    ("model.activation", "exp | affine | square | tanh (f(x) = e^x, 1+Cx, (1+Cx)^2, 1+tanh x)"),
-    ("model.c", "the constant C of the affine and square activations"),
-    ("model.scale", "score scale, or auto (1/sqrt(d+n_out) for full, 1 otherwise)"),
-    ("model.self_attend", "query attends to itself: true | false | auto (softmax no, linear yes)"),
-    ("model.init", "torch | small_id | small_id_qk | oppo_small_id | gaussian"),
-    ("model.init_scale", "scale of identity and Gaussian inits, or auto"),
+    (
+        "model.activation",
+        "exp | affine | square | tanh (f(x) = e^x, 1+Cx, (1+Cx)^2, 1+tanh x)",
+    ),
+    (
+        "model.c",
+        "the constant C of the affine and square activations",
+    ),
+    (
+        "model.scale",
+        "score scale, or auto (1/sqrt(d+n_out) for full, 1 otherwise)",
+    ),
+    (
+        "model.self_attend",
+        "query attends to itself: true | false | auto (softmax no, linear yes)",
+    ),
+    (
+        "model.init",
+        "torch | small_id | small_id_qk | oppo_small_id | gaussian",
+    ),
+    (
+        "model.init_scale",
+        "scale of identity and Gaussian inits, or auto",
+    ),
     ("train.optimizer", "adam | sgd"),
     ("train.lr", "learning rate > 0"),
     ("train.beta1", "Adam beta1 in [0, 1)"),
@@ -230,7 +260,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ("train.steps", "optimiser steps"),
     ("train.seed", "random seed (u64)"),
     ("train.log_every", "log every k steps >= 1"),
-    ("train.snapshot_every", "KQ snapshot every k steps (0: none)"),
+    (
+        "train.snapshot_every",
+        "KQ snapshot every k steps (0: none)",
+    ),
     ("train.dtype", "f32 | f64"),
 ];
 
@@ -255,21 +288,33 @@ fn boolean(key: &str, v: &str) -> Result<bool> {
     match v.trim() {
         "true" | "1" | "yes" => Ok(true),
         "false" | "0" | "no" => Ok(false),
-        _ => Err(Error::InvalidConfig(format!("{key} = {v:?} is not true/false"))),
+        _ => Err(Error::InvalidConfig(format!(
+            "{key} = {v:?} is not true/false"
+        ))),
     }
 }
 
 fn choice<T: Copy>(key: &str, v: &str, options: &[(&str, T)]) -> Result<T> {
     let v = v.trim();
-    options.iter().find(|(n, _)| *n == v).map(|(_, t)| *t).ok_or_else(|| {
-        let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
-        Error::InvalidConfig(format!("{key} = {v:?}; expected one of {}", names.join(", ")))
-    })
+    options
+        .iter()
+        .find(|(n, _)| *n == v)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
+            Error::InvalidConfig(format!(
+                "{key} = {v:?}; expected one of {}",
+                names.join(", ")
+            ))
+        })
 }
 
 /// Parse a comma-separated list of finite numbers.
 pub fn parse_list(key: &str, v: &str) -> Result<Vec<f64>> {
-    v.split(',').filter(|s| !s.trim().is_empty()).map(|s| num(key, s)).collect()
+    v.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| num(key, s))
+        .collect()
 }
 
 const TASKS: &[(&str, TaskKind)] = &[
@@ -277,9 +322,19 @@ const TASKS: &[(&str, TaskKind)] = &[
     ("anisotropic", TaskKind::Anisotropic),
     ("multitask", TaskKind::MultiTask),
 ];
-const VARIANTS: &[(&str, MultiTaskVariant)] = &[("paper", MultiTaskVariant::Paper), ("code", MultiTaskVariant::Code)];
-const ATTNS: &[(&str, AttentionKind)] = &[("softmax", AttentionKind::Softmax), ("linear", AttentionKind::Linear)];
-const PARAMS: &[(&str, Param)] = &[("full", Param::Full), ("merged", Param::Merged), ("reduced", Param::Reduced)];
+const VARIANTS: &[(&str, MultiTaskVariant)] = &[
+    ("paper", MultiTaskVariant::Paper),
+    ("code", MultiTaskVariant::Code),
+];
+const ATTNS: &[(&str, AttentionKind)] = &[
+    ("softmax", AttentionKind::Softmax),
+    ("linear", AttentionKind::Linear),
+];
+const PARAMS: &[(&str, Param)] = &[
+    ("full", Param::Full),
+    ("merged", Param::Merged),
+    ("reduced", Param::Reduced),
+];
 const ACTS: &[(&str, Activation)] = &[
     ("exp", Activation::Exp),
     ("affine", Activation::Affine),
@@ -293,11 +348,16 @@ const INITS: &[(&str, InitKind)] = &[
     ("oppo_small_id", InitKind::OppoSmallId),
     ("gaussian", InitKind::Gaussian),
 ];
-const OPTS: &[(&str, OptimizerKind)] = &[("adam", OptimizerKind::Adam), ("sgd", OptimizerKind::Sgd)];
+const OPTS: &[(&str, OptimizerKind)] =
+    &[("adam", OptimizerKind::Adam), ("sgd", OptimizerKind::Sgd)];
 const DTYPES: &[(&str, Dtype)] = &[("f32", Dtype::F32), ("f64", Dtype::F64)];
 
 fn name_of<T: Copy + PartialEq>(options: &[(&'static str, T)], t: T) -> &'static str {
-    options.iter().find(|(_, x)| *x == t).map(|(n, _)| *n).unwrap_or("?")
+    options
+        .iter()
+        .find(|(_, x)| *x == t)
+        .map(|(n, _)| *n)
+        .unwrap_or("?")
 }
 
 impl Config {
@@ -320,7 +380,9 @@ impl Config {
                     for i in part.split(',').filter(|p| !p.trim().is_empty()) {
                         let i = uint(key, i)?;
                         if i == 0 {
-                            return Err(Error::InvalidConfig(format!("{key}: indices are 1-based")));
+                            return Err(Error::InvalidConfig(format!(
+                                "{key}: indices are 1-based"
+                            )));
                         }
                         s.push(i as usize - 1);
                     }
@@ -335,10 +397,28 @@ impl Config {
             "model.heads" => m.heads = uint(key, v)? as usize,
             "model.activation" => m.activation = choice(key, v, ACTS)?,
             "model.c" => m.c = num(key, v)?,
-            "model.scale" => m.scale = if v == "auto" { None } else { Some(num(key, v)?) },
-            "model.self_attend" => m.self_attend = if v == "auto" { None } else { Some(boolean(key, v)?) },
+            "model.scale" => {
+                m.scale = if v == "auto" {
+                    None
+                } else {
+                    Some(num(key, v)?)
+                }
+            }
+            "model.self_attend" => {
+                m.self_attend = if v == "auto" {
+                    None
+                } else {
+                    Some(boolean(key, v)?)
+                }
+            }
             "model.init" => m.init = choice(key, v, INITS)?,
-            "model.init_scale" => m.init_scale = if v == "auto" { None } else { Some(num(key, v)?) },
+            "model.init_scale" => {
+                m.init_scale = if v == "auto" {
+                    None
+                } else {
+                    Some(num(key, v)?)
+                }
+            }
             "train.optimizer" => tr.optimizer = choice(key, v, OPTS)?,
             "train.lr" => tr.lr = num(key, v)?,
             "train.beta1" => tr.beta1 = num(key, v)?,
@@ -376,13 +456,19 @@ impl Config {
             return bad("task.d must be >= 1".into());
         }
         if t.d > 4096 {
-            return bad(format!("task.d = {} is larger than the supported 4096", t.d));
+            return bad(format!(
+                "task.d = {} is larger than the supported 4096",
+                t.d
+            ));
         }
         if t.len == 0 {
             return bad("task.L must be >= 1".into());
         }
         if !(t.sigma2 >= 0.0) || !t.sigma2.is_finite() {
-            return bad(format!("task.sigma2 must be a finite number >= 0, got {}", t.sigma2));
+            return bad(format!(
+                "task.sigma2 must be a finite number >= 0, got {}",
+                t.sigma2
+            ));
         }
         match t.kind {
             TaskKind::Anisotropic => {
@@ -391,12 +477,19 @@ impl Config {
                         return bad(format!("task.rho must be in (-1, 1), got {}", t.rho));
                     }
                 } else if t.cov.len() != t.d * t.d {
-                    return bad(format!("task.cov has {} entries; d*d = {} needed", t.cov.len(), t.d * t.d));
+                    return bad(format!(
+                        "task.cov has {} entries; d*d = {} needed",
+                        t.cov.len(),
+                        t.d * t.d
+                    ));
                 }
             }
             TaskKind::MultiTask => {
                 if t.supports.is_empty() {
-                    return bad("task.supports must list at least one support for the multitask task".into());
+                    return bad(
+                        "task.supports must list at least one support for the multitask task"
+                            .into(),
+                    );
                 }
                 for s in &t.supports {
                     if s.is_empty() {
@@ -418,9 +511,15 @@ impl Config {
             }
         }
         if m.attention == AttentionKind::Linear && m.activation != Activation::Exp {
-            return bad("model.activation applies to softmax attention only; linear attention has none".into());
+            return bad(
+                "model.activation applies to softmax attention only; linear attention has none"
+                    .into(),
+            );
         }
-        if m.param == Param::Reduced && m.attention == AttentionKind::Softmax && t.kind == TaskKind::Anisotropic {
+        if m.param == Param::Reduced
+            && m.attention == AttentionKind::Softmax
+            && t.kind == TaskKind::Anisotropic
+        {
             // allowed: reduced model on anisotropic data is simply a restricted model
         }
         if !(tr.lr > 0.0) {
@@ -454,7 +553,9 @@ impl Config {
 
     /// Whether the query attends to itself.
     pub fn self_attend(&self) -> bool {
-        self.model.self_attend.unwrap_or(self.model.attention == AttentionKind::Linear)
+        self.model
+            .self_attend
+            .unwrap_or(self.model.attention == AttentionKind::Linear)
     }
 
     /// All keys with their current values as text, in [`KEYS`] order (round-trips through `set`).
@@ -462,11 +563,21 @@ impl Config {
         let (t, m, tr) = (&self.task, &self.model, &self.train);
         let f = |x: f64| format!("{x:?}");
         let opt = |x: Option<f64>| x.map(|x| format!("{x:?}")).unwrap_or_else(|| "auto".into());
-        let list = |xs: &[f64]| xs.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(",");
+        let list = |xs: &[f64]| {
+            xs.iter()
+                .map(|x| format!("{x:?}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         let supports = t
             .supports
             .iter()
-            .map(|s| s.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(","))
+            .map(|s| {
+                s.iter()
+                    .map(|i| (i + 1).to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
             .collect::<Vec<_>>()
             .join(";");
         let mut e: Vec<(&str, String)> = alloc::vec![
@@ -485,7 +596,12 @@ impl Config {
             ("model.activation", name_of(ACTS, m.activation).into()),
             ("model.c", f(m.c)),
             ("model.scale", opt(m.scale)),
-            ("model.self_attend", m.self_attend.map(|b| b.to_string()).unwrap_or_else(|| "auto".into())),
+            (
+                "model.self_attend",
+                m.self_attend
+                    .map(|b| b.to_string())
+                    .unwrap_or_else(|| "auto".into())
+            ),
             ("model.init", name_of(INITS, m.init).into()),
             ("model.init_scale", opt(m.init_scale)),
             ("train.optimizer", name_of(OPTS, tr.optimizer).into()),
@@ -564,7 +680,10 @@ mod tests {
     fn rejects_bad_values() {
         let mut c = Config::default();
         assert!(matches!(c.set("task.nope", "1"), Err(Error::UnknownKey(_))));
-        assert!(matches!(c.set("task.sigma2", "NaN"), Err(Error::InvalidConfig(_) | Error::NonFinite(_))));
+        assert!(matches!(
+            c.set("task.sigma2", "NaN"),
+            Err(Error::InvalidConfig(_) | Error::NonFinite(_))
+        ));
         c.set("task.d", "0").unwrap();
         assert!(c.validate().is_err());
         let mut c = Config::default();

@@ -19,17 +19,37 @@ pub trait Engine<T: Scalar>: Send {
     fn name(&self) -> &'static str;
 
     /// Loss on `batch` and its gradient with respect to the effective circuits (overwrites `grad`).
-    fn loss_grad(&mut self, spec: &ModelSpec, circ: &Circuits<T>, batch: &Batch<T>, grad: &mut Circuits<T>) -> Result<T>;
+    fn loss_grad(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        batch: &Batch<T>,
+        grad: &mut Circuits<T>,
+    ) -> Result<T>;
 
     /// Predictions for every sequence of `batch` into `out` (n * n_out values).
-    fn predict(&mut self, spec: &ModelSpec, circ: &Circuits<T>, batch: &Batch<T>, out: &mut [T]) -> Result<()>;
+    fn predict(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        batch: &Batch<T>,
+        out: &mut [T],
+    ) -> Result<()>;
 
     /// Loss and circuit gradient on the training batch of `step`: `n` sequences of context length
     /// `len`, sequence b from stream (seed, Train, step, b). Engines may fuse data generation;
     /// the default samples with [`Task::sample_into`] into an engine-owned buffer.
     #[allow(clippy::too_many_arguments)]
     fn sampled_loss_grad(
-        &mut self, spec: &ModelSpec, circ: &Circuits<T>, task: &Task, seed: u64, step: u64, n: usize, len: usize, grad: &mut Circuits<T>,
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        n: usize,
+        len: usize,
+        grad: &mut Circuits<T>,
     ) -> Result<T> {
         let mut batch = Batch::zeros(n, len, task.d, task.n_out);
         task.sample_into(seed, Domain::Train, step, 0, &mut batch, &mut Vec::new());
@@ -38,7 +58,11 @@ pub trait Engine<T: Scalar>: Send {
 }
 
 /// Check that a batch and circuits fit a spec.
-pub fn check_shapes<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>, batch: &Batch<T>) -> Result<()> {
+pub fn check_shapes<T: Scalar>(
+    spec: &ModelSpec,
+    circ: &Circuits<T>,
+    batch: &Batch<T>,
+) -> Result<()> {
     if batch.d != spec.d || batch.n_out != spec.n_out {
         return Err(Error::Shape(format!(
             "batch has d={} n_out={}, model has d={} n_out={}",
@@ -52,26 +76,52 @@ pub fn check_shapes<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>, batch: &Bat
         return Err(Error::Shape("empty batch".into()));
     }
     if spec.keys(batch.len) == 0 {
-        return Err(Error::Shape("the query has no keys to attend to (L = 0)".into()));
+        return Err(Error::Shape(
+            "the query has no keys to attend to (L = 0)".into(),
+        ));
     }
     Ok(())
 }
 
 /// Per-sequence forward of all heads: fills `caches` and `yhat`.
-pub fn sequence_forward<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>, seq: &[T], len: usize, caches: &mut [HeadCache<T>], yhat: &mut [T]) {
+pub fn sequence_forward<T: Scalar>(
+    spec: &ModelSpec,
+    circ: &Circuits<T>,
+    seq: &[T],
+    len: usize,
+    caches: &mut [HeadCache<T>],
+    yhat: &mut [T],
+) {
     let e = spec.e();
     let act = spec.act();
     let keys = &seq[..spec.keys(len) * e];
     let zq = &seq[len * e..(len + 1) * e];
     yhat.iter_mut().for_each(|y| *y = T::zero());
     for (h, cache) in caches.iter_mut().enumerate() {
-        head_forward(&act, e, spec.n_out, circ.kq_head(h), circ.ov_head(h), keys, zq, cache, yhat);
+        head_forward(
+            &act,
+            e,
+            spec.n_out,
+            circ.kq_head(h),
+            circ.ov_head(h),
+            keys,
+            zq,
+            cache,
+            yhat,
+        );
     }
 }
 
 /// Per-sequence backward of all heads given `g = dLoss/dyhat`; accumulates into `grad`.
 pub fn sequence_backward<T: Scalar>(
-    spec: &ModelSpec, circ: &Circuits<T>, seq: &[T], len: usize, caches: &[HeadCache<T>], g: &[T], grad: &mut Circuits<T>, scratch: &mut Vec<T>,
+    spec: &ModelSpec,
+    circ: &Circuits<T>,
+    seq: &[T],
+    len: usize,
+    caches: &[HeadCache<T>],
+    g: &[T],
+    grad: &mut Circuits<T>,
+    scratch: &mut Vec<T>,
 ) {
     let (e, no) = (spec.e(), spec.n_out);
     let act = spec.act();
@@ -79,8 +129,23 @@ pub fn sequence_backward<T: Scalar>(
     let zq = &seq[len * e..(len + 1) * e];
     for (h, cache) in caches.iter().enumerate() {
         let (kqs, ovs) = (e * e, no * e);
-        let (gkq, gov) = (&mut grad.kq[h * kqs..(h + 1) * kqs], &mut grad.ov[h * ovs..(h + 1) * ovs]);
-        head_backward(&act, e, no, circ.ov_head(h), keys, zq, cache, g, gkq, gov, scratch);
+        let (gkq, gov) = (
+            &mut grad.kq[h * kqs..(h + 1) * kqs],
+            &mut grad.ov[h * ovs..(h + 1) * ovs],
+        );
+        head_backward(
+            &act,
+            e,
+            no,
+            circ.ov_head(h),
+            keys,
+            zq,
+            cache,
+            g,
+            gkq,
+            gov,
+            scratch,
+        );
     }
 }
 
@@ -96,7 +161,12 @@ pub struct ScalarEngine<T> {
 impl<T: Scalar> ScalarEngine<T> {
     /// A new engine.
     pub fn new() -> Self {
-        ScalarEngine { caches: Vec::new(), scratch: Vec::new(), normals: Vec::new(), batch: None }
+        ScalarEngine {
+            caches: Vec::new(),
+            scratch: Vec::new(),
+            normals: Vec::new(),
+            batch: None,
+        }
     }
 
     /// Boxed, for `dyn Engine` use.
@@ -107,7 +177,9 @@ impl<T: Scalar> ScalarEngine<T> {
     fn fit(&mut self, spec: &ModelSpec, len: usize) {
         let nk = spec.keys(len);
         if self.caches.len() != spec.heads {
-            self.caches = (0..spec.heads).map(|_| HeadCache::new(nk, spec.e())).collect();
+            self.caches = (0..spec.heads)
+                .map(|_| HeadCache::new(nk, spec.e()))
+                .collect();
         }
     }
 }
@@ -117,7 +189,13 @@ impl<T: Scalar> Engine<T> for ScalarEngine<T> {
         "scalar"
     }
 
-    fn loss_grad(&mut self, spec: &ModelSpec, circ: &Circuits<T>, batch: &Batch<T>, grad: &mut Circuits<T>) -> Result<T> {
+    fn loss_grad(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        batch: &Batch<T>,
+        grad: &mut Circuits<T>,
+    ) -> Result<T> {
         check_shapes(spec, circ, batch)?;
         self.fit(spec, batch.len);
         grad.clear();
@@ -131,33 +209,74 @@ impl<T: Scalar> Engine<T> for ScalarEngine<T> {
         let mut loss = T::zero();
         for b in 0..batch.n {
             let seq = batch.seq(b);
-            sequence_forward(spec, circ, seq, batch.len, &mut self.caches, &mut yhat[..no]);
+            sequence_forward(
+                spec,
+                circ,
+                seq,
+                batch.len,
+                &mut self.caches,
+                &mut yhat[..no],
+            );
             // loss = sum_o r_o^2 / (n n_out)  =>  g_o = 2 r_o / (n n_out)
             for o in 0..no {
                 let r = yhat[o] - batch.target(b)[o];
                 loss += r * r * inv;
                 g[o] = two * r * inv;
             }
-            sequence_backward(spec, circ, seq, batch.len, &self.caches, &g[..no], grad, &mut self.scratch);
+            sequence_backward(
+                spec,
+                circ,
+                seq,
+                batch.len,
+                &self.caches,
+                &g[..no],
+                grad,
+                &mut self.scratch,
+            );
         }
         Ok(loss)
     }
 
-    fn predict(&mut self, spec: &ModelSpec, circ: &Circuits<T>, batch: &Batch<T>, out: &mut [T]) -> Result<()> {
+    fn predict(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        batch: &Batch<T>,
+        out: &mut [T],
+    ) -> Result<()> {
         check_shapes(spec, circ, batch)?;
         let no = spec.n_out;
         if out.len() != batch.n * no {
-            return Err(Error::Shape(format!("prediction buffer has {} values, {} needed", out.len(), batch.n * no)));
+            return Err(Error::Shape(format!(
+                "prediction buffer has {} values, {} needed",
+                out.len(),
+                batch.n * no
+            )));
         }
         self.fit(spec, batch.len);
         for b in 0..batch.n {
-            sequence_forward(spec, circ, batch.seq(b), batch.len, &mut self.caches, &mut out[b * no..(b + 1) * no]);
+            sequence_forward(
+                spec,
+                circ,
+                batch.seq(b),
+                batch.len,
+                &mut self.caches,
+                &mut out[b * no..(b + 1) * no],
+            );
         }
         Ok(())
     }
 
     fn sampled_loss_grad(
-        &mut self, spec: &ModelSpec, circ: &Circuits<T>, task: &Task, seed: u64, step: u64, n: usize, len: usize, grad: &mut Circuits<T>,
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        n: usize,
+        len: usize,
+        grad: &mut Circuits<T>,
     ) -> Result<T> {
         let mut batch = match self.batch.take() {
             Some(b) if b.n == n && b.len == len && b.d == task.d && b.n_out == task.n_out => b,

@@ -21,14 +21,30 @@ use nalgebra::{DMatrix, DVector};
 pub enum Estimator {
     /// Predicts 0.
     Zero,
-    VanillaGd { eta: f64 },
-    DebiasedGd { eta: f64 },
+    VanillaGd {
+        eta: f64,
+    },
+    DebiasedGd {
+        eta: f64,
+    },
     /// `gamma_inv` is Gamma^{-1}, row-major d x d.
-    PrecondGd { eta: f64, gamma_inv: Vec<f64>, debiased: bool },
-    Ridge { lambda: f64 },
+    PrecondGd {
+        eta: f64,
+        gamma_inv: Vec<f64>,
+        debiased: bool,
+    },
+    Ridge {
+        lambda: f64,
+    },
     Ols,
-    Nw { omega: f64, mu: f64 },
-    Reduced { omega: Vec<f64>, mu: Vec<f64> },
+    Nw {
+        omega: f64,
+        mu: f64,
+    },
+    Reduced {
+        omega: Vec<f64>,
+        mu: Vec<f64>,
+    },
 }
 
 impl Estimator {
@@ -38,7 +54,12 @@ impl Estimator {
             Estimator::Zero => "zero".into(),
             Estimator::VanillaGd { .. } => "vanilla_gd".into(),
             Estimator::DebiasedGd { .. } => "debiased_gd".into(),
-            Estimator::PrecondGd { debiased, .. } => if *debiased { "precond_debiased_gd" } else { "precond_gd" }.into(),
+            Estimator::PrecondGd { debiased, .. } => if *debiased {
+                "precond_debiased_gd"
+            } else {
+                "precond_gd"
+            }
+            .into(),
             Estimator::Ridge { .. } => "ridge".into(),
             Estimator::Ols => "ols".into(),
             Estimator::Nw { .. } => "nw".into(),
@@ -48,7 +69,13 @@ impl Estimator {
 
     /// Check parameters (finite, matching sizes) for dimension `d`.
     pub fn validate(&self, d: usize) -> Result<()> {
-        let fin = |what: &str, x: f64| if x.is_finite() { Ok(()) } else { Err(Error::NonFinite(format!("estimator {what}"))) };
+        let fin = |what: &str, x: f64| {
+            if x.is_finite() {
+                Ok(())
+            } else {
+                Err(Error::NonFinite(format!("estimator {what}")))
+            }
+        };
         match self {
             Estimator::Zero | Estimator::Ols => Ok(()),
             Estimator::VanillaGd { eta } | Estimator::DebiasedGd { eta } => fin("eta", *eta),
@@ -69,7 +96,9 @@ impl Estimator {
             Estimator::Nw { omega, mu } => fin("omega", *omega).and(fin("mu", *mu)),
             Estimator::Reduced { omega, mu } => {
                 if omega.len() != mu.len() || omega.is_empty() {
-                    return Err(Error::Shape("reduced estimator needs as many mu as omega (>= 1)".into()));
+                    return Err(Error::Shape(
+                        "reduced estimator needs as many mu as omega (>= 1)".into(),
+                    ));
                 }
                 omega.iter().chain(mu).try_for_each(|&x| fin("omega/mu", x))
             }
@@ -88,39 +117,61 @@ impl Estimator {
             Estimator::Zero => out.iter_mut().for_each(|v| *v = 0.0),
             Estimator::VanillaGd { eta } | Estimator::DebiasedGd { eta } => {
                 let debias = matches!(self, Estimator::DebiasedGd { .. });
-                let xbar: Vec<f64> = (0..d).map(|k| (0..l).map(|i| x(i, k)).sum::<f64>() / lf).collect();
+                let xbar: Vec<f64> = (0..d)
+                    .map(|k| (0..l).map(|i| x(i, k)).sum::<f64>() / lf)
+                    .collect();
                 for (o, v) in out.iter_mut().enumerate().take(no) {
                     let mut acc = 0.0;
                     for i in 0..l {
-                        let dot: f64 = (0..d).map(|k| (x(i, k) - if debias { xbar[k] } else { 0.0 }) * xq[k]).sum();
+                        let dot: f64 = (0..d)
+                            .map(|k| (x(i, k) - if debias { xbar[k] } else { 0.0 }) * xq[k])
+                            .sum();
                         acc += y(i, o) * dot;
                     }
                     *v = eta * acc / lf;
                 }
             }
-            Estimator::PrecondGd { eta, gamma_inv, debiased } => {
-                let gq: Vec<f64> = (0..d).map(|r| (0..d).map(|c| gamma_inv[r * d + c] * xq[c]).sum()).collect();
-                let xbar: Vec<f64> = (0..d).map(|k| (0..l).map(|i| x(i, k)).sum::<f64>() / lf).collect();
+            Estimator::PrecondGd {
+                eta,
+                gamma_inv,
+                debiased,
+            } => {
+                let gq: Vec<f64> = (0..d)
+                    .map(|r| (0..d).map(|c| gamma_inv[r * d + c] * xq[c]).sum())
+                    .collect();
+                let xbar: Vec<f64> = (0..d)
+                    .map(|k| (0..l).map(|i| x(i, k)).sum::<f64>() / lf)
+                    .collect();
                 for (o, v) in out.iter_mut().enumerate().take(no) {
                     let mut acc = 0.0;
                     for i in 0..l {
-                        let dot: f64 = (0..d).map(|k| (x(i, k) - if *debiased { xbar[k] } else { 0.0 }) * gq[k]).sum();
+                        let dot: f64 = (0..d)
+                            .map(|k| (x(i, k) - if *debiased { xbar[k] } else { 0.0 }) * gq[k])
+                            .sum();
                         acc += y(i, o) * dot;
                     }
                     *v = eta * acc / lf;
                 }
             }
             Estimator::Ridge { .. } | Estimator::Ols => {
-                let lambda = if let Estimator::Ridge { lambda } = self { *lambda } else { 0.0 };
+                let lambda = if let Estimator::Ridge { lambda } = self {
+                    *lambda
+                } else {
+                    0.0
+                };
                 if lambda == 0.0 && l < d {
-                    return Err(Error::Numerical(format!("OLS needs L >= d (L = {l}, d = {d})")));
+                    return Err(Error::Numerical(format!(
+                        "OLS needs L >= d (L = {l}, d = {d})"
+                    )));
                 }
                 let xm = DMatrix::from_fn(l, d, |i, k| x(i, k));
                 let mut a = xm.transpose() * &xm;
                 for k in 0..d {
                     a[(k, k)] += lambda;
                 }
-                let chol = a.cholesky().ok_or_else(|| Error::Numerical("X^T X + lambda I is singular".into()))?;
+                let chol = a
+                    .cholesky()
+                    .ok_or_else(|| Error::Numerical("X^T X + lambda I is singular".into()))?;
                 let xqv = DVector::from_column_slice(&xq);
                 // yhat = x_q^T A^{-1} X^T y = (A^{-1} x_q)^T X^T y
                 let w = chol.solve(&xqv);
@@ -137,12 +188,26 @@ impl Estimator {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn nw_sum(omega: &[f64], mu: &[f64], l: usize, d: usize, x: &dyn Fn(usize, usize) -> f64, y: &dyn Fn(usize, usize) -> f64, xq: &[f64], out: &mut [f64]) {
-    let dots: Vec<f64> = (0..l).map(|i| (0..d).map(|k| x(i, k) * xq[k]).sum()).collect();
+fn nw_sum(
+    omega: &[f64],
+    mu: &[f64],
+    l: usize,
+    d: usize,
+    x: &dyn Fn(usize, usize) -> f64,
+    y: &dyn Fn(usize, usize) -> f64,
+    xq: &[f64],
+    out: &mut [f64],
+) {
+    let dots: Vec<f64> = (0..l)
+        .map(|i| (0..d).map(|k| x(i, k) * xq[k]).sum())
+        .collect();
     out.iter_mut().for_each(|v| *v = 0.0);
     let mut w = vec![0.0; l];
     for (&om, &m) in omega.iter().zip(mu) {
-        let mx = dots.iter().map(|s| om * s).fold(f64::NEG_INFINITY, f64::max);
+        let mx = dots
+            .iter()
+            .map(|s| om * s)
+            .fold(f64::NEG_INFINITY, f64::max);
         let mut sum = 0.0;
         for i in 0..l {
             w[i] = libm::exp(om * dots[i] - mx);

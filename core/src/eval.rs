@@ -38,7 +38,11 @@ impl Acc {
         let n = self.n.max(1) as f64;
         let m = self.sum / n;
         let var = (self.sumsq / n - m * m).max(0.0) * n / (n - 1.0).max(1.0);
-        RiskEstimate { risk: m, stderr: libm::sqrt(var / n), n: self.n }
+        RiskEstimate {
+            risk: m,
+            stderr: libm::sqrt(var / n),
+            n: self.n,
+        }
     }
 }
 
@@ -47,10 +51,17 @@ const CHUNK: usize = 1024;
 /// Evaluate the model (if given) and each estimator on `n` sequences of context length `len`.
 /// Returns the model's estimate first (if any), then one per estimator, in order.
 pub fn mc_risk<T: Scalar>(
-    task: &Task, len: usize, n: usize, seed: u64, model: Option<(&Model<T>, &mut dyn Engine<T>)>, estimators: &[Estimator],
+    task: &Task,
+    len: usize,
+    n: usize,
+    seed: u64,
+    model: Option<(&Model<T>, &mut dyn Engine<T>)>,
+    estimators: &[Estimator],
 ) -> Result<Vec<RiskEstimate>> {
     if n < 2 {
-        return Err(Error::InvalidConfig("Monte Carlo needs at least 2 samples".into()));
+        return Err(Error::InvalidConfig(
+            "Monte Carlo needs at least 2 samples".into(),
+        ));
     }
     if len == 0 {
         return Err(Error::InvalidConfig("test length must be >= 1".into()));
@@ -70,13 +81,23 @@ pub fn mc_risk<T: Scalar>(
     while first < n {
         let m = CHUNK.min(n - first);
         let mut batch: Batch<T> = Batch::zeros(m, len, task.d, no);
-        task.sample_into(seed, Domain::Eval, len as u64, first as u64, &mut batch, &mut normals);
+        task.sample_into(
+            seed,
+            Domain::Eval,
+            len as u64,
+            first as u64,
+            &mut batch,
+            &mut normals,
+        );
         let mut k = 0;
         if let (Some((mdl, eng)), Some(c)) = (model.as_mut(), circ.as_ref()) {
             eng.predict(&mdl.spec, c, &batch, &mut pred[..m * no])?;
             for b in 0..m {
                 let t = batch.target(b);
-                let se: f64 = (0..no).map(|o| sq(pred[b * no + o].to_f64() - t[o].to_f64())).sum::<f64>() / (no as f64);
+                let se: f64 = (0..no)
+                    .map(|o| sq(pred[b * no + o].to_f64() - t[o].to_f64()))
+                    .sum::<f64>()
+                    / (no as f64);
                 accs[0].push(se);
             }
             k = 1;
@@ -85,7 +106,8 @@ pub fn mc_risk<T: Scalar>(
             for b in 0..m {
                 e.predict(&batch, b, &mut est)?;
                 let t = batch.target(b);
-                let se: f64 = (0..no).map(|o| sq(est[o] - t[o].to_f64())).sum::<f64>() / (no as f64);
+                let se: f64 =
+                    (0..no).map(|o| sq(est[o] - t[o].to_f64())).sum::<f64>() / (no as f64);
                 accs[k + j].push(se);
             }
         }
@@ -93,7 +115,10 @@ pub fn mc_risk<T: Scalar>(
     }
     let out: Vec<RiskEstimate> = accs.iter().map(|a| a.finish()).collect();
     if let Some(bad) = out.iter().find(|r| !r.risk.is_finite()) {
-        return Err(Error::Numerical(alloc::format!("risk is not finite ({})", bad.risk)));
+        return Err(Error::Numerical(alloc::format!(
+            "risk is not finite ({})",
+            bad.risk
+        )));
     }
     Ok(out)
 }

@@ -18,7 +18,13 @@ pub fn central_diff(f: &mut dyn FnMut(&[f64]) -> f64, x: &[f64], h: f64) -> allo
 
 /// Relative error `||g - g_fd|| / max(||g||, ||g_fd||, floor)`, with `g_fd` central differences
 /// of `f` at `x`. The floor guards against vanishing gradients.
-pub fn rel_error(f: &mut dyn FnMut(&[f64]) -> f64, x: &[f64], g: &[f64], h: f64, floor: f64) -> f64 {
+pub fn rel_error(
+    f: &mut dyn FnMut(&[f64]) -> f64,
+    x: &[f64],
+    g: &[f64],
+    h: f64,
+    floor: f64,
+) -> f64 {
     let fd = central_diff(f, x, h);
     let num: f64 = g.iter().zip(&fd).map(|(a, b)| (a - b) * (a - b)).sum();
     let na: f64 = g.iter().map(|a| a * a).sum();

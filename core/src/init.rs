@@ -38,12 +38,32 @@ pub fn init_params<T: Scalar>(spec: &ModelSpec, cfg: &Config) -> Result<Vec<T>> 
         }
         InitKind::SmallId | InitKind::OppoSmallId => {}
     }
-    if matches!(kind, InitKind::SmallId | InitKind::OppoSmallId | InitKind::SmallIdQk) {
-        let s = cfg.model.init_scale.unwrap_or(if kind == InitKind::SmallIdQk { 1e-4 } else { 1e-6 });
-        let sign = |h: usize| if kind == InitKind::OppoSmallId && h % 2 == 1 { -1.0 } else { 1.0 };
+    if matches!(
+        kind,
+        InitKind::SmallId | InitKind::OppoSmallId | InitKind::SmallIdQk
+    ) {
+        let s = cfg
+            .model
+            .init_scale
+            .unwrap_or(if kind == InitKind::SmallIdQk {
+                1e-4
+            } else {
+                1e-6
+            });
+        let sign = |h: usize| {
+            if kind == InitKind::OppoSmallId && h % 2 == 1 {
+                -1.0
+            } else {
+                1.0
+            }
+        };
         match spec.param {
             Param::Full => {
-                let mats: &[usize] = if kind == InitKind::SmallIdQk { &[0, 1] } else { &[0, 1, 2] };
+                let mats: &[usize] = if kind == InitKind::SmallIdQk {
+                    &[0, 1]
+                } else {
+                    &[0, 1, 2]
+                };
                 for &m in mats {
                     for h in 0..h_n {
                         let base = m * h_n * e * e + h * e * e;

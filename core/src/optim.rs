@@ -9,17 +9,35 @@ use alloc::vec::Vec;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Optimizer<T> {
     /// buf <- momentum buf + g (buf = g on the first step); p <- p - lr buf.
-    Sgd { lr: f64, momentum: f64, buf: Vec<T>, started: bool },
+    Sgd {
+        lr: f64,
+        momentum: f64,
+        buf: Vec<T>,
+        started: bool,
+    },
     /// m <- m + (1 - b1)(g - m); v <- b2 v + (1 - b2) g^2;
     /// p <- p - (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
-    Adam { lr: f64, beta1: f64, beta2: f64, eps: f64, t: u64, m: Vec<T>, v: Vec<T> },
+    Adam {
+        lr: f64,
+        beta1: f64,
+        beta2: f64,
+        eps: f64,
+        t: u64,
+        m: Vec<T>,
+        v: Vec<T>,
+    },
 }
 
 impl<T: Scalar> Optimizer<T> {
     /// Fresh state for `n` parameters.
     pub fn new(cfg: &TrainConfig, n: usize) -> Self {
         match cfg.optimizer {
-            OptimizerKind::Sgd => Optimizer::Sgd { lr: cfg.lr, momentum: cfg.momentum, buf: vec![T::zero(); n], started: false },
+            OptimizerKind::Sgd => Optimizer::Sgd {
+                lr: cfg.lr,
+                momentum: cfg.momentum,
+                buf: vec![T::zero(); n],
+                started: false,
+            },
             OptimizerKind::Adam => Optimizer::Adam {
                 lr: cfg.lr,
                 beta1: cfg.beta1,
@@ -35,12 +53,23 @@ impl<T: Scalar> Optimizer<T> {
     /// One update of `params` with `grad`.
     pub fn step(&mut self, params: &mut [T], grad: &[T]) -> Result<()> {
         if params.len() != grad.len() {
-            return Err(Error::Shape(format!("{} params but {} gradients", params.len(), grad.len())));
+            return Err(Error::Shape(format!(
+                "{} params but {} gradients",
+                params.len(),
+                grad.len()
+            )));
         }
         match self {
-            Optimizer::Sgd { lr, momentum, buf, started } => {
+            Optimizer::Sgd {
+                lr,
+                momentum,
+                buf,
+                started,
+            } => {
                 if buf.len() != params.len() {
-                    return Err(Error::Shape("optimiser state does not match the parameters".into()));
+                    return Err(Error::Shape(
+                        "optimiser state does not match the parameters".into(),
+                    ));
                 }
                 let (lr, mo) = (T::of(*lr), T::of(*momentum));
                 for ((p, &g), b) in params.iter_mut().zip(grad).zip(buf.iter_mut()) {
@@ -54,16 +83,31 @@ impl<T: Scalar> Optimizer<T> {
                 }
                 *started = true;
             }
-            Optimizer::Adam { lr, beta1, beta2, eps, t, m, v } => {
+            Optimizer::Adam {
+                lr,
+                beta1,
+                beta2,
+                eps,
+                t,
+                m,
+                v,
+            } => {
                 if m.len() != params.len() {
-                    return Err(Error::Shape("optimiser state does not match the parameters".into()));
+                    return Err(Error::Shape(
+                        "optimiser state does not match the parameters".into(),
+                    ));
                 }
                 *t += 1;
                 let bc1 = 1.0 - libm::pow(*beta1, *t as f64);
                 let bc2 = 1.0 - libm::pow(*beta2, *t as f64);
                 let step_size = T::of(*lr / bc1);
                 let bc2_sqrt = T::of(libm::sqrt(bc2));
-                let (w1, b2, w2, e) = (T::of(1.0 - *beta1), T::of(*beta2), T::of(1.0 - *beta2), T::of(*eps));
+                let (w1, b2, w2, e) = (
+                    T::of(1.0 - *beta1),
+                    T::of(*beta2),
+                    T::of(1.0 - *beta2),
+                    T::of(*eps),
+                );
                 for i in 0..params.len() {
                     let g = grad[i];
                     let mi = m[i];
@@ -81,7 +125,10 @@ impl<T: Scalar> Optimizer<T> {
     pub fn state(&self) -> Vec<(&'static str, &[T])> {
         match self {
             Optimizer::Sgd { buf, .. } => vec![("sgd.momentum_buffer", buf.as_slice())],
-            Optimizer::Adam { m, v, .. } => vec![("adam.exp_avg", m.as_slice()), ("adam.exp_avg_sq", v.as_slice())],
+            Optimizer::Adam { m, v, .. } => vec![
+                ("adam.exp_avg", m.as_slice()),
+                ("adam.exp_avg_sq", v.as_slice()),
+            ],
         }
     }
 }

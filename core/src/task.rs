@@ -35,13 +35,29 @@ pub struct Batch<T> {
 impl<T: Scalar> Batch<T> {
     /// A zero batch of the given shape.
     pub fn zeros(n: usize, len: usize, d: usize, n_out: usize) -> Self {
-        Batch { n, len, d, n_out, z: vec![T::zero(); n * (len + 1) * (d + n_out)], y: vec![T::zero(); n * n_out] }
+        Batch {
+            n,
+            len,
+            d,
+            n_out,
+            z: vec![T::zero(); n * (len + 1) * (d + n_out)],
+            y: vec![T::zero(); n * n_out],
+        }
     }
 
     /// A batch from caller data, checking sizes and finiteness; the query's y-slots are zeroed.
-    pub fn from_parts(n: usize, len: usize, d: usize, n_out: usize, z: Vec<T>, y: Vec<T>) -> Result<Self> {
+    pub fn from_parts(
+        n: usize,
+        len: usize,
+        d: usize,
+        n_out: usize,
+        z: Vec<T>,
+        y: Vec<T>,
+    ) -> Result<Self> {
         if n == 0 || len == 0 || d == 0 || n_out == 0 {
-            return Err(Error::Shape(format!("empty batch shape n={n} L={len} d={d} n_out={n_out}")));
+            return Err(Error::Shape(format!(
+                "empty batch shape n={n} L={len} d={d} n_out={n_out}"
+            )));
         }
         let want = n * (len + 1) * (d + n_out);
         if z.len() != want || y.len() != n * n_out {
@@ -54,7 +70,14 @@ impl<T: Scalar> Batch<T> {
         }
         crate::scalar::check_finite("z", &z)?;
         crate::scalar::check_finite("y", &y)?;
-        let mut b = Batch { n, len, d, n_out, z, y };
+        let mut b = Batch {
+            n,
+            len,
+            d,
+            n_out,
+            z,
+            y,
+        };
         for s in 0..n {
             let e = d + n_out;
             let q = b.seq_mut(s);
@@ -120,17 +143,25 @@ pub fn kms(d: usize, rho: f64) -> Vec<f64> {
 /// Lower Cholesky factor of a row-major SPD matrix, or [`Error::Numerical`].
 pub fn cholesky(d: usize, sigma: &[f64]) -> Result<Vec<f64>> {
     if sigma.len() != d * d {
-        return Err(Error::Shape(format!("covariance needs {} entries, got {}", d * d, sigma.len())));
+        return Err(Error::Shape(format!(
+            "covariance needs {} entries, got {}",
+            d * d,
+            sigma.len()
+        )));
     }
     for i in 0..d {
         for j in 0..i {
             if (sigma[i * d + j] - sigma[j * d + i]).abs() > 1e-9 * (1.0 + sigma[i * d + j].abs()) {
-                return Err(Error::Numerical(format!("covariance is not symmetric at ({i}, {j})")));
+                return Err(Error::Numerical(format!(
+                    "covariance is not symmetric at ({i}, {j})"
+                )));
             }
         }
     }
     let m = DMatrix::from_row_slice(d, d, sigma);
-    let c = m.cholesky().ok_or_else(|| Error::Numerical("covariance is not positive definite".into()))?;
+    let c = m
+        .cholesky()
+        .ok_or_else(|| Error::Numerical("covariance is not positive definite".into()))?;
     let l = c.l();
     let mut out = vec![0.0; d * d];
     for i in 0..d {
@@ -148,12 +179,17 @@ impl Task {
         let t = &cfg.task;
         let chol = match t.kind {
             TaskKind::Anisotropic => {
-                let sigma = if t.cov.is_empty() { kms(t.d, t.rho) } else { t.cov.clone() };
+                let sigma = if t.cov.is_empty() {
+                    kms(t.d, t.rho)
+                } else {
+                    t.cov.clone()
+                };
                 cholesky(t.d, &sigma)?
             }
             _ => Vec::new(),
         };
-        let query_noise = t.query_noise && !(t.kind == TaskKind::MultiTask && t.variant == MultiTaskVariant::Code);
+        let query_noise = t.query_noise
+            && !(t.kind == TaskKind::MultiTask && t.variant == MultiTaskVariant::Code);
         Ok(Task {
             kind: t.kind,
             d: t.d,
@@ -184,7 +220,9 @@ impl Task {
         let mut s = vec![0.0; d * d];
         for i in 0..d {
             for j in 0..d {
-                s[i * d + j] = (0..d).map(|k| self.chol[i * d + k] * self.chol[j * d + k]).sum();
+                s[i * d + j] = (0..d)
+                    .map(|k| self.chol[i * d + k] * self.chol[j * d + k])
+                    .sum();
             }
         }
         s
@@ -192,7 +230,9 @@ impl Task {
 
     fn beta_len(&self) -> usize {
         match (self.kind, self.variant) {
-            (TaskKind::MultiTask, MultiTaskVariant::Code) => self.supports.iter().map(|s| s.len()).sum(),
+            (TaskKind::MultiTask, MultiTaskVariant::Code) => {
+                self.supports.iter().map(|s| s.len()).sum()
+            }
             _ => self.d,
         }
     }
@@ -204,7 +244,14 @@ impl Task {
 
     /// Sample one sequence from `rng` into `z` ((len+1) * E values) and `y` (n_out values).
     /// `normals` is scratch space, resized as needed.
-    pub fn sample_sequence<T: Scalar>(&self, rng: &mut Rng, len: usize, normals: &mut Vec<f64>, z: &mut [T], y: &mut [T]) {
+    pub fn sample_sequence<T: Scalar>(
+        &self,
+        rng: &mut Rng,
+        len: usize,
+        normals: &mut Vec<f64>,
+        z: &mut [T],
+        y: &mut [T],
+    ) {
         let (d, e, no) = (self.d, self.e(), self.n_out);
         normals.resize(self.normals_per_sequence(len), 0.0);
         rng::fill_normal(rng, normals);
@@ -259,18 +306,36 @@ impl Task {
 
     /// Fill `batch` (shape preserved) with the sequences of (seed, domain, step), sequence b from
     /// stream (seed, domain, step, first_seq + b).
-    pub fn sample_into<T: Scalar>(&self, seed: u64, domain: Domain, step: u64, first_seq: u64, batch: &mut Batch<T>, normals: &mut Vec<f64>) {
+    pub fn sample_into<T: Scalar>(
+        &self,
+        seed: u64,
+        domain: Domain,
+        step: u64,
+        first_seq: u64,
+        batch: &mut Batch<T>,
+        normals: &mut Vec<f64>,
+    ) {
         let (len, no) = (batch.len, batch.n_out);
         let w = (len + 1) * batch.e();
         for b in 0..batch.n {
             let mut r = rng::stream(seed, domain, step, first_seq + b as u64);
-            let (z, y) = (&mut batch.z[b * w..(b + 1) * w], &mut batch.y[b * no..(b + 1) * no]);
+            let (z, y) = (
+                &mut batch.z[b * w..(b + 1) * w],
+                &mut batch.y[b * no..(b + 1) * no],
+            );
             self.sample_sequence(&mut r, len, normals, z, y);
         }
     }
 
     /// A fresh batch of `n` sequences of context length `len`.
-    pub fn sample_batch<T: Scalar>(&self, seed: u64, domain: Domain, step: u64, n: usize, len: usize) -> Batch<T> {
+    pub fn sample_batch<T: Scalar>(
+        &self,
+        seed: u64,
+        domain: Domain,
+        step: u64,
+        n: usize,
+        len: usize,
+    ) -> Batch<T> {
         let mut b = Batch::zeros(n, len, self.d, self.n_out);
         self.sample_into(seed, domain, step, 0, &mut b, &mut Vec::new());
         b

@@ -17,21 +17,26 @@ pub fn parse(text: &str) -> Result<Vec<(String, String)>> {
         }
         let lineno = no + 1;
         if let Some(rest) = line.strip_prefix('[') {
-            let name = rest
-                .strip_suffix(']')
-                .ok_or_else(|| Error::InvalidConfig(format!("line {lineno}: unterminated section header")))?;
+            let name = rest.strip_suffix(']').ok_or_else(|| {
+                Error::InvalidConfig(format!("line {lineno}: unterminated section header"))
+            })?;
             section = name.trim().to_string();
             continue;
         }
-        let (k, v) = line
-            .split_once('=')
-            .ok_or_else(|| Error::InvalidConfig(format!("line {lineno}: expected `key = value`")))?;
+        let (k, v) = line.split_once('=').ok_or_else(|| {
+            Error::InvalidConfig(format!("line {lineno}: expected `key = value`"))
+        })?;
         let key = k.trim();
         if key.is_empty() {
             return Err(Error::InvalidConfig(format!("line {lineno}: empty key")));
         }
-        let value = parse_value(v.trim()).map_err(|m| Error::InvalidConfig(format!("line {lineno}: {m}")))?;
-        let full = if section.is_empty() { key.to_string() } else { format!("{section}.{key}") };
+        let value = parse_value(v.trim())
+            .map_err(|m| Error::InvalidConfig(format!("line {lineno}: {m}")))?;
+        let full = if section.is_empty() {
+            key.to_string()
+        } else {
+            format!("{section}.{key}")
+        };
         out.push((full, value));
     }
     Ok(out)
@@ -74,7 +79,10 @@ fn parse_value(v: &str) -> core::result::Result<String, String> {
 /// Render a value for a TOML file: numbers and booleans bare, everything else quoted.
 pub fn render_value(v: &str) -> String {
     let is_bool = v == "true" || v == "false";
-    let is_num = v.parse::<f64>().is_ok() && !v.contains(',') && !v.eq_ignore_ascii_case("nan") && !v.contains("inf");
+    let is_num = v.parse::<f64>().is_ok()
+        && !v.contains(',')
+        && !v.eq_ignore_ascii_case("nan")
+        && !v.contains("inf");
     if is_bool || is_num {
         v.to_string()
     } else {

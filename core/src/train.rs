@@ -32,9 +32,18 @@ pub struct Snapshot {
 }
 
 /// Loss and parameter gradient of `model` on `batch` through `engine` (overwrites `grad`).
-pub fn loss_and_grad<T: Scalar>(engine: &mut dyn Engine<T>, model: &Model<T>, batch: &Batch<T>, grad: &mut [T]) -> Result<T> {
+pub fn loss_and_grad<T: Scalar>(
+    engine: &mut dyn Engine<T>,
+    model: &Model<T>,
+    batch: &Batch<T>,
+    grad: &mut [T],
+) -> Result<T> {
     if grad.len() != model.params.len() {
-        return Err(Error::Shape(format!("gradient buffer has {} values, {} needed", grad.len(), model.params.len())));
+        return Err(Error::Shape(format!(
+            "gradient buffer has {} values, {} needed",
+            grad.len(),
+            model.params.len()
+        )));
     }
     let circ = model.circuits();
     let mut g = Circuits::zeros(&model.spec);
@@ -100,10 +109,21 @@ impl<T: Scalar> Trainer<T> {
         self.model.circuits_into(&mut self.circ);
         let tr = &self.cfg.train;
         let loss = engine
-            .sampled_loss_grad(&self.model.spec, &self.circ, &self.task, tr.seed, t, tr.batch, self.cfg.task.len, &mut self.gcirc)?
+            .sampled_loss_grad(
+                &self.model.spec,
+                &self.circ,
+                &self.task,
+                tr.seed,
+                t,
+                tr.batch,
+                self.cfg.task.len,
+                &mut self.gcirc,
+            )?
             .to_f64();
         if !loss.is_finite() {
-            return Err(Error::Numerical(format!("training diverged at step {t} (loss {loss})")));
+            return Err(Error::Numerical(format!(
+                "training diverged at step {t} (loss {loss})"
+            )));
         }
         self.model.backprop_circuits(&self.gcirc, &mut self.grad);
         self.opt.step(&mut self.model.params, &self.grad)?;
@@ -117,7 +137,10 @@ impl<T: Scalar> Trainer<T> {
         let snap = self.cfg.train.snapshot_every;
         if snap > 0 && (s == 1 || s % snap == 0) {
             self.model.circuits_into(&mut self.circ);
-            self.snapshots.push(Snapshot { step: s, kq: self.circ.kq.iter().map(|x| x.to_f64()).collect() });
+            self.snapshots.push(Snapshot {
+                step: s,
+                kq: self.circ.kq.iter().map(|x| x.to_f64()).collect(),
+            });
         }
         Ok(loss)
     }
@@ -137,7 +160,11 @@ impl<T: Scalar> Trainer<T> {
 
     /// Run until `cfg.train.steps` steps are done, calling `progress(step, loss)` after each step;
     /// `progress` returning `false` stops early (the state stays consistent).
-    pub fn run(&mut self, engine: &mut dyn Engine<T>, progress: &mut dyn FnMut(u64, f64) -> bool) -> Result<()> {
+    pub fn run(
+        &mut self,
+        engine: &mut dyn Engine<T>,
+        progress: &mut dyn FnMut(u64, f64) -> bool,
+    ) -> Result<()> {
         while self.step < self.cfg.train.steps {
             let loss = self.step(engine)?;
             if !progress(self.step, loss) {

@@ -48,7 +48,14 @@ impl<T: Scalar> HeadCache<T> {
     /// Scratch for `nk` keys and width `e`.
     pub fn new(nk: usize, e: usize) -> Self {
         let z = T::zero();
-        HeadCache { q: alloc::vec![z; e], s: alloc::vec![z; nk], fs: alloc::vec![z; nk], w: alloc::vec![z; nk], a: alloc::vec![z; e], fsum: z }
+        HeadCache {
+            q: alloc::vec![z; e],
+            s: alloc::vec![z; nk],
+            fs: alloc::vec![z; nk],
+            w: alloc::vec![z; nk],
+            a: alloc::vec![z; e],
+            fsum: z,
+        }
     }
     fn fit(&mut self, nk: usize, e: usize) {
         let z = T::zero();
@@ -92,19 +99,33 @@ pub fn act_df<T: Scalar>(f: Activation, c: T, x: T) -> T {
 /// the query token. Adds the head's output into `yhat` (n_out values).
 #[allow(clippy::too_many_arguments)]
 pub fn head_forward<T: Scalar>(
-    act: &Act, e: usize, n_out: usize, kq: &[T], ov: &[T], keys: &[T], zq: &[T], cache: &mut HeadCache<T>, yhat: &mut [T],
+    act: &Act,
+    e: usize,
+    n_out: usize,
+    kq: &[T],
+    ov: &[T],
+    keys: &[T],
+    zq: &[T],
+    cache: &mut HeadCache<T>,
+    yhat: &mut [T],
 ) {
     let nk = keys.len() / e;
     cache.fit(nk, e);
     // q = KQ z_q
     for i in 0..e {
         let row = &kq[i * e..(i + 1) * e];
-        cache.q[i] = row.iter().zip(zq).fold(T::zero(), |acc, (&k, &z)| acc + k * z);
+        cache.q[i] = row
+            .iter()
+            .zip(zq)
+            .fold(T::zero(), |acc, (&k, &z)| acc + k * z);
     }
     // s_l = z_l . q
     for l in 0..nk {
         let z = &keys[l * e..(l + 1) * e];
-        cache.s[l] = z.iter().zip(&cache.q).fold(T::zero(), |acc, (&a, &b)| acc + a * b);
+        cache.s[l] = z
+            .iter()
+            .zip(&cache.q)
+            .fold(T::zero(), |acc, (&a, &b)| acc + a * b);
     }
     match act.kind {
         AttentionKind::Linear => {
@@ -117,7 +138,11 @@ pub fn head_forward<T: Scalar>(
         AttentionKind::Softmax => {
             // w_l = f(s_l) / sum_j f(s_j); for exp subtract max s first (same w).
             let shift = if act.f == Activation::Exp {
-                cache.s.iter().copied().fold(cache.s[0], |m, x| if x > m { x } else { m })
+                cache
+                    .s
+                    .iter()
+                    .copied()
+                    .fold(cache.s[0], |m, x| if x > m { x } else { m })
             } else {
                 T::zero()
             };
@@ -147,7 +172,10 @@ pub fn head_forward<T: Scalar>(
     // yhat_o += OV[o] . a
     for o in 0..n_out {
         let row = &ov[o * e..(o + 1) * e];
-        yhat[o] += row.iter().zip(&cache.a).fold(T::zero(), |acc, (&v, &a)| acc + v * a);
+        yhat[o] += row
+            .iter()
+            .zip(&cache.a)
+            .fold(T::zero(), |acc, (&v, &a)| acc + v * a);
     }
 }
 
@@ -155,7 +183,17 @@ pub fn head_forward<T: Scalar>(
 /// effective-circuit gradients `gkq` (E x E) and `gov` (n_out x E). `u` is scratch (nk values).
 #[allow(clippy::too_many_arguments)]
 pub fn head_backward<T: Scalar>(
-    act: &Act, e: usize, n_out: usize, ov: &[T], keys: &[T], zq: &[T], cache: &HeadCache<T>, g: &[T], gkq: &mut [T], gov: &mut [T], scratch: &mut Vec<T>,
+    act: &Act,
+    e: usize,
+    n_out: usize,
+    ov: &[T],
+    keys: &[T],
+    zq: &[T],
+    cache: &HeadCache<T>,
+    g: &[T],
+    gkq: &mut [T],
+    gov: &mut [T],
+    scratch: &mut Vec<T>,
 ) {
     let nk = keys.len() / e;
     // forward: yhat_o += OV[o] . a  =>  dOV[o] += g_o a ;  da = OV^T g =: c
@@ -180,7 +218,10 @@ pub fn head_backward<T: Scalar>(
     let u = scratch;
     for l in 0..nk {
         let z = &keys[l * e..(l + 1) * e];
-        u[l] = z.iter().zip(c.iter()).fold(T::zero(), |acc, (&a, &b)| acc + a * b);
+        u[l] = z
+            .iter()
+            .zip(c.iter())
+            .fold(T::zero(), |acc, (&a, &b)| acc + a * b);
     }
     // forward: w = f(s)/sum f(s)  =>  ds_l = f'(s_l)/F (u_l - sum_j w_j u_j)
     //          w = s / L_0        =>  ds_l = u_l / L_0

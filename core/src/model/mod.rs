@@ -81,7 +81,12 @@ impl ModelSpec {
 
     /// The activation/normalisation of every head.
     pub fn act(&self) -> Act {
-        Act { kind: self.attention, f: self.activation, c: self.c, lin_norm: self.lin_norm }
+        Act {
+            kind: self.attention,
+            f: self.activation,
+            c: self.c,
+            lin_norm: self.lin_norm,
+        }
     }
 
     /// First-order coefficient C_f of the activation (f ~ 1 + C_f x; spec §2.8), or `None` for linear attention.
@@ -123,7 +128,11 @@ impl ModelSpec {
         shapes
             .into_iter()
             .map(|(name, shape)| {
-                let t = TensorInfo { name, shape, offset: off };
+                let t = TensorInfo {
+                    name,
+                    shape,
+                    offset: off,
+                };
                 off += t.len();
                 t
             })
@@ -150,7 +159,13 @@ impl<T: Scalar> Circuits<T> {
     /// All-zero circuits (also used as gradient accumulators).
     pub fn zeros(spec: &ModelSpec) -> Self {
         let (h, e, no) = (spec.heads, spec.e(), spec.n_out);
-        Circuits { heads: h, e, n_out: no, kq: vec![T::zero(); h * e * e], ov: vec![T::zero(); h * no * e] }
+        Circuits {
+            heads: h,
+            e,
+            n_out: no,
+            kq: vec![T::zero(); h * e * e],
+            ov: vec![T::zero(); h * no * e],
+        }
     }
     /// Reset to zero.
     pub fn clear(&mut self) {
@@ -189,7 +204,11 @@ impl<T: Scalar> Model<T> {
     /// A model with the given parameters (length and finiteness checked).
     pub fn from_params(spec: ModelSpec, params: Vec<T>) -> Result<Self> {
         if params.len() != spec.n_params() {
-            return Err(Error::Shape(format!("model needs {} parameters, got {}", spec.n_params(), params.len())));
+            return Err(Error::Shape(format!(
+                "model needs {} parameters, got {}",
+                spec.n_params(),
+                params.len()
+            )));
         }
         crate::scalar::check_finite("params", &params)?;
         Ok(Model { spec, params })
@@ -219,7 +238,11 @@ impl<T: Scalar> Model<T> {
             Param::Full => {
                 let (q, k, v, o) = (0, h_n * e * e, 2 * h_n * e * e, 3 * h_n * e * e);
                 for h in 0..h_n {
-                    let (qh, kh, vh) = (&p[q + h * e * e..], &p[k + h * e * e..], &p[v + h * e * e..]);
+                    let (qh, kh, vh) = (
+                        &p[q + h * e * e..],
+                        &p[k + h * e * e..],
+                        &p[v + h * e * e..],
+                    );
                     let kq = &mut out.kq[h * e * e..(h + 1) * e * e];
                     // KQ = scale K^T Q : KQ[i][j] = scale sum_r K[r][i] Q[r][j]
                     for r in 0..e {
@@ -336,6 +359,9 @@ impl<T: Scalar> Model<T> {
 
     /// A short description, e.g. "softmax/full H=2 d=5".
     pub fn describe(&self) -> String {
-        format!("{:?}/{:?} H={} d={} n_out={}", self.spec.attention, self.spec.param, self.spec.heads, self.spec.d, self.spec.n_out)
+        format!(
+            "{:?}/{:?} H={} d={} n_out={}",
+            self.spec.attention, self.spec.param, self.spec.heads, self.spec.d, self.spec.n_out
+        )
     }
 }

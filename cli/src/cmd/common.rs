@@ -1,0 +1,94 @@
+//! Shared CLI plumbing: building a config from a preset and overrides, progress bars, JSON.
+use crate::error::{CliError, CliResult};
+use icl_core::Config;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Flags that select and modify a configuration.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigArgs {
+    /// Preset to start from (`icl presets` lists them).
+    #[arg(long, default_value = "he2025")]
+    pub preset: String,
+    /// A config.toml to start from instead of a preset.
+    #[arg(long, value_name = "FILE", conflicts_with = "preset")]
+    pub config: Option<PathBuf>,
+    /// Override one key, e.g. `--set model.heads=4` (repeatable; `icl presets --keys` lists keys).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+}
+
+impl ConfigArgs {
+    /// The validated config these flags describe.
+    pub fn build(&self) -> CliResult<Config> {
+        let mut cfg = match &self.config {
+            Some(p) => icl_io::load_config(p)?,
+            None => icl_core::presets::preset(&self.preset)?,
+        };
+        apply_sets(&mut cfg, &self.sets)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// Apply `KEY=VALUE` overrides.
+pub fn apply_sets(cfg: &mut Config, sets: &[String]) -> CliResult {
+    for s in sets {
+        let (k, v) = s.split_once('=').ok_or_else(|| {
+            CliError::input(format!(
+                "--set {s:?}: expected KEY=VALUE, e.g. model.heads=4"
+            ))
+        })?;
+        cfg.set(k.trim(), v.trim())?;
+    }
+    Ok(())
+}
+
+/// A progress bar on stderr when it is a terminal (hidden otherwise, and when `quiet`).
+pub fn progress(total: u64, quiet: bool) -> indicatif::ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} steps {per_sec} eta {eta} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    pb
+}
+
+/// Pretty JSON text.
+pub fn json(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into())
+}
+
+/// Write text atomically, mapping errors.
+pub fn write_text(path: &Path, text: &str) -> CliResult {
+    Ok(icl_io::atomic_write(path, text.as_bytes())?)
+}
+
+/// The config as a JSON object of key -> text value.
+pub fn config_json(cfg: &Config) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (k, v) in cfg.entries() {
+        m.insert(k, serde_json::Value::String(v));
+    }
+    serde_json::Value::Object(m)
+}
+
+/// Parse a comma-separated list of positive integers (`--lengths 10,20,40`).
+pub fn parse_usize_list(flag: &str, s: &str) -> CliResult<Vec<usize>> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            p.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&x| x > 0)
+                .ok_or_else(|| CliError::input(format!("{flag}: {p:?} is not a positive integer")))
+        })
+        .collect()
+}

@@ -1,0 +1,9 @@
+//! One module per subcommand.
+pub mod analyze;
+pub mod bench;
+pub mod common;
+pub mod eval;
+pub mod import;
+pub mod presets;
+pub mod theory;
+pub mod train;
