@@ -9,4 +9,6 @@
 //! * [`ode`]: RK4 and adaptive RK45 integrators shared by all.
 //!
 //! Every formula is checked against Monte Carlo or finite differences in `core/tests/theory_*.rs`.
+pub mod he2025;
+pub mod ode;
 pub mod zhang2025;
