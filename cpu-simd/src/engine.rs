@@ -1,0 +1,323 @@
+//! [`SimdEngine`]: the batch is cut into fixed chunks of [`CHUNK`] sequences (independent of the
+//! thread count); rayon runs the chunks, each in groups of `W` sequences (one per SIMD lane), and
+//! the chunks' partial gradients are added in chunk order. Results are therefore identical for
+//! any number of threads.
+use crate::data::{gather, generate, GenScratch};
+use crate::kernel::{Group, Shape};
+use crate::lanes::{Lanes, SimdScalar};
+use icl_core::engine::{check_shapes, Engine};
+use icl_core::model::{Act, Circuits, ModelSpec};
+use icl_core::{Batch, Error, Result, Scalar, Task};
+use rayon::prelude::*;
+
+/// Sequences per chunk: the unit of parallel work and of the fixed reduction order.
+pub const CHUNK: usize = 32;
+
+/// Where a chunk's sequences come from.
+#[derive(Clone, Copy)]
+enum Source<'a, T> {
+    Batch(&'a Batch<T>),
+    Train {
+        task: &'a Task,
+        seed: u64,
+        step: u64,
+    },
+}
+
+/// One chunk's scratch and its partial results.
+#[derive(Debug, Clone)]
+struct Chunk<T: SimdScalar> {
+    group: Group<T::V>,
+    gen: GenScratch<T>,
+    gkq: Vec<T>,
+    gov: Vec<T>,
+    loss: T,
+}
+
+impl<T: SimdScalar> Chunk<T> {
+    fn new(shape: Shape) -> Self {
+        let (h, e, no) = (shape.heads, shape.e, shape.n_out);
+        Chunk {
+            group: Group::new(shape),
+            gen: GenScratch::default(),
+            gkq: vec![T::zero(); h * e * e],
+            gov: vec![T::zero(); h * no * e],
+            loss: T::zero(),
+        }
+    }
+
+    fn fill(&mut self, src: Source<'_, T>, b0: usize, n: usize) {
+        match src {
+            Source::Batch(b) => gather(&mut self.group, b, b0),
+            Source::Train { task, seed, step } => {
+                generate(&mut self.group, task, seed, step, b0, n, &mut self.gen)
+            }
+        }
+    }
+
+    /// Loss and gradient partials of sequences `first .. min(first + CHUNK, n)`.
+    #[inline(always)]
+    fn loss_grad(
+        &mut self,
+        act: &Act,
+        circ: &Circuits<T>,
+        src: Source<'_, T>,
+        first: usize,
+        n: usize,
+        inv: T,
+    ) {
+        let w = <T::V as Lanes>::W;
+        self.group.clear_grad();
+        let end = (first + CHUNK).min(n);
+        let mut b0 = first;
+        while b0 < end {
+            self.fill(src, b0, end);
+            self.group.forward(act, circ);
+            self.group.backward(act, circ, inv);
+            b0 += w;
+        }
+        // lane-wise accumulators -> chunk partials (fixed lane order)
+        for (dst, v) in self.gkq.iter_mut().zip(&self.group.gkq) {
+            *dst = v.sum();
+        }
+        for (dst, v) in self.gov.iter_mut().zip(&self.group.gov) {
+            *dst = v.sum();
+        }
+        self.loss = self.group.sse.sum() * inv;
+    }
+
+    /// Only the data generation of the chunk (for the benchmark's time split).
+    fn generate_only(&mut self, src: Source<'_, T>, first: usize, n: usize) -> T {
+        let w = <T::V as Lanes>::W;
+        let end = (first + CHUNK).min(n);
+        let mut b0 = first;
+        let mut acc = T::zero();
+        while b0 < end {
+            self.fill(src, b0, end);
+            acc += self.group.y[0].sum();
+            b0 += w;
+        }
+        acc
+    }
+
+    fn predict(
+        &mut self,
+        act: &Act,
+        circ: &Circuits<T>,
+        batch: &Batch<T>,
+        first: usize,
+        out: &mut [T],
+    ) {
+        let (w, no) = (<T::V as Lanes>::W, batch.n_out);
+        let end = (first + CHUNK).min(batch.n);
+        let mut b0 = first;
+        while b0 < end {
+            gather(&mut self.group, batch, b0);
+            self.group.forward(act, circ);
+            for k in 0..w.min(end - b0) {
+                for o in 0..no {
+                    out[(b0 - first + k) * no + o] = self.group.yhat[o].lanes()[k];
+                }
+            }
+            b0 += w;
+        }
+    }
+}
+
+/// The SIMD + rayon engine. Holds per-chunk scratch, sized on first use and reused afterwards
+/// (no heap allocation per step once the shape is fixed).
+#[derive(Debug, Default)]
+pub struct SimdEngine<T: SimdScalar> {
+    chunks: Vec<Chunk<T>>,
+}
+
+impl<T: SimdScalar> SimdEngine<T> {
+    /// A new engine.
+    pub fn new() -> Self {
+        SimdEngine { chunks: Vec::new() }
+    }
+
+    /// Boxed, for `dyn Engine` use.
+    pub fn boxed() -> Box<dyn Engine<T>> {
+        Box::new(Self::new())
+    }
+
+    /// Make room for `n` sequences of shape `shape`.
+    fn fit(&mut self, shape: Shape, n: usize) -> usize {
+        let nch = n.div_ceil(CHUNK);
+        if self.chunks.first().is_some_and(|c| c.group.shape != shape) {
+            self.chunks.clear();
+        }
+        while self.chunks.len() < nch {
+            self.chunks.push(Chunk::new(shape));
+        }
+        nch
+    }
+
+    fn shape(spec: &ModelSpec, len: usize) -> Shape {
+        Shape {
+            heads: spec.heads,
+            e: spec.e(),
+            n_out: spec.n_out,
+            len,
+            nk: spec.keys(len),
+        }
+    }
+
+    /// Run `f` on chunks `0 .. nch` (in parallel when there is more than one).
+    fn each(&mut self, nch: usize, f: impl Fn(usize, &mut Chunk<T>) + Sync + Send) {
+        let chunks = &mut self.chunks[..nch];
+        if nch == 1 {
+            f(0, &mut chunks[0]);
+        } else {
+            chunks
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(c, ch)| f(c, ch));
+        }
+    }
+
+    fn run_loss_grad(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        src: Source<'_, T>,
+        n: usize,
+        len: usize,
+        grad: &mut Circuits<T>,
+    ) -> Result<T> {
+        let nch = self.fit(Self::shape(spec, len), n);
+        let act = spec.act();
+        let inv = T::one() / T::of((n * spec.n_out) as f64);
+        self.each(nch, |c, ch| {
+            ch.loss_grad(&act, circ, src, c * CHUNK, n, inv)
+        });
+        // fixed reduction order: chunk 0, 1, 2, ...
+        grad.clear();
+        let mut loss = T::zero();
+        for ch in &self.chunks[..nch] {
+            for (g, &p) in grad.kq.iter_mut().zip(&ch.gkq) {
+                *g += p;
+            }
+            for (g, &p) in grad.ov.iter_mut().zip(&ch.gov) {
+                *g += p;
+            }
+            loss += ch.loss;
+        }
+        Ok(loss)
+    }
+
+    /// Generate (and discard) the training batch of `step`, as `sampled_loss_grad` does; returns a
+    /// checksum. Used by `icl bench` to split the time between data generation and compute.
+    pub fn generate_only(
+        &mut self,
+        spec: &ModelSpec,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        n: usize,
+        len: usize,
+    ) -> T {
+        let nch = self.fit(Self::shape(spec, len), n);
+        let src = Source::Train { task, seed, step };
+        let sums = std::sync::Mutex::new(T::zero());
+        self.each(nch, |c, ch| {
+            let s = ch.generate_only(src, c * CHUNK, n);
+            if let Ok(mut m) = sums.lock() {
+                *m += s;
+            }
+        });
+        sums.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn check_task(spec: &ModelSpec, task: &Task, n: usize, len: usize) -> Result<()> {
+    if task.d != spec.d || task.n_out != spec.n_out {
+        return Err(Error::Shape(format!(
+            "task has d={} n_out={}, model has d={} n_out={}",
+            task.d, task.n_out, spec.d, spec.n_out
+        )));
+    }
+    if n == 0 {
+        return Err(Error::Shape("empty batch".into()));
+    }
+    if spec.keys(len) == 0 {
+        return Err(Error::Shape(
+            "the query has no keys to attend to (L = 0)".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_circ<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>, grad: &Circuits<T>) -> Result<()> {
+    if circ.heads != spec.heads
+        || circ.e != spec.e()
+        || circ.n_out != spec.n_out
+        || grad.kq.len() != circ.kq.len()
+        || grad.ov.len() != circ.ov.len()
+    {
+        return Err(Error::Shape("circuits do not match the model spec".into()));
+    }
+    Ok(())
+}
+
+impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
+    fn name(&self) -> &'static str {
+        "simd"
+    }
+
+    fn loss_grad(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        batch: &Batch<T>,
+        grad: &mut Circuits<T>,
+    ) -> Result<T> {
+        check_shapes(spec, circ, batch)?;
+        check_circ(spec, circ, grad)?;
+        self.run_loss_grad(spec, circ, Source::Batch(batch), batch.n, batch.len, grad)
+    }
+
+    fn predict(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        batch: &Batch<T>,
+        out: &mut [T],
+    ) -> Result<()> {
+        check_shapes(spec, circ, batch)?;
+        let no = spec.n_out;
+        if out.len() != batch.n * no {
+            return Err(Error::Shape(format!(
+                "prediction buffer has {} values, {} needed",
+                out.len(),
+                batch.n * no
+            )));
+        }
+        let nch = self.fit(Self::shape(spec, batch.len), batch.n);
+        let act = spec.act();
+        let chunks = &mut self.chunks[..nch];
+        chunks
+            .par_iter_mut()
+            .zip(out.par_chunks_mut(CHUNK * no))
+            .enumerate()
+            .for_each(|(c, (ch, o))| ch.predict(&act, circ, batch, c * CHUNK, o));
+        Ok(())
+    }
+
+    fn sampled_loss_grad(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<T>,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        n: usize,
+        len: usize,
+        grad: &mut Circuits<T>,
+    ) -> Result<T> {
+        check_task(spec, task, n, len)?;
+        check_circ(spec, circ, grad)?;
+        self.run_loss_grad(spec, circ, Source::Train { task, seed, step }, n, len, grad)
+    }
+}

@@ -1,0 +1,349 @@
+//! The batched kernel: one *group* of `W` sequences, one per SIMD lane, through every head,
+//! forward and backward on the effective circuits. The formulas are those of the scalar
+//! reference (`icl_core::model::attention`), applied lane-wise:
+//!
+//! ```text
+//! q   = KQ z_q                      s_l = z_l . q
+//! w_l = f(s_l) / sum_j f(s_j)       (softmax family)   or   w_l = s_l / L_0   (linear)
+//! a   = sum_l w_l z_l               yhat_o = sum_h OV_h[o] . a_h
+//! ```
+//!
+//! Layout (structure of arrays): token l, component i of the group is the vector `z[l E + i]`.
+use crate::lanes::{one, Lanes};
+use icl_core::config::{Activation, AttentionKind};
+use icl_core::model::{Act, Circuits};
+use icl_core::Scalar;
+
+/// Shape of the work: what every group of a batch shares.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    pub heads: usize,
+    pub e: usize,
+    pub n_out: usize,
+    /// Context length L (tokens are L + 1 with the query).
+    pub len: usize,
+    /// Keys the query attends to (L, or L + 1 with self-attention).
+    pub nk: usize,
+}
+
+/// Scratch of one group: tokens, targets, the forward's caches, and gradient accumulators.
+#[derive(Debug, Clone)]
+pub struct Group<V> {
+    pub shape: Shape,
+    /// Tokens, `(L + 1) E` vectors.
+    pub z: Vec<V>,
+    /// Targets, `n_out` vectors.
+    pub y: Vec<V>,
+    /// 1 for lanes holding a sequence of the batch, 0 for padding.
+    pub mask: V,
+    /// Per head: q (E), a (E), s (nk), w (nk), 1/F with F = sum_l f(s_l).
+    q: Vec<V>,
+    a: Vec<V>,
+    s: Vec<V>,
+    w: Vec<V>,
+    finv: Vec<V>,
+    /// Predictions, `n_out` vectors.
+    pub yhat: Vec<V>,
+    g: Vec<V>,
+    c: Vec<V>,
+    u: Vec<V>,
+    b: Vec<V>,
+    /// Gradient accumulators, lane-wise: [H, E, E] and [H, n_out, E].
+    pub gkq: Vec<V>,
+    pub gov: Vec<V>,
+    /// Lane-wise sum of squared residuals.
+    pub sse: V,
+}
+
+impl<V: Lanes> Group<V> {
+    /// Scratch for `shape`.
+    pub fn new(shape: Shape) -> Self {
+        let Shape {
+            heads: h,
+            e,
+            n_out: no,
+            len,
+            nk,
+        } = shape;
+        let z = V::zero();
+        Group {
+            shape,
+            z: vec![z; (len + 1) * e],
+            y: vec![z; no],
+            mask: z,
+            q: vec![z; h * e],
+            a: vec![z; h * e],
+            s: vec![z; h * nk],
+            w: vec![z; h * nk],
+            finv: vec![z; h],
+            yhat: vec![z; no],
+            g: vec![z; no],
+            c: vec![z; e],
+            u: vec![z; nk],
+            b: vec![z; e],
+            gkq: vec![z; h * e * e],
+            gov: vec![z; h * no * e],
+            sse: z,
+        }
+    }
+
+    /// Zero the gradient accumulators.
+    pub fn clear_grad(&mut self) {
+        self.gkq.iter_mut().for_each(|x| *x = V::zero());
+        self.gov.iter_mut().for_each(|x| *x = V::zero());
+        self.sse = V::zero();
+    }
+
+    /// Forward of all heads into `yhat`.
+    #[inline(always)]
+    pub fn forward(&mut self, act: &Act, circ: &Circuits<V::T>) {
+        let Shape {
+            heads,
+            e,
+            n_out: no,
+            len,
+            nk,
+        } = self.shape;
+        self.yhat.iter_mut().for_each(|x| *x = V::zero());
+        let zq = &self.z[len * e..(len + 1) * e];
+        let keys = &self.z[..nk * e];
+        for h in 0..heads {
+            let q = &mut self.q[h * e..(h + 1) * e];
+            let a = &mut self.a[h * e..(h + 1) * e];
+            let s = &mut self.s[h * nk..(h + 1) * nk];
+            let w = &mut self.w[h * nk..(h + 1) * nk];
+            self.finv[h] = head_forward(
+                act,
+                e,
+                no,
+                circ.kq_head(h),
+                circ.ov_head(h),
+                keys,
+                zq,
+                q,
+                s,
+                w,
+                a,
+                &mut self.yhat,
+            );
+        }
+    }
+
+    /// Loss terms and `g = dLoss/dyhat = 2 r / (n n_out)` (masked), then the backward of all heads.
+    #[inline(always)]
+    pub fn backward(&mut self, act: &Act, circ: &Circuits<V::T>, inv: V::T) {
+        let Shape {
+            heads,
+            e,
+            n_out: no,
+            len,
+            nk,
+        } = self.shape;
+        let two_inv = V::splat(inv + inv);
+        for o in 0..no {
+            // loss = sum_o r_o^2 / (n n_out)  =>  g_o = 2 r_o / (n n_out)
+            let r = (self.yhat[o] - self.y[o]) * self.mask;
+            self.sse = r.fma(r, self.sse);
+            self.g[o] = r * two_inv;
+        }
+        let zq = &self.z[len * e..(len + 1) * e];
+        let keys = &self.z[..nk * e];
+        for h in 0..heads {
+            let (ee, oe) = (e * e, no * e);
+            head_backward(
+                act,
+                e,
+                no,
+                circ.ov_head(h),
+                keys,
+                zq,
+                &self.s[h * nk..(h + 1) * nk],
+                &self.w[h * nk..(h + 1) * nk],
+                &self.a[h * e..(h + 1) * e],
+                self.finv[h],
+                &self.g,
+                &mut self.c,
+                &mut self.u,
+                &mut self.b,
+                &mut self.gkq[h * ee..(h + 1) * ee],
+                &mut self.gov[h * oe..(h + 1) * oe],
+            );
+        }
+    }
+}
+
+/// `sum_i x_i y_i` over lanes.
+#[inline(always)]
+fn dot<V: Lanes>(x: &[V], y: &[V]) -> V {
+    x.iter()
+        .zip(y)
+        .fold(V::zero(), |acc, (&a, &b)| a.fma(b, acc))
+}
+
+/// Forward of one head for a group (see the module doc). Stores q, s, w, a; returns 1/F
+/// (softmax family; 1 for linear attention).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn head_forward<V: Lanes>(
+    act: &Act,
+    e: usize,
+    no: usize,
+    kq: &[V::T],
+    ov: &[V::T],
+    keys: &[V],
+    zq: &[V],
+    q: &mut [V],
+    s: &mut [V],
+    w: &mut [V],
+    a: &mut [V],
+    yhat: &mut [V],
+) -> V {
+    // q = KQ z_q
+    for (qi, row) in q.iter_mut().zip(kq.chunks_exact(e)) {
+        *qi = row
+            .iter()
+            .zip(zq)
+            .fold(V::zero(), |acc, (&k, &z)| V::splat(k).fma(z, acc));
+    }
+    // s_l = z_l . q
+    for (sl, z) in s.iter_mut().zip(keys.chunks_exact(e)) {
+        *sl = dot(z, q);
+    }
+    let finv = match act.kind {
+        AttentionKind::Linear => {
+            // w_l = s_l / L_0
+            let inv = V::splat(one::<V::T>() / <V::T as Scalar>::of(act.lin_norm));
+            for (wl, &sl) in w.iter_mut().zip(s.iter()) {
+                *wl = sl * inv;
+            }
+            V::splat(one::<V::T>())
+        }
+        AttentionKind::Softmax => {
+            // w_l = f(s_l) / sum_j f(s_j); for exp subtract the lane max first (same w)
+            let mut sum = V::zero();
+            if act.f == Activation::Exp {
+                let m = s.iter().fold(s[0], |m, &x| m.vmax(x));
+                for (wl, &sl) in w.iter_mut().zip(s.iter()) {
+                    *wl = (sl - m).vexp();
+                    sum += *wl;
+                }
+            } else {
+                let (one, c) = (
+                    V::splat(one::<V::T>()),
+                    V::splat(<V::T as Scalar>::of(act.c)),
+                );
+                for (wl, &sl) in w.iter_mut().zip(s.iter()) {
+                    *wl = match act.f {
+                        Activation::Affine => c.fma(sl, one),
+                        Activation::Square => {
+                            let u = c.fma(sl, one);
+                            u * u
+                        }
+                        Activation::Tanh | Activation::Exp => one + sl.vtanh(),
+                    };
+                    sum += *wl;
+                }
+            }
+            let inv = V::splat(one::<V::T>()) / sum;
+            w.iter_mut().for_each(|wl| *wl = *wl * inv);
+            inv
+        }
+    };
+    // a = sum_l w_l z_l
+    a.iter_mut().for_each(|x| *x = V::zero());
+    for (&wl, z) in w.iter().zip(keys.chunks_exact(e)) {
+        for (ai, &zi) in a.iter_mut().zip(z) {
+            *ai = wl.fma(zi, *ai);
+        }
+    }
+    // yhat_o += OV[o] . a
+    for (yo, row) in yhat.iter_mut().zip(ov.chunks_exact(e)).take(no) {
+        *yo = row
+            .iter()
+            .zip(a.iter())
+            .fold(*yo, |acc, (&v, &ai)| V::splat(v).fma(ai, acc));
+    }
+    finv
+}
+
+/// Backward of one head for a group, given `g_o = dLoss/dyhat_o`; accumulates lane-wise into
+/// `gkq` (E x E) and `gov` (n_out x E). `c`, `u`, `b` are scratch.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn head_backward<V: Lanes>(
+    act: &Act,
+    e: usize,
+    no: usize,
+    ov: &[V::T],
+    keys: &[V],
+    zq: &[V],
+    s: &[V],
+    w: &[V],
+    a: &[V],
+    finv: V,
+    g: &[V],
+    c: &mut [V],
+    u: &mut [V],
+    b: &mut [V],
+    gkq: &mut [V],
+    gov: &mut [V],
+) {
+    // forward: yhat_o += OV[o] . a  =>  dOV[o] += g_o a ;  da = OV^T g =: c
+    c.iter_mut().for_each(|x| *x = V::zero());
+    for o in 0..no {
+        let (row, grow, go) = (&ov[o * e..(o + 1) * e], &mut gov[o * e..(o + 1) * e], g[o]);
+        for i in 0..e {
+            grow[i] = go.fma(a[i], grow[i]);
+            c[i] = go.fma(V::splat(row[i]), c[i]);
+        }
+    }
+    // forward: a = sum_l w_l z_l  =>  dw_l = z_l . c =: u_l
+    for (ul, z) in u.iter_mut().zip(keys.chunks_exact(e)) {
+        *ul = dot(z, c);
+    }
+    // forward: w = f(s)/F  =>  ds_l = f'(s_l)/F (u_l - sum_j w_j u_j)  (exp: f'/F = w)
+    //          w = s / L_0 =>  ds_l = u_l / L_0
+    match act.kind {
+        AttentionKind::Linear => {
+            let inv = V::splat(one::<V::T>() / <V::T as Scalar>::of(act.lin_norm));
+            u.iter_mut().for_each(|x| *x = *x * inv);
+        }
+        AttentionKind::Softmax => {
+            let ubar = dot(w, u);
+            if act.f == Activation::Exp {
+                for (ul, &wl) in u.iter_mut().zip(w) {
+                    *ul = wl * (*ul - ubar);
+                }
+            } else {
+                let (one, cc, inv) = (
+                    V::splat(one::<V::T>()),
+                    V::splat(<V::T as Scalar>::of(act.c)),
+                    finv,
+                );
+                for (ul, &sl) in u.iter_mut().zip(s) {
+                    let df = match act.f {
+                        Activation::Affine => cc,
+                        Activation::Square => (cc + cc) * cc.fma(sl, one),
+                        Activation::Tanh | Activation::Exp => {
+                            let t = sl.vtanh();
+                            one - t * t
+                        }
+                    };
+                    *ul = df * inv * (*ul - ubar);
+                }
+            }
+        }
+    }
+    // forward: s_l = z_l . (KQ z_q)  =>  dKQ += (sum_l ds_l z_l) z_q^T
+    b.iter_mut().for_each(|x| *x = V::zero());
+    for (&ds, z) in u.iter().zip(keys.chunks_exact(e)) {
+        for (bi, &zi) in b.iter_mut().zip(z) {
+            *bi = ds.fma(zi, *bi);
+        }
+    }
+    for (row, &bi) in gkq.chunks_exact_mut(e).zip(b.iter()) {
+        for (gij, &zj) in row.iter_mut().zip(zq) {
+            *gij = bi.fma(zj, *gij);
+        }
+    }
+}
