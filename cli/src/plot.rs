@@ -65,10 +65,12 @@ pub fn heatmaps_svg(path: &Path, maps: &[Heatmap]) -> CliResult {
                     ))
                     .map_err(perr)?;
                     let label = v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "*".into());
+                    let dark = v.map(|v| v.abs() > 0.6 * vmax).unwrap_or(false);
+                    let ink = if dark { &WHITE } else { &BLACK };
                     root.draw(&Text::new(
                         label,
                         (x + 4, y + cell as i32 / 2 - 5),
-                        ("sans-serif", 11).into_font(),
+                        ("sans-serif", 11).into_font().color(ink),
                     ))
                     .map_err(perr)?;
                 }
