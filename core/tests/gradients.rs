@@ -47,7 +47,11 @@ fn softmax_all_params_strict_mask() {
 #[test]
 fn softmax_self_attending_query_and_custom_scale() {
     for p in PARAMS {
-        let e = check(&[("model.param", p), ("model.self_attend", "true"), ("model.scale", "0.7")]);
+        let e = check(&[
+            ("model.param", p),
+            ("model.self_attend", "true"),
+            ("model.scale", "0.7"),
+        ]);
         assert!(e < 1e-6, "{p}: rel err {e}");
     }
 }
@@ -57,7 +61,11 @@ fn normalised_activations() {
     for act in ["affine", "square", "tanh"] {
         for p in PARAMS {
             // C small enough that every f(s) stays positive at this init
-            let e = check(&[("model.param", p), ("model.activation", act), ("model.c", "0.3")]);
+            let e = check(&[
+                ("model.param", p),
+                ("model.activation", act),
+                ("model.c", "0.3"),
+            ]);
             assert!(e < 1e-6, "{act}/{p}: rel err {e}");
         }
     }
@@ -67,7 +75,11 @@ fn normalised_activations() {
 fn linear_attention() {
     for p in PARAMS {
         for sa in ["true", "false"] {
-            let e = check(&[("model.param", p), ("model.attention", "linear"), ("model.self_attend", sa)]);
+            let e = check(&[
+                ("model.param", p),
+                ("model.attention", "linear"),
+                ("model.self_attend", sa),
+            ]);
             assert!(e < 1e-6, "linear/{p} self_attend={sa}: rel err {e}");
         }
     }
@@ -78,7 +90,12 @@ fn anisotropic_and_multitask_outputs() {
     for p in PARAMS {
         let e = check(&[("model.param", p), ("task.kind", "anisotropic")]);
         assert!(e < 1e-6, "aniso/{p}: rel err {e}");
-        let e = check(&[("model.param", p), ("task.kind", "multitask"), ("task.d", "6"), ("task.supports", "1,2,3,4;3,4,5,6")]);
+        let e = check(&[
+            ("model.param", p),
+            ("task.kind", "multitask"),
+            ("task.d", "6"),
+            ("task.supports", "1,2,3,4;3,4,5,6"),
+        ]);
         assert!(e < 1e-6, "multitask/{p}: rel err {e}");
     }
 }

@@ -56,8 +56,14 @@ pub type Result<T> = std::result::Result<T, IoError>;
 /// Write `bytes` to `path` atomically: a temporary sibling file, fsync, then rename.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let res = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -107,20 +113,34 @@ impl AnyModel {
     /// Convert to a model of scalar `T`.
     pub fn to<T: Scalar>(&self) -> Model<T> {
         let spec = self.spec().clone();
-        Model { spec, params: self.params_f64().into_iter().map(T::of).collect() }
+        Model {
+            spec,
+            params: self.params_f64().into_iter().map(T::of).collect(),
+        }
     }
 }
 
 fn le_bytes<T: Scalar>(xs: &[T]) -> (StDtype, Vec<u8>) {
     if T::NAME == "f32" {
-        (StDtype::F32, xs.iter().flat_map(|x| (x.to_f64() as f32).to_le_bytes()).collect())
+        (
+            StDtype::F32,
+            xs.iter()
+                .flat_map(|x| (x.to_f64() as f32).to_le_bytes())
+                .collect(),
+        )
     } else {
-        (StDtype::F64, xs.iter().flat_map(|x| x.to_f64().to_le_bytes()).collect())
+        (
+            StDtype::F64,
+            xs.iter().flat_map(|x| x.to_f64().to_le_bytes()).collect(),
+        )
     }
 }
 
 /// Encode named tensors and metadata as safetensors bytes.
-pub fn encode_tensors<T: Scalar>(tensors: &[(String, Vec<usize>, &[T])], meta: HashMap<String, String>) -> Result<Vec<u8>> {
+pub fn encode_tensors<T: Scalar>(
+    tensors: &[(String, Vec<usize>, &[T])],
+    meta: HashMap<String, String>,
+) -> Result<Vec<u8>> {
     let bufs: Vec<(String, Vec<usize>, StDtype, Vec<u8>)> = tensors
         .iter()
         .map(|(n, s, v)| {
@@ -130,25 +150,55 @@ pub fn encode_tensors<T: Scalar>(tensors: &[(String, Vec<usize>, &[T])], meta: H
         .collect();
     let views: Vec<(String, TensorView)> = bufs
         .iter()
-        .map(|(n, s, dt, b)| Ok((n.clone(), TensorView::new(*dt, s.clone(), b).map_err(|e| IoError::Corrupt(PathBuf::new(), e.to_string()))?)))
+        .map(|(n, s, dt, b)| {
+            Ok((
+                n.clone(),
+                TensorView::new(*dt, s.clone(), b)
+                    .map_err(|e| IoError::Corrupt(PathBuf::new(), e.to_string()))?,
+            ))
+        })
         .collect::<Result<_>>()?;
-    safetensors::serialize(views, &Some(meta)).map_err(|e| IoError::Corrupt(PathBuf::new(), e.to_string()))
+    safetensors::serialize(views, &Some(meta))
+        .map_err(|e| IoError::Corrupt(PathBuf::new(), e.to_string()))
 }
 
 /// Values of a tensor as f64 (F32 or F64 storage).
 fn tensor_f64(path: &Path, st: &SafeTensors, name: &str, shape: &[usize]) -> Result<Vec<f64>> {
-    let t = st.tensor(name).map_err(|_| IoError::Corrupt(path.into(), format!("tensor {name} missing")))?;
+    let t = st
+        .tensor(name)
+        .map_err(|_| IoError::Corrupt(path.into(), format!("tensor {name} missing")))?;
     if t.shape() != shape {
-        return Err(IoError::Corrupt(path.into(), format!("tensor {name} has shape {:?}, expected {:?}", t.shape(), shape)));
+        return Err(IoError::Corrupt(
+            path.into(),
+            format!(
+                "tensor {name} has shape {:?}, expected {:?}",
+                t.shape(),
+                shape
+            ),
+        ));
     }
     let d = t.data();
     let v: Vec<f64> = match t.dtype() {
-        StDtype::F32 => d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
-        StDtype::F64 => d.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect(),
-        other => return Err(IoError::Corrupt(path.into(), format!("tensor {name} has dtype {other:?}; F32 or F64 expected"))),
+        StDtype::F32 => d
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect(),
+        StDtype::F64 => d
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect(),
+        other => {
+            return Err(IoError::Corrupt(
+                path.into(),
+                format!("tensor {name} has dtype {other:?}; F32 or F64 expected"),
+            ))
+        }
     };
     if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-        return Err(IoError::Corrupt(path.into(), format!("tensor {name} has a non-finite value at {i}")));
+        return Err(IoError::Corrupt(
+            path.into(),
+            format!("tensor {name} has a non-finite value at {i}"),
+        ));
     }
     Ok(v)
 }
@@ -159,7 +209,13 @@ pub fn save_model<T: Scalar>(path: &Path, model: &Model<T>, cfg: &Config, step: 
         .spec
         .tensors()
         .into_iter()
-        .map(|t| (t.name.to_string(), t.shape.clone(), &model.params[t.offset..t.offset + t.len()]))
+        .map(|t| {
+            (
+                t.name.to_string(),
+                t.shape.clone(),
+                &model.params[t.offset..t.offset + t.len()],
+            )
+        })
         .collect();
     let mut meta = HashMap::new();
     meta.insert("format".into(), "icl-checkpoint".into());
@@ -175,11 +231,17 @@ pub fn load_model(path: &Path) -> Result<(Config, AnyModel, u64)> {
     let bytes = read(path)?;
     let corrupt = |m: String| IoError::Corrupt(path.into(), m);
     let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| corrupt(e.to_string()))?;
-    let meta = meta.metadata().clone().ok_or_else(|| corrupt("no metadata".into()))?;
+    let meta = meta
+        .metadata()
+        .clone()
+        .ok_or_else(|| corrupt("no metadata".into()))?;
     if meta.get("format").map(String::as_str) != Some("icl-checkpoint") {
         return Err(corrupt("metadata format is not icl-checkpoint".into()));
     }
-    let cfg = Config::from_toml(meta.get("config").ok_or_else(|| corrupt("no config in metadata".into()))?)?;
+    let cfg = Config::from_toml(
+        meta.get("config")
+            .ok_or_else(|| corrupt("no config in metadata".into()))?,
+    )?;
     let step = meta.get("step").and_then(|s| s.parse().ok()).unwrap_or(0);
     let st = SafeTensors::deserialize(&bytes).map_err(|e| corrupt(e.to_string()))?;
     let spec = ModelSpec::from_config(&cfg)?;
@@ -189,7 +251,10 @@ pub fn load_model(path: &Path) -> Result<(Config, AnyModel, u64)> {
     }
     let model = match meta.get("dtype").map(String::as_str) {
         Some("f64") => AnyModel::F64(Model::from_params(spec, params)?),
-        _ => AnyModel::F32(Model::from_params(spec, params.into_iter().map(|x| x as f32).collect())?),
+        _ => AnyModel::F32(Model::from_params(
+            spec,
+            params.into_iter().map(|x| x as f32).collect(),
+        )?),
     };
     Ok((cfg, model, step))
 }
@@ -199,10 +264,13 @@ pub fn load_model(path: &Path) -> Result<(Config, AnyModel, u64)> {
 /// The config must describe a full-parametrisation model of the same shape.
 pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
     let bytes = read(path)?;
-    let st = SafeTensors::deserialize(&bytes).map_err(|e| IoError::Corrupt(path.into(), e.to_string()))?;
+    let st = SafeTensors::deserialize(&bytes)
+        .map_err(|e| IoError::Corrupt(path.into(), e.to_string()))?;
     let spec = ModelSpec::from_config(cfg)?;
     if spec.param != icl_core::config::Param::Full {
-        return Err(IoError::Core(icl_core::Error::Unsupported("torch import needs model.param = full".into())));
+        return Err(IoError::Core(icl_core::Error::Unsupported(
+            "torch import needs model.param = full".into(),
+        )));
     }
     let mut params = Vec::with_capacity(spec.n_params());
     for t in spec.tensors() {
@@ -210,14 +278,18 @@ pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
     }
     Ok(match cfg.train.dtype {
         Dtype::F64 => AnyModel::F64(Model::from_params(spec, params)?),
-        Dtype::F32 => AnyModel::F32(Model::from_params(spec, params.into_iter().map(|x| x as f32).collect())?),
+        Dtype::F32 => AnyModel::F32(Model::from_params(
+            spec,
+            params.into_iter().map(|x| x as f32).collect(),
+        )?),
     })
 }
 
 /// Read a run folder's `config.toml`.
 pub fn load_config(path: &Path) -> Result<Config> {
     let bytes = read(path)?;
-    let text = String::from_utf8(bytes).map_err(|_| IoError::Corrupt(path.into(), "not UTF-8".into()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| IoError::Corrupt(path.into(), "not UTF-8".into()))?;
     Ok(Config::from_toml(&text)?)
 }
 
@@ -244,8 +316,16 @@ pub fn metrics_csv(log: &[LogRow]) -> String {
 
 /// `snapshots.safetensors`: one tensor `kq.step_<N>` [H, E, E] (f64) per snapshot.
 pub fn save_snapshots(path: &Path, snaps: &[Snapshot], heads: usize, e: usize) -> Result<()> {
-    let tensors: Vec<(String, Vec<usize>, &[f64])> =
-        snaps.iter().map(|s| (format!("kq.step_{:09}", s.step), vec![heads, e, e], s.kq.as_slice())).collect();
+    let tensors: Vec<(String, Vec<usize>, &[f64])> = snaps
+        .iter()
+        .map(|s| {
+            (
+                format!("kq.step_{:09}", s.step),
+                vec![heads, e, e],
+                s.kq.as_slice(),
+            )
+        })
+        .collect();
     let mut meta = HashMap::new();
     meta.insert("format".into(), "icl-snapshots".into());
     atomic_write(path, &encode_tensors(&tensors, meta)?)
@@ -312,7 +392,10 @@ mod tests {
         let bytes = std::fs::read(&p).unwrap();
         std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
         assert!(matches!(load_model(&p), Err(IoError::Corrupt(..))));
-        assert!(matches!(load_model(&dir.join("missing")), Err(IoError::NotFound(_))));
+        assert!(matches!(
+            load_model(&dir.join("missing")),
+            Err(IoError::NotFound(_))
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
