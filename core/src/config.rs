@@ -15,6 +15,29 @@ pub enum TaskKind {
     Anisotropic,
     /// N outputs with supports S_n (He et al. 2025 §B.4).
     MultiTask,
+    /// x ~ N(0, Lambda) with Lambda = Q diag(eigs) Q^T, task vector w ~ N(0, I_d) (not scaled),
+    /// optionally a fixed task vector for a fraction of sequences (Zhang et al. 2025 §2.1, App. G).
+    Eigs,
+}
+
+/// Eigenbasis of the `eigs` task's covariance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// Q from the QR decomposition of a Gaussian d x d matrix (signs fixed so diag R > 0).
+    Haar,
+    /// Q = I: Lambda = diag(eigs).
+    Identity,
+}
+
+/// Linear attention's normaliser L_0 (the "1/N" of Zhang et al. 2025).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LinNorm {
+    /// L_0 = the context length N (the paper; per prefix under next-token prediction).
+    Len,
+    /// L_0 = N + 1 (the reference code's next-token loop divides by the prefix length).
+    LenPlusOne,
+    /// A fixed number, e.g. 1 for the reference code's fixed-length forward (no 1/N).
+    Value(f64),
 }
 
 /// Which multi-task generator (spec §1.3): the paper's or the reference code's.
@@ -44,6 +67,15 @@ pub enum Param {
     Merged,
     /// omega (scalar) and mu (n_out) per head: KQ_11 = omega I, OV_22 = mu.
     Reduced,
+    /// Separate key and query of rank R per head (K_h, Q_h in R^{R x E}, KQ = scale K^T Q) and
+    /// OV (n_out x E): Zhang et al. (2025) ATTN_S with full weights.
+    Separate,
+    /// Merged KQ with the zero blocks removed: U_h (d x d) = KQ_11 and v_h = OV_22
+    /// (Zhang et al. 2025 reduced ATTN_M, eq. (M)).
+    MergedReduced,
+    /// Separate rank-R key/query with the zero blocks removed: k_{h,r}, q_{h,r} in R^d and v_h = OV_22
+    /// (Zhang et al. 2025 reduced ATTN_S, eq. (S)).
+    SeparateReduced,
 }
 
 /// Normalised activation f in sigma(nu)_i = f(nu_i) / sum_j f(nu_j) (He et al. §B.2).
@@ -72,6 +104,12 @@ pub enum InitKind {
     OppoSmallId,
     /// Every parameter N(0, init_scale^2).
     Gaussian,
+    /// Zhang et al. (2025) App. C.2: v ~ N(0, w^2/H), U ~ N(0, w^2/(H d^2)) (merged) or
+    /// k, q ~ N(0, w^2/(H R d)) (separate); zero blocks exactly 0 (w = init_scale).
+    ZhangPaper,
+    /// The Zhang et al. reference code: merged v, U ~ N(0, w^2); separate k, q ~ N(0, w^2/(R(d+1))),
+    /// v ~ N(0, w^2); zero blocks exactly 0.
+    ZhangCode,
 }
 
 /// Optimiser.
@@ -109,6 +147,22 @@ pub struct TaskConfig {
     pub variant: MultiTaskVariant,
     /// Whether the query target carries noise.
     pub query_noise: bool,
+    /// Covariance eigenvalues of the `eigs` task (d of them).
+    pub eigs: Vec<f64>,
+    /// Eigenbasis of the `eigs` task.
+    pub basis: Basis,
+    /// Seed of the random eigenbasis and of the fixed task vector.
+    pub basis_seed: u64,
+    /// Fraction of sequences with a random task vector; the rest share one fixed w* (App. G).
+    pub icl_fraction: f64,
+    /// Finite training set of P sequences trained full batch (0: fresh data every step).
+    pub p: usize,
+    /// Centre x across the training set at every position (reference code).
+    pub centre: bool,
+    /// Whiten the random task vectors of the training set: mean 0, covariance I (reference code).
+    pub whiten: bool,
+    /// Next-token-prediction loss over all prefixes, context lengths 1..=L (App. A.3).
+    pub ntp: bool,
 }
 
 /// Model settings (`model.*`).
@@ -127,6 +181,10 @@ pub struct ModelConfig {
     pub init: InitKind,
     /// Scale for the identity-like and Gaussian inits (`None`: the scheme's default).
     pub init_scale: Option<f64>,
+    /// Rank R of the separate key/query parametrisations.
+    pub rank: usize,
+    /// Linear attention's normaliser L_0.
+    pub lin_norm: LinNorm,
 }
 
 /// Training settings (`train.*`).
@@ -170,6 +228,14 @@ impl Default for Config {
                 supports: Vec::new(),
                 variant: MultiTaskVariant::Paper,
                 query_noise: true,
+                eigs: Vec::new(),
+                basis: Basis::Haar,
+                basis_seed: 0,
+                icl_fraction: 1.0,
+                p: 0,
+                centre: false,
+                whiten: false,
+                ntp: false,
             },
             model: ModelConfig {
                 attention: AttentionKind::Softmax,
@@ -181,6 +247,8 @@ impl Default for Config {
                 self_attend: None,
                 init: InitKind::Torch,
                 init_scale: None,
+                rank: 1,
+                lin_norm: LinNorm::Len,
             },
             train: TrainConfig {
                 optimizer: OptimizerKind::Adam,
@@ -202,7 +270,7 @@ impl Default for Config {
 
 /// Every key [`Config::set`] accepts, with a one-line description.
 pub const KEYS: &[(&str, &str)] = &[
-    ("task.kind", "isotropic | anisotropic | multitask"),
+    ("task.kind", "isotropic | anisotropic | multitask | eigs"),
     ("task.d", "covariate dimension d >= 1"),
     ("task.L", "training context length L >= 1 (alias task.len)"),
     ("task.sigma2", "label noise variance sigma^2 >= 0"),
@@ -223,8 +291,45 @@ pub const KEYS: &[(&str, &str)] = &[
         "task.query_noise",
         "whether the query target is noisy: true | false",
     ),
+    (
+        "task.eigs",
+        "eigs task: covariance eigenvalues, comma-separated (also sets task.d)",
+    ),
+    ("task.basis", "eigs task eigenbasis: haar | identity"),
+    (
+        "task.basis_seed",
+        "seed of the random eigenbasis and of the fixed task vector",
+    ),
+    (
+        "task.icl_fraction",
+        "fraction of sequences with a random task vector in [0, 1] (rest share w*)",
+    ),
+    (
+        "task.P",
+        "finite training set of P sequences, trained full batch (0: fresh data every step)",
+    ),
+    (
+        "task.centre",
+        "centre x across the training set at every position: true | false",
+    ),
+    (
+        "task.whiten",
+        "whiten the training set's task vectors (mean 0, covariance I): true | false",
+    ),
+    (
+        "task.ntp",
+        "next-token-prediction loss over all prefixes (lengths 1..=L): true | false",
+    ),
     ("model.attention", "softmax | linear"),
-    ("model.param", "full | merged | reduced"),
+    (
+        "model.param",
+        "full | merged | reduced | separate | merged_reduced | separate_reduced",
+    ),
+    ("model.rank", "rank R >= 1 of the separate key/query"),
+    (
+        "model.lin_norm",
+        "linear attention's 1/L_0: N (context length) | N+1 | a number (1: no 1/N)",
+    ),
     ("model.heads", "number of heads H >= 1"),
     (
         "model.activation",
@@ -244,7 +349,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "model.init",
-        "torch | small_id | small_id_qk | oppo_small_id | gaussian",
+        "torch | small_id | small_id_qk | oppo_small_id | gaussian | zhang_paper | zhang_code",
     ),
     (
         "model.init_scale",
@@ -321,7 +426,9 @@ const TASKS: &[(&str, TaskKind)] = &[
     ("isotropic", TaskKind::Isotropic),
     ("anisotropic", TaskKind::Anisotropic),
     ("multitask", TaskKind::MultiTask),
+    ("eigs", TaskKind::Eigs),
 ];
+const BASES: &[(&str, Basis)] = &[("haar", Basis::Haar), ("identity", Basis::Identity)];
 const VARIANTS: &[(&str, MultiTaskVariant)] = &[
     ("paper", MultiTaskVariant::Paper),
     ("code", MultiTaskVariant::Code),
@@ -334,6 +441,9 @@ const PARAMS: &[(&str, Param)] = &[
     ("full", Param::Full),
     ("merged", Param::Merged),
     ("reduced", Param::Reduced),
+    ("separate", Param::Separate),
+    ("merged_reduced", Param::MergedReduced),
+    ("separate_reduced", Param::SeparateReduced),
 ];
 const ACTS: &[(&str, Activation)] = &[
     ("exp", Activation::Exp),
@@ -347,6 +457,8 @@ const INITS: &[(&str, InitKind)] = &[
     ("small_id_qk", InitKind::SmallIdQk),
     ("oppo_small_id", InitKind::OppoSmallId),
     ("gaussian", InitKind::Gaussian),
+    ("zhang_paper", InitKind::ZhangPaper),
+    ("zhang_code", InitKind::ZhangCode),
 ];
 const OPTS: &[(&str, OptimizerKind)] =
     &[("adam", OptimizerKind::Adam), ("sgd", OptimizerKind::Sgd)];
@@ -392,9 +504,28 @@ impl Config {
             }
             "task.variant" => t.variant = choice(key, v, VARIANTS)?,
             "task.query_noise" => t.query_noise = boolean(key, v)?,
+            "task.eigs" => {
+                t.eigs = parse_list(key, v)?;
+                t.d = t.eigs.len();
+            }
+            "task.basis" => t.basis = choice(key, v, BASES)?,
+            "task.basis_seed" => t.basis_seed = uint(key, v)?,
+            "task.icl_fraction" => t.icl_fraction = num(key, v)?,
+            "task.P" => t.p = uint(key, v)? as usize,
+            "task.centre" => t.centre = boolean(key, v)?,
+            "task.whiten" => t.whiten = boolean(key, v)?,
+            "task.ntp" => t.ntp = boolean(key, v)?,
             "model.attention" => m.attention = choice(key, v, ATTNS)?,
             "model.param" => m.param = choice(key, v, PARAMS)?,
             "model.heads" => m.heads = uint(key, v)? as usize,
+            "model.rank" => m.rank = uint(key, v)? as usize,
+            "model.lin_norm" => {
+                m.lin_norm = match v {
+                    "N" | "len" => LinNorm::Len,
+                    "N+1" | "len+1" => LinNorm::LenPlusOne,
+                    _ => LinNorm::Value(num(key, v)?),
+                }
+            }
             "model.activation" => m.activation = choice(key, v, ACTS)?,
             "model.c" => m.c = num(key, v)?,
             "model.scale" => {
@@ -500,7 +631,40 @@ impl Config {
                     }
                 }
             }
+            TaskKind::Eigs => {
+                if t.eigs.len() != t.d {
+                    return bad(format!(
+                        "task.eigs has {} eigenvalues; task.d = {} needed",
+                        t.eigs.len(),
+                        t.d
+                    ));
+                }
+                if let Some(l) = t.eigs.iter().find(|l| !(**l > 0.0) || !l.is_finite()) {
+                    return bad(format!("task.eigs must be finite and > 0, got {l}"));
+                }
+                if !(0.0..=1.0).contains(&t.icl_fraction) {
+                    return bad(format!(
+                        "task.icl_fraction must be in [0, 1], got {}",
+                        t.icl_fraction
+                    ));
+                }
+            }
             TaskKind::Isotropic => {}
+        }
+        if t.kind != TaskKind::Eigs && (t.p > 0 || t.ntp || t.icl_fraction != 1.0) {
+            return bad(
+                "task.P, task.ntp and task.icl_fraction apply to the eigs task only".into(),
+            );
+        }
+        if m.rank == 0 || m.rank > 4096 {
+            return bad(format!("model.rank must be in 1..=4096, got {}", m.rank));
+        }
+        if let LinNorm::Value(x) = m.lin_norm {
+            if !(x > 0.0) || !x.is_finite() {
+                return bad(format!(
+                    "model.lin_norm must be N, N+1 or a number > 0, got {x}"
+                ));
+            }
         }
         if m.heads == 0 || m.heads > 1024 {
             return bad(format!("model.heads must be in 1..=1024, got {}", m.heads));
@@ -590,9 +754,26 @@ impl Config {
             ("task.supports", supports),
             ("task.variant", name_of(VARIANTS, t.variant).into()),
             ("task.query_noise", t.query_noise.to_string()),
+            ("task.eigs", list(&t.eigs)),
+            ("task.basis", name_of(BASES, t.basis).into()),
+            ("task.basis_seed", t.basis_seed.to_string()),
+            ("task.icl_fraction", f(t.icl_fraction)),
+            ("task.P", t.p.to_string()),
+            ("task.centre", t.centre.to_string()),
+            ("task.whiten", t.whiten.to_string()),
+            ("task.ntp", t.ntp.to_string()),
             ("model.attention", name_of(ATTNS, m.attention).into()),
             ("model.param", name_of(PARAMS, m.param).into()),
             ("model.heads", m.heads.to_string()),
+            ("model.rank", m.rank.to_string()),
+            (
+                "model.lin_norm",
+                match m.lin_norm {
+                    LinNorm::Len => "N".into(),
+                    LinNorm::LenPlusOne => "N+1".into(),
+                    LinNorm::Value(x) => f(x),
+                }
+            ),
             ("model.activation", name_of(ACTS, m.activation).into()),
             ("model.c", f(m.c)),
             ("model.scale", opt(m.scale)),
@@ -617,7 +798,9 @@ impl Config {
             ("train.snapshot_every", tr.snapshot_every.to_string()),
             ("train.dtype", name_of(DTYPES, tr.dtype).into()),
         ];
-        e.retain(|(k, v)| !(v.is_empty() && (*k == "task.cov" || *k == "task.supports")));
+        e.retain(|(k, v)| {
+            !(v.is_empty() && (*k == "task.cov" || *k == "task.supports" || *k == "task.eigs"))
+        });
         e.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
     }
 

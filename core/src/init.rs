@@ -4,7 +4,7 @@
 use crate::config::{Config, InitKind, Param};
 use crate::model::ModelSpec;
 use crate::rng::{self, Domain};
-use crate::{Result, Scalar};
+use crate::{Error, Result, Scalar};
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -37,6 +37,15 @@ pub fn init_params<T: Scalar>(spec: &ModelSpec, cfg: &Config) -> Result<Vec<T>> 
             p.iter_mut().for_each(|x| *x *= s);
         }
         InitKind::SmallId | InitKind::OppoSmallId => {}
+        InitKind::ZhangPaper | InitKind::ZhangCode => {
+            zhang_init(
+                spec,
+                kind,
+                cfg.model.init_scale.unwrap_or(1e-3),
+                &mut r,
+                &mut p,
+            )?;
+        }
     }
     if matches!(
         kind,
@@ -97,6 +106,12 @@ pub fn init_params<T: Scalar>(spec: &ModelSpec, cfg: &Config) -> Result<Vec<T>> 
                     }
                 }
             }
+            Param::Separate | Param::MergedReduced | Param::SeparateReduced => {
+                return Err(Error::Unsupported(
+                    "identity-like inits need model.param = full | merged | reduced; use gaussian, zhang_paper or zhang_code"
+                        .into(),
+                ))
+            }
             Param::Reduced => {
                 for h in 0..h_n {
                     p[h] = s * sign(h);
@@ -110,4 +125,67 @@ pub fn init_params<T: Scalar>(spec: &ModelSpec, cfg: &Config) -> Result<Vec<T>> 
         }
     }
     Ok(p.into_iter().map(T::of).collect())
+}
+
+/// Zhang et al. (2025) initialisations (spec §2.5), with `w` = init scale. Draws N(0, 1) for every
+/// parameter in tensor order, scales the relevant blocks and sets the zero blocks (the key's y
+/// column kappa / u, the value's x columns, the query's y column, cross-output value entries) to 0.
+///
+/// * `zhang_paper` (App. C.2): v ~ N(0, w^2/H), U ~ N(0, w^2/(H d^2)), k, q ~ N(0, w^2/(H R d)).
+/// * `zhang_code` (reference code): v, U ~ N(0, w^2), k, q ~ N(0, w^2/(R (d+1))).
+fn zhang_init(
+    spec: &ModelSpec,
+    kind: InitKind,
+    w: f64,
+    r: &mut rng::Rng,
+    p: &mut [f64],
+) -> Result<()> {
+    let (h_n, e, no, d, rk) = (spec.heads, spec.e(), spec.n_out, spec.d, spec.rank);
+    let (hf, df, rf) = (h_n as f64, d as f64, rk as f64);
+    let paper = kind == InitKind::ZhangPaper;
+    let sv = if paper { w / libm::sqrt(hf) } else { w };
+    let su = if paper { w / (libm::sqrt(hf) * df) } else { w };
+    let skq = if paper {
+        w / libm::sqrt(hf * rf * df)
+    } else {
+        w / libm::sqrt(rf * (df + 1.0))
+    };
+    rng::fill_normal(r, p);
+    for t in spec.tensors() {
+        let x = &mut p[t.offset..t.offset + t.len()];
+        match (spec.param, t.name) {
+            (Param::Merged, "kq") => {
+                // KQ_h[a][b] = U_h[a][b] for a, b < d; zero elsewhere
+                for (i, v) in x.iter_mut().enumerate() {
+                    let (a, b) = ((i / e) % e, i % e);
+                    *v = if a < d && b < d { *v * su } else { 0.0 };
+                }
+            }
+            (Param::Merged | Param::Separate, "ov") => {
+                // OV_h[o][d + o] = v_h; zero elsewhere
+                for (i, v) in x.iter_mut().enumerate() {
+                    let (o, c) = ((i / e) % no, i % e);
+                    *v = if c == d + o { *v * sv } else { 0.0 };
+                }
+            }
+            (Param::Separate, "k" | "q") => {
+                // k_{h,r} = [k; kappa = 0], q_{h,r} = [q; * = 0]
+                for (i, v) in x.iter_mut().enumerate() {
+                    *v = if i % e < d { *v * skq } else { 0.0 };
+                }
+            }
+            (Param::MergedReduced, "u") => x.iter_mut().for_each(|v| *v *= su),
+            (Param::SeparateReduced, "k" | "q") => x.iter_mut().for_each(|v| *v *= skq),
+            (Param::MergedReduced | Param::SeparateReduced, "v") => {
+                x.iter_mut().for_each(|v| *v *= sv)
+            }
+            _ => {
+                return Err(Error::Unsupported(
+                    "zhang_paper / zhang_code inits need model.param = merged | separate | merged_reduced | separate_reduced"
+                        .into(),
+                ))
+            }
+        }
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@
 //! Each sequence draws all its normals in one call to [`crate::rng::fill_normal`] from its own
 //! stream, in this order: task vector(s), then the L+1 covariates (query last), then the L+1 noise
 //! vectors (query last). Fast engines reproduce this order exactly.
-use crate::config::{Config, MultiTaskVariant, TaskKind};
+use crate::config::{Basis, Config, MultiTaskVariant, TaskKind};
 use crate::rng::{self, Domain, Rng};
 use crate::{Error, Result, Scalar};
 use alloc::format;
@@ -127,6 +127,59 @@ pub struct Task {
     pub supports: Vec<Vec<usize>>,
     pub variant: MultiTaskVariant,
     pub query_noise: bool,
+    /// `eigs` task: the eigenvalues as given and the eigenbasis Q (row-major d x d, column i
+    /// is the eigenvector of `eigs[i]`); empty otherwise.
+    pub eigs: Vec<f64>,
+    pub basis: Vec<f64>,
+    /// `eigs` task: fraction of sequences with a random task vector, and the fixed w* (norm sqrt(d)).
+    pub icl_fraction: f64,
+    pub w_star: Vec<f64>,
+}
+
+/// Which task vector a sequence of the `eigs` task uses (Zhang et al. 2025 App. G; spec §1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskVector {
+    /// w ~ N(0, I_d) from the sequence's stream.
+    Random,
+    /// The fixed w*, clean context labels y_l = w*.x_l.
+    Fixed,
+    /// The fixed w* for the query target, pure-noise context labels y_l ~ N(0, 1) (the reference
+    /// code's icl = 0 training set and in-weight test set).
+    FixedNoiseContext,
+}
+
+/// The eigenbasis of the `eigs` task (row-major d x d, orthonormal columns): the identity, or Q of
+/// the QR decomposition of a Gaussian matrix from stream (seed, Task, 0, 0), with the signs of Q's
+/// columns chosen so that diag(R) > 0 (Haar distributed).
+pub fn eig_basis(d: usize, basis: Basis, seed: u64) -> Vec<f64> {
+    let mut q = vec![0.0; d * d];
+    match basis {
+        Basis::Identity => (0..d).for_each(|i| q[i * d + i] = 1.0),
+        Basis::Haar => {
+            let mut g = vec![0.0; d * d];
+            rng::fill_normal(&mut rng::stream(seed, Domain::Task, 0, 0), &mut g);
+            let qr = DMatrix::from_row_slice(d, d, &g).qr();
+            let (qm, rm) = (qr.q(), qr.r());
+            for j in 0..d {
+                let s = if rm[(j, j)] < 0.0 { -1.0 } else { 1.0 };
+                for i in 0..d {
+                    q[i * d + j] = s * qm[(i, j)];
+                }
+            }
+        }
+    }
+    q
+}
+
+/// The fixed task vector w* of the `eigs` task: N(0, I_d) from stream (seed, Task, 0, 1), rescaled
+/// to norm sqrt(d) (reference code).
+pub fn fixed_task_vector(d: usize, seed: u64) -> Vec<f64> {
+    let mut w = vec![0.0; d];
+    rng::fill_normal(&mut rng::stream(seed, Domain::Task, 0, 1), &mut w);
+    let n = libm::sqrt(w.iter().map(|x| x * x).sum::<f64>());
+    let s = libm::sqrt(d as f64) / n;
+    w.iter_mut().for_each(|x| *x *= s);
+    w
 }
 
 /// The Kac–Murdock–Szegő matrix Sigma_ij = rho^|i-j| (row-major d x d).
@@ -177,7 +230,32 @@ impl Task {
     pub fn new(cfg: &Config) -> Result<Task> {
         cfg.validate()?;
         let t = &cfg.task;
+        let (eigs, basis) = if t.kind == TaskKind::Eigs {
+            (t.eigs.clone(), eig_basis(t.d, t.basis, t.basis_seed))
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let chol = match t.kind {
+            TaskKind::Eigs => {
+                // Lambda = Q diag(eigs) Q^T
+                let d = t.d;
+                let mut lam = vec![0.0; d * d];
+                for i in 0..d {
+                    for j in 0..d {
+                        lam[i * d + j] = (0..d)
+                            .map(|k| basis[i * d + k] * eigs[k] * basis[j * d + k])
+                            .sum();
+                    }
+                }
+                for i in 0..d {
+                    for j in 0..i {
+                        let a = 0.5 * (lam[i * d + j] + lam[j * d + i]);
+                        lam[i * d + j] = a;
+                        lam[j * d + i] = a;
+                    }
+                }
+                cholesky(d, &lam)?
+            }
             TaskKind::Anisotropic => {
                 let sigma = if t.cov.is_empty() {
                     kms(t.d, t.rho)
@@ -199,6 +277,14 @@ impl Task {
             supports: t.supports.clone(),
             variant: t.variant,
             query_noise,
+            w_star: if t.kind == TaskKind::Eigs && t.icl_fraction < 1.0 {
+                fixed_task_vector(t.d, t.basis_seed)
+            } else {
+                Vec::new()
+            },
+            icl_fraction: t.icl_fraction,
+            eigs,
+            basis,
         })
     }
 
@@ -243,7 +329,9 @@ impl Task {
     }
 
     /// Sample one sequence from `rng` into `z` ((len+1) * E values) and `y` (n_out values).
-    /// `normals` is scratch space, resized as needed.
+    /// `normals` is scratch space, resized as needed. For the `eigs` task with
+    /// `icl_fraction < 1`, one uniform drawn first decides the task vector (fixed w* when
+    /// `u >= icl_fraction`).
     pub fn sample_sequence<T: Scalar>(
         &self,
         rng: &mut Rng,
@@ -252,17 +340,51 @@ impl Task {
         z: &mut [T],
         y: &mut [T],
     ) {
+        let tv = if self.w_star.is_empty() {
+            TaskVector::Random
+        } else if rng::uniform(rng) < self.icl_fraction {
+            TaskVector::Random
+        } else if self.icl_fraction == 0.0 {
+            TaskVector::FixedNoiseContext
+        } else {
+            TaskVector::Fixed
+        };
+        self.sample_sequence_as(rng, len, normals, z, y, tv, &mut []);
+    }
+
+    /// [`Task::sample_sequence`] with the task vector chosen by the caller (`Fixed*` need the
+    /// `eigs` task with `icl_fraction < 1`, otherwise they act as `Random`). The task vector used
+    /// is written to `w_out` when it has d values (nothing when it is empty).
+    #[allow(clippy::too_many_arguments)]
+    pub fn sample_sequence_as<T: Scalar>(
+        &self,
+        rng: &mut Rng,
+        len: usize,
+        normals: &mut Vec<f64>,
+        z: &mut [T],
+        y: &mut [T],
+        tv: TaskVector,
+        w_out: &mut [f64],
+    ) {
         let (d, e, no) = (self.d, self.e(), self.n_out);
+        let fixed = tv != TaskVector::Random && self.w_star.len() == d;
         normals.resize(self.normals_per_sequence(len), 0.0);
         rng::fill_normal(rng, normals);
         let nb = self.beta_len();
         let (beta, rest) = normals.split_at_mut(nb);
         let (xs, noise) = rest.split_at_mut((len + 1) * d);
         let paper = !(self.kind == TaskKind::MultiTask && self.variant == MultiTaskVariant::Code);
-        if paper {
+        if paper && self.kind != TaskKind::Eigs {
             let s = 1.0 / libm::sqrt(d as f64);
             beta.iter_mut().for_each(|b| *b *= s);
         }
+        if fixed {
+            beta.copy_from_slice(&self.w_star);
+        }
+        if w_out.len() == d {
+            w_out.copy_from_slice(&beta[..d]);
+        }
+        let noise_context = fixed && tv == TaskVector::FixedNoiseContext;
         if !self.chol.is_empty() {
             let mut tmp = vec![0.0; d];
             for x in xs.chunks_exact_mut(d) {
@@ -294,7 +416,9 @@ impl Task {
                     _ => ((0..d).map(|i| beta[i] * x[i]).sum::<f64>(), self.sigma),
                 };
                 let eps = noise[l * no + o] * std;
-                if l < len {
+                if l < len && noise_context {
+                    tok[d + o] = T::of(noise[l * no + o]);
+                } else if l < len {
                     tok[d + o] = T::of(clean + eps);
                 } else {
                     tok[d + o] = T::zero();

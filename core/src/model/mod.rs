@@ -10,7 +10,7 @@
 //! optimiser state mirror that layout.
 pub mod attention;
 
-use crate::config::{Activation, AttentionKind, Config, Param};
+use crate::config::{Activation, AttentionKind, Config, LinNorm, Param};
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::string::String;
@@ -34,6 +34,8 @@ pub struct ModelSpec {
     pub self_attend: bool,
     /// Linear attention's frozen 1/L_0 normaliser (the training length).
     pub lin_norm: f64,
+    /// Rank R of the separate key/query parametrisations (1 otherwise).
+    pub rank: usize,
 }
 
 /// A named view into the flat parameter buffer.
@@ -55,6 +57,65 @@ impl TensorInfo {
     }
 }
 
+/// The linear-attention normaliser L_0 for context length `len`.
+pub fn lin_norm_of(n: LinNorm, len: usize) -> f64 {
+    match n {
+        LinNorm::Len => len as f64,
+        LinNorm::LenPlusOne => (len + 1) as f64,
+        LinNorm::Value(x) => x,
+    }
+}
+
+/// Low-rank key/query product (Zhang et al. 2025 ATTN_S): for one head with `k`, `q` of shape
+/// [R, w] (w = E for full weights, d for the reduced form), add
+/// `KQ[i][j] += scale sum_r k[r][i] q[r][j]` for i, j < w into `kq` (E x E, row-major).
+fn kq_lowrank_forward<T: Scalar>(
+    k: &[T],
+    q: &[T],
+    rank: usize,
+    w: usize,
+    e: usize,
+    sc: T,
+    kq: &mut [T],
+) {
+    for r in 0..rank {
+        for i in 0..w {
+            let kri = k[r * w + i] * sc;
+            for j in 0..w {
+                kq[i * e + j] += kri * q[r * w + j];
+            }
+        }
+    }
+}
+
+/// Backward of [`kq_lowrank_forward`]: forward `KQ[i][j] += scale sum_r k[r][i] q[r][j]`, so
+/// `dq[r][j] += scale sum_i k[r][i] dKQ[i][j]` and `dk[r][i] += scale sum_j q[r][j] dKQ[i][j]`.
+#[allow(clippy::too_many_arguments)]
+fn kq_lowrank_backward<T: Scalar>(
+    k: &[T],
+    q: &[T],
+    rank: usize,
+    w: usize,
+    e: usize,
+    sc: T,
+    gkq: &[T],
+    dk: &mut [T],
+    dq: &mut [T],
+) {
+    for r in 0..rank {
+        for i in 0..w {
+            let kri = k[r * w + i] * sc;
+            let mut acc = T::zero();
+            for j in 0..w {
+                let gij = gkq[i * e + j];
+                dq[r * w + j] += kri * gij;
+                acc += q[r * w + j] * gij;
+            }
+            dk[r * w + i] += acc * sc;
+        }
+    }
+}
+
 impl ModelSpec {
     /// The model a (validated) config describes.
     pub fn from_config(cfg: &Config) -> Result<Self> {
@@ -69,7 +130,8 @@ impl ModelSpec {
             c: cfg.model.c,
             scale: cfg.score_scale(),
             self_attend: cfg.self_attend(),
-            lin_norm: cfg.task.len as f64,
+            lin_norm: lin_norm_of(cfg.model.lin_norm, cfg.task.len),
+            rank: cfg.model.rank,
         })
     }
 
@@ -112,8 +174,12 @@ impl ModelSpec {
     ///   q_proj is row r of Q^(h)).
     /// * merged: `kq` [H, E, E] (raw, before the score scale), `ov` [H, n_out, E].
     /// * reduced: `omega` [H] (raw), `mu` [H, n_out].
+    /// * separate: `k` [H, R, E], `q` [H, R, E] (raw), `ov` [H, n_out, E].
+    /// * merged_reduced: `u` [H, d, d] (raw KQ_11), `v` [H, n_out] (OV_22).
+    /// * separate_reduced: `k` [H, R, d], `q` [H, R, d] (raw), `v` [H, n_out] (OV_22).
     pub fn tensors(&self) -> Vec<TensorInfo> {
         let (h, e, no) = (self.heads, self.e(), self.n_out);
+        let (r, d) = (self.rank, self.d);
         let shapes: Vec<(&'static str, Vec<usize>)> = match self.param {
             Param::Full => vec![
                 ("q_proj.weight", vec![h * e, e]),
@@ -123,6 +189,17 @@ impl ModelSpec {
             ],
             Param::Merged => vec![("kq", vec![h, e, e]), ("ov", vec![h, no, e])],
             Param::Reduced => vec![("omega", vec![h]), ("mu", vec![h, no])],
+            Param::Separate => vec![
+                ("k", vec![h, r, e]),
+                ("q", vec![h, r, e]),
+                ("ov", vec![h, no, e]),
+            ],
+            Param::MergedReduced => vec![("u", vec![h, d, d]), ("v", vec![h, no])],
+            Param::SeparateReduced => vec![
+                ("k", vec![h, r, d]),
+                ("q", vec![h, r, d]),
+                ("v", vec![h, no]),
+            ],
         };
         let mut off = 0;
         shapes
@@ -282,6 +359,56 @@ impl<T: Scalar> Model<T> {
                     }
                 }
             }
+            Param::Separate => {
+                // KQ = scale K^T Q (rank R) ; OV = ov
+                let (r, q0, ov0) = (s.rank, h_n * s.rank * e, 2 * h_n * s.rank * e);
+                for h in 0..h_n {
+                    let (kh, qh) = (&p[h * r * e..], &p[q0 + h * r * e..]);
+                    kq_lowrank_forward(
+                        kh,
+                        qh,
+                        r,
+                        e,
+                        e,
+                        sc,
+                        &mut out.kq[h * e * e..(h + 1) * e * e],
+                    );
+                }
+                out.ov.copy_from_slice(&p[ov0..]);
+            }
+            Param::MergedReduced => {
+                // KQ_11 = scale U ; OV[o][d+o] = v[o]
+                let v0 = h_n * d * d;
+                for h in 0..h_n {
+                    for a in 0..d {
+                        for b in 0..d {
+                            out.kq[h * e * e + a * e + b] = p[h * d * d + a * d + b] * sc;
+                        }
+                    }
+                    for oo in 0..no {
+                        out.ov[h * no * e + oo * e + d + oo] = p[v0 + h * no + oo];
+                    }
+                }
+            }
+            Param::SeparateReduced => {
+                // KQ_11 = scale sum_r k_r q_r^T ; OV[o][d+o] = v[o]
+                let (r, q0, v0) = (s.rank, h_n * s.rank * d, 2 * h_n * s.rank * d);
+                for h in 0..h_n {
+                    let (kh, qh) = (&p[h * r * d..], &p[q0 + h * r * d..]);
+                    kq_lowrank_forward(
+                        kh,
+                        qh,
+                        r,
+                        d,
+                        e,
+                        sc,
+                        &mut out.kq[h * e * e..(h + 1) * e * e],
+                    );
+                    for oo in 0..no {
+                        out.ov[h * no * e + oo * e + d + oo] = p[v0 + h * no + oo];
+                    }
+                }
+            }
         }
     }
 
@@ -351,6 +478,63 @@ impl<T: Scalar> Model<T> {
                     grad[h] = (0..d).fold(T::zero(), |acc, i| acc + gk[i * e + i]) * sc;
                     for oo in 0..no {
                         grad[h_n + h * no + oo] = g.ov_head(h)[oo * e + d + oo];
+                    }
+                }
+            }
+            Param::Separate => {
+                // forward KQ = scale K^T Q (see kq_lowrank_backward) ; OV = ov  =>  dov = dOV
+                let (r, q0) = (s.rank, h_n * s.rank * e);
+                let (gk, rest) = grad.split_at_mut(q0);
+                let (gq, gov) = rest.split_at_mut(q0);
+                for h in 0..h_n {
+                    kq_lowrank_backward(
+                        &p[h * r * e..],
+                        &p[q0 + h * r * e..],
+                        r,
+                        e,
+                        e,
+                        sc,
+                        g.kq_head(h),
+                        &mut gk[h * r * e..(h + 1) * r * e],
+                        &mut gq[h * r * e..(h + 1) * r * e],
+                    );
+                }
+                gov.copy_from_slice(&g.ov);
+            }
+            Param::MergedReduced => {
+                // forward KQ[a][b] = scale U[a][b] (a, b < d) ; OV[o][d+o] = v[o]
+                let v0 = h_n * d * d;
+                for h in 0..h_n {
+                    let gk = g.kq_head(h);
+                    for a in 0..d {
+                        for b in 0..d {
+                            grad[h * d * d + a * d + b] = gk[a * e + b] * sc;
+                        }
+                    }
+                    for oo in 0..no {
+                        grad[v0 + h * no + oo] = g.ov_head(h)[oo * e + d + oo];
+                    }
+                }
+            }
+            Param::SeparateReduced => {
+                // forward KQ_11 = scale sum_r k_r q_r^T ; OV[o][d+o] = v[o]
+                let (r, q0) = (s.rank, h_n * s.rank * d);
+                let (gk, rest) = grad.split_at_mut(q0);
+                let (gq, gv) = rest.split_at_mut(q0);
+                for h in 0..h_n {
+                    kq_lowrank_backward(
+                        &p[h * r * d..],
+                        &p[q0 + h * r * d..],
+                        r,
+                        d,
+                        e,
+                        sc,
+                        g.kq_head(h),
+                        &mut gk[h * r * d..(h + 1) * r * d],
+                        &mut gq[h * r * d..(h + 1) * r * d],
+                    );
+                    for oo in 0..no {
+                        gv[h * no + oo] = g.ov_head(h)[oo * e + d + oo];
                     }
                 }
             }
