@@ -1,0 +1,267 @@
+//! "Optimal Attention Temperature Enhances In-Context Learning Under Distribution Shift"
+//! (anonymous ICLR submission; spec `temperature-distribution-shift.md`).
+//!
+//! A one-layer linearized-softmax attention with temperature tau, its parameters set in closed form
+//! to imitate Bayes ridge at tau = 1 (Lemma 4.1), and the closed-form test error
+//! `G(tau) = a/tau^2 - b/tau + c` under arbitrary Gaussian train/test distributions (Theorem 4.6),
+//! minimised at `tau_opt = 2a/b` (Theorem 4.7). The corrected formulas of the spec's errata are used
+//! (B = Sigma_w + mu_w mu_w^T; the sign of (96); the v22 factor of (132)–(135)).
+//!
+//! Prompts have l tokens: l - 1 context pairs and the query (token l); errors include the query noise.
+use crate::{Error, Result};
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+use nalgebra::{DMatrix, DVector};
+
+/// A Gaussian data distribution: `x ~ N(mu_x, Sigma_x)`, `w ~ N(mu_w, Sigma_w)`, noise variance sigma^2
+/// (matrices row-major d x d).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gaussian {
+    pub d: usize,
+    pub mu_x: Vec<f64>,
+    pub sigma_x: Vec<f64>,
+    pub mu_w: Vec<f64>,
+    pub sigma_w: Vec<f64>,
+    pub sigma2: f64,
+}
+
+fn eye(d: usize, c: f64) -> Vec<f64> {
+    (0..d * d).map(|k| if k / d == k % d { c } else { 0.0 }).collect()
+}
+
+fn mat(d: usize, v: &[f64]) -> DMatrix<f64> {
+    DMatrix::from_row_slice(d, d, v)
+}
+
+fn rows(m: &DMatrix<f64>) -> Vec<f64> {
+    let (r, c) = m.shape();
+    (0..r * c).map(|k| m[(k / c, k % c)]).collect()
+}
+
+impl Gaussian {
+    /// Centred isotropic distribution: Sigma_x = alpha I, Sigma_w = beta I, noise sigma^2.
+    pub fn isotropic(d: usize, alpha: f64, beta: f64, sigma2: f64) -> Gaussian {
+        Gaussian { d, mu_x: vec![0.0; d], sigma_x: eye(d, alpha), mu_w: vec![0.0; d], sigma_w: eye(d, beta), sigma2 }
+    }
+
+    /// Check shapes, finiteness, symmetry and positive definiteness.
+    pub fn validate(&self) -> Result<()> {
+        let d = self.d;
+        if d == 0 {
+            return Err(Error::InvalidConfig("d must be >= 1".into()));
+        }
+        for (what, v, n) in [("mu_x", &self.mu_x, d), ("mu_w", &self.mu_w, d), ("Sigma_x", &self.sigma_x, d * d), ("Sigma_w", &self.sigma_w, d * d)] {
+            if v.len() != n {
+                return Err(Error::Shape(format!("{what} needs {n} entries (got {})", v.len())));
+            }
+            if v.iter().any(|x| !x.is_finite()) {
+                return Err(Error::NonFinite(what.into()));
+            }
+        }
+        for (what, v) in [("Sigma_x", &self.sigma_x), ("Sigma_w", &self.sigma_w)] {
+            let m = mat(d, v);
+            if (&m - m.transpose()).amax() > 1e-10 * (1.0 + m.amax()) || m.cholesky().is_none() {
+                return Err(Error::InvalidConfig(format!("{what} must be symmetric positive definite")));
+            }
+        }
+        if !(self.sigma2 >= 0.0 && self.sigma2.is_finite()) {
+            return Err(Error::InvalidConfig(format!("sigma^2 must be finite and >= 0 (got {})", self.sigma2)));
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of the reparametrised layer (eq. 7): only M11 (d x d), m21, v21 (d) and v22 affect yhat.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params {
+    pub d: usize,
+    pub m11: Vec<f64>,
+    pub m21: Vec<f64>,
+    pub v21: Vec<f64>,
+    pub v22: f64,
+}
+
+/// Lemma 4.1 (eq. 11) in its population form (X^T X/(ml) replaced by Sigma_x^tr):
+/// `M11 = d (Sigma_x + sigma^2/l Sigma_w^{-1})^{-1}`, `m21 = 0`,
+/// `v21 = sigma^2/(d l) Sigma_x^{-1} Sigma_w^{-1} mu_w`, `v22 = 1/d` (all train quantities).
+pub fn lemma41(train: &Gaussian, l: usize) -> Result<Params> {
+    lemma41_with_cov(train, l, &train.sigma_x)
+}
+
+/// Lemma 4.1 with an explicit estimate `xx` of `X^T X/(m l)` (e.g. the average per-prompt centred
+/// covariance of m pretraining prompts, whose expectation is (l-1)/l Sigma_x).
+pub fn lemma41_with_cov(train: &Gaussian, l: usize, xx: &[f64]) -> Result<Params> {
+    train.validate()?;
+    let d = train.d;
+    if l < 2 {
+        return Err(Error::InvalidConfig(format!("need l >= 2 tokens (got {l})")));
+    }
+    if xx.len() != d * d {
+        return Err(Error::Shape(format!("X^T X/(ml) needs {} entries", d * d)));
+    }
+    let lf = l as f64;
+    let df = d as f64;
+    let swi = mat(d, &train.sigma_w).try_inverse().ok_or_else(|| Error::Numerical("Sigma_w is singular".into()))?;
+    let xxm = mat(d, xx);
+    let inner = &xxm + &swi * (train.sigma2 / lf);
+    let m11 = inner.try_inverse().ok_or_else(|| Error::Numerical("X^T X/(ml) + sigma^2/l Sigma_w^-1 is singular".into()))? * df;
+    let xxi = xxm.try_inverse().ok_or_else(|| Error::Numerical("X^T X/(ml) is singular".into()))?;
+    let v21 = xxi * &swi * DVector::from_column_slice(&train.mu_w) * (train.sigma2 / (df * lf));
+    Ok(Params { d, m11: rows(&m11), m21: vec![0.0; d], v21: v21.iter().copied().collect(), v22: 1.0 / df })
+}
+
+/// `k = 1/(1 + sigma_tr^2/l)`: the isotropic training gives v22 M11 = k I.
+pub fn k_iso(l: usize, sigma2_train: f64) -> f64 {
+    1.0 / (1.0 + sigma2_train / l as f64)
+}
+
+/// Coefficients of `G(tau) = a/tau^2 - b/tau + c` (Theorem 4.6).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Coeffs {
+    pub a: f64,
+    pub b: f64,
+    pub c: f64,
+}
+
+impl Coeffs {
+    /// G(tau).
+    pub fn g(&self, tau: f64) -> f64 {
+        self.a / (tau * tau) - self.b / tau + self.c
+    }
+
+    /// Theorem 4.7: `tau_opt = 2a/b` (needs a > 0 and b > 0; otherwise G has no finite minimiser).
+    pub fn tau_opt(&self) -> Result<f64> {
+        if !(self.a > 0.0 && self.b > 0.0) {
+            return Err(Error::Numerical(format!("no finite optimal temperature (a = {}, b = {}): G decreases towards c as tau -> inf", self.a, self.b)));
+        }
+        Ok(2.0 * self.a / self.b)
+    }
+
+    /// `G_min = c - b^2/(4a)` (at tau_opt).
+    pub fn g_min(&self) -> Result<f64> {
+        self.tau_opt()?;
+        Ok(self.c - self.b * self.b / (4.0 * self.a))
+    }
+}
+
+/// Theorem 4.6 (eqs. 12–14, corrected): with test `A = Sigma_x + mu_x mu_x^T`, `B = Sigma_w + mu_w mu_w^T`,
+/// `B^ = v22 mu_w v21^T + v22 v21 mu_w^T + v22^2 B`,
+/// `F1 = (Sigma_x B^ + (v22^2 sigma^2 + Tr(B^ Sigma_x))/l I) Sigma_x`, `F2 = (mu_w v21^T + v22 B) Sigma_x`:
+/// `a = Tr(A M11^T F1 M11)`, `b = Tr(A (F2 M11 + M11^T F2^T))`, `c = Tr(A B) + sigma^2`.
+/// Requires m21 = 0 (Assumption 4.5).
+pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
+    test.validate()?;
+    let d = test.d;
+    if p.d != d || p.m11.len() != d * d || p.v21.len() != d || p.m21.len() != d {
+        return Err(Error::Shape(format!("parameters are for d = {}, test distribution for d = {d}", p.d)));
+    }
+    if p.m21.iter().any(|v| *v != 0.0) {
+        return Err(Error::Unsupported("Theorem 4.6 needs m21 = 0 (Assumption 4.5)".into()));
+    }
+    if l < 2 {
+        return Err(Error::InvalidConfig(format!("need l >= 2 tokens (got {l})")));
+    }
+    let lf = l as f64;
+    let sx = mat(d, &test.sigma_x);
+    let mux = DVector::from_column_slice(&test.mu_x);
+    let muw = DVector::from_column_slice(&test.mu_w);
+    let v21 = DVector::from_column_slice(&p.v21);
+    let m11 = mat(d, &p.m11);
+    let v22 = p.v22;
+    let a_m = &sx + &mux * mux.transpose();
+    let b_m = mat(d, &test.sigma_w) + &muw * muw.transpose();
+    let bh = (&muw * v21.transpose() + &v21 * muw.transpose()) * v22 + &b_m * (v22 * v22);
+    let tr_term = (v22 * v22 * test.sigma2 + (&bh * &sx).trace()) / lf;
+    let f1 = (&sx * &bh + DMatrix::identity(d, d) * tr_term) * &sx;
+    let f2 = (&muw * v21.transpose() + &b_m * v22) * &sx;
+    let a = (&a_m * m11.transpose() * &f1 * &m11).trace();
+    let b = (&a_m * (&f2 * &m11 + m11.transpose() * f2.transpose())).trace();
+    let c = (&a_m * &b_m).trace() + test.sigma2;
+    Ok(Coeffs { a, b, c })
+}
+
+/// Isotropic reduction (spec §7.1): train isotropic (v21 = 0, v22 M11 = k I), test Sigma_x = alpha I,
+/// Sigma_w = beta I, zero means, noise sigma^2:
+/// `a = k^2 alpha^2 d (alpha beta + (sigma^2 + alpha beta d)/l)`, `b = 2 k alpha^2 beta d`, `c = alpha beta d + sigma^2`,
+/// so `tau_opt = k (alpha + (sigma^2/beta + alpha d)/l)`.
+pub fn isotropic(d: usize, l: usize, alpha: f64, beta: f64, sigma2: f64, k: f64) -> Coeffs {
+    let (df, lf) = (d as f64, l as f64);
+    Coeffs {
+        a: k * k * alpha * alpha * df * (alpha * beta + (sigma2 + alpha * beta * df) / lf),
+        b: 2.0 * k * alpha * alpha * beta * df,
+        c: alpha * beta * df + sigma2,
+    }
+}
+
+/// Moment-ratio heuristic (App. J, eq. 136 with the v22 factor restored):
+/// `tau_heur = v22 Tr(M11 Sigma_x M11^T Sigma_x) / Tr(Sigma_x M11) + (sigma^2/beta + alpha d)/l`,
+/// with the shift factors taken as alpha = tr(Sigma_x)/d and beta = tr(Sigma_w)/d of the test distribution.
+pub fn tau_heuristic(p: &Params, test: &Gaussian, l: usize) -> Result<f64> {
+    test.validate()?;
+    let d = test.d;
+    if p.d != d {
+        return Err(Error::Shape("parameter and distribution dimensions differ".into()));
+    }
+    let sx = mat(d, &test.sigma_x);
+    let m11 = mat(d, &p.m11);
+    let r = (&m11 * &sx * m11.transpose() * &sx).trace() / (&sx * &m11).trace();
+    let alpha = sx.trace() / d as f64;
+    let beta = mat(d, &test.sigma_w).trace() / d as f64;
+    Ok(p.v22 * r + (test.sigma2 / beta + alpha * d as f64) / l as f64)
+}
+
+/// The exact prediction of the linearized layer (App. E, eqs. 44–47), split as
+/// `yhat = u/tau + b_att`: returns `(u, b_att)` with `u = w_att^T x_l`,
+/// `w_att = M11^T (C_xx v21 + v22 C_xy) + (v21^T C_xy + v22 C_yy) m21`, `b_att = v21^T s_x + v22 s_y`.
+/// `x` holds the l tokens' covariates row by row (query last), `y` the l - 1 context labels.
+/// The statistics divide by l and s_x, C_xx include the query (spec §2.5).
+pub fn predict_parts(p: &Params, x: &[f64], y: &[f64]) -> Result<(f64, f64)> {
+    let d = p.d;
+    let l = y.len() + 1;
+    if x.len() != l * d {
+        return Err(Error::Shape(format!("x needs l*d = {} entries for {} labels", l * d, y.len())));
+    }
+    let lf = l as f64;
+    let mut sx = vec![0.0; d];
+    for t in 0..l {
+        for i in 0..d {
+            sx[i] += x[t * d + i] / lf;
+        }
+    }
+    let sy: f64 = y.iter().sum::<f64>() / lf;
+    // C_xx v21 = 1/l sum_i x_i (x_i . v21) - s_x (s_x . v21)
+    let mut cv = vec![0.0; d];
+    let sxv: f64 = sx.iter().zip(&p.v21).map(|(a, b)| a * b).sum();
+    for t in 0..l {
+        let xv: f64 = (0..d).map(|i| x[t * d + i] * p.v21[i]).sum();
+        for i in 0..d {
+            cv[i] += x[t * d + i] * xv / lf;
+        }
+    }
+    for i in 0..d {
+        cv[i] -= sx[i] * sxv;
+    }
+    // C_xy = 1/l sum_{i<l} y_i x_i - s_y s_x ; C_yy = 1/l sum y_i^2 - s_y^2
+    let mut cxy = vec![0.0; d];
+    for (t, yt) in y.iter().enumerate() {
+        for i in 0..d {
+            cxy[i] += yt * x[t * d + i] / lf;
+        }
+    }
+    for i in 0..d {
+        cxy[i] -= sy * sx[i];
+    }
+    let cyy = y.iter().map(|v| v * v).sum::<f64>() / lf - sy * sy;
+    let inner: Vec<f64> = (0..d).map(|i| cv[i] + p.v22 * cxy[i]).collect();
+    let coef = p.v21.iter().zip(&cxy).map(|(a, b)| a * b).sum::<f64>() + p.v22 * cyy;
+    let xq = &x[(l - 1) * d..];
+    let mut u = 0.0;
+    for j in 0..d {
+        // w_att_j = sum_i M11[i][j] inner_i + coef m21_j
+        let wj: f64 = (0..d).map(|i| p.m11[i * d + j] * inner[i]).sum::<f64>() + coef * p.m21[j];
+        u += wj * xq[j];
+    }
+    let b = p.v21.iter().zip(&sx).map(|(a, b)| a * b).sum::<f64>() + p.v22 * sy;
+    Ok((u, b))
+}
