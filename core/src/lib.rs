@@ -22,6 +22,7 @@ pub mod estimator;
 pub mod eval;
 pub mod fd;
 pub mod init;
+pub mod linattn;
 pub mod model;
 pub mod optim;
 pub mod presets;
