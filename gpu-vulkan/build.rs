@@ -1,0 +1,63 @@
+//! Compiles the WGSL compute shaders to SPIR-V with naga (pure Rust; no glslc or other system
+//! tool). One template, four variants: embedding width up to 16 or 64 held in workgroup memory,
+//! batch tokens stored as f32 or as f16 pairs packed in u32 words.
+use std::path::PathBuf;
+
+/// (file stem, MAX_E, f16 tokens)
+const VARIANTS: &[(&str, u32, bool)] = &[
+    ("attention_e16_f32", 16, false),
+    ("attention_e64_f32", 64, false),
+    ("attention_e16_f16", 16, true),
+    ("attention_e64_f16", 64, true),
+];
+
+const LOAD_F32: &str = "return zbuf[i];";
+const LOAD_F16: &str =
+    "let v = unpack2x16float(zbuf[i >> 1u]);\n    return select(v.x, v.y, (i & 1u) == 1u);";
+
+fn main() {
+    let src_path = "shaders/attention.wgsl";
+    println!("cargo:rerun-if-changed={src_path}");
+    println!("cargo:rerun-if-changed=build.rs");
+    let template = std::fs::read_to_string(src_path).expect("read shaders/attention.wgsl");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    for &(stem, max_e, f16) in VARIANTS {
+        let src = template
+            .replace("__MAX_E__", &format!("{max_e}u"))
+            .replace("__ZTYPE__", if f16 { "u32" } else { "f32" })
+            .replace("__LOAD_Z__", if f16 { LOAD_F16 } else { LOAD_F32 });
+        let words = compile(stem, &src);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
+    }
+}
+
+fn compile(stem: &str, src: &str) -> Vec<u32> {
+    let module = match naga::front::wgsl::parse_str(src) {
+        Ok(m) => m,
+        Err(e) => panic!("{stem}: WGSL parse error:\n{}", e.emit_to_string(src)),
+    };
+    // unpack2x16float is GLSL.std.450 UnpackHalf2x16, core in every Vulkan version.
+    let caps = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+        .validate(&module)
+        .unwrap_or_else(|e| {
+            panic!(
+                "{stem}: shader validation error:\n{}",
+                e.emit_to_string(src)
+            )
+        });
+    let mut flags = naga::back::spv::Options::default().flags;
+    flags.remove(naga::back::spv::WriterFlags::DEBUG);
+    let opts = naga::back::spv::Options {
+        lang_version: (1, 0),
+        flags,
+        // Every workgroup variable is written before it is read; skip the zero-fill prologue.
+        zero_initialize_workgroup_memory: naga::back::spv::ZeroInitializeWorkgroupMemoryMode::None,
+        // Every loop is bounded by sizes the host checks.
+        force_loop_bounding: false,
+        ..Default::default()
+    };
+    naga::back::spv::write_vec(&module, &info, &opts, None)
+        .unwrap_or_else(|e| panic!("{stem}: SPIR-V writer error: {e}"))
+}

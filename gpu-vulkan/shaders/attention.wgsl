@@ -1,0 +1,398 @@
+// One-layer attention over a batch: forward, backward and the deterministic gradient reduction.
+//
+// Template: build.rs fills in the largest embedding width E = d + n_out a variant holds in
+// workgroup memory and the token storage (f32, or f16 pairs packed in u32 words, read with
+// unpack2x16float), and compiles each variant to SPIR-V with naga.
+//
+// Per sequence and head h, for the query column (He et al. 2025 eq. (2.2); spec §2.1-2.8; the
+// scalar reference is icl_core::model::attention::head_forward/head_backward):
+//
+//   q   = KQ_h z_q                      s_l = z_l . q        (keys l = 0..nk-1)
+//   w_l = f(s_l - m) / F, F = sum_j f(s_j - m)   (softmax family; m = max s for exp, else 0)
+//   w_l = s_l / L_0                     (linear)
+//   a_h = sum_l w_l z_l                 yhat_o = sum_h OV_h[o] . a_h
+//
+// Loss sum_b sum_o (yhat_bo - y_bo)^2 / (n n_out), so g_o = 2 r_o / (n n_out). Backward:
+//
+//   dOV_h[o][i] += g_o a_h[i]                          (rank one: stored as a_h and g)
+//   c_h = OV_h^T g ;  u_l = z_l . c_h
+//   ds_l = f'(s_l - m)/F (u_l - ubar), ubar = sum_l w_l u_l   (softmax; for exp f' = f)
+//   ds_l = u_l / L_0                                          (linear)
+//   dKQ_h[i][j] += b_h[i] z_q[j],  b_h = sum_l ds_l z_l       (rank one: stored as b_h and z_q)
+//
+// One workgroup runs one sequence; its 64 invocations stride over the keys (adjacent invocations
+// read adjacent tokens) and combine their partial sums by fixed-order tree reductions in
+// workgroup memory. `fwd_bwd` writes per-sequence vectors (b_h, a_h, g, loss, z_q);
+// `reduce_partials` forms the outer products and sums them over fixed blocks of sequences, and
+// `reduce_final` sums the blocks in order. No atomics: the result does not depend on scheduling.
+
+const WG: u32 = 64u;
+const MAX_E: u32 = __MAX_E__;
+const MAX_H: u32 = 256u;
+const RED_LEN: u32 = WG * MAX_E;
+
+const KIND_LINEAR: u32 = 0u;
+const KIND_EXP: u32 = 1u;
+const KIND_AFFINE: u32 = 2u;
+const KIND_SQUARE: u32 = 3u;
+const KIND_TANH: u32 = 4u;
+
+struct Params {
+    n: u32,        // sequences in the whole batch
+    len: u32,      // context length L; the query is token L
+    nk: u32,       // keys per sequence (L, or L + 1 when the query attends to itself)
+    e: u32,        // embedding width E = d + n_out
+    n_out: u32,
+    heads: u32,
+    kind: u32,     // KIND_*
+    base: u32,     // batch index of this dispatch's first sequence
+    part_len: u32, // sequences per partial sum
+    n_parts: u32,
+    g_len: u32,    // H E E + H n_out E + 1 (the loss last)
+    so: u32,       // per-sequence stride of `seqout`
+    c: f32,        // the constant C of the affine/square activations
+    inv_lin: f32,  // 1 / L_0 (linear attention)
+    inv_nno: f32,  // 1 / (n n_out)
+    pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+// Effective circuits: KQ [H, E, E] then OV [H, n_out, E].
+@group(0) @binding(1) var<storage, read> circ: array<f32>;
+// Tokens of this dispatch's sequences, token-major as icl_core::task::Batch.
+@group(0) @binding(2) var<storage, read> zbuf: array<__ZTYPE__>;
+// Targets of this dispatch's sequences (n_out each).
+@group(0) @binding(3) var<storage, read> ybuf: array<f32>;
+// fwd_bwd: per-sequence [b_h (H E) | a_h (H E) | g (n_out) | loss | z_q (E)]; predict: yhat.
+@group(0) @binding(4) var<storage, read_write> seqout: array<f32>;
+// Per-block sums of the gradient entries, [n_parts, g_len].
+@group(0) @binding(5) var<storage, read_write> partials: array<f32>;
+// Circuit gradient [H E E + H n_out E] and the loss last.
+@group(0) @binding(6) var<storage, read_write> grad: array<f32>;
+
+var<workgroup> zq: array<f32, MAX_E>;
+var<workgroup> qv: array<f32, MAX_E>;
+var<workgroup> cv: array<f32, MAX_E>;
+var<workgroup> yhat: array<f32, MAX_E>;
+var<workgroup> gv: array<f32, MAX_E>;
+var<workgroup> vres: array<f32, MAX_E>;
+var<workgroup> red: array<f32, RED_LEN>; // WG * MAX_E partial vectors
+var<workgroup> sred: array<f32, WG>;
+var<workgroup> mh: array<f32, MAX_H>;
+var<workgroup> fh: array<f32, MAX_H>;
+
+fn load_z(i: u32) -> f32 {
+    __LOAD_Z__
+}
+
+// f(x) of the normalised activations (icl_core::model::attention::act_f).
+fn act_f(x: f32) -> f32 {
+    switch p.kind {
+        case 1u: { return exp(x); }
+        case 2u: { return 1.0 + p.c * x; }
+        case 3u: { let u = 1.0 + p.c * x; return u * u; }
+        case 4u: { return 1.0 + tanh(x); }
+        default: { return x; }
+    }
+}
+
+// f'(x) (icl_core::model::attention::act_df).
+fn act_df(x: f32) -> f32 {
+    switch p.kind {
+        case 1u: { return exp(x); }
+        case 2u: { return p.c; }
+        case 3u: { return 2.0 * p.c * (1.0 + p.c * x); }
+        case 4u: { let t = tanh(x); return 1.0 - t * t; }
+        default: { return 1.0; }
+    }
+}
+
+// Sum of `v` over the workgroup (fixed tree order), returned to every invocation.
+fn reduce_sum(tid: u32, v: f32) -> f32 {
+    sred[tid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if tid < s {
+            sred[tid] = sred[tid] + sred[tid + s];
+        }
+        workgroupBarrier();
+    }
+    let r = sred[0];
+    workgroupBarrier();
+    return r;
+}
+
+// Maximum of `v` over the workgroup, returned to every invocation.
+fn reduce_max(tid: u32, v: f32) -> f32 {
+    sred[tid] = v;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if tid < s {
+            sred[tid] = max(sred[tid], sred[tid + s]);
+        }
+        workgroupBarrier();
+    }
+    let r = sred[0];
+    workgroupBarrier();
+    return r;
+}
+
+// Sum of the partial vectors red[t E .. t E + E] over t into vres (fixed tree order).
+fn reduce_vec(tid: u32) {
+    let e = p.e;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
+        if tid < s {
+            for (var i = 0u; i < e; i++) {
+                red[tid * e + i] = red[tid * e + i] + red[(tid + s) * e + i];
+            }
+        }
+        workgroupBarrier();
+    }
+    if tid < e {
+        vres[tid] = red[tid];
+    }
+    workgroupBarrier();
+}
+
+// s_l = z_l . qv for the token starting at `t`.
+fn score(t: u32) -> f32 {
+    var acc = 0.0;
+    for (var i = 0u; i < p.e; i++) {
+        acc = acc + load_z(t + i) * qv[i];
+    }
+    return acc;
+}
+
+// u_l = z_l . cv for the token starting at `t`.
+fn dot_c(t: u32) -> f32 {
+    var acc = 0.0;
+    for (var i = 0u; i < p.e; i++) {
+        acc = acc + load_z(t + i) * cv[i];
+    }
+    return acc;
+}
+
+// qv = KQ_h z_q, and (when `with_c`) cv = OV_h^T g.
+fn head_vectors(h: u32, tid: u32, with_c: bool) {
+    let e = p.e;
+    workgroupBarrier();
+    if tid < e {
+        var acc = 0.0;
+        let row = (h * e + tid) * e;
+        for (var j = 0u; j < e; j++) {
+            acc = acc + circ[row + j] * zq[j];
+        }
+        qv[tid] = acc;
+        if with_c {
+            // forward: yhat_o += OV_h[o] . a  =>  da = OV_h^T g = c
+            let ov = p.heads * e * e + h * p.n_out * e;
+            var cacc = 0.0;
+            for (var o = 0u; o < p.n_out; o++) {
+                cacc = cacc + gv[o] * circ[ov + o * e + tid];
+            }
+            cv[tid] = cacc;
+        }
+    }
+    workgroupBarrier();
+}
+
+// Forward of all heads for the sequence whose tokens start at `zb`: fills zq, yhat, mh, fh and,
+// when `train`, a_h into seqout row `row`.
+fn forward(zb: u32, tid: u32, train: bool, row: u32) {
+    let e = p.e;
+    let nk = p.nk;
+    if tid < e {
+        zq[tid] = load_z(zb + p.len * e + tid);
+    }
+    if tid < p.n_out {
+        yhat[tid] = 0.0;
+    }
+    for (var h = 0u; h < p.heads; h++) {
+        head_vectors(h, tid, false);
+        // s_l = z_l . q ; for exp the shift m = max_l s_l (same weights, no overflow)
+        var shift = 0.0;
+        if p.kind == KIND_EXP {
+            var m = -3.0e38;
+            for (var l = tid; l < nk; l += WG) {
+                m = max(m, score(zb + l * e));
+            }
+            shift = reduce_max(tid, m);
+        }
+        // f_l = f(s_l - m) (or s_l / L_0); F = sum f_l; A = sum f_l z_l
+        for (var i = 0u; i < e; i++) {
+            red[tid * e + i] = 0.0;
+        }
+        var fsum = 0.0;
+        for (var l = tid; l < nk; l += WG) {
+            let t = zb + l * e;
+            let s = score(t);
+            var f: f32;
+            if p.kind == KIND_LINEAR {
+                f = s * p.inv_lin;
+            } else {
+                f = act_f(s - shift);
+            }
+            fsum = fsum + f;
+            for (var i = 0u; i < e; i++) {
+                red[tid * e + i] = red[tid * e + i] + f * load_z(t + i);
+            }
+        }
+        let big_f = reduce_sum(tid, fsum);
+        reduce_vec(tid);
+        // a_h = A / F (softmax) or A (linear: the weights are already s_l / L_0)
+        var inv = 1.0;
+        if p.kind != KIND_LINEAR {
+            inv = 1.0 / big_f;
+        }
+        if tid == 0u {
+            mh[h] = shift;
+            fh[h] = big_f;
+        }
+        if train && tid < e {
+            seqout[row + p.heads * e + h * e + tid] = vres[tid] * inv;
+        }
+        // yhat_o += OV_h[o] . a_h
+        if tid < p.n_out {
+            let ov = p.heads * e * e + (h * p.n_out + tid) * e;
+            var acc = 0.0;
+            for (var i = 0u; i < e; i++) {
+                acc = acc + circ[ov + i] * (vres[i] * inv);
+            }
+            yhat[tid] = yhat[tid] + acc;
+        }
+    }
+    workgroupBarrier();
+}
+
+// Predictions: one workgroup per sequence; yhat of chunk sequence s to seqout[s n_out ..].
+@compute @workgroup_size(64)
+fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let s = wg.x;
+    let zb = s * (p.len + 1u) * p.e;
+    forward(zb, tid, false, 0u);
+    if tid < p.n_out {
+        seqout[s * p.n_out + tid] = yhat[tid];
+    }
+}
+
+// Forward + backward of one sequence (chunk-local index wg.x, batch index base + wg.x).
+@compute @workgroup_size(64)
+fn fwd_bwd(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let s = wg.x;
+    let e = p.e;
+    let nk = p.nk;
+    let he = p.heads * e;
+    let zb = s * (p.len + 1u) * e;
+    let row = (p.base + s) * p.so;
+    forward(zb, tid, true, row);
+
+    // loss = sum_o r_o^2 / (n n_out)  =>  g_o = 2 r_o / (n n_out)
+    if tid < p.n_out {
+        let r = yhat[tid] - ybuf[s * p.n_out + tid];
+        gv[tid] = 2.0 * r * p.inv_nno;
+        seqout[row + 2u * he + tid] = gv[tid];
+    }
+    if tid == 0u {
+        var loss = 0.0;
+        for (var o = 0u; o < p.n_out; o++) {
+            let r = yhat[o] - ybuf[s * p.n_out + o];
+            loss = loss + r * r * p.inv_nno;
+        }
+        seqout[row + 2u * he + p.n_out] = loss;
+    }
+    if tid < e {
+        seqout[row + 2u * he + p.n_out + 1u + tid] = zq[tid];
+    }
+
+    for (var h = 0u; h < p.heads; h++) {
+        head_vectors(h, tid, true);
+        let shift = mh[h];
+        let inv_f = 1.0 / fh[h];
+        // forward: w = f(s)/F  =>  ubar = sum_l w_l u_l
+        var ubar = 0.0;
+        if p.kind != KIND_LINEAR {
+            var part = 0.0;
+            for (var l = tid; l < nk; l += WG) {
+                let t = zb + l * e;
+                part = part + act_f(score(t) - shift) * dot_c(t);
+            }
+            ubar = reduce_sum(tid, part) * inv_f;
+        }
+        // ds_l = f'(s_l - m)/F (u_l - ubar)  or  u_l / L_0 ;  b = sum_l ds_l z_l
+        for (var i = 0u; i < e; i++) {
+            red[tid * e + i] = 0.0;
+        }
+        for (var l = tid; l < nk; l += WG) {
+            let t = zb + l * e;
+            let u = dot_c(t);
+            var ds: f32;
+            if p.kind == KIND_LINEAR {
+                ds = u * p.inv_lin;
+            } else {
+                ds = act_df(score(t) - shift) * inv_f * (u - ubar);
+            }
+            for (var i = 0u; i < e; i++) {
+                red[tid * e + i] = red[tid * e + i] + ds * load_z(t + i);
+            }
+        }
+        reduce_vec(tid);
+        if tid < e {
+            seqout[row + h * e + tid] = vres[tid];
+        }
+    }
+}
+
+// Block sums of the outer products: partials[blk][k] = sum over the block's sequences of
+//   k < H E E:          b_h[i] z_q[j]      (dKQ_h[i][j])
+//   k < H E E + H n_o E: g_o a_h[i]        (dOV_h[o][i])
+//   last:               loss
+@compute @workgroup_size(64)
+fn reduce_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
+    let blk = wg.x;
+    let e = p.e;
+    let he = p.heads * e;
+    let nkq = p.heads * e * e;
+    let nov = p.heads * p.n_out * e;
+    let first = blk * p.part_len;
+    let last = min(p.n, first + p.part_len);
+    for (var k = tid; k < p.g_len; k += WG) {
+        var acc = 0.0;
+        if k < nkq {
+            let h = k / (e * e);
+            let i = (k / e) % e;
+            let j = k % e;
+            for (var s = first; s < last; s++) {
+                let r = s * p.so;
+                acc = acc + seqout[r + h * e + i] * seqout[r + 2u * he + p.n_out + 1u + j];
+            }
+        } else if k < nkq + nov {
+            let m = k - nkq;
+            let h = m / (p.n_out * e);
+            let o = (m / e) % p.n_out;
+            let i = m % e;
+            for (var s = first; s < last; s++) {
+                let r = s * p.so;
+                acc = acc + seqout[r + 2u * he + o] * seqout[r + he + h * e + i];
+            }
+        } else {
+            for (var s = first; s < last; s++) {
+                acc = acc + seqout[s * p.so + 2u * he + p.n_out];
+            }
+        }
+        partials[blk * p.g_len + k] = acc;
+    }
+}
+
+// grad[k] = sum over blocks, in block order.
+@compute @workgroup_size(64)
+fn reduce_final(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let k = gid.x;
+    if k < p.g_len {
+        var acc = 0.0;
+        for (var b = 0u; b < p.n_parts; b++) {
+            acc = acc + partials[b * p.g_len + k];
+        }
+        grad[k] = acc;
+    }
+}

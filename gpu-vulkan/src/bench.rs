@@ -1,0 +1,1 @@
+//! Throughput of the Vulkan engine (used by `icl bench --engine vulkan`).

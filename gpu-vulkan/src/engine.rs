@@ -1,0 +1,824 @@
+//! [`VulkanEngine`]: `Engine<f32>` on a Vulkan compute queue.
+//!
+//! Per call: the circuits and the batch are written to device memory, `fwd_bwd` (or `predict`)
+//! runs one workgroup per sequence, `reduce_partials` sums the per-sequence rank-one gradient
+//! factors over fixed blocks of 64 sequences and `reduce_final` sums the blocks in order. The
+//! gradient (and loss) is read back: H E E + H n_out E + 1 floats. Batches larger than one
+//! storage-buffer binding run in chunks of sequences, one submission each.
+use crate::buffer::{Buffer, GpuArray};
+use crate::context::{Context, DeviceInfo, Options};
+use crate::error::{call, VkError};
+use crate::kernels::{Entry, Kernels, Variant, MAX_H, WG};
+use ash::vk;
+use icl_core::config::{Activation, AttentionKind};
+use icl_core::engine::check_shapes;
+use icl_core::rng::Domain;
+use icl_core::{Batch, Circuits, Engine, ModelSpec, Task};
+
+/// Sequences per partial gradient sum in `reduce_partials`.
+const PART_LEN: usize = 64;
+/// How long to wait for one submission before reporting a hung device.
+const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
+
+/// Sizes of one call, checked against the device's limits.
+#[derive(Debug, Clone, Copy)]
+struct Plan {
+    n: usize,
+    len: usize,
+    e: usize,
+    no: usize,
+    heads: usize,
+    nk: usize,
+    variant: Variant,
+    /// Per-sequence stride of `seqout`: b_h, a_h (H E each), g (n_out), loss, z_q (E).
+    so: usize,
+    /// Gradient entries plus the loss.
+    g_len: usize,
+    n_parts: usize,
+    /// Most sequences per submission.
+    chunk: usize,
+}
+
+impl Plan {
+    fn new(
+        spec: &ModelSpec,
+        n: usize,
+        len: usize,
+        info: &DeviceInfo,
+        f16: bool,
+        chunk_bytes: u64,
+    ) -> Result<Plan, VkError> {
+        let (e, no, heads) = (spec.e(), spec.n_out, spec.heads);
+        let variant = Variant::for_width(e, f16).ok_or_else(|| {
+            VkError::Unsupported(format!(
+                "embedding width E = d + n_out = {e} is above the shaders' 64"
+            ))
+        })?;
+        if heads > MAX_H {
+            return Err(VkError::Unsupported(format!(
+                "{heads} heads; the shaders hold at most {MAX_H}"
+            )));
+        }
+        let so = 2 * heads * e + no + 1 + e;
+        let g_len = heads * e * e + heads * no * e + 1;
+        let n_parts = n.div_ceil(PART_LEN);
+        let limit = info.max_storage_buffer_range.min(u32::MAX as u64);
+        let seq_bytes = ((len + 1) * e * if f16 { 2 } else { 4 }) as u64;
+        let by_bytes = (limit.min(chunk_bytes) / seq_bytes.max(1)) as usize;
+        if by_bytes == 0 {
+            return Err(VkError::Unsupported(format!(
+                "one sequence of L = {len} tokens takes {seq_bytes} bytes, above the upload limit of {} bytes",
+                limit.min(chunk_bytes)
+            )));
+        }
+        let chunk = by_bytes
+            .min(info.max_workgroup_count_x as usize)
+            .min(n)
+            .max(1);
+        let seqout_bytes = (n * so * 4) as u64;
+        let partial_bytes = (n_parts * g_len * 4) as u64;
+        if seqout_bytes > limit || partial_bytes > limit {
+            return Err(VkError::Unsupported(format!(
+                "a batch of {n} sequences needs {} bytes of per-sequence gradient factors, above the device's storage-buffer limit of {limit}",
+                seqout_bytes.max(partial_bytes)
+            )));
+        }
+        Ok(Plan {
+            n,
+            len,
+            e,
+            no,
+            heads,
+            nk: spec.keys(len),
+            variant,
+            so,
+            g_len,
+            n_parts,
+            chunk,
+        })
+    }
+
+    /// (first sequence, count) of each submission.
+    fn chunks(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..self.n)
+            .step_by(self.chunk)
+            .map(move |s| (s, self.chunk.min(self.n - s)))
+    }
+
+    /// Words (f32 or packed f16 pairs) of `count` sequences' tokens.
+    fn token_words(&self, count: usize) -> usize {
+        let vals = count * (self.len + 1) * self.e;
+        if self.variant.f16 {
+            vals.div_ceil(2)
+        } else {
+            vals
+        }
+    }
+
+    /// The uniform block (`Params` in the shader).
+    fn params(&self, spec: &ModelSpec, base: usize) -> [u32; 16] {
+        let kind = match (spec.attention, spec.activation) {
+            (AttentionKind::Linear, _) => 0,
+            (AttentionKind::Softmax, Activation::Exp) => 1,
+            (AttentionKind::Softmax, Activation::Affine) => 2,
+            (AttentionKind::Softmax, Activation::Square) => 3,
+            (AttentionKind::Softmax, Activation::Tanh) => 4,
+        };
+        let f = |x: f64| (x as f32).to_bits();
+        [
+            self.n as u32,
+            self.len as u32,
+            self.nk as u32,
+            self.e as u32,
+            self.no as u32,
+            self.heads as u32,
+            kind,
+            base as u32,
+            PART_LEN as u32,
+            self.n_parts as u32,
+            self.g_len as u32,
+            self.so as u32,
+            f(spec.c),
+            f(1.0 / spec.lin_norm),
+            f(1.0 / (self.n * self.no) as f64),
+            0,
+        ]
+    }
+}
+
+/// Device buffers, grown on demand.
+struct Buffers {
+    params: Buffer,
+    circ: GpuArray,
+    z: GpuArray,
+    y: GpuArray,
+    seqout: GpuArray,
+    partials: GpuArray,
+    grad: GpuArray,
+}
+
+/// The Vulkan compute engine (f32 compute; optional f16 storage of the batch tokens).
+pub struct VulkanEngine {
+    ctx: Context,
+    dsl: vk::DescriptorSetLayout,
+    layout: vk::PipelineLayout,
+    pool: vk::DescriptorPool,
+    set: vk::DescriptorSet,
+    cmd_pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    kernels: Vec<Kernels>,
+    bufs: Option<Buffers>,
+    f16: bool,
+    chunk_bytes: u64,
+    staging: Vec<u32>,
+    circ_host: Vec<f32>,
+    batch: Option<Batch<f32>>,
+    normals: Vec<f64>,
+}
+
+impl std::fmt::Debug for VulkanEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VulkanEngine")
+            .field("device", &self.ctx.info)
+            .field("f16_batch", &self.f16)
+            .finish()
+    }
+}
+
+impl VulkanEngine {
+    /// Open the best device the options allow.
+    pub fn new(opts: &Options) -> Result<VulkanEngine, VkError> {
+        let ctx = Context::new(opts)?;
+        let mut eng = VulkanEngine {
+            ctx,
+            dsl: vk::DescriptorSetLayout::null(),
+            layout: vk::PipelineLayout::null(),
+            pool: vk::DescriptorPool::null(),
+            set: vk::DescriptorSet::null(),
+            cmd_pool: vk::CommandPool::null(),
+            cmd: vk::CommandBuffer::null(),
+            fence: vk::Fence::null(),
+            kernels: Vec::new(),
+            bufs: None,
+            f16: opts.f16_batch,
+            chunk_bytes: opts.max_chunk_bytes,
+            staging: Vec::new(),
+            circ_host: Vec::new(),
+            batch: None,
+            normals: Vec::new(),
+        };
+        // On error `eng` drops and destroys whatever was created.
+        eng.init()?;
+        Ok(eng)
+    }
+
+    /// [`VulkanEngine::new`] with [`Options::from_env`].
+    pub fn from_env() -> Result<VulkanEngine, VkError> {
+        VulkanEngine::new(&Options::from_env())
+    }
+
+    fn init(&mut self) -> Result<(), VkError> {
+        let d = &self.ctx.device;
+        let storage = |b: u32| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        };
+        let mut bindings = vec![vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)];
+        bindings.extend((1..=6).map(storage));
+        // SAFETY (whole block): create infos reference live locals; handles are stored in self and
+        // destroyed in Drop.
+        unsafe {
+            self.dsl = call(
+                "vkCreateDescriptorSetLayout",
+                d.create_descriptor_set_layout(
+                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                    None,
+                ),
+            )?;
+            let dsls = [self.dsl];
+            self.layout = call(
+                "vkCreatePipelineLayout",
+                d.create_pipeline_layout(
+                    &vk::PipelineLayoutCreateInfo::default().set_layouts(&dsls),
+                    None,
+                ),
+            )?;
+            let sizes = [
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::UNIFORM_BUFFER,
+                    descriptor_count: 1,
+                },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::STORAGE_BUFFER,
+                    descriptor_count: 6,
+                },
+            ];
+            self.pool = call(
+                "vkCreateDescriptorPool",
+                d.create_descriptor_pool(
+                    &vk::DescriptorPoolCreateInfo::default()
+                        .max_sets(1)
+                        .pool_sizes(&sizes),
+                    None,
+                ),
+            )?;
+            self.set = call(
+                "vkAllocateDescriptorSets",
+                d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default()
+                        .descriptor_pool(self.pool)
+                        .set_layouts(&dsls),
+                ),
+            )?[0];
+            self.cmd_pool = call(
+                "vkCreateCommandPool",
+                d.create_command_pool(
+                    &vk::CommandPoolCreateInfo::default()
+                        .queue_family_index(self.ctx.family)
+                        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                    None,
+                ),
+            )?;
+            self.cmd = call(
+                "vkAllocateCommandBuffers",
+                d.allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(self.cmd_pool)
+                        .level(vk::CommandBufferLevel::PRIMARY)
+                        .command_buffer_count(1),
+                ),
+            )?[0];
+            self.fence = call(
+                "vkCreateFence",
+                d.create_fence(&vk::FenceCreateInfo::default(), None),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The device in use.
+    pub fn device(&self) -> &DeviceInfo {
+        &self.ctx.info
+    }
+
+    /// Whether batch tokens are stored as f16.
+    pub fn f16_batch(&self) -> bool {
+        self.f16
+    }
+
+    /// Errors the validation layer reported so far (empty when validation is off).
+    pub fn validation_errors(&self) -> Vec<String> {
+        self.ctx.validation_errors()
+    }
+
+    /// Warnings the validation layer reported so far.
+    pub fn validation_warnings(&self) -> Vec<String> {
+        self.ctx.validation_warnings()
+    }
+
+    fn kernels(&mut self, v: Variant) -> Result<usize, VkError> {
+        if let Some(i) = self.kernels.iter().position(|k| k.variant == v) {
+            return Ok(i);
+        }
+        self.kernels.push(Kernels::new(&self.ctx, self.layout, v)?);
+        Ok(self.kernels.len() - 1)
+    }
+
+    /// Make every buffer at least as large as `plan` needs; rebind the descriptor set if any grew.
+    fn fit_buffers(&mut self, plan: &Plan) -> Result<(), VkError> {
+        let f = 4u64;
+        let need = [
+            (plan.g_len as u64) * f,
+            plan.token_words(plan.chunk) as u64 * f,
+            (plan.chunk * plan.no) as u64 * f,
+            (plan.n * plan.so).max(plan.chunk * plan.no) as u64 * f,
+            (plan.n_parts * plan.g_len) as u64 * f,
+            plan.g_len as u64 * f,
+        ];
+        let ctx = &self.ctx;
+        let d = &ctx.device;
+        let mut changed = false;
+        if self.bufs.is_none() {
+            use vk::BufferUsageFlags as U;
+            use vk::MemoryPropertyFlags as M;
+            let params = Buffer::new(
+                ctx,
+                64,
+                U::UNIFORM_BUFFER,
+                M::HOST_VISIBLE | M::HOST_COHERENT,
+            )?;
+            let mut made: Vec<GpuArray> = Vec::new();
+            for &bytes in &need {
+                match GpuArray::new(ctx, bytes) {
+                    Ok(a) => made.push(a),
+                    Err(e) => {
+                        // SAFETY: nothing uses these yet.
+                        unsafe {
+                            made.iter_mut().for_each(|a| a.destroy(d));
+                            let mut p = params;
+                            p.destroy(d);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            let mut it = made.into_iter();
+            let mut next = || it.next().expect("six arrays");
+            self.bufs = Some(Buffers {
+                params,
+                circ: next(),
+                z: next(),
+                y: next(),
+                seqout: next(),
+                partials: next(),
+                grad: next(),
+            });
+            changed = true;
+        } else if let Some(b) = self.bufs.as_mut() {
+            let arrays = [
+                &mut b.circ,
+                &mut b.z,
+                &mut b.y,
+                &mut b.seqout,
+                &mut b.partials,
+                &mut b.grad,
+            ];
+            for (a, &bytes) in arrays.into_iter().zip(&need) {
+                if a.size() < bytes {
+                    // Grow by at least half again so slowly growing batches do not reallocate every call.
+                    let fresh = GpuArray::new(ctx, bytes.max(a.size() + a.size() / 2))?;
+                    // SAFETY: the last submission finished (we wait on its fence before returning).
+                    unsafe { a.destroy(d) };
+                    *a = fresh;
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            let b = self.bufs.as_ref().expect("buffers exist");
+            let infos: Vec<[vk::DescriptorBufferInfo; 1]> = [
+                &b.params,
+                &b.circ.dev,
+                &b.z.dev,
+                &b.y.dev,
+                &b.seqout.dev,
+                &b.partials.dev,
+                &b.grad.dev,
+            ]
+            .iter()
+            .map(|x| {
+                [vk::DescriptorBufferInfo {
+                    buffer: x.buf,
+                    offset: 0,
+                    range: vk::WHOLE_SIZE,
+                }]
+            })
+            .collect();
+            let writes: Vec<vk::WriteDescriptorSet> = infos
+                .iter()
+                .enumerate()
+                .map(|(i, info)| {
+                    vk::WriteDescriptorSet::default()
+                        .dst_set(self.set)
+                        .dst_binding(i as u32)
+                        .descriptor_type(if i == 0 {
+                            vk::DescriptorType::UNIFORM_BUFFER
+                        } else {
+                            vk::DescriptorType::STORAGE_BUFFER
+                        })
+                        .buffer_info(info)
+                })
+                .collect();
+            // SAFETY: the set is not in use (no submission pending).
+            unsafe { d.update_descriptor_sets(&writes, &[]) };
+        }
+        Ok(())
+    }
+
+    /// Write the circuits (KQ then OV) to the host side of the circuit buffer.
+    fn write_circuits(&mut self, circ: &Circuits<f32>) {
+        self.circ_host.clear();
+        self.circ_host.extend_from_slice(&circ.kq);
+        self.circ_host.extend_from_slice(&circ.ov);
+        let b = self.bufs.as_mut().expect("buffers exist");
+        b.circ.host().write(&self.circ_host);
+    }
+
+    /// Write the tokens (and, for training, targets) of sequences start..start+count.
+    fn write_batch(
+        &mut self,
+        plan: &Plan,
+        batch: &Batch<f32>,
+        start: usize,
+        count: usize,
+        targets: bool,
+    ) {
+        let w = (batch.len + 1) * batch.e();
+        let z = &batch.z[start * w..(start + count) * w];
+        let b = self.bufs.as_mut().expect("buffers exist");
+        if plan.variant.f16 {
+            self.staging.clear();
+            self.staging.extend(z.chunks(2).map(|p| {
+                let lo = half::f16::from_f32(p[0]).to_bits() as u32;
+                let hi = p
+                    .get(1)
+                    .map_or(0, |&x| half::f16::from_f32(x).to_bits() as u32);
+                lo | (hi << 16)
+            }));
+            b.z.host().write(&self.staging);
+        } else {
+            b.z.host().write(z);
+        }
+        if targets {
+            b.y.host()
+                .write(&batch.y[start * plan.no..(start + count) * plan.no]);
+        }
+    }
+
+    fn begin(&self) -> Result<(), VkError> {
+        let d = &self.ctx.device;
+        // SAFETY: the command buffer is not pending (we wait on every submission).
+        unsafe {
+            call(
+                "vkResetCommandBuffer",
+                d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()),
+            )?;
+            call(
+                "vkBeginCommandBuffer",
+                d.begin_command_buffer(
+                    self.cmd,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                ),
+            )
+        }
+    }
+
+    fn barrier(
+        &self,
+        src: vk::PipelineStageFlags,
+        src_access: vk::AccessFlags,
+        dst: vk::PipelineStageFlags,
+        dst_access: vk::AccessFlags,
+    ) {
+        let mb = [vk::MemoryBarrier::default()
+            .src_access_mask(src_access)
+            .dst_access_mask(dst_access)];
+        // SAFETY: recording.
+        unsafe {
+            self.ctx.device.cmd_pipeline_barrier(
+                self.cmd,
+                src,
+                dst,
+                vk::DependencyFlags::empty(),
+                &mb,
+                &[],
+                &[],
+            )
+        }
+    }
+
+    /// Make uploads (and earlier submissions' shader writes) visible to the shaders.
+    fn barrier_to_compute(&self) {
+        use vk::AccessFlags as A;
+        use vk::PipelineStageFlags as S;
+        self.barrier(
+            S::TRANSFER | S::HOST | S::COMPUTE_SHADER,
+            A::TRANSFER_WRITE | A::HOST_WRITE | A::SHADER_WRITE,
+            S::COMPUTE_SHADER,
+            A::SHADER_READ | A::SHADER_WRITE | A::UNIFORM_READ,
+        );
+    }
+
+    fn barrier_compute(&self) {
+        use vk::AccessFlags as A;
+        use vk::PipelineStageFlags as S;
+        self.barrier(
+            S::COMPUTE_SHADER,
+            A::SHADER_WRITE,
+            S::COMPUTE_SHADER,
+            A::SHADER_READ | A::SHADER_WRITE,
+        );
+    }
+
+    /// Make shader results readable by copies and by the host.
+    fn barrier_to_host(&self) {
+        use vk::AccessFlags as A;
+        use vk::PipelineStageFlags as S;
+        self.barrier(
+            S::COMPUTE_SHADER,
+            A::SHADER_WRITE,
+            S::TRANSFER | S::HOST,
+            A::TRANSFER_READ | A::HOST_READ,
+        );
+    }
+
+    fn barrier_copy_to_host(&self) {
+        use vk::AccessFlags as A;
+        use vk::PipelineStageFlags as S;
+        self.barrier(S::TRANSFER, A::TRANSFER_WRITE, S::HOST, A::HOST_READ);
+    }
+
+    fn dispatch(&self, k: usize, e: Entry, groups: u32) {
+        let d = &self.ctx.device;
+        // SAFETY: recording; the set matches the pipeline layout.
+        unsafe {
+            d.cmd_bind_pipeline(
+                self.cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                self.kernels[k].pipeline(e),
+            );
+            d.cmd_bind_descriptor_sets(
+                self.cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                self.layout,
+                0,
+                &[self.set],
+                &[],
+            );
+            d.cmd_dispatch(self.cmd, groups, 1, 1);
+        }
+    }
+
+    fn submit_wait(&self) -> Result<(), VkError> {
+        let d = &self.ctx.device;
+        let cmds = [self.cmd];
+        // SAFETY: the command buffer was recorded by `begin` .. here; the fence is unsignalled.
+        unsafe {
+            call("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
+            call(
+                "vkQueueSubmit",
+                d.queue_submit(
+                    self.ctx.queue,
+                    &[vk::SubmitInfo::default().command_buffers(&cmds)],
+                    self.fence,
+                ),
+            )?;
+            let waited = d.wait_for_fences(&[self.fence], true, FENCE_TIMEOUT_NS);
+            if waited.is_err() {
+                // Do not reuse resources the device may still touch.
+                let _ = d.device_wait_idle();
+            }
+            call("vkWaitForFences", waited)?;
+            call("vkResetFences", d.reset_fences(&[self.fence]))
+        }
+    }
+
+    fn prepare(
+        &mut self,
+        spec: &ModelSpec,
+        n: usize,
+        len: usize,
+    ) -> Result<(Plan, usize), VkError> {
+        let plan = Plan::new(spec, n, len, &self.ctx.info, self.f16, self.chunk_bytes)?;
+        let k = self.kernels(plan.variant)?;
+        self.fit_buffers(&plan)?;
+        Ok((plan, k))
+    }
+
+    fn write_params(&mut self, plan: &Plan, spec: &ModelSpec, base: usize) {
+        let p = plan.params(spec, base);
+        self.bufs.as_mut().expect("buffers exist").params.write(&p);
+    }
+
+    fn run_loss_grad(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<f32>,
+        batch: &Batch<f32>,
+        grad: &mut Circuits<f32>,
+    ) -> Result<f32, VkError> {
+        let (plan, k) = self.prepare(spec, batch.n, batch.len)?;
+        self.write_circuits(circ);
+        let chunks: Vec<(usize, usize)> = plan.chunks().collect();
+        for (ci, &(start, count)) in chunks.iter().enumerate() {
+            self.write_batch(&plan, batch, start, count, true);
+            self.write_params(&plan, spec, start);
+            self.begin()?;
+            {
+                let b = self.bufs.as_ref().expect("buffers exist");
+                let d = &self.ctx.device;
+                if ci == 0 {
+                    b.circ
+                        .record_upload(d, self.cmd, (plan.g_len as u64 - 1) * 4);
+                }
+                b.z.record_upload(d, self.cmd, plan.token_words(count) as u64 * 4);
+                b.y.record_upload(d, self.cmd, (count * plan.no) as u64 * 4);
+            }
+            self.barrier_to_compute();
+            self.dispatch(k, Entry::FwdBwd, count as u32);
+            if ci + 1 == chunks.len() {
+                self.barrier_compute();
+                self.dispatch(k, Entry::ReducePartials, plan.n_parts as u32);
+                self.barrier_compute();
+                self.dispatch(k, Entry::ReduceFinal, (plan.g_len as u32).div_ceil(WG));
+                self.barrier_to_host();
+                self.bufs
+                    .as_ref()
+                    .expect("buffers exist")
+                    .grad
+                    .record_download(&self.ctx.device, self.cmd, plan.g_len as u64 * 4);
+                self.barrier_copy_to_host();
+            }
+            self.submit_wait()?;
+        }
+        let mut out = vec![0.0f32; plan.g_len];
+        self.bufs
+            .as_mut()
+            .expect("buffers exist")
+            .grad
+            .host()
+            .read(&mut out);
+        let nkq = plan.heads * plan.e * plan.e;
+        grad.kq.copy_from_slice(&out[..nkq]);
+        grad.ov.copy_from_slice(&out[nkq..plan.g_len - 1]);
+        Ok(out[plan.g_len - 1])
+    }
+
+    fn run_predict(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<f32>,
+        batch: &Batch<f32>,
+        out: &mut [f32],
+    ) -> Result<(), VkError> {
+        let (plan, k) = self.prepare(spec, batch.n, batch.len)?;
+        self.write_circuits(circ);
+        let no = plan.no;
+        for (ci, (start, count)) in plan.chunks().enumerate() {
+            self.write_batch(&plan, batch, start, count, false);
+            self.write_params(&plan, spec, start);
+            self.begin()?;
+            {
+                let b = self.bufs.as_ref().expect("buffers exist");
+                let d = &self.ctx.device;
+                if ci == 0 {
+                    b.circ
+                        .record_upload(d, self.cmd, (plan.g_len as u64 - 1) * 4);
+                }
+                b.z.record_upload(d, self.cmd, plan.token_words(count) as u64 * 4);
+            }
+            self.barrier_to_compute();
+            self.dispatch(k, Entry::Predict, count as u32);
+            self.barrier_to_host();
+            self.bufs
+                .as_ref()
+                .expect("buffers exist")
+                .seqout
+                .record_download(&self.ctx.device, self.cmd, (count * no) as u64 * 4);
+            self.barrier_copy_to_host();
+            self.submit_wait()?;
+            self.bufs
+                .as_mut()
+                .expect("buffers exist")
+                .seqout
+                .host()
+                .read(&mut out[start * no..(start + count) * no]);
+        }
+        Ok(())
+    }
+}
+
+impl Engine<f32> for VulkanEngine {
+    fn name(&self) -> &'static str {
+        "vulkan"
+    }
+
+    fn loss_grad(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<f32>,
+        batch: &Batch<f32>,
+        grad: &mut Circuits<f32>,
+    ) -> icl_core::Result<f32> {
+        check_shapes(spec, circ, batch)?;
+        if grad.heads != spec.heads || grad.e != spec.e() || grad.n_out != spec.n_out {
+            return Err(icl_core::Error::Shape(
+                "gradient circuits do not match the model spec".into(),
+            ));
+        }
+        Ok(self.run_loss_grad(spec, circ, batch, grad)?)
+    }
+
+    fn predict(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<f32>,
+        batch: &Batch<f32>,
+        out: &mut [f32],
+    ) -> icl_core::Result<()> {
+        check_shapes(spec, circ, batch)?;
+        if out.len() != batch.n * spec.n_out {
+            return Err(icl_core::Error::Shape(format!(
+                "prediction buffer has {} values, {} needed",
+                out.len(),
+                batch.n * spec.n_out
+            )));
+        }
+        Ok(self.run_predict(spec, circ, batch, out)?)
+    }
+
+    /// Data generation stays on the CPU ([`Task::sample_into`], f64 Box–Muller from the
+    /// (seed, Train, step, b) streams), so every engine trains on bit-identical batches; the
+    /// batch buffer is reused between steps.
+    fn sampled_loss_grad(
+        &mut self,
+        spec: &ModelSpec,
+        circ: &Circuits<f32>,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        n: usize,
+        len: usize,
+        grad: &mut Circuits<f32>,
+    ) -> icl_core::Result<f32> {
+        let mut batch = match self.batch.take() {
+            Some(b) if b.n == n && b.len == len && b.d == task.d && b.n_out == task.n_out => b,
+            _ => Batch::zeros(n, len, task.d, task.n_out),
+        };
+        task.sample_into(seed, Domain::Train, step, 0, &mut batch, &mut self.normals);
+        let r = self.loss_grad(spec, circ, &batch, grad);
+        self.batch = Some(batch);
+        r
+    }
+}
+
+impl Drop for VulkanEngine {
+    fn drop(&mut self) {
+        let d = &self.ctx.device;
+        // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
+        unsafe {
+            let _ = d.device_wait_idle();
+            if let Some(mut b) = self.bufs.take() {
+                b.params.destroy(d);
+                for a in [
+                    &mut b.circ,
+                    &mut b.z,
+                    &mut b.y,
+                    &mut b.seqout,
+                    &mut b.partials,
+                    &mut b.grad,
+                ] {
+                    a.destroy(d);
+                }
+            }
+            for k in &mut self.kernels {
+                k.destroy(d);
+            }
+            d.destroy_fence(self.fence, None);
+            d.destroy_command_pool(self.cmd_pool, None);
+            d.destroy_descriptor_pool(self.pool, None);
+            d.destroy_pipeline_layout(self.layout, None);
+            d.destroy_descriptor_set_layout(self.dsl, None);
+        }
+        // `ctx` drops next: device, messenger, instance.
+    }
+}

@@ -1,0 +1,161 @@
+//! The compiled shaders (SPIR-V made by build.rs with naga) and their compute pipelines.
+use crate::context::Context;
+use crate::error::{call, VkError};
+use ash::vk;
+use std::ffi::CStr;
+
+/// Invocations per workgroup (`@workgroup_size(64)` in the shader).
+pub(crate) const WG: u32 = 64;
+/// Largest head count the shader's workgroup arrays hold.
+pub(crate) const MAX_H: usize = 256;
+
+/// A shader variant: widest embedding it holds, and how batch tokens are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Variant {
+    /// Holds E up to 64 (else 16).
+    pub wide: bool,
+    /// Tokens stored as f16 pairs in u32 words (else f32).
+    pub f16: bool,
+}
+
+impl Variant {
+    /// The smallest variant that holds width `e`, or `None` when e > 64.
+    pub fn for_width(e: usize, f16: bool) -> Option<Variant> {
+        match e {
+            0..=16 => Some(Variant { wide: false, f16 }),
+            17..=64 => Some(Variant { wide: true, f16 }),
+            _ => None,
+        }
+    }
+
+    pub fn max_e(self) -> usize {
+        if self.wide {
+            64
+        } else {
+            16
+        }
+    }
+
+    /// Workgroup memory the shader declares, in bytes (6 E-vectors, WG E-vectors, WG scalars, 2 H).
+    pub fn shared_bytes(self) -> u32 {
+        let e = self.max_e() as u32;
+        4 * (6 * e + WG * e + WG + 2 * MAX_H as u32)
+    }
+
+    fn spirv(self) -> &'static [u8] {
+        match (self.wide, self.f16) {
+            (false, false) => include_bytes!(concat!(env!("OUT_DIR"), "/attention_e16_f32.spv")),
+            (true, false) => include_bytes!(concat!(env!("OUT_DIR"), "/attention_e64_f32.spv")),
+            (false, true) => include_bytes!(concat!(env!("OUT_DIR"), "/attention_e16_f16.spv")),
+            (true, true) => include_bytes!(concat!(env!("OUT_DIR"), "/attention_e64_f16.spv")),
+        }
+    }
+}
+
+/// Entry points of the attention module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    FwdBwd,
+    Predict,
+    ReducePartials,
+    ReduceFinal,
+}
+
+impl Entry {
+    const ALL: [Entry; 4] = [
+        Entry::FwdBwd,
+        Entry::Predict,
+        Entry::ReducePartials,
+        Entry::ReduceFinal,
+    ];
+    fn name(self) -> &'static CStr {
+        match self {
+            Entry::FwdBwd => c"fwd_bwd",
+            Entry::Predict => c"predict",
+            Entry::ReducePartials => c"reduce_partials",
+            Entry::ReduceFinal => c"reduce_final",
+        }
+    }
+}
+
+/// One variant's shader module and its four pipelines.
+#[derive(Debug)]
+pub(crate) struct Kernels {
+    pub variant: Variant,
+    module: vk::ShaderModule,
+    pipelines: [vk::Pipeline; 4],
+}
+
+impl Kernels {
+    pub fn new(
+        ctx: &Context,
+        layout: vk::PipelineLayout,
+        variant: Variant,
+    ) -> Result<Kernels, VkError> {
+        if variant.shared_bytes() > ctx.info.max_shared_memory {
+            return Err(VkError::Unsupported(format!(
+                "the shader for E <= {} needs {} bytes of workgroup memory; the device has {}",
+                variant.max_e(),
+                variant.shared_bytes(),
+                ctx.info.max_shared_memory
+            )));
+        }
+        let words = ash::util::read_spv(&mut std::io::Cursor::new(variant.spirv()))
+            .map_err(|e| VkError::Unsupported(format!("embedded SPIR-V is malformed: {e}")))?;
+        let d = &ctx.device;
+        // SAFETY: valid SPIR-V produced and validated by naga at build time.
+        let module = call("vkCreateShaderModule", unsafe {
+            d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None)
+        })?;
+        let mut k = Kernels {
+            variant,
+            module,
+            pipelines: [vk::Pipeline::null(); 4],
+        };
+        let infos: Vec<vk::ComputePipelineCreateInfo> = Entry::ALL
+            .iter()
+            .map(|e| {
+                vk::ComputePipelineCreateInfo::default()
+                    .stage(
+                        vk::PipelineShaderStageCreateInfo::default()
+                            .stage(vk::ShaderStageFlags::COMPUTE)
+                            .module(module)
+                            .name(e.name()),
+                    )
+                    .layout(layout)
+            })
+            .collect();
+        // SAFETY: the infos reference live objects.
+        match unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &infos, None) } {
+            Ok(p) => k.pipelines.copy_from_slice(&p),
+            Err((p, r)) => {
+                for (dst, src) in k.pipelines.iter_mut().zip(p) {
+                    *dst = src;
+                }
+                // SAFETY: nothing uses the partial pipelines.
+                unsafe { k.destroy(d) };
+                return Err(VkError::Call {
+                    call: "vkCreateComputePipelines",
+                    result: r,
+                });
+            }
+        }
+        Ok(k)
+    }
+
+    pub fn pipeline(&self, e: Entry) -> vk::Pipeline {
+        self.pipelines[e as usize]
+    }
+
+    pub unsafe fn destroy(&mut self, d: &ash::Device) {
+        // SAFETY: caller guarantees the pipelines are idle; null handles are ignored by Vulkan.
+        unsafe {
+            for p in &mut self.pipelines {
+                d.destroy_pipeline(*p, None);
+                *p = vk::Pipeline::null();
+            }
+            d.destroy_shader_module(self.module, None);
+        }
+        self.module = vk::ShaderModule::null();
+    }
+}

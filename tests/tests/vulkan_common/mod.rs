@@ -1,0 +1,58 @@
+//! Shared helpers of the Vulkan tests: the engine under validation, and relative errors.
+//!
+//! The tests run for real on Mesa's lavapipe (CI installs it with .ci/vulkan-setup.sh); without a
+//! Vulkan device they fail with the fix in the message rather than being skipped.
+#![allow(dead_code)]
+use icl_vulkan::{Options, Validation, VulkanEngine};
+
+/// An engine with the Khronos validation layer on (required in CI, where the setup script
+/// installs it; on when installed elsewhere).
+pub fn engine_with(f16: bool, max_chunk_bytes: Option<u64>) -> VulkanEngine {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let validation = if ci {
+        Validation::Required
+    } else {
+        Validation::IfAvailable
+    };
+    let mut opts = Options {
+        validation,
+        f16_batch: f16,
+        ..Options::default()
+    };
+    if let Some(b) = max_chunk_bytes {
+        opts.max_chunk_bytes = b;
+    }
+    match VulkanEngine::new(&opts) {
+        Ok(e) => e,
+        Err(e) => {
+            panic!("{e}\n(the Vulkan tests need a device: run `bash .ci/vulkan-setup.sh` as root)")
+        }
+    }
+}
+
+pub fn engine() -> VulkanEngine {
+    engine_with(false, None)
+}
+
+/// Fail on any validation-layer error the engine collected.
+pub fn assert_no_validation_errors(eng: &VulkanEngine) {
+    let errs = eng.validation_errors();
+    assert!(
+        errs.is_empty(),
+        "{} Vulkan validation errors:\n{}",
+        errs.len(),
+        errs.join("\n")
+    );
+}
+
+/// ||a - b|| / ||b|| (b the reference), with a floor on ||b||.
+pub fn rel(a: &[f64], b: &[f64], floor: f64) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let num: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
+    let den: f64 = b.iter().map(|y| y * y).sum();
+    num.sqrt() / den.sqrt().max(floor)
+}
+
+pub fn widen(x: &[f32]) -> Vec<f64> {
+    x.iter().map(|&v| v as f64).collect()
+}
