@@ -10,6 +10,7 @@
 //!
 //! Every formula is checked against Monte Carlo or finite differences in `core/tests/theory_*.rs`.
 pub mod he2025;
+pub mod multilayer;
 pub mod temperature;
 pub mod ode;
 pub mod zhang2025;
