@@ -34,7 +34,14 @@ pub enum SetKind {
 /// reference code); labels are then recomputed as `y = w.x + (y_old - w_old.x_old)` (the noise
 /// residual is kept). Test sets use streams (seed, Eval, len, mu) (ICL) and
 /// (seed, Eval, len + 2^32, mu) (IWL) and are left raw.
-pub fn generate(cfg: &Config, task: &Task, seed: u64, kind: SetKind, n: usize, len: usize) -> Result<Batch<f64>> {
+pub fn generate(
+    cfg: &Config,
+    task: &Task,
+    seed: u64,
+    kind: SetKind,
+    n: usize,
+    len: usize,
+) -> Result<Batch<f64>> {
     if n == 0 || len == 0 {
         return Err(Error::Shape(format!("empty set: n = {n}, len = {len}")));
     }
@@ -66,15 +73,32 @@ pub fn generate(cfg: &Config, task: &Task, seed: u64, kind: SetKind, n: usize, l
             SetKind::IclTest => rng::stream(seed, Domain::Eval, len as u64, mu as u64),
             SetKind::IwlTest => rng::stream(seed, Domain::Eval, len as u64 + (1 << 32), mu as u64),
         };
-        let tv = if mu < n_random { TaskVector::Random } else { fixed_tv };
-        let (z, y) = (&mut b.z[mu * w..(mu + 1) * w], &mut b.y[mu * no..(mu + 1) * no]);
-        task.sample_sequence_as(&mut r, len, &mut normals, z, y, tv, &mut ws[mu * d..(mu + 1) * d]);
+        let tv = if mu < n_random {
+            TaskVector::Random
+        } else {
+            fixed_tv
+        };
+        let (z, y) = (
+            &mut b.z[mu * w..(mu + 1) * w],
+            &mut b.y[mu * no..(mu + 1) * no],
+        );
+        task.sample_sequence_as(
+            &mut r,
+            len,
+            &mut normals,
+            z,
+            y,
+            tv,
+            &mut ws[mu * d..(mu + 1) * d],
+        );
     }
     if kind != SetKind::Train || !(cfg.task.centre || cfg.task.whiten) {
         return Ok(b);
     }
     if no != 1 {
-        return Err(Error::Unsupported("centring/whitening need one output".into()));
+        return Err(Error::Unsupported(
+            "centring/whitening need one output".into(),
+        ));
     }
     // Residuals r = y - w.x of every token (query target included), before any change.
     let dot = |w: &[f64], x: &[f64]| w.iter().zip(x).map(|(a, b)| a * b).sum::<f64>();
@@ -93,7 +117,9 @@ pub fn generate(cfg: &Config, task: &Task, seed: u64, kind: SetKind, n: usize, l
             let mut mean = vec![0.0; d];
             for mu in 0..n {
                 let tok = &b.z[mu * w + l * e..];
-                mean.iter_mut().zip(tok).for_each(|(m, x)| *m += x / n as f64);
+                mean.iter_mut()
+                    .zip(tok)
+                    .for_each(|(m, x)| *m += x / n as f64);
             }
             for mu in 0..n {
                 let tok = &mut b.z[mu * w + l * e..mu * w + l * e + d];
@@ -130,7 +156,9 @@ pub fn whiten(w: &mut [f64], n: usize, d: usize) -> Result<()> {
     }
     let mut mean = vec![0.0; d];
     for row in w.chunks_exact(d) {
-        mean.iter_mut().zip(row).for_each(|(m, x)| *m += x / n as f64);
+        mean.iter_mut()
+            .zip(row)
+            .for_each(|(m, x)| *m += x / n as f64);
     }
     for row in w.chunks_exact_mut(d) {
         row.iter_mut().zip(&mean).for_each(|(x, m)| *x -= m);
@@ -145,7 +173,9 @@ pub fn whiten(w: &mut [f64], n: usize, d: usize) -> Result<()> {
     }
     let eig = SymmetricEigen::new(c);
     if eig.eigenvalues.iter().any(|&l| !(l > 1e-300)) {
-        return Err(Error::Numerical("task vectors are degenerate; cannot whiten".into()));
+        return Err(Error::Numerical(
+            "task vectors are degenerate; cannot whiten".into(),
+        ));
     }
     let mut inv_sqrt = DMatrix::<f64>::zeros(d, d);
     for k in 0..d {
@@ -170,7 +200,10 @@ pub fn whiten(w: &mut [f64], n: usize, d: usize) -> Result<()> {
 /// 0..c-1 of every sequence, token c as the query (its y slot zeroed), its label as the target.
 pub fn prefix_batch(full: &Batch<f64>, c: usize) -> Result<Batch<f64>> {
     if c == 0 || c > full.len {
-        return Err(Error::Shape(format!("prefix length {c} not in 1..={}", full.len)));
+        return Err(Error::Shape(format!(
+            "prefix length {c} not in 1..={}",
+            full.len
+        )));
     }
     let (e, d, no) = (full.e(), full.d, full.n_out);
     let mut b = Batch::zeros(full.n, c, d, no);

@@ -90,12 +90,19 @@ pub fn alignment(model: &Model<f64>, circ: &Circuits<f64>, sp: &Spectrum, inv_n:
 pub fn conserved(model: &Model<f64>) -> Vec<f64> {
     let s = &model.spec;
     let sq = |x: &[f64]| x.iter().map(|a| a * a).sum::<f64>();
-    let ov_name = if matches!(s.param, Param::Separate | Param::Merged) { "ov" } else { "v" };
+    let ov_name = if matches!(s.param, Param::Separate | Param::Merged) {
+        "ov"
+    } else {
+        "v"
+    };
     let ov = model.tensor(ov_name).unwrap_or(&[]);
     let ov_w = ov.len() / s.heads.max(1);
     match s.param {
         Param::Separate | Param::SeparateReduced => {
-            let (k, q) = (model.tensor("k").unwrap_or(&[]), model.tensor("q").unwrap_or(&[]));
+            let (k, q) = (
+                model.tensor("k").unwrap_or(&[]),
+                model.tensor("q").unwrap_or(&[]),
+            );
             let w = k.len() / (s.heads * s.rank).max(1);
             let mut out: Vec<f64> = k
                 .chunks_exact(w)
@@ -103,12 +110,17 @@ pub fn conserved(model: &Model<f64>) -> Vec<f64> {
                 .map(|(a, b)| sq(a) - sq(b))
                 .collect();
             for h in 0..s.heads {
-                out.push(sq(&k[h * s.rank * w..(h + 1) * s.rank * w]) - sq(&ov[h * ov_w..(h + 1) * ov_w]));
+                out.push(
+                    sq(&k[h * s.rank * w..(h + 1) * s.rank * w])
+                        - sq(&ov[h * ov_w..(h + 1) * ov_w]),
+                );
             }
             out
         }
         Param::Merged | Param::MergedReduced => {
-            let kq = model.tensor(if s.param == Param::Merged { "kq" } else { "u" }).unwrap_or(&[]);
+            let kq = model
+                .tensor(if s.param == Param::Merged { "kq" } else { "u" })
+                .unwrap_or(&[]);
             let w = kq.len() / s.heads.max(1);
             let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
             let mut out = Vec::with_capacity(s.heads * s.heads);
@@ -176,7 +188,10 @@ impl Default for PlateauOptions {
 
 fn argmin_g(g: &[f64], a: usize, b: usize) -> usize {
     (a..=b)
-        .min_by(|&i, &j| g[i].partial_cmp(&g[j]).unwrap_or(core::cmp::Ordering::Equal))
+        .min_by(|&i, &j| {
+            g[i].partial_cmp(&g[j])
+                .unwrap_or(core::cmp::Ordering::Equal)
+        })
         .unwrap_or(a)
 }
 
@@ -200,8 +215,14 @@ pub fn detect_plateaus(curve: &[(f64, f64)], o: &PlateauOptions) -> Vec<Plateau>
         .filter(|x| *x > 0.0)
         .fold(f64::INFINITY, f64::min);
     let t0 = if t0.is_finite() { t0 } else { 1.0 };
-    let lt: Vec<f64> = curve.iter().map(|(t, _)| libm::log(t - curve[0].0 + t0)).collect();
-    let ll: Vec<f64> = curve.iter().map(|(_, l)| libm::log(l.abs().max(1e-300))).collect();
+    let lt: Vec<f64> = curve
+        .iter()
+        .map(|(t, _)| libm::log(t - curve[0].0 + t0))
+        .collect();
+    let ll: Vec<f64> = curve
+        .iter()
+        .map(|(_, l)| libm::log(l.abs().max(1e-300)))
+        .collect();
     let mut g = vec![0.0; n];
     for i in 0..n {
         let (a, b) = (i.saturating_sub(1), (i + 1).min(n - 1));

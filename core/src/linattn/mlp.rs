@@ -89,7 +89,11 @@ impl CubicMlp {
             let zm = &z[mu * dd..(mu + 1) * dd];
             // forward: hid = W1 z ; yhat = w2 . hid
             for h in 0..h_n {
-                hid[h] = w1[h * dd..(h + 1) * dd].iter().zip(zm).map(|(a, b)| a * b).sum();
+                hid[h] = w1[h * dd..(h + 1) * dd]
+                    .iter()
+                    .zip(zm)
+                    .map(|(a, b)| a * b)
+                    .sum();
             }
             let yhat: f64 = w2.iter().zip(&hid).map(|(a, b)| a * b).sum();
             // loss = mean r^2  =>  g = 2 r / n

@@ -68,7 +68,15 @@ impl Moments {
     }
 
     /// Add one query row: keys `keys` (nk tokens), query `zq`, targets `y`, normaliser `l0`.
-    fn add(&mut self, keys: &[f64], zq: &[f64], y: &[f64], l0: f64, phi: &mut [f64], s: &mut [f64]) {
+    fn add(
+        &mut self,
+        keys: &[f64],
+        zq: &[f64],
+        y: &[f64],
+        l0: f64,
+        phi: &mut [f64],
+        s: &mut [f64],
+    ) {
         let (d, e, nf) = (self.d, self.e, self.nf);
         // S = sum_l z_l z_l^T (upper triangle)
         s.iter_mut().for_each(|x| *x = 0.0);
@@ -131,7 +139,11 @@ impl Moments {
         Self::build(spec, full, Some(l0))
     }
 
-    fn build(spec: &ModelSpec, batch: &Batch<f64>, ntp: Option<&dyn Fn(usize) -> f64>) -> Result<Moments> {
+    fn build(
+        spec: &ModelSpec,
+        batch: &Batch<f64>,
+        ntp: Option<&dyn Fn(usize) -> f64>,
+    ) -> Result<Moments> {
         if spec.attention != crate::config::AttentionKind::Linear {
             return Err(Error::Unsupported(
                 "sufficient statistics need linear attention".into(),
@@ -155,7 +167,14 @@ impl Moments {
                 for mu in 0..batch.n {
                     let seq = batch.seq(mu);
                     let zq = &seq[batch.len * e..(batch.len + 1) * e];
-                    m.add(&seq[..nk * e], zq, batch.target(mu), spec.lin_norm, &mut phi, &mut s);
+                    m.add(
+                        &seq[..nk * e],
+                        zq,
+                        batch.target(mu),
+                        spec.lin_norm,
+                        &mut phi,
+                        &mut s,
+                    );
                 }
             }
             Some(l0) => {
@@ -224,7 +243,11 @@ impl Moments {
             let mut q = 0.0;
             let mut lin = 0.0;
             for i in 0..nf {
-                let gi: f64 = self.gram[i * nf..(i + 1) * nf].iter().zip(th).map(|(g, t)| g * t).sum();
+                let gi: f64 = self.gram[i * nf..(i + 1) * nf]
+                    .iter()
+                    .zip(th)
+                    .map(|(g, t)| g * t)
+                    .sum();
                 self.gtheta[o * nf + i] = gi;
                 q += th[i] * gi;
                 lin += th[i] * self.yphi[o * nf + i];

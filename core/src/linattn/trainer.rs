@@ -92,7 +92,11 @@ impl LinTrainer {
         let spec = model.spec.clone();
         let t = &cfg.task;
         let n = t.len;
-        let inv_n = if t.ntp { mean_inv_uniform(n) } else { 1.0 / n as f64 };
+        let inv_n = if t.ntp {
+            mean_inv_uniform(n)
+        } else {
+            1.0 / n as f64
+        };
         let m_factor = match cfg.model.lin_norm {
             LinNorm::Value(x) => n as f64 / x,
             _ => 1.0,
@@ -120,7 +124,10 @@ impl LinTrainer {
         };
         let (mut tests, mut test_names) = (Vec::new(), Vec::new());
         if t.icl_fraction < 1.0 && test_size > 0 {
-            for (name, kind) in [("icl_test", SetKind::IclTest), ("iwl_test", SetKind::IwlTest)] {
+            for (name, kind) in [
+                ("icl_test", SetKind::IclTest),
+                ("iwl_test", SetKind::IwlTest),
+            ] {
                 tests.push(build(generate(cfg, &task, seed, kind, test_size, n)?)?);
                 test_names.push(String::from(name));
             }
@@ -173,9 +180,19 @@ impl LinTrainer {
         let loss = match &mut self.source {
             Source::Online => {
                 let mut list = online_batches(&self.cfg, &self.task, &self.model.spec, self.step)?;
-                token_loss(&mut list, &self.circ, engine, Some((&mut self.gcirc, &mut self.gstep)))?
+                token_loss(
+                    &mut list,
+                    &self.circ,
+                    engine,
+                    Some((&mut self.gcirc, &mut self.gstep)),
+                )?
             }
-            src => Self::eval(src, &self.circ, engine, Some((&mut self.gcirc, &mut self.gstep)))?,
+            src => Self::eval(
+                src,
+                &self.circ,
+                engine,
+                Some((&mut self.gcirc, &mut self.gstep)),
+            )?,
         };
         if !loss.is_finite() {
             return Err(Error::Numerical(format!(
@@ -244,7 +261,9 @@ impl LinTrainer {
                 break;
             }
         }
-        if !matches!(self.source, Source::Online) && self.log.last().map(|r| r.step) != Some(self.step) {
+        if !matches!(self.source, Source::Online)
+            && self.log.last().map(|r| r.step) != Some(self.step)
+        {
             let l = self.current_loss(engine)?;
             self.push_log(l, engine)?;
         }
@@ -259,7 +278,11 @@ impl LinTrainer {
 
 /// Token-level batches of a set: the set itself (fixed length) or its prefixes (next-token
 /// prediction), each with its spec (normaliser of its length).
-fn token_batches(cfg: &Config, spec: &ModelSpec, set: Batch<f64>) -> Result<Vec<(Batch<f64>, ModelSpec)>> {
+fn token_batches(
+    cfg: &Config,
+    spec: &ModelSpec,
+    set: Batch<f64>,
+) -> Result<Vec<(Batch<f64>, ModelSpec)>> {
     if !cfg.task.ntp {
         return Ok(vec![(set, spec.clone())]);
     }
@@ -274,8 +297,19 @@ fn token_batches(cfg: &Config, spec: &ModelSpec, set: Batch<f64>) -> Result<Vec<
 }
 
 /// The fresh training batches of `step` (stream (seed, Train, step, b)).
-fn online_batches(cfg: &Config, task: &Task, spec: &ModelSpec, step: u64) -> Result<Vec<(Batch<f64>, ModelSpec)>> {
-    let b = task.sample_batch::<f64>(cfg.train.seed, Domain::Train, step, cfg.train.batch, cfg.task.len);
+fn online_batches(
+    cfg: &Config,
+    task: &Task,
+    spec: &ModelSpec,
+    step: u64,
+) -> Result<Vec<(Batch<f64>, ModelSpec)>> {
+    let b = task.sample_batch::<f64>(
+        cfg.train.seed,
+        Domain::Train,
+        step,
+        cfg.train.batch,
+        cfg.task.len,
+    );
     token_batches(cfg, spec, b)
 }
 
@@ -305,7 +339,11 @@ fn token_loss(
             for (b, s) in list.iter() {
                 let mut out = vec![0.0; b.n * b.n_out];
                 engine.predict(s, circ, b, &mut out)?;
-                let mse: f64 = out.iter().zip(&b.y).map(|(p, y)| (p - y) * (p - y)).sum::<f64>()
+                let mse: f64 = out
+                    .iter()
+                    .zip(&b.y)
+                    .map(|(p, y)| (p - y) * (p - y))
+                    .sum::<f64>()
                     / out.len() as f64;
                 loss += mse / k;
             }
