@@ -6,7 +6,7 @@
 //! The numbers come from `icl_core::theory`; this file only parses, prints and plots.
 use crate::error::{CliError, CliResult};
 use crate::plot::{lines_svg, Series};
-use icl_core::theory::{he2025, ode, zhang2025};
+use icl_core::theory::{he2025, multilayer, ode, temperature, zhang2025};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -117,7 +117,7 @@ macro_rules! params {
 }
 
 fn registry() -> Vec<Q> {
-    vec![
+    let mut v = vec![
         // ---------------- He et al. (2025)
         Q { name: "eta-star", paper: "he2025", about: "optimal debiased-GD step eta* = L/(d(1+sigma^2)+L) (Thm 4.2(ii))", params: HE, run: |c| Ok(Out::num(c.he()?.eta_star())) },
         Q { name: "eta-vgd-star", paper: "he2025", about: "optimal vanilla-GD step L/(d(1+sigma^2)+L+1)", params: HE, run: |c| Ok(Out::num(c.he()?.eta_vgd_star())) },
@@ -360,7 +360,11 @@ fn registry() -> Vec<Q> {
                 }
             },
         },
-    ]
+    ];
+    v.extend(zhang_quantities());
+    v.extend(temperature_quantities());
+    v.extend(multilayer_quantities());
+    v
 }
 
 impl Out {
@@ -525,4 +529,486 @@ fn fmt_value(v: &Value) -> String {
         Value::Null => "none".into(),
         other => other.to_string(),
     }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Zhang et al. (2025)
+
+/// E(1/N): 1/N, or H_{n_max}/n_max when `--n-max` > 0.
+fn inv_n(c: &Ctx) -> CliResult<f64> {
+    let nmax = c.u("n-max")?;
+    if nmax > 0 {
+        Ok(zhang2025::mean_inv_uniform(nmax))
+    } else {
+        let n = c.f("N")?;
+        if n <= 0.0 {
+            return Err(CliError::input("--N must be > 0"));
+        }
+        Ok(1.0 / n)
+    }
+}
+
+fn zhang_quantities() -> Vec<Q> {
+    vec![
+        Q {
+            name: "zhang-m-star",
+            paper: "zhang2025",
+            about: "global minimiser M* = E(Lambda_hat^2)^-1 Lambda in the eigenbasis (diagonal lambda_d/a_d); also L* and a_d",
+            params: params!(P("eigs", None, "eigenvalues of Lambda"), P("N", Some("31"), "context length"), P("n-max", Some("0"), "if > 0: E(1/N) of N uniform on 1..n-max")),
+            run: |c| {
+                let (eigs, inv) = (c.list("eigs")?, inv_n(c)?);
+                let a = zhang2025::a_coeffs(&eigs, inv)?;
+                let mut l = eigs.clone();
+                l.sort_by(|a, b| b.total_cmp(a));
+                let m: Vec<f64> = l.iter().zip(&a).map(|(x, a)| x / a).collect();
+                let lstar = *zhang2025::plateau_losses_inv_n(&eigs, inv).last().unwrap_or(&f64::NAN);
+                Ok(Out::list(&m).with("loss_star", json!(lstar)).with("a", json!(a)))
+            },
+        },
+        Q {
+            name: "v-star",
+            paper: "zhang2025",
+            about: "grown value weights v*_d = (lambda_d/a_d)^(1/3) (Eq. 20); also the minimum norm 3 sum v*^2 (App. E.7)",
+            params: params!(P("eigs", None, "eigenvalues of Lambda"), P("N", Some("31"), "context length"), P("n-max", Some("0"), "if > 0: E(1/N) of N uniform on 1..n-max")),
+            run: |c| {
+                let (eigs, inv) = (c.list("eigs")?, inv_n(c)?);
+                let v = zhang2025::v_star(&eigs, inv)?;
+                let (_, norm) = zhang2025::min_norm(&eigs, inv, v.len())?;
+                Ok(Out::list(&v).with("min_norm", json!(norm)))
+            },
+        },
+        Q {
+            name: "white-loss",
+            paper: "zhang2025",
+            about: "ATTN_M loss at time t for Lambda = cI from aligned small init s(0) = w^2 (Eqs. 10, 48-51, c-generalised); trajectory 0..t",
+            params: params!(
+                P("t", Some("10"), "time (tau)"),
+                P("D", Some("4"), "dimension"),
+                P("N", Some("31"), "context length"),
+                P("c", Some("1"), "Lambda = c I"),
+                P("w-init", Some("0.001"), "init scale (s0 = w^2)"),
+                P("sample-dt", Some("0.05"), "trajectory spacing")
+            ),
+            run: |c| {
+                let (t, d, n, cc, w) = (c.f("t")?, c.u("D")?, c.f("N")?, c.f("c")?, c.f("w-init")?);
+                let (sig, l) = zhang2025::white_time_course(t, d, n, cc, w * w)?;
+                let dt = c.f("sample-dt")?;
+                if dt <= 0.0 {
+                    return Err(CliError::input("--sample-dt must be > 0"));
+                }
+                let mut rows = Vec::new();
+                let k = (t / dt).ceil() as usize;
+                for i in 0..=k {
+                    let ti = (i as f64 * dt).min(t);
+                    let (s, li) = zhang2025::white_time_course(ti, d, n, cc, w * w)?;
+                    rows.push(vec![ti, li, s]);
+                }
+                let (s_inf, l_inf) = zhang2025::white_time_course(1e12, d, n, cc, w * w)?;
+                Ok(Out::num(l).with("sigma", json!(sig)).with("loss_inf", json!(l_inf)).with("sigma_inf", json!(s_inf)).with_traj(Traj {
+                    title: format!("ATTN_M, Lambda = {cc} I, D = {d}, N = {n}"),
+                    columns: vec!["t".into(), "loss".into(), "sigma".into()],
+                    rows,
+                    plot: vec![1, 2],
+                    log_y: false,
+                }))
+            },
+        },
+        Q {
+            name: "plateau-time",
+            paper: "zhang2025",
+            about: "plateau predictions: merged ln(1/w)/||Lambda^2||_F (Eq. 54); separate 1/(lambda_m^2 v0) for each drop (Eqs. 72, 77)",
+            params: params!(
+                P("model", Some("merged"), "merged | separate"),
+                P("eigs", None, "eigenvalues of Lambda"),
+                P("w-init", Some("0.000001"), "merged: init scale"),
+                P("v0", Some("0.05"), "separate: value weight of each escaping head at the start of its plateau")
+            ),
+            run: |c| {
+                let eigs = c.list("eigs")?;
+                match c.s("model")?.as_str() {
+                    "merged" => {
+                        let d = eigs.len();
+                        let lam: Vec<f64> = (0..d * d).map(|k| if k / d == k % d { eigs[k / d] } else { 0.0 }).collect();
+                        Ok(Out::num(zhang2025::attn_m_plateau_time(&lam, d, c.f("w-init")?)?))
+                    }
+                    "separate" => {
+                        let v0 = c.f("v0")?;
+                        let t = zhang2025::attn_s_plateau_times(&eigs, &vec![v0; eigs.len()])?;
+                        Ok(Out::list(&t))
+                    }
+                    m => Err(CliError::input(format!("--model: {m:?} is not merged or separate"))),
+                }
+            },
+        },
+        Q {
+            name: "scalar-ode",
+            paper: "zhang2025",
+            about: "v(t) of the (m+1)-th drop, tau v' = lambda^2 v^2 - lambda a v^5 (Eq. 21), via the implicit F (Eq. 71, corrected); trajectory with the ansatz loss",
+            params: params!(
+                P("eigs", None, "eigenvalues of Lambda"),
+                P("N", Some("31"), "context length"),
+                P("n-max", Some("0"), "if > 0: E(1/N) of N uniform on 1..n-max"),
+                P("m", Some("0"), "drops already done (0-based)"),
+                P("v0", Some("0.05"), "initial v"),
+                P("t", Some("200"), "time (tau)"),
+                P("sample-dt", Some("1"), "trajectory spacing")
+            ),
+            run: |c| {
+                let (eigs, inv, m) = (c.list("eigs")?, inv_n(c)?, c.u("m")?);
+                let a = zhang2025::a_coeffs(&eigs, inv)?;
+                let mut l = eigs.clone();
+                l.sort_by(|a, b| b.total_cmp(a));
+                if m >= l.len() {
+                    return Err(CliError::input(format!("--m must be < D = {}", l.len())));
+                }
+                let (lam, am) = (l[m], a[m]);
+                let levels = zhang2025::plateau_losses_inv_n(&eigs, inv);
+                let (v0, t) = (c.f("v0")?, c.f("t")?);
+                let v = zhang2025::scalar_ode_v(t, v0, lam, am)?;
+                let vs = (lam / am).cbrt();
+                let t_half = if v0 < vs / 2.0 { Some(zhang2025::scalar_ode_time(v0, vs / 2.0, lam, am)?) } else { None };
+                let dt = c.f("sample-dt")?;
+                if dt <= 0.0 {
+                    return Err(CliError::input("--sample-dt must be > 0"));
+                }
+                let mut rows = Vec::new();
+                for i in 0..=((t / dt).ceil() as usize) {
+                    let ti = (i as f64 * dt).min(t);
+                    let vi = zhang2025::scalar_ode_v(ti, v0, lam, am)?;
+                    rows.push(vec![ti, vi, zhang2025::ansatz_loss(levels[m], vi, lam, am)]);
+                }
+                Ok(Out::num(v).with("v_star", json!(vs)).with("t_half", json!(t_half)).with_traj(Traj {
+                    title: format!("scalar ODE of drop {}", m + 1),
+                    columns: vec!["t".into(), "v".into(), "loss".into()],
+                    rows,
+                    plot: vec![1, 2],
+                    log_y: false,
+                }))
+            },
+        },
+        Q {
+            name: "linattn-flow",
+            paper: "zhang2025",
+            about: "exact population gradient flow of ATTN_M / rank-R ATTN_S in weight space (C.2 init): value = final loss; drop times; trajectory",
+            params: params!(
+                P("arch", Some("separate"), "merged | separate"),
+                P("eigs", None, "eigenvalues of Lambda (diagonal basis)"),
+                P("N", Some("31"), "context length"),
+                P("n-max", Some("0"), "if > 0: E(1/N) of N uniform on 1..n-max"),
+                P("H", Some("5"), "heads"),
+                P("R", Some("1"), "rank (separate)"),
+                P("w-init", Some("0.1"), "init scale"),
+                P("seed", Some("0"), "init seed"),
+                P("scheme", Some("euler"), "euler (= full-batch GD, lr dt/2) | rk4"),
+                P("dt", Some("0.5"), "step (tau)"),
+                P("t-end", Some("12000"), "final time (tau)"),
+                P("every", Some("10"), "trajectory spacing (steps)")
+            ),
+            run: |c| {
+                let (eigs, inv) = (c.list("eigs")?, inv_n(c)?);
+                let pop = zhang2025::Population::diagonal(&eigs, inv)?;
+                let h = c.u("H")?;
+                let arch = match c.s("arch")?.as_str() {
+                    "merged" => zhang2025::Arch::Merged { heads: h },
+                    "separate" => zhang2025::Arch::Separate { heads: h, rank: c.u("R")? },
+                    a => return Err(CliError::input(format!("--arch: {a:?} is not merged or separate"))),
+                };
+                let scheme = match c.s("scheme")?.as_str() {
+                    "euler" => zhang2025::Scheme::Euler,
+                    "rk4" => zhang2025::Scheme::Rk4,
+                    s => return Err(CliError::input(format!("--scheme: {s:?} is not euler or rk4"))),
+                };
+                let y0 = arch.init(pop.d, c.f("w-init")?, c.u("seed")? as u64);
+                let mut traj = Vec::new();
+                let mut rows = Vec::new();
+                let y = zhang2025::simulate(&pop, arch, &y0, scheme, c.f("dt")?, c.f("t-end")?, c.u("every")?, &mut |t, l, y| {
+                    traj.push((t, l));
+                    let mut r = vec![t, l];
+                    r.extend((0..h).map(|i| y[i]));
+                    rows.push(r);
+                    true
+                })?;
+                let levels = zhang2025::plateau_losses_inv_n(&eigs, inv);
+                let cr = zhang2025::crossings(&levels, &traj);
+                let mut cols = vec!["t".to_string(), "loss".to_string()];
+                cols.extend((0..h).map(|i| format!("v{}", i + 1)));
+                Ok(Out::num(traj.last().map(|r| r.1).unwrap_or(f64::NAN))
+                    .with("crossings", json!(cr))
+                    .with("plateaus", json!(levels))
+                    .with("m_final", json!(arch.m(pop.d, &y)))
+                    .with_traj(Traj { title: format!("{arch:?}, eigenvalues {eigs:?}"), columns: cols, rows, plot: vec![1], log_y: false }))
+            },
+        },
+    ]
+}
+
+// ------------------------------------------------------------------------------------------------
+// Temperature (Theorems 4.6-4.7)
+
+/// A mean flag: one value c (every entry c) or d values.
+fn mean_flag(c: &Ctx, k: &str, d: usize) -> CliResult<Vec<f64>> {
+    let v = c.list(k)?;
+    match v.len() {
+        1 => Ok(vec![v[0]; d]),
+        n if n == d => Ok(v),
+        n => Err(CliError::input(format!("--{k}: give 1 or d = {d} values (got {n})"))),
+    }
+}
+
+/// A covariance flag: one value c (c I), d values (diagonal) or d*d values (row-major).
+fn cov_flag(c: &Ctx, k: &str, d: usize) -> CliResult<Vec<f64>> {
+    let v = c.list(k)?;
+    match v.len() {
+        1 => Ok((0..d * d).map(|i| if i / d == i % d { v[0] } else { 0.0 }).collect()),
+        n if n == d => Ok((0..d * d).map(|i| if i / d == i % d { v[i / d] } else { 0.0 }).collect()),
+        n if n == d * d => Ok(v),
+        n => Err(CliError::input(format!("--{k}: give 1, d = {d} or d*d = {} values (got {n})", d * d))),
+    }
+}
+
+fn gaussian(c: &Ctx, pre: &str, d: usize) -> CliResult<temperature::Gaussian> {
+    let s = c.f(&format!("{pre}-sigma"))?;
+    let g = temperature::Gaussian {
+        d,
+        mu_x: mean_flag(c, &format!("{pre}-mu-x"), d)?,
+        sigma_x: cov_flag(c, &format!("{pre}-sigma-x"), d)?,
+        mu_w: mean_flag(c, &format!("{pre}-mu-w"), d)?,
+        sigma_w: cov_flag(c, &format!("{pre}-sigma-w"), d)?,
+        sigma2: s * s,
+    };
+    g.validate()?;
+    Ok(g)
+}
+
+const TEMP: &[P] = &[
+    P("d", Some("50"), "dimension"),
+    P("l", Some("100"), "tokens per prompt (l-1 context pairs + query)"),
+    P("train-sigma", Some("0.1"), "train noise std"),
+    P("train-mu-x", Some("0"), "train x mean (1 or d values)"),
+    P("train-sigma-x", Some("1"), "train x covariance (1, d or d*d values)"),
+    P("train-mu-w", Some("0"), "train task mean"),
+    P("train-sigma-w", Some("1"), "train task covariance"),
+    P("test-sigma", Some("0.1"), "test noise std"),
+    P("test-mu-x", Some("0"), "test x mean"),
+    P("test-sigma-x", Some("1"), "test x covariance"),
+    P("test-mu-w", Some("0"), "test task mean"),
+    P("test-sigma-w", Some("1"), "test task covariance"),
+];
+
+const TEMP_TAU: &[P] = &[
+    P("tau", Some("1"), "temperature"),
+    P("d", Some("50"), "dimension"),
+    P("l", Some("100"), "tokens per prompt (l-1 context pairs + query)"),
+    P("train-sigma", Some("0.1"), "train noise std"),
+    P("train-mu-x", Some("0"), "train x mean (1 or d values)"),
+    P("train-sigma-x", Some("1"), "train x covariance (1, d or d*d values)"),
+    P("train-mu-w", Some("0"), "train task mean"),
+    P("train-sigma-w", Some("1"), "train task covariance"),
+    P("test-sigma", Some("0.1"), "test noise std"),
+    P("test-mu-x", Some("0"), "test x mean"),
+    P("test-sigma-x", Some("1"), "test x covariance"),
+    P("test-mu-w", Some("0"), "test task mean"),
+    P("test-sigma-w", Some("1"), "test task covariance"),
+];
+
+fn temp_coeffs(c: &Ctx) -> CliResult<(temperature::Params, temperature::Gaussian, temperature::Coeffs)> {
+    let (d, l) = (c.u("d")?, c.u("l")?);
+    let train = gaussian(c, "train", d)?;
+    let test = gaussian(c, "test", d)?;
+    let p = temperature::lemma41(&train, l)?;
+    let k = temperature::coefficients(&p, &test, l)?;
+    Ok((p, test, k))
+}
+
+fn temperature_quantities() -> Vec<Q> {
+    vec![
+        Q {
+            name: "optimal-temperature",
+            paper: "temperature",
+            about: "tau_opt = 2a/b (Thm 4.7) for Lemma-4.1 parameters trained on the train distribution, tested on the test one; a, b, c, G(1), G_min, heuristic",
+            params: TEMP,
+            run: |c| {
+                let (p, test, k) = temp_coeffs(c)?;
+                let t = k.tau_opt()?;
+                Ok(Out::num(t)
+                    .with("a", json!(k.a))
+                    .with("b", json!(k.b))
+                    .with("c", json!(k.c))
+                    .with("G_1", json!(k.g(1.0)))
+                    .with("G_min", json!(k.g_min()?))
+                    .with("tau_heuristic", json!(temperature::tau_heuristic(&p, &test, c.u("l")?)?)))
+            },
+        },
+        Q {
+            name: "temperature-error",
+            paper: "temperature",
+            about: "G(tau) = a/tau^2 - b/tau + c (Thm 4.6, corrected) at --tau",
+            params: TEMP_TAU,
+            run: |c| {
+                let (_, _, k) = temp_coeffs(c)?;
+                let tau = c.f("tau")?;
+                if tau <= 0.0 {
+                    return Err(CliError::input("--tau must be > 0"));
+                }
+                Ok(Out::num(k.g(tau)).with("a", json!(k.a)).with("b", json!(k.b)).with("c", json!(k.c)))
+            },
+        },
+        Q {
+            name: "temperature-isotropic",
+            paper: "temperature",
+            about: "isotropic reduction (spec 7.1): tau_opt = k(alpha + (sigma^2/beta + alpha d)/l), k = 1/(1+sigma_tr^2/l); a, b, c, G(1), G_min",
+            params: params!(
+                P("d", Some("50"), "dimension"),
+                P("l", Some("100"), "tokens per prompt"),
+                P("alpha", Some("1"), "test Sigma_x = alpha I"),
+                P("beta", Some("1"), "test Sigma_w = beta I"),
+                P("sigma", Some("0.1"), "test noise std"),
+                P("train-sigma", Some("0.1"), "train noise std")
+            ),
+            run: |c| {
+                let (d, l) = (c.u("d")?, c.u("l")?);
+                let ts = c.f("train-sigma")?;
+                let s = c.f("sigma")?;
+                let k = temperature::isotropic(d, l, c.f("alpha")?, c.f("beta")?, s * s, temperature::k_iso(l, ts * ts));
+                Ok(Out::num(k.tau_opt()?).with("a", json!(k.a)).with("b", json!(k.b)).with("c", json!(k.c)).with("G_1", json!(k.g(1.0))).with("G_min", json!(k.g_min()?)))
+            },
+        },
+    ]
+}
+
+// ------------------------------------------------------------------------------------------------
+// Multi-layer (Algorithm 1, baselines, IV)
+
+
+/// Monte Carlo over varying-covariance sequences (noise-free target): mean and stderr of each prediction.
+fn ml_mc(c: &Ctx, f: &dyn Fn(&multilayer::Sequence) -> icl_core::Result<Vec<f64>>) -> CliResult<(Vec<f64>, Vec<f64>)> {
+    let (d, l, s2, lo, hi, n, seed) = (c.u("d")?, c.u("L")?, c.f("sigma2")?, c.f("lmin")?, c.f("lmax")?, c.u("n")?, c.u("seed")? as u64);
+    if d == 0 || l == 0 || n < 2 || s2 < 0.0 || !(lo > 0.0 && hi >= lo) {
+        return Err(CliError::input("need d, L >= 1, n >= 2, sigma2 >= 0 and 0 < lmin <= lmax"));
+    }
+    let (mut s, mut ss) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let mut r = icl_core::rng::stream(seed, icl_core::rng::Domain::Eval, l as u64, i as u64);
+        let q = multilayer::varying_cov_sequence(&mut r, d, l, s2, lo, hi);
+        let p = f(&q)?;
+        s.resize(p.len(), 0.0);
+        ss.resize(p.len(), 0.0);
+        for k in 0..p.len() {
+            let e = (p[k] - q.yq) * (p[k] - q.yq);
+            s[k] += e;
+            ss[k] += e * e;
+        }
+    }
+    let nf = n as f64;
+    let m: Vec<f64> = s.iter().map(|v| v / nf).collect();
+    let se = ss.iter().zip(&m).map(|(v, m)| ((v / nf - m * m).max(0.0) / (nf - 1.0)).sqrt()).collect();
+    Ok((m, se))
+}
+
+fn multilayer_quantities() -> Vec<Q> {
+    vec![
+        Q {
+            name: "alg1-risk",
+            paper: "multilayer",
+            about: "MC error (noise-free target) of Algorithm 1 after s = 1..steps steps on varying-covariance data: list over s",
+            params: params!(
+                P("eta-x", Some("0.6128"), "covariate step eta_x = -<u1, omega>"),
+                P("eta-y", Some("0.7193"), "label step eta_y = <u2, omega>"),
+                P("steps", Some("6"), "steps"),
+                P("d", Some("5"), "dimension"),
+                P("L", Some("120"), "context length"),
+                P("sigma2", Some("0.1"), "noise variance"),
+                P("lmin", Some("0.8"), "eigenvalues of Sigma ~ U(lmin, lmax)"),
+                P("lmax", Some("1.2"), ""),
+                P("n", Some("4000"), "Monte Carlo sequences"),
+                P("seed", Some("0"), "seed")
+            ),
+            run: |c| {
+                let (ex, ey, t) = (c.f("eta-x")?, c.f("eta-y")?, c.u("steps")?);
+                let (m, se) = ml_mc(c, &|q| Ok(multilayer::algorithm1(&q.x, &q.y, &q.xq, ex, ey, t)?.preds))?;
+                Ok(Out::list(&m).with("stderr", json!(se)))
+            },
+        },
+        Q {
+            name: "gd-steps-risk",
+            paper: "multilayer",
+            about: "MC error of K-step GD w <- w - eta/L X^T(Xw - y) on varying-covariance data: list over k = 1..steps",
+            params: params!(
+                P("eta", Some("0.9"), "step size"),
+                P("steps", Some("4"), "steps"),
+                P("d", Some("5"), "dimension"),
+                P("L", Some("120"), "context length"),
+                P("sigma2", Some("0.1"), "noise variance"),
+                P("lmin", Some("0.8"), "eigenvalues of Sigma ~ U(lmin, lmax)"),
+                P("lmax", Some("1.2"), ""),
+                P("n", Some("4000"), "Monte Carlo sequences"),
+                P("seed", Some("0"), "seed")
+            ),
+            run: |c| {
+                let (eta, t) = (c.f("eta")?, c.u("steps")?);
+                let (m, se) = ml_mc(c, &|q| multilayer::gd_steps(&q.x, &q.y, &q.xq, eta, t))?;
+                Ok(Out::list(&m).with("stderr", json!(se)))
+            },
+        },
+        Q {
+            name: "regression-baselines",
+            paper: "multilayer",
+            about: "MC error [OLS, ridge(lambda)] on varying-covariance data; closed-form OLS excess risk sigma^2 d/(L-d-1)",
+            params: &[
+                P("lambda", Some("0.1"), "ridge penalty"),
+                P("d", Some("5"), "dimension"),
+                P("L", Some("120"), "context length"),
+                P("sigma2", Some("0.1"), "noise variance"),
+                P("lmin", Some("0.8"), "eigenvalues of Sigma ~ U(lmin, lmax)"),
+                P("lmax", Some("1.2"), ""),
+                P("n", Some("4000"), "Monte Carlo sequences"),
+                P("seed", Some("0"), "seed"),
+            ],
+            run: |c| {
+                let (d, lam) = (c.u("d")?, c.f("lambda")?);
+                let (m, se) = ml_mc(c, &|q| {
+                    let dot = |w: &[f64]| w.iter().zip(&q.xq).map(|(a, b)| a * b).sum::<f64>();
+                    Ok(vec![dot(&multilayer::ols(&q.x, &q.y, d)?), dot(&multilayer::ridge(&q.x, &q.y, d, lam)?)])
+                })?;
+                let cf = multilayer::ols_excess_risk(d, c.u("L")?, c.f("sigma2")?).ok();
+                Ok(Out::list(&m).with("stderr", json!(se)).with("ols_closed_form", json!(cf)))
+            },
+        },
+        Q {
+            name: "iv-risk",
+            paper: "multilayer",
+            about: "MC error [2SLS (query theta_hat^T z_q), OLS (query x_q)] on IV data (Liang et al. conventions, noise-free y_q)",
+            params: params!(
+                P("q", Some("6"), "instrument dimension"),
+                P("p", Some("4"), "regressor dimension"),
+                P("L", Some("200"), "context length"),
+                P("n", Some("2000"), "Monte Carlo sequences"),
+                P("seed", Some("0"), "seed")
+            ),
+            run: |c| {
+                let (q, p, l, n, seed) = (c.u("q")?, c.u("p")?, c.u("L")?, c.u("n")?, c.u("seed")? as u64);
+                if q == 0 || p == 0 || l <= q.max(p) || n < 2 {
+                    return Err(CliError::input("need q, p >= 1, L > max(q, p) and n >= 2"));
+                }
+                let (mut s, mut ss) = ([0.0; 2], [0.0; 2]);
+                for i in 0..n {
+                    let mut r = icl_core::rng::stream(seed, icl_core::rng::Domain::Eval, l as u64, i as u64);
+                    let sq = multilayer::iv_sequence(&mut r, q, p, l);
+                    let (b2, th) = multilayer::two_sls(&sq.z, &sq.x, &sq.y, q, p)?;
+                    let xh: Vec<f64> = (0..p).map(|j| (0..q).map(|k| th[k * p + j] * sq.zq[k]).sum()).collect();
+                    let bo = multilayer::ols(&sq.x, &sq.y, p)?;
+                    let preds = [b2.iter().zip(&xh).map(|(a, b)| a * b).sum::<f64>(), bo.iter().zip(&sq.xq).map(|(a, b)| a * b).sum::<f64>()];
+                    for k in 0..2 {
+                        let e = (preds[k] - sq.yq).powi(2);
+                        s[k] += e;
+                        ss[k] += e * e;
+                    }
+                }
+                let nf = n as f64;
+                let m: Vec<f64> = s.iter().map(|v| v / nf).collect();
+                let se: Vec<f64> = ss.iter().zip(&m).map(|(v, m)| ((v / nf - m * m).max(0.0) / (nf - 1.0)).sqrt()).collect();
+                Ok(Out::list(&m).with("stderr", json!(se)))
+            },
+        },
+    ]
 }
