@@ -22,23 +22,67 @@ fn reference_numbers() {
     let s = paper();
     near(s.eta_star(), 0.879121, 1e-6, "eta*");
     near(s.eta_vgd_star(), 0.860215, 1e-6, "eta vgd*");
-    near(s.mu_gamma(0.1267).unwrap(), 3.46885, 1e-5, "mu_gamma(0.1267)");
-    near(2.0 * 0.1267 * s.mu_gamma(0.1267).unwrap(), 0.87901, 1e-5, "2 gamma mu_gamma");
+    near(
+        s.mu_gamma(0.1267).unwrap(),
+        3.46885,
+        1e-5,
+        "mu_gamma(0.1267)",
+    );
+    near(
+        2.0 * 0.1267 * s.mu_gamma(0.1267).unwrap(),
+        0.87901,
+        1e-5,
+        "2 gamma mu_gamma",
+    );
     near(s.mu_gamma(0.13).unwrap(), 3.38075, 1e-5, "mu_gamma(0.13)");
-    near(2.0 * 1e-6 * s.mu_gamma(1e-6).unwrap(), s.eta_star(), 1e-9, "2 gamma mu_gamma -> eta*");
-    near(s.debiased_gd_risk(s.eta_star()), 0.242857, 1e-6, "debiased at eta*");
-    near(s.vanilla_gd_risk(s.eta_vgd_star()), 0.239785, 1e-6, "vanilla at its optimum");
+    near(
+        2.0 * 1e-6 * s.mu_gamma(1e-6).unwrap(),
+        s.eta_star(),
+        1e-9,
+        "2 gamma mu_gamma -> eta*",
+    );
+    near(
+        s.debiased_gd_risk(s.eta_star()),
+        0.242857,
+        1e-6,
+        "debiased at eta*",
+    );
+    near(
+        s.vanilla_gd_risk(s.eta_vgd_star()),
+        0.239785,
+        1e-6,
+        "vanilla at its optimum",
+    );
     near(s.vanilla_gd_risk(1.0), 0.26250, 1e-5, "vanilla at 1");
     near(s.debiased_gd_risk(1.0), 0.25906, 1e-5, "debiased at 1");
     near(s.ols_risk().unwrap(), 0.11471, 1e-5, "OLS");
     near(s.approx_loss_star(), 0.220879, 1e-6, "L~*");
-    near(he::gd_risk_star_asymptotic(s.xi(), 0.1), 0.220879, 1e-6, "asymptotic gd");
-    near(he::gd_risk_asymptotic(s.xi(), 0.1, 1.0 / (s.xi() * 1.1 + 1.0)), 0.220879, 1e-6, "asymptotic gd at eta");
+    near(
+        he::gd_risk_star_asymptotic(s.xi(), 0.1),
+        0.220879,
+        1e-6,
+        "asymptotic gd",
+    );
+    near(
+        he::gd_risk_asymptotic(s.xi(), 0.1, 1.0 / (s.xi() * 1.1 + 1.0)),
+        0.220879,
+        1e-6,
+        "asymptotic gd at eta",
+    );
     let bayes = he::bayes_risk_asymptotic(s.xi(), 0.1).unwrap();
     near(bayes, 0.11406, 1e-5, "Bayes (F.36)");
-    near(he::gd_risk_star_asymptotic(s.xi(), 0.1) / bayes, 1.9366, 1e-4, "ratio");
+    near(
+        he::gd_risk_star_asymptotic(s.xi(), 0.1) / bayes,
+        1.9366,
+        1e-4,
+        "ratio",
+    );
     near(he::ratio_bound(s.xi(), 0.1).unwrap(), 2.0853, 1e-4, "bound");
-    for (xi, s2, ratio, bound) in [(0.2, 3.0, 1.0116, 1.0231), (0.5, 1.0, 1.0607, 1.1667), (1.0, 1.0, 1.0301, 1.1667)] {
+    for (xi, s2, ratio, bound) in [
+        (0.2, 3.0, 1.0116, 1.0231),
+        (0.5, 1.0, 1.0607, 1.1667),
+        (1.0, 1.0, 1.0301, 1.1667),
+    ] {
         let r = he::gd_risk_star_asymptotic(xi, s2) / he::bayes_risk_asymptotic(xi, s2).unwrap();
         near(r, ratio, 1e-4, "ratio");
         near(he::ratio_bound(xi, s2).unwrap(), bound, 1e-4, "bound");
@@ -57,16 +101,47 @@ fn reference_numbers() {
 #[test]
 fn approx_loss_reference_values() {
     let s = paper();
-    near(s.approx_loss(&[0.1267, -0.1267], &[3.5006, -3.5006]).unwrap(), 0.221067, 1e-6, "L~ trained");
+    near(
+        s.approx_loss(&[0.1267, -0.1267], &[3.5006, -3.5006])
+            .unwrap(),
+        0.221067,
+        1e-6,
+        "L~ trained",
+    );
     let mg = s.mu_gamma(0.1267).unwrap();
-    near(s.approx_loss(&[0.1267, -0.1267], &[mg, -mg]).unwrap(), 0.220993, 1e-6, "L~ manifold");
-    near(s.manifold_loss(0.1267).unwrap(), 0.220993, 1e-6, "manifold loss");
-    near(s.manifold_loss(1e-5).unwrap(), 0.220879, 1e-6, "manifold loss gamma -> 0");
+    near(
+        s.approx_loss(&[0.1267, -0.1267], &[mg, -mg]).unwrap(),
+        0.220993,
+        1e-6,
+        "L~ manifold",
+    );
+    near(
+        s.manifold_loss(0.1267).unwrap(),
+        0.220993,
+        1e-6,
+        "manifold loss",
+    );
+    near(
+        s.manifold_loss(1e-5).unwrap(),
+        0.220879,
+        1e-6,
+        "manifold loss gamma -> 0",
+    );
     let (w, m) = s.nw_optimum();
     near(w, 1.0 / 5f64.sqrt(), 1e-12, "omega*");
     near(m, 1.627695, 1e-6, "mu*");
-    near(s.approx_loss(&[w], &[m]).unwrap(), 0.372073, 1e-6, "single head optimum");
-    near(s.approx_loss(&[0.52], &[1.42]).unwrap(), 0.382761, 1e-6, "single head trained");
+    near(
+        s.approx_loss(&[w], &[m]).unwrap(),
+        0.372073,
+        1e-6,
+        "single head optimum",
+    );
+    near(
+        s.approx_loss(&[0.52], &[1.42]).unwrap(),
+        0.382761,
+        1e-6,
+        "single head trained",
+    );
     // mu*(omega) of one head at 1/sqrt(d) is the NW optimum; mu* zeroes grad_mu for any omega
     near(s.mu_star(&[w]).unwrap()[0], m, 1e-9, "mu_star single");
     let om = [0.3, -0.2, 0.05];
@@ -85,7 +160,12 @@ fn approx_loss_reference_values() {
         let p: f64 = mu.iter().zip(&om).map(|(a, b)| a * b.powi(k)).sum();
         taylor += lam * 5f64.powi(k) / fact * p * p;
     }
-    near(s.approx_loss(&om, &mu).unwrap(), taylor, 1e-12, "Taylor form");
+    near(
+        s.approx_loss(&om, &mu).unwrap(),
+        taylor,
+        1e-12,
+        "Taylor form",
+    );
     assert!(s.approx_loss(&[0.1], &[0.1, 0.2]).is_err());
     assert!(s.approx_loss(&[f64::NAN], &[0.1]).is_err());
 }
@@ -101,7 +181,8 @@ fn approx_loss_gradient_matches_finite_differences() {
             *v *= if i < h { 0.3 } else { 2.0 };
         }
         let (mut go, mut gm) = (vec![0.0; h], vec![0.0; h]);
-        s.approx_loss_grad(&x[..h], &x[h..], &mut go, &mut gm).unwrap();
+        s.approx_loss_grad(&x[..h], &x[h..], &mut go, &mut gm)
+            .unwrap();
         let g: Vec<f64> = go.iter().chain(&gm).copied().collect();
         let mut f = |p: &[f64]| s.approx_loss(&p[..h], &p[h..]).unwrap();
         let e = fd::rel_error(&mut f, &x, &g, 1e-6, 1e-8);
@@ -118,8 +199,17 @@ fn flow_d4_phase_markers_and_reference_trajectory() {
     near(f.tau1.unwrap(), 5.5, 0.5, "tau1 d=5");
     near(f.final_state[0], 2.400, 2e-3, "phi(2000)");
     near(f.final_state[1], 0.183, 2e-3, "rho(2000)");
-    let at = |t: f64| *f.trajectory.iter().find(|r| (r[0] - t).abs() < 1e-6).unwrap();
-    for (t, phi, rho, loss) in [(20.0, 0.952, 0.438, 0.2386), (200.0, 1.596, 0.273, 0.2234), (2000.0, 2.400, 0.183, 0.2214)] {
+    let at = |t: f64| {
+        *f.trajectory
+            .iter()
+            .find(|r| (r[0] - t).abs() < 1e-6)
+            .unwrap()
+    };
+    for (t, phi, rho, loss) in [
+        (20.0, 0.952, 0.438, 0.2386),
+        (200.0, 1.596, 0.273, 0.2234),
+        (2000.0, 2.400, 0.183, 0.2214),
+    ] {
         let r = at(t);
         near(r[1], phi, 2e-3, "phi");
         near(r[2], rho, 2e-3, "rho");
@@ -129,13 +219,37 @@ fn flow_d4_phase_markers_and_reference_trajectory() {
     near(2.0 * r[1] * r[2], 0.878, 2e-3, "2 phi rho at 2000");
     assert!(2.0 * r[1] * r[2] < s.eta_star());
     let s10 = Setting::new(10, 40, 0.1).unwrap();
-    let f10 = s10.two_head_flow(1e-3, &FlowOptions { t_end: 100.0, ..FlowOptions::default() }).unwrap();
+    let f10 = s10
+        .two_head_flow(
+            1e-3,
+            &FlowOptions {
+                t_end: 100.0,
+                ..FlowOptions::default()
+            },
+        )
+        .unwrap();
     near(f10.peak_rho, 0.455, 0.005, "peak rho d=10");
     near(f10.tau2, 7.0, 0.3, "tau2 d=10");
     // adaptive RK45 agrees with RK4
-    let opt = FlowOptions { t_end: 200.0, method: Method::Adaptive(Adaptive { rtol: 1e-10, atol: 1e-13, ..Adaptive::default() }), sample_dt: 0.05 };
+    let opt = FlowOptions {
+        t_end: 200.0,
+        method: Method::Adaptive(Adaptive {
+            rtol: 1e-10,
+            atol: 1e-13,
+            ..Adaptive::default()
+        }),
+        sample_dt: 0.05,
+    };
     let fa = s.two_head_flow(1e-3, &opt).unwrap();
-    let fr = s.two_head_flow(1e-3, &FlowOptions { t_end: 200.0, ..FlowOptions::default() }).unwrap();
+    let fr = s
+        .two_head_flow(
+            1e-3,
+            &FlowOptions {
+                t_end: 200.0,
+                ..FlowOptions::default()
+            },
+        )
+        .unwrap();
     near(fa.peak_rho, fr.peak_rho, 1e-6, "adaptive peak");
     near(fa.final_state[0], fr.final_state[0], 1e-7, "adaptive phi");
     near(fa.final_state[1], fr.final_state[1], 1e-7, "adaptive rho");
@@ -153,22 +267,40 @@ fn general_flow_keeps_symmetry_and_matches_d4() {
         })
         .unwrap();
     assert!(worst < 1e-12, "symmetry broken by {worst}");
-    let f = s.two_head_flow(a, &FlowOptions { t_end: 30.0, ..FlowOptions::default() }).unwrap();
+    let f = s
+        .two_head_flow(
+            a,
+            &FlowOptions {
+                t_end: 30.0,
+                ..FlowOptions::default()
+            },
+        )
+        .unwrap();
     near(y[2], f.final_state[0], 1e-10, "mu1 = phi");
     near(y[0], f.final_state[1], 1e-10, "omega1 = rho");
     // GD on L~/2 with a small step tracks the flow at time lr * steps
-    let (om, mu) = s.gd_approx_loss(&[a, -a], &[a, -a], 1e-3, 30_000, 1000, &mut |_, _, _, _| true).unwrap();
+    let (om, mu) = s
+        .gd_approx_loss(&[a, -a], &[a, -a], 1e-3, 30_000, 1000, &mut |_, _, _, _| {
+            true
+        })
+        .unwrap();
     near(om[0], y[0], 1e-3, "GD omega");
     near(mu[0], y[2], 1e-3, "GD mu");
     // a 4-head flow from a random start decreases L~ monotonically and ends near the manifold
     let mut prev = f64::INFINITY;
     let mut mono = true;
-    s.flow_heads(&[0.02, -0.01, 0.015, 0.005], &[0.01, -0.02, 0.01, -0.005], 200.0, 0.02, &mut |_t, y| {
-        let l = s.approx_loss(&y[..4], &y[4..]).unwrap();
-        mono &= l <= prev + 1e-14;
-        prev = l;
-        true
-    })
+    s.flow_heads(
+        &[0.02, -0.01, 0.015, 0.005],
+        &[0.01, -0.02, 0.01, -0.005],
+        200.0,
+        0.02,
+        &mut |_t, y| {
+            let l = s.approx_loss(&y[..4], &y[4..]).unwrap();
+            mono &= l <= prev + 1e-14;
+            prev = l;
+            true
+        },
+    )
     .unwrap();
     assert!(mono);
     assert!(prev < 0.2245, "final L~ {prev}");
@@ -206,13 +338,23 @@ fn closed_form_risks_match_monte_carlo() {
     ];
     for (i, c) in cf.iter().enumerate() {
         let z = (r[i].risk - c) / r[i].stderr;
-        assert!(z.abs() < 3.0, "{}: MC {} +- {} vs closed form {c} (z = {z})", ests[i].name(), r[i].risk, r[i].stderr);
+        assert!(
+            z.abs() < 3.0,
+            "{}: MC {} +- {} vs closed form {c} (z = {z})",
+            ests[i].name(),
+            r[i].risk,
+            r[i].stderr
+        );
     }
     // ridge (lambda = d sigma^2) against the semi-analytic finite-L Bayes risk, and 0.1146 of the spec
     let (b, se) = s.bayes_risk_mc(20_000, 5).unwrap();
     near(b, 0.1146, 0.001, "Bayes semi-analytic");
     let z = (r[5].risk - b) / (r[5].stderr * r[5].stderr + se * se).sqrt();
-    assert!(z.abs() < 3.0, "ridge MC {} vs Bayes {b} (z = {z})", r[5].risk);
+    assert!(
+        z.abs() < 3.0,
+        "ridge MC {} vs Bayes {b} (z = {z})",
+        r[5].risk
+    );
     assert!(b > he::bayes_risk_asymptotic(s.xi(), 0.1).unwrap());
 }
 
@@ -229,7 +371,9 @@ fn preconditioned_gd_risk_matches_spec_and_monte_carlo() {
         near(sti[2 * d + j], expect_row2[j], 1e-4, "Sigma~^-1 row 2");
     }
     let si = he::inverse(&sigma, d).unwrap();
-    let eye: Vec<f64> = (0..d * d).map(|k| if k / d == k % d { 1.0 } else { 0.0 }).collect();
+    let eye: Vec<f64> = (0..d * d)
+        .map(|k| if k / d == k % d { 1.0 } else { 0.0 })
+        .collect();
     let cf = [
         he::precond_gd_risk(&sigma, &sti, d, l, s2).unwrap(),
         he::precond_gd_risk(&sigma, &si, d, l, s2).unwrap(),
@@ -247,13 +391,30 @@ fn preconditioned_gd_risk_matches_spec_and_monte_carlo() {
     // isotropic reduction: A = eta I gives the vanilla risk
     let s = paper();
     let a: Vec<f64> = eye.iter().map(|v| v * 0.7).collect();
-    near(he::precond_gd_risk(&eye, &a, d, l, s2).unwrap(), s.vanilla_gd_risk(0.7), 1e-12, "isotropic");
+    near(
+        he::precond_gd_risk(&eye, &a, d, l, s2).unwrap(),
+        s.vanilla_gd_risk(0.7),
+        1e-12,
+        "isotropic",
+    );
     let task = Task::new(&cfg(&[("task.kind", "anisotropic"), ("task.rho", "0.5")])).unwrap();
-    let ests: Vec<Estimator> =
-        [&sti, &si, &eye].iter().map(|g| Estimator::PrecondGd { eta: 1.0, gamma_inv: (*g).clone(), debiased: false }).collect();
+    let ests: Vec<Estimator> = [&sti, &si, &eye]
+        .iter()
+        .map(|g| Estimator::PrecondGd {
+            eta: 1.0,
+            gamma_inv: (*g).clone(),
+            debiased: false,
+        })
+        .collect();
     let r = mc_risk::<f64>(&task, l, 100_000, 17, None, &ests).unwrap();
     for i in 0..3 {
         let z = (r[i].risk - cf[i]) / r[i].stderr;
-        assert!(z.abs() < 3.0, "precond {i}: MC {} +- {} vs {} (z = {z})", r[i].risk, r[i].stderr, cf[i]);
+        assert!(
+            z.abs() < 3.0,
+            "precond {i}: MC {} +- {} vs {} (z = {z})",
+            r[i].risk,
+            r[i].stderr,
+            cf[i]
+        );
     }
 }

@@ -17,11 +17,19 @@ fn token_and_summary_forms_agree_and_w_eff_is_the_gradient() {
             let a = ml::algorithm1_tokens(&s.x, &s.y, &s.xq, 0.6128, 0.7193, t).unwrap();
             let b = ml::algorithm1(&s.x, &s.y, &s.xq, 0.6128, 0.7193, t).unwrap();
             for (u, v) in a.iter().zip(&b.preds) {
-                assert!((u - v).abs() <= 1e-12 * (1.0 + v.abs()), "d = {d}, T = {t}: {u} vs {v}");
+                assert!(
+                    (u - v).abs() <= 1e-12 * (1.0 + v.abs()),
+                    "d = {d}, T = {t}: {u} vs {v}"
+                );
             }
             let wq: f64 = b.w_eff.iter().zip(&s.xq).map(|(a, b)| a * b).sum();
             near(wq, *b.preds.last().unwrap(), 1e-12, "yhat = w_eff . x_q");
-            let mut f = |q: &[f64]| *ml::algorithm1_tokens(&s.x, &s.y, q, 0.6128, 0.7193, t).unwrap().last().unwrap();
+            let mut f = |q: &[f64]| {
+                *ml::algorithm1_tokens(&s.x, &s.y, q, 0.6128, 0.7193, t)
+                    .unwrap()
+                    .last()
+                    .unwrap()
+            };
             let e = fd::rel_error(&mut f, &s.xq, &b.w_eff, 1e-5, 1e-12);
             assert!(e < 1e-8, "w_eff vs finite differences: {e}");
         }
@@ -57,20 +65,40 @@ fn risks(n: usize, l: usize, f: &dyn Fn(&ml::Sequence) -> Vec<f64>) -> Vec<(f64,
         }
     }
     let nf = n as f64;
-    acc.iter().map(|(s, ss)| (s / nf, ((ss / nf - (s / nf).powi(2)) / (nf - 1.0)).sqrt())).collect()
+    acc.iter()
+        .map(|(s, ss)| (s / nf, ((ss / nf - (s / nf).powi(2)) / (nf - 1.0)).sqrt()))
+        .collect()
 }
 
 #[test]
 fn table1_parameters_reproduce_the_reference_errors() {
     // (T, eta_x, eta_y, err at s = T) from spec §8; noise-free target, L = 120. The error at s = T = 4
     // is heavy-tailed (a few sequences sit near the edge of stability), hence 8000 sequences.
-    for (t, ex, ey, want) in [(2, 0.6675, 0.8591, 0.095), (3, 0.6128, 0.7193, 0.033), (4, 0.6590, 0.6563, 0.012)] {
-        let e = risks(8000, 120, &|s| ml::algorithm1(&s.x, &s.y, &s.xq, ex, ey, 2 * t).unwrap().preds);
+    for (t, ex, ey, want) in [
+        (2, 0.6675, 0.8591, 0.095),
+        (3, 0.6128, 0.7193, 0.033),
+        (4, 0.6590, 0.6563, 0.012),
+    ] {
+        let e = risks(8000, 120, &|s| {
+            ml::algorithm1(&s.x, &s.y, &s.xq, ex, ey, 2 * t)
+                .unwrap()
+                .preds
+        });
         let errs: Vec<f64> = e.iter().map(|v| v.0).collect();
-        let argmin = (0..errs.len()).min_by(|a, b| errs[*a].partial_cmp(&errs[*b]).unwrap()).unwrap() + 1;
+        let argmin = (0..errs.len())
+            .min_by(|a, b| errs[*a].partial_cmp(&errs[*b]).unwrap())
+            .unwrap()
+            + 1;
         assert_eq!(argmin, t, "T = {t}: errors {errs:?}");
-        assert!(errs[2 * t - 1] > 5.0 * errs[t - 1], "divergence after T = {t}: {errs:?}");
-        assert!((errs[t - 1] / want - 1.0).abs() < 0.25, "T = {t}: err {} vs {want}", errs[t - 1]);
+        assert!(
+            errs[2 * t - 1] > 5.0 * errs[t - 1],
+            "divergence after T = {t}: {errs:?}"
+        );
+        assert!(
+            (errs[t - 1] / want - 1.0).abs() < 0.25,
+            "T = {t}: err {} vs {want}",
+            errs[t - 1]
+        );
     }
 }
 
@@ -90,16 +118,43 @@ fn baselines_ols_ridge_and_gd() {
     assert!((e[1].0 / 0.0042 - 1.0).abs() < 0.15, "ridge {}", e[1].0);
     // 3-step GD: the eta grid argmin lies in [0.8, 1.2] and eta = 0.9 gives about 0.0106
     let grid: Vec<f64> = (1..=15).map(|k| 0.1 * k as f64).collect();
-    let g = risks(2000, l, &|s| grid.iter().map(|&eta| *ml::gd_steps(&s.x, &s.y, &s.xq, eta, 3).unwrap().last().unwrap()).collect());
-    let best = (0..grid.len()).min_by(|a, b| g[*a].0.partial_cmp(&g[*b].0).unwrap()).unwrap();
-    assert!((0.8..=1.2).contains(&grid[best]), "3-step GD argmin {}", grid[best]);
-    assert!((g[8].0 / 0.0106 - 1.0).abs() < 0.2, "GD eta 0.9 K 3: {}", g[8].0);
+    let g = risks(2000, l, &|s| {
+        grid.iter()
+            .map(|&eta| {
+                *ml::gd_steps(&s.x, &s.y, &s.xq, eta, 3)
+                    .unwrap()
+                    .last()
+                    .unwrap()
+            })
+            .collect()
+    });
+    let best = (0..grid.len())
+        .min_by(|a, b| g[*a].0.partial_cmp(&g[*b].0).unwrap())
+        .unwrap();
+    assert!(
+        (0.8..=1.2).contains(&grid[best]),
+        "3-step GD argmin {}",
+        grid[best]
+    );
+    assert!(
+        (g[8].0 / 0.0106 - 1.0).abs() < 0.2,
+        "GD eta 0.9 K 3: {}",
+        g[8].0
+    );
     // GD with eta -> small steps and many iterations approaches OLS
     let mut r = rng::stream(4, Domain::Eval, 0, 0);
     let s = ml::varying_cov_sequence(&mut r, 5, l, 0.1, 0.8, 1.2);
     let w = ml::ols(&s.x, &s.y, 5).unwrap();
     let yo: f64 = w.iter().zip(&s.xq).map(|(a, b)| a * b).sum();
-    near(*ml::gd_steps(&s.x, &s.y, &s.xq, 0.5, 400).unwrap().last().unwrap(), yo, 1e-10, "GD -> OLS");
+    near(
+        *ml::gd_steps(&s.x, &s.y, &s.xq, 0.5, 400)
+            .unwrap()
+            .last()
+            .unwrap(),
+        yo,
+        1e-10,
+        "GD -> OLS",
+    );
 }
 
 #[test]
@@ -112,7 +167,10 @@ fn two_stage_least_squares_on_iv_data() {
     let zm = nalgebra::DMatrix::from_row_slice(50, q, &s.z);
     let xm = nalgebra::DMatrix::from_row_slice(50, p, &s.x);
     let pz = &zm * (zm.transpose() * &zm).try_inverse().unwrap() * zm.transpose();
-    let bd = (xm.transpose() * &pz * &xm).try_inverse().unwrap() * xm.transpose() * &pz * nalgebra::DVector::from_column_slice(&s.y);
+    let bd = (xm.transpose() * &pz * &xm).try_inverse().unwrap()
+        * xm.transpose()
+        * &pz
+        * nalgebra::DVector::from_column_slice(&s.y);
     for j in 0..p {
         near(b[j], bd[j], 1e-10, "2SLS closed form");
     }
@@ -124,7 +182,9 @@ fn two_stage_least_squares_on_iv_data() {
             let mut r = rng::stream(6, Domain::Eval, l as u64, i);
             let s = ml::iv_sequence(&mut r, q, p, l);
             let (b2, th) = ml::two_sls(&s.z, &s.x, &s.y, q, p).unwrap();
-            let xh: Vec<f64> = (0..p).map(|j| (0..q).map(|i| th[i * p + j] * s.zq[i]).sum()).collect();
+            let xh: Vec<f64> = (0..p)
+                .map(|j| (0..q).map(|i| th[i * p + j] * s.zq[i]).sum())
+                .collect();
             let y2: f64 = b2.iter().zip(&xh).map(|(a, b)| a * b).sum();
             let bo = ml::ols(&s.x, &s.y, p).unwrap();
             let yo: f64 = bo.iter().zip(&s.xq).map(|(a, b)| a * b).sum();
@@ -136,5 +196,8 @@ fn two_stage_least_squares_on_iv_data() {
     let (e50, o50) = err(50);
     let (e400, o400) = err(400);
     assert!(e400 < 0.3 * e50, "2SLS: {e50} -> {e400}");
-    assert!(e400 < o400 && o400 > 0.5 * o50, "OLS should stay biased: {o50} -> {o400} (2SLS {e400})");
+    assert!(
+        e400 < o400 && o400 > 0.5 * o50,
+        "OLS should stay biased: {o50} -> {o400} (2SLS {e400})"
+    );
 }

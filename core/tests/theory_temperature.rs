@@ -12,18 +12,102 @@ fn rel(a: f64, b: f64) -> f64 {
 fn golden_isotropic_table() {
     // (d, l, alpha, beta, sigma) -> a, b, c, tau_opt, G(1), G_min (spec §7.1, sigma_tr = 0.1)
     let table: [(usize, usize, f64, f64, f64, [f64; 6]); 12] = [
-        (50, 100, 1.0, 1.0, 0.1, [74.9900, 99.9900, 50.0100, 1.49995, 25.0100, 16.6789]),
-        (50, 100, 2.0, 1.0, 0.1, [599.9000, 399.9600, 100.0100, 2.99980, 299.9500, 33.3456]),
-        (50, 100, 3.0, 1.0, 0.1, [2024.6401, 899.9100, 150.0100, 4.49965, 1274.7400, 50.0122]),
-        (50, 100, 0.5, 1.0, 0.1, [9.3744, 24.9975, 25.0100, 0.75002, 9.3869, 8.3456]),
-        (50, 100, 1.0, 2.0, 0.1, [149.9750, 199.9800, 100.0100, 1.49990, 50.0050, 33.3456]),
-        (50, 100, 1.0, 1.0, 1.0, [75.4849, 99.9900, 51.0000, 1.50985, 26.4949, 17.8874]),
-        (50, 100, 1.0, 1.0, 3.0, [79.4841, 99.9900, 59.0000, 1.58984, 38.4941, 27.5535]),
-        (50, 50, 1.0, 1.0, 0.1, [99.9700, 99.9800, 50.0100, 1.99980, 50.0000, 25.0125]),
-        (50, 50, 1.0, 1.0, 1.0, [100.9596, 99.9800, 51.0000, 2.01960, 51.9796, 26.2475]),
-        (50, 50, 1.0, 1.0, 3.0, [108.9564, 99.9800, 59.0000, 2.17956, 67.9764, 36.0642]),
-        (50, 200, 1.0, 1.0, 0.1, [62.4963, 99.9950, 50.0100, 1.24999, 12.5112, 10.0116]),
-        (20, 40, 1.0, 1.0, 0.1, [29.9900, 39.9900, 20.0100, 1.49988, 10.0100, 6.6789]),
+        (
+            50,
+            100,
+            1.0,
+            1.0,
+            0.1,
+            [74.9900, 99.9900, 50.0100, 1.49995, 25.0100, 16.6789],
+        ),
+        (
+            50,
+            100,
+            2.0,
+            1.0,
+            0.1,
+            [599.9000, 399.9600, 100.0100, 2.99980, 299.9500, 33.3456],
+        ),
+        (
+            50,
+            100,
+            3.0,
+            1.0,
+            0.1,
+            [2024.6401, 899.9100, 150.0100, 4.49965, 1274.7400, 50.0122],
+        ),
+        (
+            50,
+            100,
+            0.5,
+            1.0,
+            0.1,
+            [9.3744, 24.9975, 25.0100, 0.75002, 9.3869, 8.3456],
+        ),
+        (
+            50,
+            100,
+            1.0,
+            2.0,
+            0.1,
+            [149.9750, 199.9800, 100.0100, 1.49990, 50.0050, 33.3456],
+        ),
+        (
+            50,
+            100,
+            1.0,
+            1.0,
+            1.0,
+            [75.4849, 99.9900, 51.0000, 1.50985, 26.4949, 17.8874],
+        ),
+        (
+            50,
+            100,
+            1.0,
+            1.0,
+            3.0,
+            [79.4841, 99.9900, 59.0000, 1.58984, 38.4941, 27.5535],
+        ),
+        (
+            50,
+            50,
+            1.0,
+            1.0,
+            0.1,
+            [99.9700, 99.9800, 50.0100, 1.99980, 50.0000, 25.0125],
+        ),
+        (
+            50,
+            50,
+            1.0,
+            1.0,
+            1.0,
+            [100.9596, 99.9800, 51.0000, 2.01960, 51.9796, 26.2475],
+        ),
+        (
+            50,
+            50,
+            1.0,
+            1.0,
+            3.0,
+            [108.9564, 99.9800, 59.0000, 2.17956, 67.9764, 36.0642],
+        ),
+        (
+            50,
+            200,
+            1.0,
+            1.0,
+            0.1,
+            [62.4963, 99.9950, 50.0100, 1.24999, 12.5112, 10.0116],
+        ),
+        (
+            20,
+            40,
+            1.0,
+            1.0,
+            0.1,
+            [29.9900, 39.9900, 20.0100, 1.49988, 10.0100, 6.6789],
+        ),
     ];
     for (d, l, al, be, s, want) in table {
         let train = Gaussian::isotropic(d, 1.0, 1.0, 0.01);
@@ -34,9 +118,19 @@ fn golden_isotropic_table() {
         for (x, y) in [(c.a, ci.a), (c.b, ci.b), (c.c, ci.c)] {
             assert!(rel(x, y) < 1e-12, "matrix vs scalar form: {x} vs {y}");
         }
-        let got = [c.a, c.b, c.c, c.tau_opt().unwrap(), c.g(1.0), c.g_min().unwrap()];
+        let got = [
+            c.a,
+            c.b,
+            c.c,
+            c.tau_opt().unwrap(),
+            c.g(1.0),
+            c.g_min().unwrap(),
+        ];
         for (g, w) in got.iter().zip(&want) {
-            assert!((g - w).abs() <= 1e-4 + 2e-6 * w.abs(), "case {d},{l},{al},{be},{s}: {got:?} vs {want:?}");
+            assert!(
+                (g - w).abs() <= 1e-4 + 2e-6 * w.abs(),
+                "case {d},{l},{al},{be},{s}: {got:?} vs {want:?}"
+            );
         }
         // the scalar tau_opt formula
         let k = tp::k_iso(l, 0.01);
@@ -46,9 +140,19 @@ fn golden_isotropic_table() {
         let th = tp::tau_heuristic(&p, &test, l).unwrap();
         assert!((th - t).abs() < 1e-3 * t, "heuristic {th} vs {t}");
         // closed-form argmin on a 4000-point log grid is 2a/b
-        let grid: Vec<f64> = (0..4000).map(|i| 10f64.powf(-1.0 + 2.0 * i as f64 / 3999.0)).collect();
-        let best = grid.iter().copied().min_by(|a, b| c.g(*a).partial_cmp(&c.g(*b)).unwrap()).unwrap();
-        assert!(rel(best, got[3]) < 1.2e-3, "grid argmin {best} vs {}", got[3]);
+        let grid: Vec<f64> = (0..4000)
+            .map(|i| 10f64.powf(-1.0 + 2.0 * i as f64 / 3999.0))
+            .collect();
+        let best = grid
+            .iter()
+            .copied()
+            .min_by(|a, b| c.g(*a).partial_cmp(&c.g(*b)).unwrap())
+            .unwrap();
+        assert!(
+            rel(best, got[3]) < 1.2e-3,
+            "grid argmin {best} vs {}",
+            got[3]
+        );
         assert!(c.g(got[3]) <= c.g(1.0));
     }
 }
@@ -68,7 +172,12 @@ fn exact_rescaling_and_monotonicity() {
     // Fig. 7 setting: increasing in alpha and sigma, flat in beta
     let (d, l) = (50, 100);
     let p = tp::lemma41(&Gaussian::isotropic(d, 1.0, 1.0, 0.01), l).unwrap();
-    let tau = |a: f64, b: f64, s: f64| tp::coefficients(&p, &Gaussian::isotropic(d, a, b, s * s), l).unwrap().tau_opt().unwrap();
+    let tau = |a: f64, b: f64, s: f64| {
+        tp::coefficients(&p, &Gaussian::isotropic(d, a, b, s * s), l)
+            .unwrap()
+            .tau_opt()
+            .unwrap()
+    };
     let mut prev = 0.0;
     for a in [0.25, 0.5, 1.0, 2.0, 4.0] {
         assert!(tau(a, 1.0, 0.1) > prev);
@@ -84,7 +193,11 @@ fn exact_rescaling_and_monotonicity() {
         assert!(rel(tau(1.0, b, 0.1), t0) < 5e-4);
     }
     // no finite optimum when b <= 0
-    let neg = tp::Coeffs { a: 1.0, b: -1.0, c: 1.0 };
+    let neg = tp::Coeffs {
+        a: 1.0,
+        b: -1.0,
+        c: 1.0,
+    };
     assert!(neg.tau_opt().is_err() && neg.g_min().is_err());
     // m21 != 0 is outside Theorem 4.6
     let mut q = p.clone();
@@ -107,7 +220,10 @@ fn linearized_layer_identities() {
     let e = d + 1;
     let v = DMatrix::from_row_slice(e, e, &g[..e * e]);
     let m = DMatrix::from_row_slice(e, e, &g[e * e..2 * e * e]);
-    let xs: Vec<f64> = g[2 * e * e..2 * e * e + l * d].iter().map(|x| x + 0.7).collect();
+    let xs: Vec<f64> = g[2 * e * e..2 * e * e + l * d]
+        .iter()
+        .map(|x| x + 0.7)
+        .collect();
     let ys = &g[2 * e * e + l * d..2 * e * e + l * d + l - 1];
     let mut z = DMatrix::zeros(e, l);
     for t in 0..l {
@@ -123,7 +239,10 @@ fn linearized_layer_identities() {
     let lf = l as f64;
     let pm = &ones / lf + (DMatrix::identity(l, l) - &ones / lf) * &s / (lf * tau);
     for j in 0..l {
-        assert!((pm.column(j).sum() - 1.0).abs() < 1e-12, "columns of P sum to 1");
+        assert!(
+            (pm.column(j).sum() - 1.0).abs() < 1e-12,
+            "columns of P sum to 1"
+        );
     }
     let out = &z + &v * &z * &pm;
     let full = out[(d, l - 1)];
@@ -161,9 +280,16 @@ fn linearized_layer_identities() {
     let swi = sw.clone().try_inverse().unwrap();
     let m11 = (&xtx / s2 + &swi).try_inverse().unwrap() * (l as f64 / s2);
     let v21 = xtx.clone().try_inverse().unwrap() * &swi * &muw * s2;
-    let p = Params { d, m11: (0..d * d).map(|k| m11[(k / d, k % d)]).collect(), m21: vec![0.0; d], v21: v21.iter().copied().collect(), v22: 1.0 };
+    let p = Params {
+        d,
+        m11: (0..d * d).map(|k| m11[(k / d, k % d)]).collect(),
+        m21: vec![0.0; d],
+        v21: v21.iter().copied().collect(),
+        v22: 1.0,
+    };
     let (u, _) = tp::predict_parts(&p, xs, &ys).unwrap();
-    let wb = (&xtx + &swi * s2).try_inverse().unwrap() * (xbar.transpose() * &ybar + &swi * &muw * s2);
+    let wb =
+        (&xtx + &swi * s2).try_inverse().unwrap() * (xbar.transpose() * &ybar + &swi * &muw * s2);
     let yb: f64 = (0..d).map(|j| wb[j] * xs[(l - 1) * d + j]).sum();
     assert!(rel(u, yb) < 1e-10, "w_att.x_q = {u} vs Bayes {yb}");
 }
@@ -179,21 +305,44 @@ struct Mc {
 
 /// Sample X ~ N(mu_x, diag(var_x)) and compute the conditional moments of u and r (spec §10),
 /// plus a plain-MC squared error at `tau_plain` (sampling w and the noise too).
-fn simulate(p: &Params, test: &Gaussian, var_x: &[f64], l: usize, n: usize, seed: u64, tau_plain: f64) -> Mc {
+fn simulate(
+    p: &Params,
+    test: &Gaussian,
+    var_x: &[f64],
+    l: usize,
+    n: usize,
+    seed: u64,
+    tau_plain: f64,
+) -> Mc {
     let d = p.d;
     let (lf, v22) = (l as f64, p.v22);
     let s2 = test.sigma2;
     let sw = DMatrix::from_row_slice(d, d, &test.sigma_w);
     let chol_w = sw.clone().cholesky().unwrap().l();
-    let mut mc = Mc { uu: vec![], ur: vec![], rr: vec![], plain: vec![] };
+    let mut mc = Mc {
+        uu: vec![],
+        ur: vec![],
+        rr: vec![],
+        plain: vec![],
+    };
     for b in 0..n {
         let g = normals(seed, b as u64, l * d + d + l);
-        let x: Vec<f64> = (0..l * d).map(|k| test.mu_x[k % d] + var_x[k % d].sqrt() * g[k]).collect();
+        let x: Vec<f64> = (0..l * d)
+            .map(|k| test.mu_x[k % d] + var_x[k % d].sqrt() * g[k])
+            .collect();
         let xq = &x[(l - 1) * d..];
-        let sx: Vec<f64> = (0..d).map(|j| (0..l).map(|t| x[t * d + j]).sum::<f64>() / lf).collect();
-        let pv: Vec<f64> = (0..d).map(|i| (0..d).map(|j| p.m11[i * d + j] * xq[j]).sum()).collect();
-        let h: Vec<f64> = (0..l - 1).map(|t| v22 / lf * (0..d).map(|j| (x[t * d + j] - sx[j]) * pv[j]).sum::<f64>()).collect();
-        let gv: Vec<f64> = (0..d).map(|j| (0..l - 1).map(|t| h[t] * x[t * d + j]).sum()).collect();
+        let sx: Vec<f64> = (0..d)
+            .map(|j| (0..l).map(|t| x[t * d + j]).sum::<f64>() / lf)
+            .collect();
+        let pv: Vec<f64> = (0..d)
+            .map(|i| (0..d).map(|j| p.m11[i * d + j] * xq[j]).sum())
+            .collect();
+        let h: Vec<f64> = (0..l - 1)
+            .map(|t| v22 / lf * (0..d).map(|j| (x[t * d + j] - sx[j]) * pv[j]).sum::<f64>())
+            .collect();
+        let gv: Vec<f64> = (0..d)
+            .map(|j| (0..l - 1).map(|t| h[t] * x[t * d + j]).sum())
+            .collect();
         // c0 = x_q^T M11^T C_xx v21 = p . (C_xx v21)
         let sxv: f64 = sx.iter().zip(&p.v21).map(|(a, b)| a * b).sum();
         let mut cv = vec![0.0; d];
@@ -205,20 +354,33 @@ fn simulate(p: &Params, test: &Gaussian, var_x: &[f64], l: usize, n: usize, seed
         }
         let c0: f64 = (0..d).map(|j| pv[j] * (cv[j] - sx[j] * sxv)).sum();
         let b0 = sxv;
-        let q: Vec<f64> = (0..d).map(|j| v22 / lf * (0..l - 1).map(|t| x[t * d + j]).sum::<f64>() - xq[j]).collect();
-        let (gv_, q_) = (DVector::from_column_slice(&gv), DVector::from_column_slice(&q));
+        let q: Vec<f64> = (0..d)
+            .map(|j| v22 / lf * (0..l - 1).map(|t| x[t * d + j]).sum::<f64>() - xq[j])
+            .collect();
+        let (gv_, q_) = (
+            DVector::from_column_slice(&gv),
+            DVector::from_column_slice(&q),
+        );
         let muw = DVector::from_column_slice(&test.mu_w);
         let gam = c0 + gv_.dot(&muw);
         let rho = b0 + q_.dot(&muw);
         let hh: f64 = h.iter().map(|a| a * a).sum();
         let hs: f64 = h.iter().sum();
-        mc.uu.push(gam * gam + (gv_.transpose() * &sw * &gv_)[0] + s2 * hh);
-        mc.ur.push(gam * rho + (gv_.transpose() * &sw * &q_)[0] + s2 * v22 / lf * hs);
-        mc.rr.push(rho * rho + (q_.transpose() * &sw * &q_)[0] + s2 * (v22 * v22 * (lf - 1.0) / (lf * lf) + 1.0));
+        mc.uu
+            .push(gam * gam + (gv_.transpose() * &sw * &gv_)[0] + s2 * hh);
+        mc.ur
+            .push(gam * rho + (gv_.transpose() * &sw * &q_)[0] + s2 * v22 / lf * hs);
+        mc.rr.push(
+            rho * rho
+                + (q_.transpose() * &sw * &q_)[0]
+                + s2 * (v22 * v22 * (lf - 1.0) / (lf * lf) + 1.0),
+        );
         // plain MC: draw w and the noise, predict with the layer itself
         let w = &muw + &chol_w * DVector::from_column_slice(&g[l * d..l * d + d]);
         let eps: Vec<f64> = g[l * d + d..].iter().map(|e| e * s2.sqrt()).collect();
-        let y: Vec<f64> = (0..l - 1).map(|t| (0..d).map(|j| w[j] * x[t * d + j]).sum::<f64>() + eps[t]).collect();
+        let y: Vec<f64> = (0..l - 1)
+            .map(|t| (0..d).map(|j| w[j] * x[t * d + j]).sum::<f64>() + eps[t])
+            .collect();
         let yl: f64 = (0..d).map(|j| w[j] * xq[j]).sum::<f64>() + eps[l - 1];
         let (u, bb) = tp::predict_parts(p, &x, &y).unwrap();
         let e = u / tau_plain + bb - yl;
@@ -237,7 +399,9 @@ fn mean_se(v: &[f64]) -> (f64, f64) {
 #[test]
 fn theorem_46_47_against_monte_carlo() {
     let (d, l) = (50, 100);
-    let lin: Vec<f64> = (0..d).map(|i| 0.5 + 1.5 * i as f64 / (d - 1) as f64).collect();
+    let lin: Vec<f64> = (0..d)
+        .map(|i| 0.5 + 1.5 * i as f64 / (d - 1) as f64)
+        .collect();
     let mut muw2 = vec![0.0; d];
     muw2[0] = 2.0;
     let iso = |a: f64, s: f64| Gaussian::isotropic(d, a, 1.0, s * s);
@@ -246,8 +410,27 @@ fn theorem_46_47_against_monte_carlo() {
         (iso(1.0, 0.1), iso(1.0, 0.1), vec![1.0; d]),
         (iso(1.0, 0.1), iso(2.0, 0.1), vec![2.0; d]),
         (iso(1.0, 0.1), iso(1.0, 1.0), vec![1.0; d]),
-        (iso(1.0, 0.1), Gaussian { sigma_x: (0..d * d).map(|k| if k / d == k % d { lin[k % d] } else { 0.0 }).collect(), ..iso(1.0, 0.1) }, lin.clone()),
-        (Gaussian { mu_w: muw2.clone(), ..iso(1.0, 0.1) }, Gaussian { mu_w: muw2.clone(), ..iso(1.0, 0.1) }, vec![1.0; d]),
+        (
+            iso(1.0, 0.1),
+            Gaussian {
+                sigma_x: (0..d * d)
+                    .map(|k| if k / d == k % d { lin[k % d] } else { 0.0 })
+                    .collect(),
+                ..iso(1.0, 0.1)
+            },
+            lin.clone(),
+        ),
+        (
+            Gaussian {
+                mu_w: muw2.clone(),
+                ..iso(1.0, 0.1)
+            },
+            Gaussian {
+                mu_w: muw2.clone(),
+                ..iso(1.0, 0.1)
+            },
+            vec![1.0; d],
+        ),
     ];
     for (ci, (train, test, var_x)) in cases.iter().enumerate() {
         let p = tp::lemma41(train, l).unwrap();
@@ -264,18 +447,37 @@ fn theorem_46_47_against_monte_carlo() {
             assert!(r.abs() < 0.05, "case {ci}: G({tau}) MC/CF - 1 = {r}");
         }
         // tau_opt minimises the simulated error on a grid (same samples for every tau)
-        let grid: Vec<f64> = (0..400).map(|i| 10f64.powf(-1.0 + 2.0 * i as f64 / 399.0)).collect();
-        let best = grid.iter().copied().min_by(|a, b| g_mc(*a).partial_cmp(&g_mc(*b)).unwrap()).unwrap();
+        let grid: Vec<f64> = (0..400)
+            .map(|i| 10f64.powf(-1.0 + 2.0 * i as f64 / 399.0))
+            .collect();
+        let best = grid
+            .iter()
+            .copied()
+            .min_by(|a, b| g_mc(*a).partial_cmp(&g_mc(*b)).unwrap())
+            .unwrap();
         let step = 10f64.powf(2.0 / 399.0) - 1.0;
-        assert!(rel(best, t_opt) < 0.01 + step, "case {ci}: simulated argmin {best} vs tau_opt {t_opt}");
-        assert!(rel(-uu / ur, t_opt) < 0.01, "case {ci}: MC tau* {} vs {t_opt}", -uu / ur);
+        assert!(
+            rel(best, t_opt) < 0.01 + step,
+            "case {ci}: simulated argmin {best} vs tau_opt {t_opt}"
+        );
+        assert!(
+            rel(-uu / ur, t_opt) < 0.01,
+            "case {ci}: MC tau* {} vs {t_opt}",
+            -uu / ur
+        );
         assert!(g_mc(t_opt) <= g_mc(1.0) + 1e-12);
         // plain MC (w and noise sampled) agrees with the conditional MC within 3 standard errors
-        let per: Vec<f64> = (0..mc.uu.len()).map(|i| mc.uu[i] / (t_opt * t_opt) + 2.0 * mc.ur[i] / t_opt + mc.rr[i]).collect();
+        let per: Vec<f64> = (0..mc.uu.len())
+            .map(|i| mc.uu[i] / (t_opt * t_opt) + 2.0 * mc.ur[i] / t_opt + mc.rr[i])
+            .collect();
         let (pm, pse) = mean_se(&mc.plain);
         let (cm, _) = mean_se(&per);
         let diff: Vec<f64> = mc.plain.iter().zip(&per).map(|(a, b)| a - b).collect();
         let (dm, dse) = mean_se(&diff);
-        assert!((dm / dse).abs() < 3.0, "case {ci}: plain {pm} +- {pse} vs conditional {cm} (paired z = {})", dm / dse);
+        assert!(
+            (dm / dse).abs() < 3.0,
+            "case {ci}: plain {pm} +- {pse} vs conditional {cm} (paired z = {})",
+            dm / dse
+        );
     }
 }

@@ -70,12 +70,36 @@ const FIG3: [f64; 4] = [0.4, 0.3, 0.2, 0.1];
 #[test]
 fn fig3_reference_numbers() {
     let inv = 1.0 / 31.0;
-    close(&z::a_coeffs(&FIG3, inv).unwrap(), &[0.178065, 0.102581, 0.047742, 0.013548], 1e-6);
-    close(&z::v_star(&FIG3, inv).unwrap(), &[1.30967, 1.43005, 1.61204, 1.94702], 1e-5);
-    close(&z::v_star(&[0.35, 0.35, 0.15, 0.15], inv).unwrap(), &[1.36459, 1.36459, 1.74842, 1.74842], 1e-5);
-    near(z::min_norm(&FIG3, inv, 4).unwrap().1, 30.4496, 1e-4, "min norm");
-    let lam: Vec<f64> = (0..16).map(|k| if k % 5 == 0 { FIG3[k / 5] } else { 0.0 }).collect();
-    near(z::attn_m_plateau_time(&lam, 4, 1e-6).unwrap(), 73.43, 0.01, "ATTN_M plateau");
+    close(
+        &z::a_coeffs(&FIG3, inv).unwrap(),
+        &[0.178065, 0.102581, 0.047742, 0.013548],
+        1e-6,
+    );
+    close(
+        &z::v_star(&FIG3, inv).unwrap(),
+        &[1.30967, 1.43005, 1.61204, 1.94702],
+        1e-5,
+    );
+    close(
+        &z::v_star(&[0.35, 0.35, 0.15, 0.15], inv).unwrap(),
+        &[1.36459, 1.36459, 1.74842, 1.74842],
+        1e-5,
+    );
+    near(
+        z::min_norm(&FIG3, inv, 4).unwrap().1,
+        30.4496,
+        1e-4,
+        "min norm",
+    );
+    let lam: Vec<f64> = (0..16)
+        .map(|k| if k % 5 == 0 { FIG3[k / 5] } else { 0.0 })
+        .collect();
+    near(
+        z::attn_m_plateau_time(&lam, 4, 1e-6).unwrap(),
+        73.43,
+        0.01,
+        "ATTN_M plateau",
+    );
     let p = Population::diagonal(&FIG3, inv).unwrap();
     near(p.loss_star().unwrap(), 0.135995, 1e-6, "L*");
     // white covariance: L(inf) and sigma(inf)
@@ -84,7 +108,10 @@ fn fig3_reference_numbers() {
     near(s, 31.0 / 36.0, 1e-9, "white sigma(inf)");
     let (_, l) = z::white_time_course(1e5, 4, 31.0, 0.25, 1e-6).unwrap();
     near(l, 0.138889, 1e-6, "white I/4 L(inf)");
-    assert!(z::a_coeffs(&[0.4, -0.1], inv).is_err() && Population::new(&[1.0, 2.0, 0.0, 1.0], 2, inv).is_err());
+    assert!(
+        z::a_coeffs(&[0.4, -0.1], inv).is_err()
+            && Population::new(&[1.0, 2.0, 0.0, 1.0], 2, inv).is_err()
+    );
 }
 
 /// A Haar-ish orthogonal matrix (Gram–Schmidt of Gaussian columns), row-major.
@@ -99,7 +126,10 @@ fn orthogonal(d: usize, seed: u64) -> Vec<f64> {
                 q[i * d + j] -= dot * q[i * d + k];
             }
         }
-        let n: f64 = (0..d).map(|i| q[i * d + j] * q[i * d + j]).sum::<f64>().sqrt();
+        let n: f64 = (0..d)
+            .map(|i| q[i * d + j] * q[i * d + j])
+            .sum::<f64>()
+            .sqrt();
         for i in 0..d {
             q[i * d + j] /= n;
         }
@@ -123,7 +153,14 @@ fn rotated(eigs: &[f64], seed: u64) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// MC of the squared error of yhat = beta^T M x_q; context length from `len(b)`.
-fn mc_loss(m: &[f64], factor: &[f64], d: usize, n: usize, seed: u64, len: &dyn Fn(usize) -> usize) -> (f64, f64, Vec<f64>) {
+fn mc_loss(
+    m: &[f64],
+    factor: &[f64],
+    d: usize,
+    n: usize,
+    seed: u64,
+    len: &dyn Fn(usize) -> usize,
+) -> (f64, f64, Vec<f64>) {
     let (mut s, mut ss) = (0.0, 0.0);
     let mut elh2 = vec![0.0; d * d];
     let mut g = Vec::new();
@@ -154,12 +191,15 @@ fn mc_loss(m: &[f64], factor: &[f64], d: usize, n: usize, seed: u64, len: &dyn F
         }
         for i in 0..d {
             for j in 0..d {
-                elh2[i * d + j] += (0..d).map(|k| lh[i * d + k] * lh[k * d + j]).sum::<f64>() / n as f64;
+                elh2[i * d + j] +=
+                    (0..d).map(|k| lh[i * d + k] * lh[k * d + j]).sum::<f64>() / n as f64;
             }
         }
         let xq = &x[nn * d..];
         let yq: f64 = (0..d).map(|i| w[i] * xq[i]).sum();
-        let yhat: f64 = (0..d).map(|i| beta[i] * (0..d).map(|j| m[i * d + j] * xq[j]).sum::<f64>()).sum();
+        let yhat: f64 = (0..d)
+            .map(|i| beta[i] * (0..d).map(|j| m[i * d + j] * xq[j]).sum::<f64>())
+            .sum();
         let e = (yq - yhat) * (yq - yhat);
         s += e;
         ss += e * e;
@@ -180,21 +220,35 @@ fn population_loss_matches_monte_carlo() {
     let p = Population::new(&lam, d, 1.0 / 31.0).unwrap();
     let (mean, se, elh2) = mc_loss(&m, &factor, d, 100_000, 1, &|_| 31);
     let cf = p.loss(&m).unwrap();
-    assert!(((mean - cf) / se).abs() < 3.0, "L(M): MC {mean} +- {se} vs {cf}");
+    assert!(
+        ((mean - cf) / se).abs() < 3.0,
+        "L(M): MC {mean} +- {se} vs {cf}"
+    );
     let th = p.e_lambda_hat_sq();
-    let num: f64 = th.iter().zip(&elh2).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt();
+    let num: f64 = th
+        .iter()
+        .zip(&elh2)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+        .sqrt();
     let den: f64 = th.iter().map(|a| a * a).sum::<f64>().sqrt();
     assert!(num / den < 0.02, "E(Lambda_hat^2) rel error {}", num / den);
     // N uniform on 1..31 (the next-token loss): the E(1/N) population
     let pn = Population::new(&lam, d, z::mean_inv_uniform(31)).unwrap();
     let (mean, se, _) = mc_loss(&m, &factor, d, 100_000, 2, &|b| 1 + b % 31);
     let cf = pn.loss(&m).unwrap();
-    assert!(((mean - cf) / se).abs() < 3.0, "NTP L(M): MC {mean} +- {se} vs {cf}");
+    assert!(
+        ((mean - cf) / se).abs() < 3.0,
+        "NTP L(M): MC {mean} +- {se} vs {cf}"
+    );
     // M* gives L* and the MC agrees
     let ms = p.m_star().unwrap();
     let (mean, se, _) = mc_loss(&ms, &factor, d, 100_000, 3, &|_| 31);
     near(p.loss(&ms).unwrap(), 0.135995, 1e-6, "L(M*) rotated");
-    assert!(((mean - 0.135995) / se).abs() < 3.0, "L*: MC {mean} +- {se}");
+    assert!(
+        ((mean - 0.135995) / se).abs() < 3.0,
+        "L*: MC {mean} +- {se}"
+    );
 }
 
 #[test]
@@ -209,7 +263,11 @@ fn g_is_minus_half_gradient_and_fixed_points() {
     let mut f = |x: &[f64]| p.loss(x).unwrap();
     let e = fd::rel_error(&mut f, &m, &g, 1e-6, 1e-8);
     assert!(e < 1e-7, "dL/dM rel error {e}");
-    assert!(p.g(&p.m_star().unwrap()).unwrap().iter().all(|v| v.abs() < 1e-13));
+    assert!(p
+        .g(&p.m_star().unwrap())
+        .unwrap()
+        .iter()
+        .all(|v| v.abs() < 1e-13));
     // all 16 fixed points (diagonal Lambda): G = sum_{d not in S} lambda_d^2 e_d e_d^T (Eq. 60), L by Eq. 63
     let pd = Population::diagonal(&FIG3, 1.0 / 31.0).unwrap();
     let levels = z::plateau_losses(&FIG3, 31.0);
@@ -219,12 +277,19 @@ fn g_is_minus_half_gradient_and_fixed_points() {
         let g = pd.g(&m).unwrap();
         for i in 0..4 {
             for j in 0..4 {
-                let want = if i == j && !s.contains(&i) { FIG3[i] * FIG3[i] } else { 0.0 };
+                let want = if i == j && !s.contains(&i) {
+                    FIG3[i] * FIG3[i]
+                } else {
+                    0.0
+                };
                 near(g[i * 4 + j], want, 1e-14, "G at fixed point");
             }
         }
         let l = z::fixed_point_loss(&FIG3, 1.0 / 31.0, &s).unwrap();
-        let direct = 1.0 - s.iter().map(|&i| FIG3[i] / (1.0 + (1.0 + 1.0 / FIG3[i]) / 31.0)).sum::<f64>();
+        let direct = 1.0
+            - s.iter()
+                .map(|&i| FIG3[i] / (1.0 + (1.0 + 1.0 / FIG3[i]) / 31.0))
+                .sum::<f64>();
         near(l, direct, 1e-12, "Eq. 63");
         if s == (0..s.len()).collect::<Vec<_>>() {
             near(l, levels[s.len()], 1e-12, "plateau level");
@@ -235,7 +300,9 @@ fn g_is_minus_half_gradient_and_fixed_points() {
 /// Aligned, balanced ATTN_M init: w2 = sqrt(s0) u, U_i = (w2)_i I / sqrt(D).
 fn aligned_merged(h: usize, d: usize, s0: f64) -> Vec<f64> {
     let mut y = vec![0.0; h + h * d * d];
-    let u: Vec<f64> = (0..h).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 } * (1.0 + 0.1 * i as f64)).collect();
+    let u: Vec<f64> = (0..h)
+        .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 } * (1.0 + 0.1 * i as f64))
+        .collect();
     let n: f64 = u.iter().map(|a| a * a).sum::<f64>().sqrt();
     for i in 0..h {
         y[i] = s0.sqrt() * u[i] / n;
@@ -253,11 +320,20 @@ fn white_time_course_matches_population_flow() {
         let p = Population::diagonal(&[c; 4], 1.0 / 31.0).unwrap();
         let y0 = aligned_merged(h, d, 1e-6);
         let mut worst: f64 = 0.0;
-        let y = z::simulate(&p, Arch::Merged { heads: h }, &y0, Scheme::Rk4, 0.01, 10.0, 1, &mut |t, l, _| {
-            let (_, lt) = z::white_time_course(t, d, 31.0, c, 1e-6).unwrap();
-            worst = worst.max((l - lt).abs());
-            true
-        })
+        let y = z::simulate(
+            &p,
+            Arch::Merged { heads: h },
+            &y0,
+            Scheme::Rk4,
+            0.01,
+            10.0,
+            1,
+            &mut |t, l, _| {
+                let (_, lt) = z::white_time_course(t, d, 31.0, c, 1e-6).unwrap();
+                worst = worst.max((l - lt).abs());
+                true
+            },
+        )
         .unwrap();
         assert!(worst < 1e-6, "c = {c}: max |L - Eq. 51| = {worst}");
         if c == 1.0 {
@@ -272,29 +348,46 @@ fn attn_m_single_drop_and_log_plateau() {
     let (d, h) = (4, 8);
     let p = Population::diagonal(&FIG3, 1.0 / 31.0).unwrap();
     let lstar = p.loss_star().unwrap();
-    let lam: Vec<f64> = (0..16).map(|k| if k % 5 == 0 { FIG3[k / 5] } else { 0.0 }).collect();
+    let lam: Vec<f64> = (0..16)
+        .map(|k| if k % 5 == 0 { FIG3[k / 5] } else { 0.0 })
+        .collect();
     let mut t_half = Vec::new();
     for w in [1e-4, 1e-6] {
         let arch = Arch::Merged { heads: h };
         let y0 = arch.init(d, w, 4);
         let mut th = None;
         let mut last = 0.0;
-        z::simulate(&p, arch, &y0, Scheme::Euler, 0.1, 600.0, 1, &mut |t, l, _| {
-            if th.is_none() && l < 0.5 * (1.0 + lstar) {
-                th = Some(t);
-            }
-            last = l;
-            true
-        })
+        z::simulate(
+            &p,
+            arch,
+            &y0,
+            Scheme::Euler,
+            0.1,
+            600.0,
+            1,
+            &mut |t, l, _| {
+                if th.is_none() && l < 0.5 * (1.0 + lstar) {
+                    th = Some(t);
+                }
+                last = l;
+                true
+            },
+        )
         .unwrap();
         let th = th.expect("no drop");
         let pred = z::attn_m_plateau_time(&lam, d, w).unwrap();
-        assert!((1.0..=1.3).contains(&(th / pred)), "w = {w}: t_1/2 = {th}, prediction {pred}");
+        assert!(
+            (1.0..=1.3).contains(&(th / pred)),
+            "w = {w}: t_1/2 = {th}, prediction {pred}"
+        );
         assert!(last - lstar < 1e-3, "final loss {last}");
         t_half.push(th);
     }
     let diff = t_half[1] - t_half[0];
-    assert!((diff / 24.5 - 1.0).abs() < 0.1, "t_1/2(1e-6) - t_1/2(1e-4) = {diff}");
+    assert!(
+        (diff / 24.5 - 1.0).abs() < 0.1,
+        "t_1/2(1e-6) - t_1/2(1e-4) = {diff}"
+    );
 }
 
 #[test]
@@ -307,14 +400,26 @@ fn attn_s_saddle_to_saddle_and_one_over_w_law() {
     for (seed, w) in [(0u64, 0.1), (0, 0.05), (1, 0.1)] {
         let y0 = arch.init(d, w, seed);
         let mut traj = Vec::new();
-        let y = z::simulate(&p, arch, &y0, Scheme::Euler, 0.5, 12_000.0, 2, &mut |t, l, _| {
-            traj.push((t, l));
-            true
-        })
+        let y = z::simulate(
+            &p,
+            arch,
+            &y0,
+            Scheme::Euler,
+            0.5,
+            12_000.0,
+            2,
+            &mut |t, l, _| {
+                traj.push((t, l));
+                true
+            },
+        )
         .unwrap();
         let cr = z::crossings(&levels, &traj);
         let cr: Vec<f64> = cr.iter().map(|c| c.expect("missing drop")).collect();
-        assert!(cr.windows(2).all(|w| w[0] < w[1]), "crossings out of order {cr:?}");
+        assert!(
+            cr.windows(2).all(|w| w[0] < w[1]),
+            "crossings out of order {cr:?}"
+        );
         for m in 1..4 {
             let tm = 0.5 * (cr[m - 1] + cr[m]);
             let l = traj.iter().find(|(t, _)| *t >= tm).unwrap().1;
@@ -324,7 +429,13 @@ fn attn_s_saddle_to_saddle_and_one_over_w_law() {
         near(lf, levels[4], 1e-3, "final loss");
         let m = arch.m(d, &y);
         let ms = p.m_star().unwrap();
-        let rel = m.iter().zip(&ms).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt() / ms.iter().map(|a| a * a).sum::<f64>().sqrt();
+        let rel = m
+            .iter()
+            .zip(&ms)
+            .map(|(a, b)| (a - b) * (a - b))
+            .sum::<f64>()
+            .sqrt()
+            / ms.iter().map(|a| a * a).sum::<f64>().sqrt();
         assert!(rel < 0.01, "||M - M*|| / ||M*|| = {rel}");
         if seed == 0 {
             first.push(cr[0]);
@@ -349,7 +460,13 @@ fn scalar_ode_closed_form_and_ansatz() {
                 continue;
             }
             let mut f = |x: &[f64]| z::implicit_f(x[0], *lam, *aa);
-            let e = fd::rel_error(&mut f, &[v], &[1.0 / (v * v - kappa * v.powi(5))], 1e-6, 1e-12);
+            let e = fd::rel_error(
+                &mut f,
+                &[v],
+                &[1.0 / (v * v - kappa * v.powi(5))],
+                1e-6,
+                1e-12,
+            );
             assert!(e < 1e-7, "F' at {v}: {e}");
         }
     }
@@ -397,7 +514,10 @@ fn scalar_ode_closed_form_and_ansatz() {
         // implicit solution: time to v*/2 against the simulation (one step of resolution)
         let tc = z::scalar_ode_time(v0, vs[m] / 2.0, lam, am).unwrap();
         let ts = sim_half.unwrap();
-        assert!(ts >= tc - 1e-9 && ts - tc <= 0.1 + 1e-9, "m = {m}: closed form {tc}, simulated {ts}");
+        assert!(
+            ts >= tc - 1e-9 && ts - tc <= 0.1 + 1e-9,
+            "m = {m}: closed form {tc}, simulated {ts}"
+        );
         let vt = z::scalar_ode_v(tc, v0, lam, am).unwrap();
         near(vt, vs[m] / 2.0, 1e-9, "inverse of F");
     }
@@ -424,7 +544,10 @@ fn scalar_ode_closed_form_and_ansatz() {
 fn conservation_laws_under_rk4() {
     let d = 4;
     let p = Population::diagonal(&FIG3, 1.0 / 31.0).unwrap();
-    for arch in [Arch::Separate { heads: 3, rank: 2 }, Arch::Merged { heads: 3 }] {
+    for arch in [
+        Arch::Separate { heads: 3, rank: 2 },
+        Arch::Merged { heads: 3 },
+    ] {
         let y0 = arch.init(d, 0.3, 5);
         let inv = |y: &[f64]| -> Vec<f64> {
             match arch {
@@ -450,7 +573,9 @@ fn conservation_laws_under_rk4() {
                         for j in 0..heads {
                             let ui = &y[heads + i * d * d..heads + (i + 1) * d * d];
                             let uj = &y[heads + j * d * d..heads + (j + 1) * d * d];
-                            out.push(y[i] * y[j] - ui.iter().zip(uj).map(|(a, b)| a * b).sum::<f64>());
+                            out.push(
+                                y[i] * y[j] - ui.iter().zip(uj).map(|(a, b)| a * b).sum::<f64>(),
+                            );
                         }
                     }
                     out
@@ -458,9 +583,23 @@ fn conservation_laws_under_rk4() {
             }
         };
         let c0 = inv(&y0);
-        let y = z::simulate(&p, arch, &y0, Scheme::Rk4, 0.1, 2000.0, 100, &mut |_, _, _| true).unwrap();
+        let y = z::simulate(
+            &p,
+            arch,
+            &y0,
+            Scheme::Rk4,
+            0.1,
+            2000.0,
+            100,
+            &mut |_, _, _| true,
+        )
+        .unwrap();
         let c1 = inv(&y);
-        let drift = c0.iter().zip(&c1).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let drift = c0
+            .iter()
+            .zip(&c1)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         assert!(drift < 1e-6, "{arch:?}: drift {drift}");
     }
 }

@@ -54,10 +54,18 @@ struct Out {
 
 impl Out {
     fn num(v: f64) -> Out {
-        Out { value: json!(v), extra: Vec::new(), traj: None }
+        Out {
+            value: json!(v),
+            extra: Vec::new(),
+            traj: None,
+        }
     }
     fn list(v: &[f64]) -> Out {
-        Out { value: json!(v), extra: Vec::new(), traj: None }
+        Out {
+            value: json!(v),
+            extra: Vec::new(),
+            traj: None,
+        }
     }
     fn with(mut self, k: &'static str, v: Value) -> Out {
         self.extra.push((k, v));
@@ -81,32 +89,55 @@ struct Ctx {
 
 impl Ctx {
     fn raw(&self, k: &str) -> CliResult<&str> {
-        self.vals.get(k).map(|s| s.as_str()).ok_or_else(|| CliError::input(format!("missing --{k}")))
+        self.vals
+            .get(k)
+            .map(|s| s.as_str())
+            .ok_or_else(|| CliError::input(format!("missing --{k}")))
     }
     fn f(&self, k: &str) -> CliResult<f64> {
         let s = self.raw(k)?;
-        s.trim().parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| CliError::input(format!("--{k}: {s:?} is not a finite number")))
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| CliError::input(format!("--{k}: {s:?} is not a finite number")))
     }
     fn u(&self, k: &str) -> CliResult<usize> {
         let s = self.raw(k)?;
-        s.trim().parse::<usize>().map_err(|_| CliError::input(format!("--{k}: {s:?} is not a non-negative integer")))
+        s.trim()
+            .parse::<usize>()
+            .map_err(|_| CliError::input(format!("--{k}: {s:?} is not a non-negative integer")))
     }
     fn list(&self, k: &str) -> CliResult<Vec<f64>> {
         let s = self.raw(k)?;
         s.split(',')
             .filter(|p| !p.trim().is_empty())
-            .map(|p| p.trim().parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| CliError::input(format!("--{k}: {p:?} is not a finite number"))))
+            .map(|p| {
+                p.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| CliError::input(format!("--{k}: {p:?} is not a finite number")))
+            })
             .collect()
     }
     fn s(&self, k: &str) -> CliResult<String> {
         Ok(self.raw(k)?.to_string())
     }
     fn he(&self) -> CliResult<he2025::Setting> {
-        Ok(he2025::Setting::new(self.u("d")?, self.u("L")?, self.f("sigma2")?)?)
+        Ok(he2025::Setting::new(
+            self.u("d")?,
+            self.u("L")?,
+            self.f("sigma2")?,
+        )?)
     }
 }
 
-const HE: &[P] = &[P("d", Some("5"), "covariate dimension"), P("L", Some("40"), "context length"), P("sigma2", Some("0.1"), "label noise variance")];
+const HE: &[P] = &[
+    P("d", Some("5"), "covariate dimension"),
+    P("L", Some("40"), "context length"),
+    P("sigma2", Some("0.1"), "label noise variance"),
+];
 
 /// A `&'static [P]` from a list of parameters.
 macro_rules! params {
@@ -378,7 +409,9 @@ fn bool_flag(c: &Ctx, k: &str) -> CliResult<bool> {
     match c.raw(k)? {
         "true" | "1" | "yes" => Ok(true),
         "false" | "0" | "no" => Ok(false),
-        v => Err(CliError::input(format!("--{k}: {v:?} is not true or false"))),
+        v => Err(CliError::input(format!(
+            "--{k}: {v:?} is not true or false"
+        ))),
     }
 }
 
@@ -391,7 +424,10 @@ fn list(reg: &[Q], as_json: bool) -> CliResult {
                        "params": q.params.iter().map(|p| json!({"flag": p.0, "default": p.1, "help": p.2})).collect::<Vec<_>>()})
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&Value::Array(v)).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Value::Array(v)).unwrap_or_default()
+        );
         return Ok(());
     }
     let mut paper = "";
@@ -401,10 +437,14 @@ fn list(reg: &[Q], as_json: bool) -> CliResult {
             println!("[{paper}]");
         }
         println!("  {:<22} {}", q.name, q.about);
-        let ps: Vec<String> = q.params.iter().map(|p| match p.1 {
-            Some(d) => format!("--{} {d}", p.0),
-            None => format!("--{} <required>", p.0),
-        }).collect();
+        let ps: Vec<String> = q
+            .params
+            .iter()
+            .map(|p| match p.1 {
+                Some(d) => format!("--{} {d}", p.0),
+                None => format!("--{} <required>", p.0),
+            })
+            .collect();
         if !ps.is_empty() {
             println!("  {:<22} {}", "", ps.join("  "));
         }
@@ -414,13 +454,18 @@ fn list(reg: &[Q], as_json: bool) -> CliResult {
 }
 
 /// Split `--flag value` / `--flag=value` pairs; `--json`, `--csv`, `--svg` may also appear here.
-fn parse_params(raw: &[String], a: &mut (bool, Option<PathBuf>, Option<PathBuf>)) -> CliResult<BTreeMap<String, String>> {
+fn parse_params(
+    raw: &[String],
+    a: &mut (bool, Option<PathBuf>, Option<PathBuf>),
+) -> CliResult<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     let mut i = 0;
     while i < raw.len() {
         let t = &raw[i];
         let Some(flag) = t.strip_prefix("--") else {
-            return Err(CliError::input(format!("unexpected argument {t:?} (parameters are --name value)")));
+            return Err(CliError::input(format!(
+                "unexpected argument {t:?} (parameters are --name value)"
+            )));
         };
         if flag == "json" {
             a.0 = true;
@@ -430,7 +475,9 @@ fn parse_params(raw: &[String], a: &mut (bool, Option<PathBuf>, Option<PathBuf>)
         let (k, v) = match flag.split_once('=') {
             Some((k, v)) => (k.to_string(), v.to_string()),
             None => {
-                let v = raw.get(i + 1).ok_or_else(|| CliError::input(format!("--{flag} needs a value")))?;
+                let v = raw
+                    .get(i + 1)
+                    .ok_or_else(|| CliError::input(format!("--{flag} needs a value")))?;
                 i += 1;
                 (flag.to_string(), v.clone())
             }
@@ -449,24 +496,20 @@ fn parse_params(raw: &[String], a: &mut (bool, Option<PathBuf>, Option<PathBuf>)
     Ok(out)
 }
 
-pub fn run(a: &Args) -> CliResult {
-    let reg = registry();
-    let mut g = (a.json, a.csv.clone(), a.svg.clone());
-    let name = match a.name.as_deref() {
-        Some(n) if !a.list && n != "--list" => n,
-        _ => return list(&reg, a.json),
-    };
+/// Check the parameters of quantity `name` against its table, fill in defaults and compute it.
+fn evaluate(reg: &[Q], name: &str, mut vals: BTreeMap<String, String>) -> CliResult<(Out, Ctx)> {
     let q = reg.iter().find(|q| q.name == name).ok_or_else(|| {
-        CliError::input(format!("unknown quantity {name:?}; `icl theory --list` names them all"))
+        CliError::input(format!(
+            "unknown quantity {name:?}; `icl theory --list` names them all"
+        ))
     })?;
-    let mut vals = parse_params(&a.params, &mut g)?;
-    if vals.remove("list").is_some() {
-        return list(&reg, g.0);
-    }
     for k in vals.keys() {
         if !q.params.iter().any(|p| p.0 == k) {
             let known: Vec<String> = q.params.iter().map(|p| format!("--{}", p.0)).collect();
-            return Err(CliError::input(format!("{name}: unknown parameter --{k} (takes {})", known.join(", "))));
+            return Err(CliError::input(format!(
+                "{name}: unknown parameter --{k} (takes {})",
+                known.join(", ")
+            )));
         }
     }
     for p in q.params {
@@ -475,22 +518,49 @@ pub fn run(a: &Args) -> CliResult {
                 Some(d) => {
                     vals.insert(p.0.to_string(), d.to_string());
                 }
-                None => return Err(CliError::input(format!("{name}: missing --{} ({})", p.0, p.2))),
+                None => {
+                    return Err(CliError::input(format!(
+                        "{name}: missing --{} ({})",
+                        p.0, p.2
+                    )))
+                }
             }
         }
     }
     let ctx = Ctx { vals };
     let out = (q.run)(&ctx)?;
+    Ok((out, ctx))
+}
+
+pub fn run(a: &Args) -> CliResult {
+    let reg = registry();
+    let mut g = (a.json, a.csv.clone(), a.svg.clone());
+    let name = match a.name.as_deref() {
+        Some(n) if !a.list && n != "--list" => n,
+        _ => return list(&reg, a.json),
+    };
+    let mut vals = parse_params(&a.params, &mut g)?;
+    if vals.remove("list").is_some() {
+        return list(&reg, g.0);
+    }
+    let (out, ctx) = evaluate(&reg, name, vals)?;
     let (as_json, csv, svg) = g;
     if (csv.is_some() || svg.is_some()) && out.traj.is_none() {
-        return Err(CliError::input(format!("{name} has no trajectory (--csv/--svg apply to ODE and simulator quantities)")));
+        return Err(CliError::input(format!(
+            "{name} has no trajectory (--csv/--svg apply to ODE and simulator quantities)"
+        )));
     }
     if let Some(t) = &out.traj {
         if let Some(p) = &csv {
             let mut s = t.columns.join(",");
             s.push('\n');
             for r in &t.rows {
-                s.push_str(&r.iter().map(|v| format!("{v}")).collect::<Vec<_>>().join(","));
+                s.push_str(
+                    &r.iter()
+                        .map(|v| format!("{v}"))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                );
                 s.push('\n');
             }
             crate::cmd::common::write_text(p, &s)?;
@@ -499,7 +569,11 @@ pub fn run(a: &Args) -> CliResult {
             let series: Vec<Series> = t
                 .plot
                 .iter()
-                .map(|&j| Series { name: t.columns[j].clone(), points: t.rows.iter().map(|r| (r[0], r[j])).collect(), dashed: false })
+                .map(|&j| Series {
+                    name: t.columns[j].clone(),
+                    points: t.rows.iter().map(|r| (r[0], r[j])).collect(),
+                    dashed: false,
+                })
                 .collect();
             lines_svg(p, &t.title, &t.columns[0], "value", &series, t.log_y)?;
         }
@@ -512,7 +586,10 @@ pub fn run(a: &Args) -> CliResult {
             m.insert((*k).into(), v.clone());
         }
         m.insert("params".into(), json!(ctx.vals));
-        println!("{}", serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_default()
+        );
     } else {
         println!("{name} = {}", fmt_value(&out.value));
         for (k, v) in &out.extra {
@@ -751,7 +828,9 @@ fn mean_flag(c: &Ctx, k: &str, d: usize) -> CliResult<Vec<f64>> {
     match v.len() {
         1 => Ok(vec![v[0]; d]),
         n if n == d => Ok(v),
-        n => Err(CliError::input(format!("--{k}: give 1 or d = {d} values (got {n})"))),
+        n => Err(CliError::input(format!(
+            "--{k}: give 1 or d = {d} values (got {n})"
+        ))),
     }
 }
 
@@ -759,10 +838,17 @@ fn mean_flag(c: &Ctx, k: &str, d: usize) -> CliResult<Vec<f64>> {
 fn cov_flag(c: &Ctx, k: &str, d: usize) -> CliResult<Vec<f64>> {
     let v = c.list(k)?;
     match v.len() {
-        1 => Ok((0..d * d).map(|i| if i / d == i % d { v[0] } else { 0.0 }).collect()),
-        n if n == d => Ok((0..d * d).map(|i| if i / d == i % d { v[i / d] } else { 0.0 }).collect()),
+        1 => Ok((0..d * d)
+            .map(|i| if i / d == i % d { v[0] } else { 0.0 })
+            .collect()),
+        n if n == d => Ok((0..d * d)
+            .map(|i| if i / d == i % d { v[i / d] } else { 0.0 })
+            .collect()),
         n if n == d * d => Ok(v),
-        n => Err(CliError::input(format!("--{k}: give 1, d = {d} or d*d = {} values (got {n})", d * d))),
+        n => Err(CliError::input(format!(
+            "--{k}: give 1, d = {d} or d*d = {} values (got {n})",
+            d * d
+        ))),
     }
 }
 
@@ -782,10 +868,18 @@ fn gaussian(c: &Ctx, pre: &str, d: usize) -> CliResult<temperature::Gaussian> {
 
 const TEMP: &[P] = &[
     P("d", Some("50"), "dimension"),
-    P("l", Some("100"), "tokens per prompt (l-1 context pairs + query)"),
+    P(
+        "l",
+        Some("100"),
+        "tokens per prompt (l-1 context pairs + query)",
+    ),
     P("train-sigma", Some("0.1"), "train noise std"),
     P("train-mu-x", Some("0"), "train x mean (1 or d values)"),
-    P("train-sigma-x", Some("1"), "train x covariance (1, d or d*d values)"),
+    P(
+        "train-sigma-x",
+        Some("1"),
+        "train x covariance (1, d or d*d values)",
+    ),
     P("train-mu-w", Some("0"), "train task mean"),
     P("train-sigma-w", Some("1"), "train task covariance"),
     P("test-sigma", Some("0.1"), "test noise std"),
@@ -798,10 +892,18 @@ const TEMP: &[P] = &[
 const TEMP_TAU: &[P] = &[
     P("tau", Some("1"), "temperature"),
     P("d", Some("50"), "dimension"),
-    P("l", Some("100"), "tokens per prompt (l-1 context pairs + query)"),
+    P(
+        "l",
+        Some("100"),
+        "tokens per prompt (l-1 context pairs + query)",
+    ),
     P("train-sigma", Some("0.1"), "train noise std"),
     P("train-mu-x", Some("0"), "train x mean (1 or d values)"),
-    P("train-sigma-x", Some("1"), "train x covariance (1, d or d*d values)"),
+    P(
+        "train-sigma-x",
+        Some("1"),
+        "train x covariance (1, d or d*d values)",
+    ),
     P("train-mu-w", Some("0"), "train task mean"),
     P("train-sigma-w", Some("1"), "train task covariance"),
     P("test-sigma", Some("0.1"), "test noise std"),
@@ -811,7 +913,13 @@ const TEMP_TAU: &[P] = &[
     P("test-sigma-w", Some("1"), "test task covariance"),
 ];
 
-fn temp_coeffs(c: &Ctx) -> CliResult<(temperature::Params, temperature::Gaussian, temperature::Coeffs)> {
+fn temp_coeffs(
+    c: &Ctx,
+) -> CliResult<(
+    temperature::Params,
+    temperature::Gaussian,
+    temperature::Coeffs,
+)> {
     let (d, l) = (c.u("d")?, c.u("l")?);
     let train = gaussian(c, "train", d)?;
     let test = gaussian(c, "test", d)?;
@@ -879,12 +987,24 @@ fn temperature_quantities() -> Vec<Q> {
 // ------------------------------------------------------------------------------------------------
 // Multi-layer (Algorithm 1, baselines, IV)
 
-
 /// Monte Carlo over varying-covariance sequences (noise-free target): mean and stderr of each prediction.
-fn ml_mc(c: &Ctx, f: &dyn Fn(&multilayer::Sequence) -> icl_core::Result<Vec<f64>>) -> CliResult<(Vec<f64>, Vec<f64>)> {
-    let (d, l, s2, lo, hi, n, seed) = (c.u("d")?, c.u("L")?, c.f("sigma2")?, c.f("lmin")?, c.f("lmax")?, c.u("n")?, c.u("seed")? as u64);
+fn ml_mc(
+    c: &Ctx,
+    f: &dyn Fn(&multilayer::Sequence) -> icl_core::Result<Vec<f64>>,
+) -> CliResult<(Vec<f64>, Vec<f64>)> {
+    let (d, l, s2, lo, hi, n, seed) = (
+        c.u("d")?,
+        c.u("L")?,
+        c.f("sigma2")?,
+        c.f("lmin")?,
+        c.f("lmax")?,
+        c.u("n")?,
+        c.u("seed")? as u64,
+    );
     if d == 0 || l == 0 || n < 2 || s2 < 0.0 || !(lo > 0.0 && hi >= lo) {
-        return Err(CliError::input("need d, L >= 1, n >= 2, sigma2 >= 0 and 0 < lmin <= lmax"));
+        return Err(CliError::input(
+            "need d, L >= 1, n >= 2, sigma2 >= 0 and 0 < lmin <= lmax",
+        ));
     }
     let (mut s, mut ss) = (Vec::new(), Vec::new());
     for i in 0..n {
@@ -901,7 +1021,11 @@ fn ml_mc(c: &Ctx, f: &dyn Fn(&multilayer::Sequence) -> icl_core::Result<Vec<f64>
     }
     let nf = n as f64;
     let m: Vec<f64> = s.iter().map(|v| v / nf).collect();
-    let se = ss.iter().zip(&m).map(|(v, m)| ((v / nf - m * m).max(0.0) / (nf - 1.0)).sqrt()).collect();
+    let se = ss
+        .iter()
+        .zip(&m)
+        .map(|(v, m)| ((v / nf - m * m).max(0.0) / (nf - 1.0)).sqrt())
+        .collect();
     Ok((m, se))
 }
 
@@ -1011,4 +1135,86 @@ fn multilayer_quantities() -> Vec<Q> {
             },
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(name: &str, kv: &[(&str, &str)]) -> CliResult<Out> {
+        let vals = kv
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Ok(evaluate(&registry(), name, vals)?.0)
+    }
+
+    fn num(o: &Out) -> f64 {
+        o.value.as_f64().unwrap()
+    }
+
+    #[test]
+    fn registry_is_consistent() {
+        let reg = registry();
+        let mut names: Vec<&str> = reg.iter().map(|q| q.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), reg.len(), "duplicate quantity names");
+        for q in &reg {
+            let mut f: Vec<&str> = q.params.iter().map(|p| p.0).collect();
+            f.sort();
+            f.dedup();
+            assert_eq!(f.len(), q.params.len(), "{}: duplicate flags", q.name);
+        }
+        for n in [
+            "eta-star",
+            "mu-gamma",
+            "gd-risk",
+            "approx-loss",
+            "plateaus",
+            "he2025-flow",
+            "optimal-temperature",
+        ] {
+            assert!(names.contains(&n), "{n} missing");
+        }
+    }
+
+    #[test]
+    fn reference_numbers_through_the_cli() {
+        let he = [("d", "5"), ("L", "40"), ("sigma2", "0.1")];
+        assert!((num(&eval("eta-star", &he).unwrap()) - 0.879121).abs() < 1e-6);
+        let mut kv = he.to_vec();
+        kv.push(("gamma", "0.1267"));
+        assert!((num(&eval("mu-gamma", &kv).unwrap()) - 3.46885).abs() < 1e-5);
+        let o = eval("gd-risk", &[("variant", "debiased")]).unwrap();
+        assert!((num(&o) - 0.242857).abs() < 1e-6);
+        let o = eval(
+            "approx-loss",
+            &[("omega", "0.1267,-0.1267"), ("mu", "3.5006,-3.5006")],
+        )
+        .unwrap();
+        assert!((num(&o) - 0.221067).abs() < 1e-6);
+        let o = eval("plateaus", &[("eigs", "0.4,0.3,0.2,0.1"), ("N", "31")]).unwrap();
+        let v: Vec<f64> = o
+            .value
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        for (a, b) in v.iter().zip([1.0, 0.640580, 0.377372, 0.209805, 0.135995]) {
+            assert!((a - b).abs() < 1e-6);
+        }
+        for (d, peak) in [("5", 0.576), ("10", 0.455)] {
+            let o = eval("he2025-flow", &[("d", d), ("t-end", "50")]).unwrap();
+            assert!((num(&o) - peak).abs() < 0.005, "d = {d}: {}", num(&o));
+            assert!(o.traj.as_ref().unwrap().rows.len() > 400);
+        }
+        let o = eval("optimal-temperature", &[("test-sigma-x", "2")]).unwrap();
+        assert!((num(&o) - 2.99980).abs() < 1e-5);
+        assert!(eval("eta-star", &[("dd", "3")]).is_err());
+        assert!(eval("mu-gamma", &[]).is_err());
+        assert!(eval("nope", &[]).is_err());
+        assert!(eval("gd-risk", &[("variant", "other")]).is_err());
+    }
 }

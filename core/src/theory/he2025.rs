@@ -12,6 +12,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use nalgebra::{DMatrix, DVector};
 
+/// Observer of [`Setting::gd_approx_loss`]: `(step, L~, omega, mu) -> keep going?`.
+pub type GdObserver<'a> = dyn FnMut(usize, f64, &[f64], &[f64]) -> bool + 'a;
+
 /// The isotropic setting (d, L, sigma^2) of He et al. (2025) §1.1.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Setting {
@@ -31,10 +34,14 @@ impl Setting {
     /// Validated setting: d >= 1, L >= 1, sigma^2 >= 0 finite.
     pub fn new(d: usize, l: usize, sigma2: f64) -> Result<Setting> {
         if d == 0 || l == 0 {
-            return Err(Error::InvalidConfig(format!("need d >= 1 and L >= 1 (d = {d}, L = {l})")));
+            return Err(Error::InvalidConfig(format!(
+                "need d >= 1 and L >= 1 (d = {d}, L = {l})"
+            )));
         }
         if !(sigma2 >= 0.0 && sigma2.is_finite()) {
-            return Err(Error::InvalidConfig(format!("sigma^2 must be finite and >= 0 (got {sigma2})")));
+            return Err(Error::InvalidConfig(format!(
+                "sigma^2 must be finite and >= 0 (got {sigma2})"
+            )));
         }
         Ok(Setting { d, l, sigma2 })
     }
@@ -70,10 +77,19 @@ impl Setting {
     /// `L~` and its gradient (spec §4.1), returns the loss and writes
     /// `grad_mu = -2 (1 - mu^T omega) omega + 2 lambda E mu` and
     /// `grad_omega = -2 (1 - mu^T omega) mu + 2 d lambda (E o mu mu^T) omega`.
-    pub fn approx_loss_grad(&self, omega: &[f64], mu: &[f64], grad_omega: &mut [f64], grad_mu: &mut [f64]) -> Result<f64> {
+    pub fn approx_loss_grad(
+        &self,
+        omega: &[f64],
+        mu: &[f64],
+        grad_omega: &mut [f64],
+        grad_mu: &mut [f64],
+    ) -> Result<f64> {
         let h = omega.len();
         if h == 0 || mu.len() != h || grad_omega.len() != h || grad_mu.len() != h {
-            return Err(Error::Shape(format!("omega, mu and gradients need the same length >= 1 (omega {h}, mu {})", mu.len())));
+            return Err(Error::Shape(format!(
+                "omega, mu and gradients need the same length >= 1 (omega {h}, mu {})",
+                mu.len()
+            )));
         }
         check_finite("omega", omega)?;
         check_finite("mu", mu)?;
@@ -97,7 +113,10 @@ impl Setting {
         }
         let loss = self.sigma2 + r * r + lam * q;
         if !loss.is_finite() {
-            return Err(Error::Numerical(format!("approximate loss overflowed (omega too large for d = {})", self.d)));
+            return Err(Error::Numerical(format!(
+                "approximate loss overflowed (omega too large for d = {})",
+                self.d
+            )));
         }
         Ok(loss)
     }
@@ -110,9 +129,14 @@ impl Setting {
         }
         check_finite("omega", omega)?;
         let (d, lam) = (self.df(), self.lambda());
-        let m = DMatrix::from_fn(h, h, |a, b| omega[a] * omega[b] + lam * libm::exp(d * omega[a] * omega[b]));
+        let m = DMatrix::from_fn(h, h, |a, b| {
+            omega[a] * omega[b] + lam * libm::exp(d * omega[a] * omega[b])
+        });
         let rhs = DVector::from_column_slice(omega);
-        let sol = m.lu().solve(&rhs).ok_or_else(|| Error::Numerical("omega omega^T + lambda E is singular".into()))?;
+        let sol = m
+            .lu()
+            .solve(&rhs)
+            .ok_or_else(|| Error::Numerical("omega omega^T + lambda E is singular".into()))?;
         Ok(sol.iter().copied().collect())
     }
 
@@ -120,7 +144,9 @@ impl Setting {
     /// solution manifold S_gamma (spec §4.2, eq. 4.5 with the squared ||mu||_1 of the errata).
     pub fn mu_gamma(&self, gamma: f64) -> Result<f64> {
         if !(gamma > 0.0 && gamma.is_finite()) {
-            return Err(Error::InvalidConfig(format!("gamma must be finite and > 0 (got {gamma})")));
+            return Err(Error::InvalidConfig(format!(
+                "gamma must be finite and > 0 (got {gamma})"
+            )));
         }
         Ok(gamma / (2.0 * (gamma * gamma + self.lambda() * libm::sinh(self.df() * gamma * gamma))))
     }
@@ -129,7 +155,9 @@ impl Setting {
     /// `sigma^2 + 1 - (1 + lambda sinh(d gamma^2)/gamma^2)^{-1}`; tends to [`Setting::approx_loss_star`] as gamma -> 0.
     pub fn manifold_loss(&self, gamma: f64) -> Result<f64> {
         if !(gamma > 0.0 && gamma.is_finite()) {
-            return Err(Error::InvalidConfig(format!("gamma must be finite and > 0 (got {gamma})")));
+            return Err(Error::InvalidConfig(format!(
+                "gamma must be finite and > 0 (got {gamma})"
+            )));
         }
         let r = self.lambda() * libm::sinh(self.df() * gamma * gamma) / (gamma * gamma);
         Ok(self.sigma2 + 1.0 - 1.0 / (1.0 + r))
@@ -145,7 +173,10 @@ impl Setting {
     /// mu* = sqrt(d) / (1 + e (1 + sigma^2) d / L). Returns (omega*, mu*).
     pub fn nw_optimum(&self) -> (f64, f64) {
         let d = self.df();
-        (1.0 / libm::sqrt(d), libm::sqrt(d) / (1.0 + core::f64::consts::E * (1.0 + self.sigma2) * d / self.lf()))
+        (
+            1.0 / libm::sqrt(d),
+            libm::sqrt(d) / (1.0 + core::f64::consts::E * (1.0 + self.sigma2) * d / self.lf()),
+        )
     }
 
     // ------------------------------------------------------------------------------------------
@@ -172,13 +203,17 @@ impl Setting {
     /// `1 + sigma^2 - 2 eta (L-1)/L + eta^2 (L-1)(d (1 + sigma^2) + L) / L^2`; minimised at eta*.
     pub fn debiased_gd_risk(&self, eta: f64) -> f64 {
         let (d, l, s2) = (self.df(), self.lf(), self.sigma2);
-        1.0 + s2 - 2.0 * eta * (l - 1.0) / l + eta * eta * (l - 1.0) * (d * (1.0 + s2) + l) / (l * l)
+        1.0 + s2 - 2.0 * eta * (l - 1.0) / l
+            + eta * eta * (l - 1.0) * (d * (1.0 + s2) + l) / (l * l)
     }
 
     /// OLS risk `sigma^2 (1 + d / (L - d - 1))`; needs L > d + 1.
     pub fn ols_risk(&self) -> Result<f64> {
         if self.l <= self.d + 1 {
-            return Err(Error::InvalidConfig(format!("OLS risk is finite only for L > d + 1 (d = {}, L = {})", self.d, self.l)));
+            return Err(Error::InvalidConfig(format!(
+                "OLS risk is finite only for L > d + 1 (d = {}, L = {})",
+                self.d, self.l
+            )));
         }
         Ok(self.sigma2 * (1.0 + self.df() / (self.lf() - self.df() - 1.0)))
     }
@@ -188,10 +223,14 @@ impl Setting {
     /// `stream(seed, Eval, L, i)`. Returns (mean, standard error).
     pub fn bayes_risk_mc(&self, n: usize, seed: u64) -> Result<(f64, f64)> {
         if n < 2 {
-            return Err(Error::InvalidConfig("Monte Carlo needs at least 2 samples".into()));
+            return Err(Error::InvalidConfig(
+                "Monte Carlo needs at least 2 samples".into(),
+            ));
         }
         if self.sigma2 == 0.0 {
-            return Err(Error::InvalidConfig("the Bayes-risk formula needs sigma^2 > 0".into()));
+            return Err(Error::InvalidConfig(
+                "the Bayes-risk formula needs sigma^2 > 0".into(),
+            ));
         }
         let (d, l) = (self.d, self.l);
         let mut g = vec![0.0; l * d];
@@ -204,7 +243,9 @@ impl Setting {
             for k in 0..d {
                 a[(k, k)] += self.df() * self.sigma2;
             }
-            let inv = a.try_inverse().ok_or_else(|| Error::Numerical("X^T X + d sigma^2 I is singular".into()))?;
+            let inv = a
+                .try_inverse()
+                .ok_or_else(|| Error::Numerical("X^T X + d sigma^2 I is singular".into()))?;
             let v = self.sigma2 * (1.0 + inv.trace());
             s += v;
             ss += v * v;
@@ -223,11 +264,18 @@ impl Setting {
     /// `obs(step, loss, omega, mu)` is called at step 0 and every `every` steps (and at the end);
     /// returning `false` stops. Returns the final (omega, mu).
     pub fn gd_approx_loss(
-        &self, omega0: &[f64], mu0: &[f64], lr: f64, steps: usize, every: usize,
-        obs: &mut dyn FnMut(usize, f64, &[f64], &[f64]) -> bool,
+        &self,
+        omega0: &[f64],
+        mu0: &[f64],
+        lr: f64,
+        steps: usize,
+        every: usize,
+        obs: &mut GdObserver,
     ) -> Result<(Vec<f64>, Vec<f64>)> {
         if !(lr > 0.0 && lr.is_finite()) {
-            return Err(Error::InvalidConfig(format!("learning rate must be finite and > 0 (got {lr})")));
+            return Err(Error::InvalidConfig(format!(
+                "learning rate must be finite and > 0 (got {lr})"
+            )));
         }
         let h = omega0.len();
         let (mut om, mut mu) = (omega0.to_vec(), mu0.to_vec());
@@ -252,10 +300,20 @@ impl Setting {
     /// Gradient flow of H heads on `L~/2` (App. D): `d mu/dt = omega - (mu^T omega) omega - lambda E mu`,
     /// `d omega/dt = mu - (mu^T omega) mu - d lambda (E o mu mu^T) omega`, integrated with RK4 (step `dt`).
     /// The state passed to `obs(t, y)` is `y = [omega_1..omega_H, mu_1..mu_H]`. Returns the final state.
-    pub fn flow_heads(&self, omega0: &[f64], mu0: &[f64], t_end: f64, dt: f64, obs: &mut ode::Observer) -> Result<Vec<f64>> {
+    pub fn flow_heads(
+        &self,
+        omega0: &[f64],
+        mu0: &[f64],
+        t_end: f64,
+        dt: f64,
+        obs: &mut ode::Observer,
+    ) -> Result<Vec<f64>> {
         let h = omega0.len();
         if h == 0 || mu0.len() != h {
-            return Err(Error::Shape(format!("omega and mu need the same length >= 1 ({h} vs {})", mu0.len())));
+            return Err(Error::Shape(format!(
+                "omega and mu need the same length >= 1 ({h} vs {})",
+                mu0.len()
+            )));
         }
         let y0: Vec<f64> = omega0.iter().chain(mu0).copied().collect();
         let (mut go, mut gm) = (vec![0.0; h], vec![0.0; h]);
@@ -285,14 +343,19 @@ impl Setting {
         let (d, lam) = (self.df(), self.lambda());
         let ep = libm::exp(d * rho * rho);
         let em = 1.0 / ep;
-        (rho - 2.0 * phi * rho * rho - lam * phi * (ep - em), phi - 2.0 * phi * phi * rho - d * lam * phi * phi * rho * (ep + em))
+        (
+            rho - 2.0 * phi * rho * rho - lam * phi * (ep - em),
+            phi - 2.0 * phi * phi * rho - d * lam * phi * phi * rho * (ep + em),
+        )
     }
 
     /// Loss along (D.4): `L~/2 = (1+sigma^2)/2 - 2 phi rho + 2 phi^2 rho^2 + lambda phi^2 (e^{d rho^2} - e^{-d rho^2})`.
     pub fn two_head_loss(&self, phi: f64, rho: f64) -> f64 {
         let (d, lam) = (self.df(), self.lambda());
         let s = 2.0 * libm::sinh(d * rho * rho);
-        (1.0 + self.sigma2) / 2.0 - 2.0 * phi * rho + 2.0 * phi * phi * rho * rho + lam * phi * phi * s
+        (1.0 + self.sigma2) / 2.0 - 2.0 * phi * rho
+            + 2.0 * phi * phi * rho * rho
+            + lam * phi * phi * s
     }
 
     /// phi*(rho) = rho / (2 rho^2 + lambda (e^{d rho^2} - e^{-d rho^2})) (D.17), the phi that phase III tracks.
@@ -304,13 +367,23 @@ impl Setting {
     /// and report the phase markers. Trajectory rows are `[t, phi, rho, L~/2]`, one every `sample_dt`.
     pub fn two_head_flow(&self, alpha: f64, opt: &FlowOptions) -> Result<TwoHeadFlow> {
         if !(alpha > 0.0 && alpha.is_finite()) {
-            return Err(Error::InvalidConfig(format!("alpha must be finite and > 0 (got {alpha})")));
+            return Err(Error::InvalidConfig(format!(
+                "alpha must be finite and > 0 (got {alpha})"
+            )));
         }
         if !(opt.t_end > 0.0) || !(opt.sample_dt > 0.0) {
-            return Err(Error::InvalidConfig("t_end and sample_dt must be > 0".into()));
+            return Err(Error::InvalidConfig(
+                "t_end and sample_dt must be > 0".into(),
+            ));
         }
         let thr = 0.5 / libm::sqrt(self.df());
-        let mut out = TwoHeadFlow { peak_rho: f64::NEG_INFINITY, tau2: 0.0, tau1: None, final_state: [0.0; 2], trajectory: Vec::new() };
+        let mut out = TwoHeadFlow {
+            peak_rho: f64::NEG_INFINITY,
+            tau2: 0.0,
+            tau1: None,
+            final_state: [0.0; 2],
+            trajectory: Vec::new(),
+        };
         // peak of rho refined by a parabola through the three samples around the discrete maximum
         let mut prev: [(f64, f64); 2] = [(f64::NAN, f64::NAN); 2];
         let mut next_sample = 0.0;
@@ -325,7 +398,10 @@ impl Setting {
                 let den = (t0 - t1) * (t0 - t2) * (t1 - t2);
                 let a = (t2 * (r1 - r0) + t1 * (r0 - r2) + t0 * (r2 - r1)) / den;
                 let b = (t2 * t2 * (r0 - r1) + t1 * t1 * (r2 - r0) + t0 * t0 * (r1 - r2)) / den;
-                let c = (t1 * t2 * (t1 - t2) * r0 + t2 * t0 * (t2 - t0) * r1 + t0 * t1 * (t0 - t1) * r2) / den;
+                let c = (t1 * t2 * (t1 - t2) * r0
+                    + t2 * t0 * (t2 - t0) * r1
+                    + t0 * t1 * (t0 - t1) * r2)
+                    / den;
                 let (tp, rp) = if a < 0.0 {
                     let tp = -b / (2.0 * a);
                     (tp, c + b * tp + a * tp * tp)
@@ -337,7 +413,8 @@ impl Setting {
             }
             prev = [p2, (t, rho)];
             if t >= next_sample - 1e-12 {
-                out.trajectory.push([t, phi, rho, self.two_head_loss(phi, rho)]);
+                out.trajectory
+                    .push([t, phi, rho, self.two_head_loss(phi, rho)]);
                 next_sample += opt.sample_dt;
             }
             true
@@ -350,18 +427,24 @@ impl Setting {
         let y = match opt.method {
             Method::Rk4 { dt } => ode::rk4(&mut f, &[alpha, alpha], 0.0, opt.t_end, dt, &mut obs)?,
             Method::Adaptive(a) => {
-                let a = ode::Adaptive { h_max: a.h_max.min(opt.sample_dt), ..a };
+                let a = ode::Adaptive {
+                    h_max: a.h_max.min(opt.sample_dt),
+                    ..a
+                };
                 ode::rk45(&mut f, &[alpha, alpha], 0.0, opt.t_end, &a, &mut obs)?
             }
         };
         out.final_state = [y[0], y[1]];
         if let Some(last) = out.trajectory.last() {
             if last[0] < opt.t_end {
-                out.trajectory.push([opt.t_end, y[0], y[1], self.two_head_loss(y[0], y[1])]);
+                out.trajectory
+                    .push([opt.t_end, y[0], y[1], self.two_head_loss(y[0], y[1])]);
             }
         }
         if !out.peak_rho.is_finite() {
-            return Err(Error::Numerical("rho has no interior maximum before t_end (increase t_end)".into()));
+            return Err(Error::Numerical(
+                "rho has no interior maximum before t_end (increase t_end)".into(),
+            ));
         }
         Ok(out)
     }
@@ -388,7 +471,11 @@ pub struct FlowOptions {
 impl Default for FlowOptions {
     /// Up to t = 2000 with RK4 (dt = 0.01), a row every 0.1.
     fn default() -> Self {
-        FlowOptions { t_end: 2000.0, method: Method::Rk4 { dt: 0.01 }, sample_dt: 0.1 }
+        FlowOptions {
+            t_end: 2000.0,
+            method: Method::Rk4 { dt: 0.01 },
+            sample_dt: 0.1,
+        }
     }
 }
 
@@ -424,7 +511,9 @@ pub fn gd_risk_star_asymptotic(xi: f64, sigma2: f64) -> f64 {
 /// Asymptotic Bayes risk (F.36): `(sigma^2 + 1 - 1/xi + sqrt(4 sigma^2 + (sigma^2 + 1/xi - 1)^2)) / 2`.
 pub fn bayes_risk_asymptotic(xi: f64, sigma2: f64) -> Result<f64> {
     if !(xi > 0.0 && xi.is_finite()) || !(sigma2 >= 0.0 && sigma2.is_finite()) {
-        return Err(Error::InvalidConfig(format!("need xi > 0 and sigma^2 >= 0 (xi = {xi}, sigma^2 = {sigma2})")));
+        return Err(Error::InvalidConfig(format!(
+            "need xi > 0 and sigma^2 >= 0 (xi = {xi}, sigma^2 = {sigma2})"
+        )));
     }
     let t = sigma2 + 1.0 / xi - 1.0;
     Ok(0.5 * (sigma2 + 1.0 - 1.0 / xi + libm::sqrt(4.0 * sigma2 + t * t)))
@@ -433,8 +522,15 @@ pub fn bayes_risk_asymptotic(xi: f64, sigma2: f64) -> Result<f64> {
 /// Theorem 4.2(iii) bound on E(gd(eta*)) / BayesRisk: `1 + sigma^{-2} / ((1 + xi sigma^2)(1 + sigma^2 + 1/xi))`.
 /// Valid for sigma^2 > 0 and sigma^2 + 1/xi > 1.
 pub fn ratio_bound(xi: f64, sigma2: f64) -> Result<f64> {
-    if !(sigma2 > 0.0) || !(xi > 0.0) || !(sigma2 + 1.0 / xi > 1.0) || !xi.is_finite() || !sigma2.is_finite() {
-        return Err(Error::InvalidConfig(format!("the bound needs sigma^2 > 0 and sigma^2 + 1/xi > 1 (xi = {xi}, sigma^2 = {sigma2})")));
+    if !(sigma2 > 0.0)
+        || !(xi > 0.0)
+        || !(sigma2 + 1.0 / xi > 1.0)
+        || !xi.is_finite()
+        || !sigma2.is_finite()
+    {
+        return Err(Error::InvalidConfig(format!(
+            "the bound needs sigma^2 > 0 and sigma^2 + 1/xi > 1 (xi = {xi}, sigma^2 = {sigma2})"
+        )));
     }
     Ok(1.0 + 1.0 / (sigma2 * (1.0 + xi * sigma2) * (1.0 + sigma2 + 1.0 / xi)))
 }
@@ -445,7 +541,11 @@ pub fn ratio_bound(xi: f64, sigma2: f64) -> Result<f64> {
 /// Sigma~ = (1 + 1/L) Sigma + (tr Sigma + d sigma^2)/L I (B.6), row-major d x d.
 pub fn sigma_tilde(sigma: &[f64], d: usize, l: usize, sigma2: f64) -> Result<Vec<f64>> {
     if sigma.len() != d * d || d == 0 || l == 0 {
-        return Err(Error::Shape(format!("Sigma needs d*d = {} entries (got {}), L >= 1", d * d, sigma.len())));
+        return Err(Error::Shape(format!(
+            "Sigma needs d*d = {} entries (got {}), L >= 1",
+            d * d,
+            sigma.len()
+        )));
     }
     check_finite("Sigma", sigma)?;
     let lf = l as f64;
@@ -463,7 +563,11 @@ pub fn sigma_tilde(sigma: &[f64], d: usize, l: usize, sigma2: f64) -> Result<Vec
 pub fn precond_gd_risk(sigma: &[f64], a: &[f64], d: usize, l: usize, sigma2: f64) -> Result<f64> {
     let st = sigma_tilde(sigma, d, l, sigma2)?;
     if a.len() != d * d {
-        return Err(Error::Shape(format!("A needs d*d = {} entries (got {})", d * d, a.len())));
+        return Err(Error::Shape(format!(
+            "A needs d*d = {} entries (got {})",
+            d * d,
+            a.len()
+        )));
     }
     check_finite("A", a)?;
     let s = DMatrix::from_row_slice(d, d, sigma);
@@ -478,8 +582,14 @@ pub fn precond_gd_risk(sigma: &[f64], a: &[f64], d: usize, l: usize, sigma2: f64
 /// Inverse of a row-major d x d matrix (helper for preconditioners).
 pub fn inverse(m: &[f64], d: usize) -> Result<Vec<f64>> {
     if m.len() != d * d {
-        return Err(Error::Shape(format!("matrix needs d*d = {} entries (got {})", d * d, m.len())));
+        return Err(Error::Shape(format!(
+            "matrix needs d*d = {} entries (got {})",
+            d * d,
+            m.len()
+        )));
     }
-    let inv = DMatrix::from_row_slice(d, d, m).try_inverse().ok_or_else(|| Error::Numerical("matrix is singular".into()))?;
+    let inv = DMatrix::from_row_slice(d, d, m)
+        .try_inverse()
+        .ok_or_else(|| Error::Numerical("matrix is singular".into()))?;
     Ok((0..d * d).map(|k| inv[(k / d, k % d)]).collect())
 }

@@ -19,7 +19,11 @@ fn check(x: &[f64], y: &[f64], xq: &[f64]) -> Result<(usize, usize)> {
     let d = xq.len();
     let l = y.len();
     if d == 0 || l == 0 || x.len() != l * d {
-        return Err(Error::Shape(format!("x needs L*d = {} entries (L = {l}, d = {d}), got {}", l * d, x.len())));
+        return Err(Error::Shape(format!(
+            "x needs L*d = {} entries (L = {l}, d = {d}), got {}",
+            l * d,
+            x.len()
+        )));
     }
     if x.iter().chain(y).chain(xq).any(|v| !v.is_finite()) {
         return Err(Error::NonFinite("regression data".into()));
@@ -31,7 +35,14 @@ fn check(x: &[f64], y: &[f64], xq: &[f64]) -> Result<(usize, usize)> {
 /// for t = 0..T-1 and all tokens l in [L] + {q} simultaneously,
 /// `x_l <- x_l - eta_x/L sum_{l'<=L} x_l' x_l'^T x_l` and `y_l <- y_l + eta_y/L sum_{l'<=L} y_l' x_l'^T x_l`.
 /// Returns `y_q^(t)` for t = 1..=T.
-pub fn algorithm1_tokens(x: &[f64], y: &[f64], xq: &[f64], eta_x: f64, eta_y: f64, steps: usize) -> Result<Vec<f64>> {
+pub fn algorithm1_tokens(
+    x: &[f64],
+    y: &[f64],
+    xq: &[f64],
+    eta_x: f64,
+    eta_y: f64,
+    steps: usize,
+) -> Result<Vec<f64>> {
     let (l, d) = check(x, y, xq)?;
     let lf = l as f64;
     // tokens 0..L-1 context, token L the query
@@ -81,7 +92,14 @@ pub struct Alg1 {
 /// Algorithm 1 in summary-statistics form (spec §4.5): `C_0 = 1/L sum x x^T`, `b_0 = 1/L sum y x`;
 /// `A_t = I - eta_x C_t`, `yhat^(t+1) = yhat^(t) + eta_y b_t^T x_q^(t)`, `b_{t+1} = A_t (I + eta_y C_t) b_t`,
 /// `C_{t+1} = A_t C_t A_t`, `x_q^(t+1) = A_t x_q^(t)`. O(T d^3) per sequence.
-pub fn algorithm1(x: &[f64], y: &[f64], xq: &[f64], eta_x: f64, eta_y: f64, steps: usize) -> Result<Alg1> {
+pub fn algorithm1(
+    x: &[f64],
+    y: &[f64],
+    xq: &[f64],
+    eta_x: f64,
+    eta_y: f64,
+    steps: usize,
+) -> Result<Alg1> {
     let (l, d) = check(x, y, xq)?;
     let xm = DMatrix::from_row_slice(l, d, x);
     let mut c = xm.transpose() * &xm / l as f64;
@@ -100,9 +118,12 @@ pub fn algorithm1(x: &[f64], y: &[f64], xq: &[f64], eta_x: f64, eta_y: f64, step
         b = &a * ((&eye + &c * eta_y) * &b);
         c = &a * &c * &a;
         q = &a * q;
-        prod = prod * &a;
+        prod *= &a;
     }
-    Ok(Alg1 { preds, w_eff: w.iter().copied().collect() })
+    Ok(Alg1 {
+        preds,
+        w_eff: w.iter().copied().collect(),
+    })
 }
 
 /// Standard K-step GD from w_0 = 0 (spec §5): `w_{k+1} = w_k - eta/L X^T (X w_k - y)`.
@@ -125,15 +146,23 @@ pub fn gd_steps(x: &[f64], y: &[f64], xq: &[f64], eta: f64, steps: usize) -> Res
 /// Ridge `(X^T X + lambda I)^{-1} X^T y` (lambda = 0: OLS, needs X^T X invertible).
 pub fn ridge(x: &[f64], y: &[f64], d: usize, lambda: f64) -> Result<Vec<f64>> {
     if d == 0 || x.len() != y.len() * d {
-        return Err(Error::Shape(format!("x needs L*d = {} entries", y.len() * d)));
+        return Err(Error::Shape(format!(
+            "x needs L*d = {} entries",
+            y.len() * d
+        )));
     }
     if !(lambda >= 0.0 && lambda.is_finite()) {
-        return Err(Error::InvalidConfig(format!("ridge lambda must be finite and >= 0 (got {lambda})")));
+        return Err(Error::InvalidConfig(format!(
+            "ridge lambda must be finite and >= 0 (got {lambda})"
+        )));
     }
     let xm = DMatrix::from_row_slice(y.len(), d, x);
     let a = xm.transpose() * &xm + DMatrix::<f64>::identity(d, d) * lambda;
     let rhs = xm.transpose() * DVector::from_column_slice(y);
-    let sol = a.cholesky().ok_or_else(|| Error::Numerical("X^T X + lambda I is singular".into()))?.solve(&rhs);
+    let sol = a
+        .cholesky()
+        .ok_or_else(|| Error::Numerical("X^T X + lambda I is singular".into()))?
+        .solve(&rhs);
     Ok(sol.iter().copied().collect())
 }
 
@@ -146,7 +175,9 @@ pub fn ols(x: &[f64], y: &[f64], d: usize) -> Result<Vec<f64>> {
 /// `E[(beta_hat - beta)^T x_q]^2 = sigma^2 d / (L - d - 1)` (needs L > d + 1).
 pub fn ols_excess_risk(d: usize, l: usize, sigma2: f64) -> Result<f64> {
     if l <= d + 1 {
-        return Err(Error::InvalidConfig(format!("OLS excess risk needs L > d + 1 (d = {d}, L = {l})")));
+        return Err(Error::InvalidConfig(format!(
+            "OLS excess risk needs L > d + 1 (d = {d}, L = {l})"
+        )));
     }
     Ok(sigma2 * d as f64 / (l - d - 1) as f64)
 }
@@ -154,21 +185,36 @@ pub fn ols_excess_risk(d: usize, l: usize, sigma2: f64) -> Result<f64> {
 /// Two-stage least squares (spec §6.3) from instruments `z` (L x q), regressors `x` (L x p), `y` (L):
 /// `theta_hat = (Z^T Z)^{-1} Z^T X`, `X_hat = Z theta_hat`, `beta_2sls = (X_hat^T X_hat)^{-1} X_hat^T y`.
 /// Returns (beta_2sls (p), theta_hat (q x p row-major)).
-pub fn two_sls(z: &[f64], x: &[f64], y: &[f64], q: usize, p: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+pub fn two_sls(
+    z: &[f64],
+    x: &[f64],
+    y: &[f64],
+    q: usize,
+    p: usize,
+) -> Result<(Vec<f64>, Vec<f64>)> {
     let l = y.len();
     if q == 0 || p == 0 || z.len() != l * q || x.len() != l * p {
-        return Err(Error::Shape(format!("IV data: z needs L*q = {}, x needs L*p = {} entries", l * q, l * p)));
+        return Err(Error::Shape(format!(
+            "IV data: z needs L*q = {}, x needs L*p = {} entries",
+            l * q,
+            l * p
+        )));
     }
     let zm = DMatrix::from_row_slice(l, q, z);
     let xm = DMatrix::from_row_slice(l, p, x);
-    let zz = (zm.transpose() * &zm).cholesky().ok_or_else(|| Error::Numerical("Z^T Z is singular".into()))?;
+    let zz = (zm.transpose() * &zm)
+        .cholesky()
+        .ok_or_else(|| Error::Numerical("Z^T Z is singular".into()))?;
     let theta = zz.solve(&(zm.transpose() * &xm));
     let xh = &zm * &theta;
     let beta = (xh.transpose() * &xh)
         .cholesky()
         .ok_or_else(|| Error::Numerical("X_hat^T X_hat is singular (weak instruments)".into()))?
         .solve(&(xh.transpose() * DVector::from_column_slice(y)));
-    Ok((beta.iter().copied().collect(), (0..q * p).map(|k| theta[(k / p, k % p)]).collect()))
+    Ok((
+        beta.iter().copied().collect(),
+        (0..q * p).map(|k| theta[(k / p, k % p)]).collect(),
+    ))
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -211,9 +257,18 @@ pub struct Sequence {
 
 /// Sample `U` Haar, `lambda_i ~ U(lmin, lmax)`, `beta ~ N(0, I_d)`, `x = U diag(sqrt lambda) g`,
 /// `y = beta^T x + eps` with eps ~ N(0, sigma^2); the query from the same N(0, Sigma).
-pub fn varying_cov_sequence(rng: &mut Rng, d: usize, l: usize, sigma2: f64, lmin: f64, lmax: f64) -> Sequence {
+pub fn varying_cov_sequence(
+    rng: &mut Rng,
+    d: usize,
+    l: usize,
+    sigma2: f64,
+    lmin: f64,
+    lmax: f64,
+) -> Sequence {
     let u = haar_orthogonal(rng, d);
-    let lam: Vec<f64> = (0..d).map(|_| lmin + (lmax - lmin) * rng::uniform(rng)).collect();
+    let lam: Vec<f64> = (0..d)
+        .map(|_| lmin + (lmax - lmin) * rng::uniform(rng))
+        .collect();
     let mut g = vec![0.0; d + (l + 1) * d + l];
     rng::fill_normal(rng, &mut g);
     let beta = g[..d].to_vec();
@@ -221,16 +276,33 @@ pub fn varying_cov_sequence(rng: &mut Rng, d: usize, l: usize, sigma2: f64, lmin
     for t in 0..=l {
         let gt = &g[d + t * d..d + (t + 1) * d];
         for i in 0..d {
-            xs[t * d + i] = (0..d).map(|k| u[i * d + k] * libm::sqrt(lam[k]) * gt[k]).sum();
+            xs[t * d + i] = (0..d)
+                .map(|k| u[i * d + k] * libm::sqrt(lam[k]) * gt[k])
+                .sum();
         }
     }
     let s = libm::sqrt(sigma2);
-    let y: Vec<f64> = (0..l).map(|t| (0..d).map(|i| beta[i] * xs[t * d + i]).sum::<f64>() + s * g[d + (l + 1) * d + t]).collect();
+    let y: Vec<f64> = (0..l)
+        .map(|t| (0..d).map(|i| beta[i] * xs[t * d + i]).sum::<f64>() + s * g[d + (l + 1) * d + t])
+        .collect();
     let xq = xs[l * d..].to_vec();
     let yq = (0..d).map(|i| beta[i] * xq[i]).sum();
-    let sigma = (0..d * d).map(|k| (0..d).map(|m| u[(k / d) * d + m] * lam[m] * u[(k % d) * d + m]).sum()).collect();
+    let sigma = (0..d * d)
+        .map(|k| {
+            (0..d)
+                .map(|m| u[(k / d) * d + m] * lam[m] * u[(k % d) * d + m])
+                .sum()
+        })
+        .collect();
     xs.truncate(l * d);
-    Sequence { x: xs, y, xq, yq, beta, sigma }
+    Sequence {
+        x: xs,
+        y,
+        xq,
+        yq,
+        beta,
+        sigma,
+    }
 }
 
 /// One IV sequence (spec §6.1, Liang et al. conventions): `z ~ N(0, I_q)`, confounder `u ~ N(0, I_p)`,
@@ -258,7 +330,9 @@ pub fn iv_sequence(rng: &mut Rng, q: usize, p: usize, l: usize) -> IvSequence {
     };
     let mut theta = n(q * p);
     let fro = libm::sqrt(theta.iter().map(|v| v * v).sum::<f64>());
-    theta.iter_mut().for_each(|v| *v *= libm::sqrt((q * p) as f64) / fro);
+    theta
+        .iter_mut()
+        .for_each(|v| *v *= libm::sqrt((q * p) as f64) / fro);
     let phi_m = n(p * p);
     let phi = n(p);
     let beta: Vec<f64> = n(p).iter().map(|v| v / libm::sqrt(p as f64)).collect();
@@ -275,9 +349,23 @@ pub fn iv_sequence(rng: &mut Rng, q: usize, p: usize, l: usize) -> IvSequence {
             let pu: f64 = (0..p).map(|i| phi_m[i * p + j] * u[t * p + i]).sum();
             x[t * p + j] = tz + pu + om[t * p + j];
         }
-        y[t] = (0..p).map(|j| beta[j] * x[t * p + j] + phi[j] * u[t * p + j]).sum::<f64>() + eps[t];
+        y[t] = (0..p)
+            .map(|j| beta[j] * x[t * p + j] + phi[j] * u[t * p + j])
+            .sum::<f64>()
+            + eps[t];
     }
-    let xq: Vec<f64> = (0..p).map(|j| (0..q).map(|i| theta[i * p + j] * zq[i]).sum()).collect();
+    let xq: Vec<f64> = (0..p)
+        .map(|j| (0..q).map(|i| theta[i * p + j] * zq[i]).sum())
+        .collect();
     let yq = (0..p).map(|j| beta[j] * xq[j]).sum();
-    IvSequence { z, x, y, zq, xq, yq, beta, theta }
+    IvSequence {
+        z,
+        x,
+        y,
+        zq,
+        xq,
+        yq,
+        beta,
+        theta,
+    }
 }

@@ -26,38 +26,62 @@ pub struct Rk4 {
 impl Rk4 {
     /// Scratch for a system of dimension `n`.
     pub fn new(n: usize) -> Rk4 {
-        Rk4 { k1: vec![0.0; n], k2: vec![0.0; n], k3: vec![0.0; n], k4: vec![0.0; n], tmp: vec![0.0; n] }
+        Rk4 {
+            k1: vec![0.0; n],
+            k2: vec![0.0; n],
+            k3: vec![0.0; n],
+            k4: vec![0.0; n],
+            tmp: vec![0.0; n],
+        }
     }
 
     /// One classical RK4 step of size `h` from `(t, y)`, in place:
     /// `y += h/6 (k1 + 2 k2 + 2 k3 + k4)`, `k1 = f(t, y)`, `k2 = f(t + h/2, y + h/2 k1)`,
     /// `k3 = f(t + h/2, y + h/2 k2)`, `k4 = f(t + h, y + h k3)`.
     pub fn step(&mut self, f: &mut Rhs, t: f64, y: &mut [f64], h: f64) {
-        let n = y.len();
-        f(t, y, &mut self.k1);
-        for i in 0..n {
-            self.tmp[i] = y[i] + 0.5 * h * self.k1[i];
-        }
-        f(t + 0.5 * h, &self.tmp, &mut self.k2);
-        for i in 0..n {
-            self.tmp[i] = y[i] + 0.5 * h * self.k2[i];
-        }
-        f(t + 0.5 * h, &self.tmp, &mut self.k3);
-        for i in 0..n {
-            self.tmp[i] = y[i] + h * self.k3[i];
-        }
-        f(t + h, &self.tmp, &mut self.k4);
-        for i in 0..n {
-            y[i] += h / 6.0 * (self.k1[i] + 2.0 * self.k2[i] + 2.0 * self.k3[i] + self.k4[i]);
+        let Rk4 {
+            k1,
+            k2,
+            k3,
+            k4,
+            tmp,
+        } = self;
+        f(t, y, k1);
+        tmp.iter_mut()
+            .zip(y.iter())
+            .zip(k1.iter())
+            .for_each(|((s, y), k)| *s = y + 0.5 * h * k);
+        f(t + 0.5 * h, tmp, k2);
+        tmp.iter_mut()
+            .zip(y.iter())
+            .zip(k2.iter())
+            .for_each(|((s, y), k)| *s = y + 0.5 * h * k);
+        f(t + 0.5 * h, tmp, k3);
+        tmp.iter_mut()
+            .zip(y.iter())
+            .zip(k3.iter())
+            .for_each(|((s, y), k)| *s = y + h * k);
+        f(t + h, tmp, k4);
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
         }
     }
 }
 
 /// Integrate from `t0` to `t1` with fixed RK4 steps of (at most) `dt`; the last step is shortened
 /// to land on `t1`. Returns the final state. Errors on a bad step or a non-finite state.
-pub fn rk4(f: &mut Rhs, y0: &[f64], t0: f64, t1: f64, dt: f64, obs: &mut Observer) -> Result<Vec<f64>> {
+pub fn rk4(
+    f: &mut Rhs,
+    y0: &[f64],
+    t0: f64,
+    t1: f64,
+    dt: f64,
+    obs: &mut Observer,
+) -> Result<Vec<f64>> {
     if !(dt > 0.0 && dt.is_finite()) || !(t1 >= t0) || !t0.is_finite() || !t1.is_finite() {
-        return Err(Error::InvalidConfig(format!("rk4 needs dt > 0 and t1 >= t0 (dt = {dt}, t0 = {t0}, t1 = {t1})")));
+        return Err(Error::InvalidConfig(format!(
+            "rk4 needs dt > 0 and t1 >= t0 (dt = {dt}, t0 = {t0}, t1 = {t1})"
+        )));
     }
     let mut y = y0.to_vec();
     let mut s = Rk4::new(y.len());
@@ -67,11 +91,17 @@ pub fn rk4(f: &mut Rhs, y0: &[f64], t0: f64, t1: f64, dt: f64, obs: &mut Observe
     let n = libm::ceil((t1 - t0) / dt - 1e-9).max(0.0) as u64;
     let mut t = t0;
     for k in 0..n {
-        let tn = if k + 1 == n { t1 } else { t0 + (k + 1) as f64 * dt };
+        let tn = if k + 1 == n {
+            t1
+        } else {
+            t0 + (k + 1) as f64 * dt
+        };
         s.step(f, t, &mut y, tn - t);
         t = tn;
         if y.iter().any(|v| !v.is_finite()) {
-            return Err(Error::Numerical(format!("ODE state became non-finite at t = {t}")));
+            return Err(Error::Numerical(format!(
+                "ODE state became non-finite at t = {t}"
+            )));
         }
         if !obs(t, &y) {
             break;
@@ -97,7 +127,13 @@ pub struct Adaptive {
 
 impl Default for Adaptive {
     fn default() -> Self {
-        Adaptive { rtol: 1e-9, atol: 1e-12, h0: 1e-3, h_max: f64::INFINITY, max_steps: 10_000_000 }
+        Adaptive {
+            rtol: 1e-9,
+            atol: 1e-12,
+            h0: 1e-3,
+            h_max: f64::INFINITY,
+            max_steps: 10_000_000,
+        }
     }
 }
 
@@ -108,23 +144,74 @@ const A: [[f64; 6]; 7] = [
     [1.0 / 5.0, 0.0, 0.0, 0.0, 0.0, 0.0],
     [3.0 / 40.0, 9.0 / 40.0, 0.0, 0.0, 0.0, 0.0],
     [44.0 / 45.0, -56.0 / 15.0, 32.0 / 9.0, 0.0, 0.0, 0.0],
-    [19372.0 / 6561.0, -25360.0 / 2187.0, 64448.0 / 6561.0, -212.0 / 729.0, 0.0, 0.0],
-    [9017.0 / 3168.0, -355.0 / 33.0, 46732.0 / 5247.0, 49.0 / 176.0, -5103.0 / 18656.0, 0.0],
-    [35.0 / 384.0, 0.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0],
+    [
+        19372.0 / 6561.0,
+        -25360.0 / 2187.0,
+        64448.0 / 6561.0,
+        -212.0 / 729.0,
+        0.0,
+        0.0,
+    ],
+    [
+        9017.0 / 3168.0,
+        -355.0 / 33.0,
+        46732.0 / 5247.0,
+        49.0 / 176.0,
+        -5103.0 / 18656.0,
+        0.0,
+    ],
+    [
+        35.0 / 384.0,
+        0.0,
+        500.0 / 1113.0,
+        125.0 / 192.0,
+        -2187.0 / 6784.0,
+        11.0 / 84.0,
+    ],
 ];
 /// 5th-order weights (= last row of A, "first same as last").
-const B5: [f64; 7] = [35.0 / 384.0, 0.0, 500.0 / 1113.0, 125.0 / 192.0, -2187.0 / 6784.0, 11.0 / 84.0, 0.0];
+const B5: [f64; 7] = [
+    35.0 / 384.0,
+    0.0,
+    500.0 / 1113.0,
+    125.0 / 192.0,
+    -2187.0 / 6784.0,
+    11.0 / 84.0,
+    0.0,
+];
 /// 4th-order embedded weights.
-const B4: [f64; 7] =
-    [5179.0 / 57600.0, 0.0, 7571.0 / 16695.0, 393.0 / 640.0, -92097.0 / 339200.0, 187.0 / 2100.0, 1.0 / 40.0];
+const B4: [f64; 7] = [
+    5179.0 / 57600.0,
+    0.0,
+    7571.0 / 16695.0,
+    393.0 / 640.0,
+    -92097.0 / 339200.0,
+    187.0 / 2100.0,
+    1.0 / 40.0,
+];
 
 /// Integrate from `t0` to `t1` with adaptive Dormand–Prince RK5(4) steps (local extrapolation:
 /// the 5th-order solution is propagated). A step is accepted when the RMS of
 /// `(y5 - y4) / (atol + rtol max(|y|, |y_new|))` is at most 1; the next step is
 /// `h * clamp(0.9 err^(-1/5), 0.2, 5)`, never above `h_max`. Returns the final state.
-pub fn rk45(f: &mut Rhs, y0: &[f64], t0: f64, t1: f64, opt: &Adaptive, obs: &mut Observer) -> Result<Vec<f64>> {
-    if !(t1 >= t0) || !t0.is_finite() || !t1.is_finite() || !(opt.h0 > 0.0) || !(opt.rtol > 0.0) || !(opt.atol >= 0.0) {
-        return Err(Error::InvalidConfig(format!("rk45 needs t1 >= t0, h0 > 0, rtol > 0 (t0 = {t0}, t1 = {t1})")));
+pub fn rk45(
+    f: &mut Rhs,
+    y0: &[f64],
+    t0: f64,
+    t1: f64,
+    opt: &Adaptive,
+    obs: &mut Observer,
+) -> Result<Vec<f64>> {
+    if !(t1 >= t0)
+        || !t0.is_finite()
+        || !t1.is_finite()
+        || !(opt.h0 > 0.0)
+        || !(opt.rtol > 0.0)
+        || !(opt.atol >= 0.0)
+    {
+        return Err(Error::InvalidConfig(format!(
+            "rk45 needs t1 >= t0, h0 > 0, rtol > 0 (t0 = {t0}, t1 = {t1})"
+        )));
     }
     let n = y0.len();
     let mut y = y0.to_vec();
@@ -141,7 +228,10 @@ pub fn rk45(f: &mut Rhs, y0: &[f64], t0: f64, t1: f64, opt: &Adaptive, obs: &mut
     while t < t1 {
         steps += 1;
         if steps > opt.max_steps {
-            return Err(Error::Numerical(format!("rk45: more than {} steps before t = {t1} (reached t = {t})", opt.max_steps)));
+            return Err(Error::Numerical(format!(
+                "rk45: more than {} steps before t = {t1} (reached t = {t})",
+                opt.max_steps
+            )));
         }
         let last = t + h >= t1;
         if last {
@@ -174,7 +264,9 @@ pub fn rk45(f: &mut Rhs, y0: &[f64], t0: f64, t1: f64, opt: &Adaptive, obs: &mut
         let err = libm::sqrt(err2 / n.max(1) as f64);
         if !err.is_finite() {
             if h < 1e-300 {
-                return Err(Error::Numerical(format!("rk45: non-finite state at t = {t}")));
+                return Err(Error::Numerical(format!(
+                    "rk45: non-finite state at t = {t}"
+                )));
             }
             h *= 0.2;
             continue;
@@ -188,10 +280,16 @@ pub fn rk45(f: &mut Rhs, y0: &[f64], t0: f64, t1: f64, opt: &Adaptive, obs: &mut
                 break;
             }
         }
-        let fac = if err == 0.0 { 5.0 } else { (0.9 * libm::pow(err, -0.2)).clamp(0.2, 5.0) };
+        let fac = if err == 0.0 {
+            5.0
+        } else {
+            (0.9 * libm::pow(err, -0.2)).clamp(0.2, 5.0)
+        };
         h = (h * fac).min(opt.h_max);
         if h < 1e-14 * t.abs().max(1.0) {
-            return Err(Error::Numerical(format!("rk45: step size underflow at t = {t}")));
+            return Err(Error::Numerical(format!(
+                "rk45: step size underflow at t = {t}"
+            )));
         }
     }
     Ok(y)

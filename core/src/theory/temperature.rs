@@ -27,7 +27,9 @@ pub struct Gaussian {
 }
 
 fn eye(d: usize, c: f64) -> Vec<f64> {
-    (0..d * d).map(|k| if k / d == k % d { c } else { 0.0 }).collect()
+    (0..d * d)
+        .map(|k| if k / d == k % d { c } else { 0.0 })
+        .collect()
 }
 
 fn mat(d: usize, v: &[f64]) -> DMatrix<f64> {
@@ -42,7 +44,14 @@ fn rows(m: &DMatrix<f64>) -> Vec<f64> {
 impl Gaussian {
     /// Centred isotropic distribution: Sigma_x = alpha I, Sigma_w = beta I, noise sigma^2.
     pub fn isotropic(d: usize, alpha: f64, beta: f64, sigma2: f64) -> Gaussian {
-        Gaussian { d, mu_x: vec![0.0; d], sigma_x: eye(d, alpha), mu_w: vec![0.0; d], sigma_w: eye(d, beta), sigma2 }
+        Gaussian {
+            d,
+            mu_x: vec![0.0; d],
+            sigma_x: eye(d, alpha),
+            mu_w: vec![0.0; d],
+            sigma_w: eye(d, beta),
+            sigma2,
+        }
     }
 
     /// Check shapes, finiteness, symmetry and positive definiteness.
@@ -51,9 +60,17 @@ impl Gaussian {
         if d == 0 {
             return Err(Error::InvalidConfig("d must be >= 1".into()));
         }
-        for (what, v, n) in [("mu_x", &self.mu_x, d), ("mu_w", &self.mu_w, d), ("Sigma_x", &self.sigma_x, d * d), ("Sigma_w", &self.sigma_w, d * d)] {
+        for (what, v, n) in [
+            ("mu_x", &self.mu_x, d),
+            ("mu_w", &self.mu_w, d),
+            ("Sigma_x", &self.sigma_x, d * d),
+            ("Sigma_w", &self.sigma_w, d * d),
+        ] {
             if v.len() != n {
-                return Err(Error::Shape(format!("{what} needs {n} entries (got {})", v.len())));
+                return Err(Error::Shape(format!(
+                    "{what} needs {n} entries (got {})",
+                    v.len()
+                )));
             }
             if v.iter().any(|x| !x.is_finite()) {
                 return Err(Error::NonFinite(what.into()));
@@ -62,11 +79,16 @@ impl Gaussian {
         for (what, v) in [("Sigma_x", &self.sigma_x), ("Sigma_w", &self.sigma_w)] {
             let m = mat(d, v);
             if (&m - m.transpose()).amax() > 1e-10 * (1.0 + m.amax()) || m.cholesky().is_none() {
-                return Err(Error::InvalidConfig(format!("{what} must be symmetric positive definite")));
+                return Err(Error::InvalidConfig(format!(
+                    "{what} must be symmetric positive definite"
+                )));
             }
         }
         if !(self.sigma2 >= 0.0 && self.sigma2.is_finite()) {
-            return Err(Error::InvalidConfig(format!("sigma^2 must be finite and >= 0 (got {})", self.sigma2)));
+            return Err(Error::InvalidConfig(format!(
+                "sigma^2 must be finite and >= 0 (got {})",
+                self.sigma2
+            )));
         }
         Ok(())
     }
@@ -95,20 +117,35 @@ pub fn lemma41_with_cov(train: &Gaussian, l: usize, xx: &[f64]) -> Result<Params
     train.validate()?;
     let d = train.d;
     if l < 2 {
-        return Err(Error::InvalidConfig(format!("need l >= 2 tokens (got {l})")));
+        return Err(Error::InvalidConfig(format!(
+            "need l >= 2 tokens (got {l})"
+        )));
     }
     if xx.len() != d * d {
         return Err(Error::Shape(format!("X^T X/(ml) needs {} entries", d * d)));
     }
     let lf = l as f64;
     let df = d as f64;
-    let swi = mat(d, &train.sigma_w).try_inverse().ok_or_else(|| Error::Numerical("Sigma_w is singular".into()))?;
+    let swi = mat(d, &train.sigma_w)
+        .try_inverse()
+        .ok_or_else(|| Error::Numerical("Sigma_w is singular".into()))?;
     let xxm = mat(d, xx);
     let inner = &xxm + &swi * (train.sigma2 / lf);
-    let m11 = inner.try_inverse().ok_or_else(|| Error::Numerical("X^T X/(ml) + sigma^2/l Sigma_w^-1 is singular".into()))? * df;
-    let xxi = xxm.try_inverse().ok_or_else(|| Error::Numerical("X^T X/(ml) is singular".into()))?;
+    let m11 = inner
+        .try_inverse()
+        .ok_or_else(|| Error::Numerical("X^T X/(ml) + sigma^2/l Sigma_w^-1 is singular".into()))?
+        * df;
+    let xxi = xxm
+        .try_inverse()
+        .ok_or_else(|| Error::Numerical("X^T X/(ml) is singular".into()))?;
     let v21 = xxi * &swi * DVector::from_column_slice(&train.mu_w) * (train.sigma2 / (df * lf));
-    Ok(Params { d, m11: rows(&m11), m21: vec![0.0; d], v21: v21.iter().copied().collect(), v22: 1.0 / df })
+    Ok(Params {
+        d,
+        m11: rows(&m11),
+        m21: vec![0.0; d],
+        v21: v21.iter().copied().collect(),
+        v22: 1.0 / df,
+    })
 }
 
 /// `k = 1/(1 + sigma_tr^2/l)`: the isotropic training gives v22 M11 = k I.
@@ -154,13 +191,20 @@ pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
     test.validate()?;
     let d = test.d;
     if p.d != d || p.m11.len() != d * d || p.v21.len() != d || p.m21.len() != d {
-        return Err(Error::Shape(format!("parameters are for d = {}, test distribution for d = {d}", p.d)));
+        return Err(Error::Shape(format!(
+            "parameters are for d = {}, test distribution for d = {d}",
+            p.d
+        )));
     }
     if p.m21.iter().any(|v| *v != 0.0) {
-        return Err(Error::Unsupported("Theorem 4.6 needs m21 = 0 (Assumption 4.5)".into()));
+        return Err(Error::Unsupported(
+            "Theorem 4.6 needs m21 = 0 (Assumption 4.5)".into(),
+        ));
     }
     if l < 2 {
-        return Err(Error::InvalidConfig(format!("need l >= 2 tokens (got {l})")));
+        return Err(Error::InvalidConfig(format!(
+            "need l >= 2 tokens (got {l})"
+        )));
     }
     let lf = l as f64;
     let sx = mat(d, &test.sigma_x);
@@ -201,7 +245,9 @@ pub fn tau_heuristic(p: &Params, test: &Gaussian, l: usize) -> Result<f64> {
     test.validate()?;
     let d = test.d;
     if p.d != d {
-        return Err(Error::Shape("parameter and distribution dimensions differ".into()));
+        return Err(Error::Shape(
+            "parameter and distribution dimensions differ".into(),
+        ));
     }
     let sx = mat(d, &test.sigma_x);
     let m11 = mat(d, &p.m11);
@@ -220,7 +266,11 @@ pub fn predict_parts(p: &Params, x: &[f64], y: &[f64]) -> Result<(f64, f64)> {
     let d = p.d;
     let l = y.len() + 1;
     if x.len() != l * d {
-        return Err(Error::Shape(format!("x needs l*d = {} entries for {} labels", l * d, y.len())));
+        return Err(Error::Shape(format!(
+            "x needs l*d = {} entries for {} labels",
+            l * d,
+            y.len()
+        )));
     }
     let lf = l as f64;
     let mut sx = vec![0.0; d];
@@ -257,10 +307,10 @@ pub fn predict_parts(p: &Params, x: &[f64], y: &[f64]) -> Result<(f64, f64)> {
     let coef = p.v21.iter().zip(&cxy).map(|(a, b)| a * b).sum::<f64>() + p.v22 * cyy;
     let xq = &x[(l - 1) * d..];
     let mut u = 0.0;
-    for j in 0..d {
+    for (j, xqj) in xq.iter().enumerate() {
         // w_att_j = sum_i M11[i][j] inner_i + coef m21_j
         let wj: f64 = (0..d).map(|i| p.m11[i * d + j] * inner[i]).sum::<f64>() + coef * p.m21[j];
-        u += wj * xq[j];
+        u += wj * xqj;
     }
     let b = p.v21.iter().zip(&sx).map(|(a, b)| a * b).sum::<f64>() + p.v22 * sy;
     Ok((u, b))
