@@ -327,7 +327,7 @@ fn closed_form_risks_match_monte_carlo() {
         Estimator::Ols,
         Estimator::Ridge { lambda: 0.5 },
     ];
-    let n = 100_000;
+    let n = 50_000;
     let r = mc_risk::<f64>(&task, 40, n, 11, None, &ests).unwrap();
     let cf = [
         s.vanilla_gd_risk(s.eta_star()),
@@ -347,7 +347,7 @@ fn closed_form_risks_match_monte_carlo() {
         );
     }
     // ridge (lambda = d sigma^2) against the semi-analytic finite-L Bayes risk, and 0.1146 of the spec
-    let (b, se) = s.bayes_risk_mc(20_000, 5).unwrap();
+    let (b, se) = s.bayes_risk_mc(10_000, 5).unwrap();
     near(b, 0.1146, 0.001, "Bayes semi-analytic");
     let z = (r[5].risk - b) / (r[5].stderr * r[5].stderr + se * se).sqrt();
     assert!(
@@ -406,7 +406,7 @@ fn preconditioned_gd_risk_matches_spec_and_monte_carlo() {
             debiased: false,
         })
         .collect();
-    let r = mc_risk::<f64>(&task, l, 100_000, 17, None, &ests).unwrap();
+    let r = mc_risk::<f64>(&task, l, 50_000, 17, None, &ests).unwrap();
     for i in 0..3 {
         let z = (r[i].risk - cf[i]) / r[i].stderr;
         assert!(

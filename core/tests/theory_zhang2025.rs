@@ -218,7 +218,7 @@ fn population_loss_matches_monte_carlo() {
     rng::fill_normal(&mut r, &mut m);
     // fixed N = 31
     let p = Population::new(&lam, d, 1.0 / 31.0).unwrap();
-    let (mean, se, elh2) = mc_loss(&m, &factor, d, 100_000, 1, &|_| 31);
+    let (mean, se, elh2) = mc_loss(&m, &factor, d, 60_000, 1, &|_| 31);
     let cf = p.loss(&m).unwrap();
     assert!(
         ((mean - cf) / se).abs() < 3.0,
@@ -235,7 +235,7 @@ fn population_loss_matches_monte_carlo() {
     assert!(num / den < 0.02, "E(Lambda_hat^2) rel error {}", num / den);
     // N uniform on 1..31 (the next-token loss): the E(1/N) population
     let pn = Population::new(&lam, d, z::mean_inv_uniform(31)).unwrap();
-    let (mean, se, _) = mc_loss(&m, &factor, d, 100_000, 2, &|b| 1 + b % 31);
+    let (mean, se, _) = mc_loss(&m, &factor, d, 60_000, 2, &|b| 1 + b % 31);
     let cf = pn.loss(&m).unwrap();
     assert!(
         ((mean - cf) / se).abs() < 3.0,
@@ -243,7 +243,7 @@ fn population_loss_matches_monte_carlo() {
     );
     // M* gives L* and the MC agrees
     let ms = p.m_star().unwrap();
-    let (mean, se, _) = mc_loss(&ms, &factor, d, 100_000, 3, &|_| 31);
+    let (mean, se, _) = mc_loss(&ms, &factor, d, 60_000, 3, &|_| 31);
     near(p.loss(&ms).unwrap(), 0.135995, 1e-6, "L(M*) rotated");
     assert!(
         ((mean - 0.135995) / se).abs() < 3.0,
