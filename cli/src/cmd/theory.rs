@@ -43,6 +43,8 @@ struct Traj {
     rows: Vec<Vec<f64>>,
     plot: Vec<usize>,
     log_y: bool,
+    /// Horizontal dashed reference lines (name, y), e.g. theory plateaus.
+    refs: Vec<(String, f64)>,
 }
 
 /// What a quantity returns: the value, extra named outputs, an optional trajectory.
@@ -332,6 +334,7 @@ fn registry() -> Vec<Q> {
                         rows,
                         plot: vec![1, 2, 3, 4],
                         log_y: false,
+                        refs: vec![("eta*".into(), s.eta_star()), ("L~*".into(), s.approx_loss_star())],
                     }))
             },
         },
@@ -372,6 +375,7 @@ fn registry() -> Vec<Q> {
                     rows,
                     plot: (2..2 + 2 * h).collect(),
                     log_y: false,
+                    refs: Vec::new(),
                 }))
             },
         },
@@ -566,7 +570,7 @@ pub fn run(a: &Args) -> CliResult {
             crate::cmd::common::write_text(p, &s)?;
         }
         if let Some(p) = &svg {
-            let series: Vec<Series> = t
+            let mut series: Vec<Series> = t
                 .plot
                 .iter()
                 .map(|&j| Series {
@@ -575,6 +579,15 @@ pub fn run(a: &Args) -> CliResult {
                     dashed: false,
                 })
                 .collect();
+            if let (Some(first), Some(last)) = (t.rows.first(), t.rows.last()) {
+                for (name, y) in &t.refs {
+                    series.push(Series {
+                        name: name.clone(),
+                        points: vec![(first[0], *y), (last[0], *y)],
+                        dashed: true,
+                    });
+                }
+            }
             lines_svg(p, &t.title, &t.columns[0], "value", &series, t.log_y)?;
         }
     }
@@ -687,6 +700,7 @@ fn zhang_quantities() -> Vec<Q> {
                     rows,
                     plot: vec![1, 2],
                     log_y: false,
+                    refs: vec![("L(inf)".into(), l_inf), ("sigma(inf)".into(), s_inf)],
                 }))
             },
         },
@@ -760,6 +774,7 @@ fn zhang_quantities() -> Vec<Q> {
                     rows,
                     plot: vec![1, 2],
                     log_y: false,
+                    refs: Vec::new(),
                 }))
             },
         },
@@ -813,7 +828,19 @@ fn zhang_quantities() -> Vec<Q> {
                     .with("crossings", json!(cr))
                     .with("plateaus", json!(levels))
                     .with("m_final", json!(arch.m(pop.d, &y)))
-                    .with_traj(Traj { title: format!("{arch:?}, eigenvalues {eigs:?}"), columns: cols, rows, plot: vec![1], log_y: false }))
+                    .with_traj(Traj {
+                        title: match arch {
+                            zhang2025::Arch::Merged { heads } => format!("ATTN_M, H = {heads}, eigenvalues {eigs:?}, N = {}", c.raw("N")?),
+                            zhang2025::Arch::Separate { heads, rank } => {
+                                format!("ATTN_S, H = {heads}, R = {rank}, eigenvalues {eigs:?}, N = {}", c.raw("N")?)
+                            }
+                        },
+                        columns: cols,
+                        rows,
+                        plot: vec![1],
+                        log_y: false,
+                        refs: levels.iter().enumerate().map(|(m, l)| (format!("L(M_{m})"), *l)).collect(),
+                    }))
             },
         },
     ]
