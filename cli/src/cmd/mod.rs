@@ -7,3 +7,4 @@ pub mod import;
 pub mod presets;
 pub mod theory;
 pub mod train;
+pub mod train_linattn;

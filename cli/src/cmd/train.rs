@@ -73,6 +73,10 @@ pub fn run(a: &Args) -> CliResult {
             a.out.display()
         )));
     }
+    if cfg.task.kind == icl_core::config::TaskKind::Eigs {
+        // Zhang et al. (2025) protocol: fixed set / NTP / plateaus (cmd/train_linattn.rs)
+        return super::train_linattn::run(a, &cfg, &engine, &dir);
+    }
     match cfg.train.dtype {
         Dtype::F32 => train::<f32>(a, &cfg, &engine, &dir),
         Dtype::F64 => train::<f64>(a, &cfg, &engine, &dir),
