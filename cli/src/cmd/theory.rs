@@ -386,13 +386,9 @@ fn registry() -> Vec<Q> {
             about: "plateau losses L(M_0..M_D) = tr(Lambda) - sum_{d<=m} lambda_d/(1+(1+tr/lambda_d)/N) (eqs. 19, 63); --n-max uses E(1/N) (eq. 26)",
             params: params!(P("eigs", None, "eigenvalues of Lambda"), P("N", Some("31"), "context length"), P("n-max", Some("0"), "if > 0: NTP training with N uniform on 1..n-max")),
             run: |c| {
-                let eigs = c.list("eigs")?;
-                let nmax = c.u("n-max")?;
-                if nmax > 0 {
-                    Ok(Out::list(&zhang2025::plateau_losses_inv_n(&eigs, zhang2025::mean_inv_uniform(nmax))).with("e_inv_n", json!(zhang2025::mean_inv_uniform(nmax))))
-                } else {
-                    Ok(Out::list(&zhang2025::plateau_losses(&eigs, c.f("N")?)))
-                }
+                let (eigs, inv) = (c.list("eigs")?, inv_n(c)?);
+                zhang2025::a_coeffs(&eigs, inv)?; // validates the eigenvalues
+                Ok(Out::list(&zhang2025::plateau_losses_inv_n(&eigs, inv)).with("e_inv_n", json!(inv)))
             },
         },
     ];
