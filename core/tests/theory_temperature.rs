@@ -481,3 +481,53 @@ fn theorem_46_47_against_monte_carlo() {
         );
     }
 }
+
+#[test]
+fn lemma41_forms_and_finite_m() {
+    // (11) == (57): M11 = d l / sigma^2 (X^T X/(m sigma^2) + Sigma_w^-1)^-1 with X^T X/m = l * xx
+    let (d, l, s2) = (6, 20, 0.05);
+    let g = normals(7, 0, 2 * d * d);
+    let a = DMatrix::from_row_slice(d, d, &g[..d * d]);
+    let b = DMatrix::from_row_slice(d, d, &g[d * d..]);
+    let sx = &a * a.transpose() / d as f64 + DMatrix::identity(d, d) * 0.3;
+    let sw = &b * b.transpose() / d as f64 + DMatrix::identity(d, d) * 0.2;
+    let rowsv = |m: &DMatrix<f64>| (0..d * d).map(|k| m[(k / d, k % d)]).collect::<Vec<f64>>();
+    let train = Gaussian {
+        d,
+        mu_x: vec![0.5; d],
+        sigma_x: rowsv(&sx),
+        mu_w: vec![0.3; d],
+        sigma_w: rowsv(&sw),
+        sigma2: s2,
+    };
+    let p = tp::lemma41(&train, l).unwrap();
+    let m57 = (&sx * l as f64 / s2 + sw.clone().try_inverse().unwrap())
+        .try_inverse()
+        .unwrap()
+        * (d as f64 * l as f64 / s2);
+    for k in 0..d * d {
+        assert!(
+            (p.m11[k] - m57[(k / d, k % d)]).abs() < 1e-12 * (1.0 + m57.amax()),
+            "(11) vs (57)"
+        );
+    }
+    assert!((p.v22 - 1.0 / d as f64).abs() < 1e-15 && p.m21.iter().all(|v| *v == 0.0));
+    // finite m = 5000 prompts (d = 50, l = 100): M11 within 3% of the population d I/(1 + sigma^2/l)
+    let (d, l) = (50, 100);
+    let train = Gaussian::isotropic(d, 1.0, 1.0, 0.01);
+    let xx = tp::pretraining_cov(&train, l, 5000, 3).unwrap();
+    let pf = tp::lemma41_with_cov(&train, l, &xx).unwrap();
+    let pop = d as f64 * tp::k_iso(l, 0.01);
+    let num: f64 = (0..d * d)
+        .map(|k| (pf.m11[k] - if k / d == k % d { pop } else { 0.0 }).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let rel_f = num / (pop * (d as f64).sqrt());
+    assert!(
+        rel_f < 0.03,
+        "finite-m M11 relative Frobenius distance {rel_f}"
+    );
+    // the centring bias: E C_xx = (l-1)/l Sigma_x, so the mean diagonal of xx is 0.99 +- sampling
+    let diag = (0..d).map(|i| xx[i * d + i]).sum::<f64>() / d as f64;
+    assert!((diag - 0.99).abs() < 0.003, "mean diagonal {diag}");
+}

@@ -8,6 +8,7 @@
 //! (B = Sigma_w + mu_w mu_w^T; the sign of (96); the v22 factor of (132)–(135)).
 //!
 //! Prompts have l tokens: l - 1 context pairs and the query (token l); errors include the query noise.
+use crate::rng::{self, Domain};
 use crate::{Error, Result};
 use alloc::format;
 use alloc::vec;
@@ -146,6 +147,38 @@ pub fn lemma41_with_cov(train: &Gaussian, l: usize, xx: &[f64]) -> Result<Params
         v21: v21.iter().copied().collect(),
         v22: 1.0 / df,
     })
+}
+
+/// Finite-m estimate of `X^T X/(m l)` for Lemma 4.1 (spec §3, per-prompt centring): the average
+/// over m pretraining prompts of `C_xx = 1/l sum_i x_i x_i^T - s_x s_x^T` (l tokens each, query
+/// included), x ~ N(mu_x, Sigma_x) of `train`. Prompt k draws from `stream(seed, Train, 0, k)`.
+/// Its expectation is (l-1)/l Sigma_x.
+pub fn pretraining_cov(train: &Gaussian, l: usize, m: usize, seed: u64) -> Result<Vec<f64>> {
+    train.validate()?;
+    if l < 2 || m == 0 {
+        return Err(Error::InvalidConfig(format!(
+            "need l >= 2 and m >= 1 (l = {l}, m = {m})"
+        )));
+    }
+    let d = train.d;
+    let chol = mat(d, &train.sigma_x)
+        .cholesky()
+        .ok_or_else(|| Error::Numerical("Sigma_x is not positive definite".into()))?
+        .l();
+    let lf = l as f64;
+    let mut acc = DMatrix::<f64>::zeros(d, d);
+    let mut g = vec![0.0; l * d];
+    for k in 0..m {
+        let mut r = rng::stream(seed, Domain::Train, 0, k as u64);
+        rng::fill_normal(&mut r, &mut g);
+        let z = DMatrix::from_row_slice(l, d, &g) * chol.transpose(); // rows ~ N(0, Sigma_x); the mean cancels
+        let mut sx = DVector::<f64>::zeros(d);
+        for t in 0..l {
+            sx += z.row(t).transpose() / lf;
+        }
+        acc += (z.transpose() * &z / lf - &sx * sx.transpose()) / m as f64;
+    }
+    Ok(rows(&acc))
 }
 
 /// `k = 1/(1 + sigma_tr^2/l)`: the isotropic training gives v22 M11 = k I.
