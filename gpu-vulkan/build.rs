@@ -1,15 +1,13 @@
 //! Compiles the WGSL compute shaders to SPIR-V with naga (pure Rust; no glslc or other system
-//! tool). One template, four variants: embedding width up to 16 or 64 held in workgroup memory,
-//! batch tokens stored as f32 or as f16 pairs packed in u32 words.
+//! tool). One template, eight variants: embedding width up to 16 or 64 held in workgroup memory,
+//! 16 or 64 invocations a workgroup, batch tokens stored as f32 or as f16 pairs packed in u32 words.
 use std::path::PathBuf;
 
-/// (file stem, MAX_E, f16 tokens)
-const VARIANTS: &[(&str, u32, bool)] = &[
-    ("attention_e16_f32", 16, false),
-    ("attention_e64_f32", 64, false),
-    ("attention_e16_f16", 16, true),
-    ("attention_e64_f16", 64, true),
-];
+/// Largest embedding width E held in workgroup memory.
+const MAX_E: [u32; 2] = [16, 64];
+/// Invocations per workgroup: 16 for CPU implementations (lavapipe runs every invocation of a
+/// workgroup, busy or not, on one core), 64 for GPUs.
+const WG: [u32; 2] = [16, 64];
 
 const LOAD_F32: &str = "return zbuf[i];";
 const LOAD_F16: &str =
@@ -21,12 +19,20 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let template = std::fs::read_to_string(src_path).expect("read shaders/attention.wgsl");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    for &(stem, max_e, f16) in VARIANTS {
+    for (max_e, wg, f16) in MAX_E
+        .iter()
+        .flat_map(|&e| WG.iter().flat_map(move |&w| [(e, w, false), (e, w, true)]))
+    {
+        let stem = format!(
+            "attention_e{max_e}_wg{wg}_{}",
+            if f16 { "f16" } else { "f32" }
+        );
         let src = template
             .replace("__MAX_E__", &format!("{max_e}u"))
+            .replace("__WG__", &format!("{wg}u"))
             .replace("__ZTYPE__", if f16 { "u32" } else { "f32" })
             .replace("__LOAD_Z__", if f16 { LOAD_F16 } else { LOAD_F32 });
-        let words = compile(stem, &src);
+        let words = compile(&stem, &src);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
     }

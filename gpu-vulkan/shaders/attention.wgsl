@@ -20,16 +20,22 @@
 //   ds_l = u_l / L_0                                          (linear)
 //   dKQ_h[i][j] += b_h[i] z_q[j],  b_h = sum_l ds_l z_l       (rank one: stored as b_h and z_q)
 //
-// One workgroup runs one sequence; its 64 invocations stride over the keys (adjacent invocations
-// read adjacent tokens) and combine their partial sums by fixed-order tree reductions in
-// workgroup memory. `fwd_bwd` writes per-sequence vectors (b_h, a_h, g, loss, z_q);
+// One workgroup runs one sequence; its WG invocations stride over the keys (adjacent invocations
+// read adjacent tokens) and combine their partial sums in workgroup memory in a fixed order
+// (groups of 8, then the group sums: three barriers a reduction). The forward pass is one
+// sweep over the keys per head: each invocation keeps a running max m, F and A = sum f z scaled
+// by e^-m ("online softmax"), and the reduction rescales the partial sums to the common max. `fwd_bwd` writes per-sequence vectors (b_h, a_h, g, loss, z_q);
 // `reduce_partials` forms the outer products and sums them over fixed blocks of sequences, and
 // `reduce_final` sums the blocks in order. No atomics: the result does not depend on scheduling.
 
-const WG: u32 = 64u;
+const WG: u32 = __WG__;
+// Reductions run over NG groups of 8 invocations.
+const NG: u32 = WG / 8u;
 const MAX_E: u32 = __MAX_E__;
 const MAX_H: u32 = 256u;
-const RED_LEN: u32 = WG * MAX_E;
+const MAX_V: u32 = MAX_E + 2u;
+const RED_LEN: u32 = WG * MAX_V;
+const RED2_LEN: u32 = NG * MAX_V;
 
 const KIND_LINEAR: u32 = 0u;
 const KIND_EXP: u32 = 1u;
@@ -75,9 +81,9 @@ var<workgroup> qv: array<f32, MAX_E>;
 var<workgroup> cv: array<f32, MAX_E>;
 var<workgroup> yhat: array<f32, MAX_E>;
 var<workgroup> gv: array<f32, MAX_E>;
-var<workgroup> vres: array<f32, MAX_E>;
-var<workgroup> red: array<f32, RED_LEN>; // WG * MAX_E partial vectors
-var<workgroup> sred: array<f32, WG>;
+var<workgroup> red: array<f32, RED_LEN>; // WG partial vectors of up to MAX_E + 2 values
+var<workgroup> red2: array<f32, RED2_LEN>; // NG group sums
+var<workgroup> vres: array<f32, MAX_V>;
 var<workgroup> mh: array<f32, MAX_H>;
 var<workgroup> fh: array<f32, MAX_H>;
 
@@ -107,50 +113,59 @@ fn act_df(x: f32) -> f32 {
     }
 }
 
-// Sum of `v` over the workgroup (fixed tree order), returned to every invocation.
-fn reduce_sum(tid: u32, v: f32) -> f32 {
-    sred[tid] = v;
+// Sum over the workgroup of the v values each invocation left at red[tid v ..], into vres[0..v]:
+// NG groups of 8 invocations, then the NG group sums, each in index order.
+// With `online`, slot 0 holds each invocation's max m_t and slots 1.. sums scaled by e^-m_t;
+// the sums are rescaled to the common max, which lands in vres[0].
+fn reduce(tid: u32, v: u32, online: bool) {
     workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if tid < s {
-            sred[tid] = sred[tid] + sred[tid + s];
-        }
-        workgroupBarrier();
-    }
-    let r = sred[0];
-    workgroupBarrier();
-    return r;
-}
-
-// Maximum of `v` over the workgroup, returned to every invocation.
-fn reduce_max(tid: u32, v: f32) -> f32 {
-    sred[tid] = v;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if tid < s {
-            sred[tid] = max(sred[tid], sred[tid + s]);
-        }
-        workgroupBarrier();
-    }
-    let r = sred[0];
-    workgroupBarrier();
-    return r;
-}
-
-// Sum of the partial vectors red[t E .. t E + E] over t into vres (fixed tree order).
-fn reduce_vec(tid: u32) {
-    let e = p.e;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if tid < s {
-            for (var i = 0u; i < e; i++) {
-                red[tid * e + i] = red[tid * e + i] + red[(tid + s) * e + i];
+    for (var k = tid; k < NG * v; k += WG) {
+        let g = k / v;
+        let j = k % v;
+        let b = 8u * g;
+        var m = 0.0;
+        if online {
+            m = red[b * v];
+            for (var r = 1u; r < 8u; r++) {
+                m = max(m, red[(b + r) * v]);
             }
         }
-        workgroupBarrier();
+        var acc = 0.0;
+        if online && j == 0u {
+            acc = m;
+        } else {
+            for (var r = 0u; r < 8u; r++) {
+                var x = red[(b + r) * v + j];
+                if online {
+                    x = x * exp(red[(b + r) * v] - m);
+                }
+                acc = acc + x;
+            }
+        }
+        red2[g * v + j] = acc;
     }
-    if tid < e {
-        vres[tid] = red[tid];
+    workgroupBarrier();
+    for (var j = tid; j < v; j += WG) {
+        var m = 0.0;
+        if online {
+            m = red2[0];
+            for (var g = 1u; g < NG; g++) {
+                m = max(m, red2[g * v]);
+            }
+        }
+        var acc = 0.0;
+        if online && j == 0u {
+            acc = m;
+        } else {
+            for (var g = 0u; g < NG; g++) {
+                var x = red2[g * v + j];
+                if online {
+                    x = x * exp(red2[g * v] - m);
+                }
+                acc = acc + x;
+            }
+        }
+        vres[j] = acc;
     }
     workgroupBarrier();
 }
@@ -177,21 +192,21 @@ fn dot_c(t: u32) -> f32 {
 fn head_vectors(h: u32, tid: u32, with_c: bool) {
     let e = p.e;
     workgroupBarrier();
-    if tid < e {
+    for (var i = tid; i < e; i += WG) {
         var acc = 0.0;
-        let row = (h * e + tid) * e;
+        let row = (h * e + i) * e;
         for (var j = 0u; j < e; j++) {
             acc = acc + circ[row + j] * zq[j];
         }
-        qv[tid] = acc;
+        qv[i] = acc;
         if with_c {
             // forward: yhat_o += OV_h[o] . a  =>  da = OV_h^T g = c
             let ov = p.heads * e * e + h * p.n_out * e;
             var cacc = 0.0;
             for (var o = 0u; o < p.n_out; o++) {
-                cacc = cacc + gv[o] * circ[ov + o * e + tid];
+                cacc = cacc + gv[o] * circ[ov + o * e + i];
             }
-            cv[tid] = cacc;
+            cv[i] = cacc;
         }
     }
     workgroupBarrier();
@@ -202,26 +217,26 @@ fn head_vectors(h: u32, tid: u32, with_c: bool) {
 fn forward(zb: u32, tid: u32, train: bool, row: u32) {
     let e = p.e;
     let nk = p.nk;
-    if tid < e {
-        zq[tid] = load_z(zb + p.len * e + tid);
+    for (var i = tid; i < e; i += WG) {
+        zq[i] = load_z(zb + p.len * e + i);
     }
-    if tid < p.n_out {
-        yhat[tid] = 0.0;
+    for (var o = tid; o < p.n_out; o += WG) {
+        yhat[o] = 0.0;
     }
     for (var h = 0u; h < p.heads; h++) {
         head_vectors(h, tid, false);
-        // s_l = z_l . q ; for exp the shift m = max_l s_l (same weights, no overflow)
-        var shift = 0.0;
-        if p.kind == KIND_EXP {
-            var m = -3.0e38;
-            for (var l = tid; l < nk; l += WG) {
-                m = max(m, score(zb + l * e));
-            }
-            shift = reduce_max(tid, m);
+        // s_l = z_l . q ; f_l = f(s_l - m) (or s_l / L_0) ; F = sum f_l ; A = sum f_l z_l.
+        // For exp, m = max_l s_l (same weights, no overflow), kept as a running max per
+        // invocation: when s_l exceeds it, the partial F and A are rescaled by e^(m_old - m_new).
+        let v = e + 2u;
+        let me = tid * v;
+        for (var i = 0u; i < v; i++) {
+            red[me + i] = 0.0;
         }
-        // f_l = f(s_l - m) (or s_l / L_0); F = sum f_l; A = sum f_l z_l
-        for (var i = 0u; i < e; i++) {
-            red[tid * e + i] = 0.0;
+        let online = p.kind == KIND_EXP;
+        var m = -3.0e38;
+        if !online {
+            m = 0.0;
         }
         var fsum = 0.0;
         for (var l = tid; l < nk; l += WG) {
@@ -231,15 +246,26 @@ fn forward(zb: u32, tid: u32, train: bool, row: u32) {
             if p.kind == KIND_LINEAR {
                 f = s * p.inv_lin;
             } else {
-                f = act_f(s - shift);
+                if online && s > m {
+                    let scale = exp(m - s);
+                    fsum = fsum * scale;
+                    for (var i = 0u; i < e; i++) {
+                        red[me + 2u + i] = red[me + 2u + i] * scale;
+                    }
+                    m = s;
+                }
+                f = act_f(s - m);
             }
             fsum = fsum + f;
             for (var i = 0u; i < e; i++) {
-                red[tid * e + i] = red[tid * e + i] + f * load_z(t + i);
+                red[me + 2u + i] = red[me + 2u + i] + f * load_z(t + i);
             }
         }
-        let big_f = reduce_sum(tid, fsum);
-        reduce_vec(tid);
+        red[me] = m;
+        red[me + 1u] = fsum;
+        reduce(tid, v, online);
+        let shift = vres[0];
+        let big_f = vres[1];
         // a_h = A / F (softmax) or A (linear: the weights are already s_l / L_0)
         var inv = 1.0;
         if p.kind != KIND_LINEAR {
@@ -249,35 +275,37 @@ fn forward(zb: u32, tid: u32, train: bool, row: u32) {
             mh[h] = shift;
             fh[h] = big_f;
         }
-        if train && tid < e {
-            seqout[row + p.heads * e + h * e + tid] = vres[tid] * inv;
+        if train {
+            for (var i = tid; i < e; i += WG) {
+                seqout[row + p.heads * e + h * e + i] = vres[2u + i] * inv;
+            }
         }
         // yhat_o += OV_h[o] . a_h
-        if tid < p.n_out {
-            let ov = p.heads * e * e + (h * p.n_out + tid) * e;
+        for (var o = tid; o < p.n_out; o += WG) {
+            let ov = p.heads * e * e + (h * p.n_out + o) * e;
             var acc = 0.0;
             for (var i = 0u; i < e; i++) {
-                acc = acc + circ[ov + i] * (vres[i] * inv);
+                acc = acc + circ[ov + i] * (vres[2u + i] * inv);
             }
-            yhat[tid] = yhat[tid] + acc;
+            yhat[o] = yhat[o] + acc;
         }
     }
     workgroupBarrier();
 }
 
 // Predictions: one workgroup per sequence; yhat of chunk sequence s to seqout[s n_out ..].
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let s = wg.x;
     let zb = s * (p.len + 1u) * p.e;
     forward(zb, tid, false, 0u);
-    if tid < p.n_out {
-        seqout[s * p.n_out + tid] = yhat[tid];
+    for (var o = tid; o < p.n_out; o += WG) {
+        seqout[s * p.n_out + o] = yhat[o];
     }
 }
 
 // Forward + backward of one sequence (chunk-local index wg.x, batch index base + wg.x).
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn fwd_bwd(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let s = wg.x;
     let e = p.e;
@@ -288,10 +316,10 @@ fn fwd_bwd(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     forward(zb, tid, true, row);
 
     // loss = sum_o r_o^2 / (n n_out)  =>  g_o = 2 r_o / (n n_out)
-    if tid < p.n_out {
-        let r = yhat[tid] - ybuf[s * p.n_out + tid];
-        gv[tid] = 2.0 * r * p.inv_nno;
-        seqout[row + 2u * he + tid] = gv[tid];
+    for (var o = tid; o < p.n_out; o += WG) {
+        let r = yhat[o] - ybuf[s * p.n_out + o];
+        gv[o] = 2.0 * r * p.inv_nno;
+        seqout[row + 2u * he + o] = gv[o];
     }
     if tid == 0u {
         var loss = 0.0;
@@ -301,8 +329,8 @@ fn fwd_bwd(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
         }
         seqout[row + 2u * he + p.n_out] = loss;
     }
-    if tid < e {
-        seqout[row + 2u * he + p.n_out + 1u + tid] = zq[tid];
+    for (var i = tid; i < e; i += WG) {
+        seqout[row + 2u * he + p.n_out + 1u + i] = zq[i];
     }
 
     for (var h = 0u; h < p.heads; h++) {
@@ -317,7 +345,9 @@ fn fwd_bwd(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
                 let t = zb + l * e;
                 part = part + act_f(score(t) - shift) * dot_c(t);
             }
-            ubar = reduce_sum(tid, part) * inv_f;
+            red[tid] = part;
+            reduce(tid, 1u, false);
+            ubar = vres[0] * inv_f;
         }
         // ds_l = f'(s_l - m)/F (u_l - ubar)  or  u_l / L_0 ;  b = sum_l ds_l z_l
         for (var i = 0u; i < e; i++) {
@@ -336,9 +366,9 @@ fn fwd_bwd(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
                 red[tid * e + i] = red[tid * e + i] + ds * load_z(t + i);
             }
         }
-        reduce_vec(tid);
-        if tid < e {
-            seqout[row + h * e + tid] = vres[tid];
+        reduce(tid, e, false);
+        for (var i = tid; i < e; i += WG) {
+            seqout[row + h * e + i] = vres[i];
         }
     }
 }
@@ -347,7 +377,7 @@ fn fwd_bwd(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
 //   k < H E E:          b_h[i] z_q[j]      (dKQ_h[i][j])
 //   k < H E E + H n_o E: g_o a_h[i]        (dOV_h[o][i])
 //   last:               loss
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn reduce_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let blk = wg.x;
     let e = p.e;
@@ -385,7 +415,7 @@ fn reduce_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
 }
 
 // grad[k] = sum over blocks, in block order.
-@compute @workgroup_size(64)
+@compute @workgroup_size(WG)
 fn reduce_final(@builtin(global_invocation_id) gid: vec3<u32>) {
     let k = gid.x;
     if k < p.g_len {

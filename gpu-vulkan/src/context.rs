@@ -76,6 +76,9 @@ pub struct Options {
     /// Largest token upload per submission in bytes (the device's binding limit may be lower);
     /// larger batches run in chunks of whole sequences.
     pub max_chunk_bytes: u64,
+    /// Invocations per workgroup, 16 or 64; `None` picks 16 on CPU implementations (lavapipe
+    /// runs all invocations of a workgroup on one core, idle or not) and 64 on GPUs.
+    pub workgroup_size: Option<u32>,
 }
 
 impl Default for Options {
@@ -87,6 +90,7 @@ impl Default for Options {
             loader_path: None,
             f16_batch: false,
             max_chunk_bytes: 64 << 20,
+            workgroup_size: None,
         }
     }
 }

@@ -6,9 +6,9 @@
 //! gradient (and loss) is read back: H E E + H n_out E + 1 floats. Batches larger than one
 //! storage-buffer binding run in chunks of sequences, one submission each.
 use crate::buffer::{Buffer, GpuArray};
-use crate::context::{Context, DeviceInfo, Options};
+use crate::context::{Context, DeviceInfo, DeviceKind, Options};
 use crate::error::{call, VkError};
-use crate::kernels::{Entry, Kernels, Variant, MAX_H, WG};
+use crate::kernels::{Entry, Kernels, Variant, MAX_H};
 use ash::vk;
 use icl_core::config::{Activation, AttentionKind};
 use icl_core::engine::check_shapes;
@@ -45,11 +45,12 @@ impl Plan {
         n: usize,
         len: usize,
         info: &DeviceInfo,
+        wg: u32,
         f16: bool,
         chunk_bytes: u64,
     ) -> Result<Plan, VkError> {
         let (e, no, heads) = (spec.e(), spec.n_out, spec.heads);
-        let variant = Variant::for_width(e, f16).ok_or_else(|| {
+        let variant = Variant::for_width(e, wg, f16).ok_or_else(|| {
             VkError::Unsupported(format!(
                 "embedding width E = d + n_out = {e} is above the shaders' 64"
             ))
@@ -170,6 +171,7 @@ pub struct VulkanEngine {
     kernels: Vec<Kernels>,
     bufs: Option<Buffers>,
     f16: bool,
+    wg: u32,
     chunk_bytes: u64,
     staging: Vec<u32>,
     circ_host: Vec<f32>,
@@ -189,7 +191,21 @@ impl std::fmt::Debug for VulkanEngine {
 impl VulkanEngine {
     /// Open the best device the options allow.
     pub fn new(opts: &Options) -> Result<VulkanEngine, VkError> {
+        let wg = match opts.workgroup_size {
+            Some(w @ (16 | 64)) => Some(w),
+            Some(w) => {
+                return Err(VkError::Unsupported(format!(
+                    "workgroup size {w}: the shaders are built for 16 and 64"
+                )))
+            }
+            None => None,
+        };
         let ctx = Context::new(opts)?;
+        let wg = wg.unwrap_or(if ctx.info.kind == DeviceKind::Cpu {
+            16
+        } else {
+            64
+        });
         let mut eng = VulkanEngine {
             ctx,
             dsl: vk::DescriptorSetLayout::null(),
@@ -202,6 +218,7 @@ impl VulkanEngine {
             kernels: Vec::new(),
             bufs: None,
             f16: opts.f16_batch,
+            wg,
             chunk_bytes: opts.max_chunk_bytes,
             staging: Vec::new(),
             circ_host: Vec::new(),
@@ -307,6 +324,11 @@ impl VulkanEngine {
     /// The device in use.
     pub fn device(&self) -> &DeviceInfo {
         &self.ctx.info
+    }
+
+    /// Invocations per workgroup of the shaders in use.
+    pub fn workgroup_size(&self) -> u32 {
+        self.wg
     }
 
     /// Whether batch tokens are stored as f16.
@@ -618,7 +640,15 @@ impl VulkanEngine {
         n: usize,
         len: usize,
     ) -> Result<(Plan, usize), VkError> {
-        let plan = Plan::new(spec, n, len, &self.ctx.info, self.f16, self.chunk_bytes)?;
+        let plan = Plan::new(
+            spec,
+            n,
+            len,
+            &self.ctx.info,
+            self.wg,
+            self.f16,
+            self.chunk_bytes,
+        )?;
         let k = self.kernels(plan.variant)?;
         self.fit_buffers(&plan)?;
         Ok((plan, k))
@@ -659,7 +689,11 @@ impl VulkanEngine {
                 self.barrier_compute();
                 self.dispatch(k, Entry::ReducePartials, plan.n_parts as u32);
                 self.barrier_compute();
-                self.dispatch(k, Entry::ReduceFinal, (plan.g_len as u32).div_ceil(WG));
+                self.dispatch(
+                    k,
+                    Entry::ReduceFinal,
+                    (plan.g_len as u32).div_ceil(plan.variant.wg),
+                );
                 self.barrier_to_host();
                 self.bufs
                     .as_ref()

@@ -4,26 +4,34 @@ use crate::error::{call, VkError};
 use ash::vk;
 use std::ffi::CStr;
 
-/// Invocations per workgroup (`@workgroup_size(64)` in the shader).
-pub(crate) const WG: u32 = 64;
 /// Largest head count the shader's workgroup arrays hold.
 pub(crate) const MAX_H: usize = 256;
 
-/// A shader variant: widest embedding it holds, and how batch tokens are stored.
+/// A shader variant: widest embedding it holds, workgroup size, and how batch tokens are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Variant {
     /// Holds E up to 64 (else 16).
     pub wide: bool,
+    /// Invocations per workgroup: 64, or 16 (for CPU implementations).
+    pub wg: u32,
     /// Tokens stored as f16 pairs in u32 words (else f32).
     pub f16: bool,
 }
 
 impl Variant {
-    /// The smallest variant that holds width `e`, or `None` when e > 64.
-    pub fn for_width(e: usize, f16: bool) -> Option<Variant> {
+    /// The smallest variant that holds width `e`, or `None` when e > 64 (`wg` is 16 or 64).
+    pub fn for_width(e: usize, wg: u32, f16: bool) -> Option<Variant> {
         match e {
-            0..=16 => Some(Variant { wide: false, f16 }),
-            17..=64 => Some(Variant { wide: true, f16 }),
+            0..=16 => Some(Variant {
+                wide: false,
+                wg,
+                f16,
+            }),
+            17..=64 => Some(Variant {
+                wide: true,
+                wg,
+                f16,
+            }),
             _ => None,
         }
     }
@@ -36,18 +44,28 @@ impl Variant {
         }
     }
 
-    /// Workgroup memory the shader declares, in bytes (6 E-vectors, WG E-vectors, WG scalars, 2 H).
+    /// Workgroup memory the shader declares, in bytes: five E-vectors, the reduction result
+    /// (E + 2), WG partials and 8 group sums of E + 2 values, and two values per head.
     pub fn shared_bytes(self) -> u32 {
         let e = self.max_e() as u32;
-        4 * (6 * e + WG * e + WG + 2 * MAX_H as u32)
+        4 * (5 * e + (1 + self.wg + self.wg / 8) * (e + 2) + 2 * MAX_H as u32)
     }
 
     fn spirv(self) -> &'static [u8] {
-        match (self.wide, self.f16) {
-            (false, false) => include_bytes!(concat!(env!("OUT_DIR"), "/attention_e16_f32.spv")),
-            (true, false) => include_bytes!(concat!(env!("OUT_DIR"), "/attention_e64_f32.spv")),
-            (false, true) => include_bytes!(concat!(env!("OUT_DIR"), "/attention_e16_f16.spv")),
-            (true, true) => include_bytes!(concat!(env!("OUT_DIR"), "/attention_e64_f16.spv")),
+        macro_rules! spv {
+            ($name:literal) => {
+                include_bytes!(concat!(env!("OUT_DIR"), "/attention_", $name, ".spv"))
+            };
+        }
+        match (self.wide, self.wg == 16, self.f16) {
+            (false, true, false) => spv!("e16_wg16_f32"),
+            (false, true, true) => spv!("e16_wg16_f16"),
+            (false, false, false) => spv!("e16_wg64_f32"),
+            (false, false, true) => spv!("e16_wg64_f16"),
+            (true, true, false) => spv!("e64_wg16_f32"),
+            (true, true, true) => spv!("e64_wg16_f16"),
+            (true, false, false) => spv!("e64_wg64_f32"),
+            (true, false, true) => spv!("e64_wg64_f16"),
         }
     }
 }

@@ -7,7 +7,7 @@ mod vulkan_common;
 use icl_core::rng::Domain;
 use icl_core::scalar::{from_f16_storage, to_f16_storage};
 use icl_core::{Batch, Circuits, Config, Engine, Model, ModelSpec, ScalarEngine, Task};
-use vulkan_common::{assert_no_validation_errors, engine, engine_with, rel, widen};
+use vulkan_common::{assert_no_validation_errors, engine, engine_wg, engine_with, rel, widen};
 
 const TOL: f64 = 1e-5;
 
@@ -104,6 +104,22 @@ fn option_configs() -> Vec<(String, Config, f64)> {
     out
 }
 
+/// Embeddings wider than 16 (the shaders' wide variant): d = 20, and d = 62 with two outputs
+/// (E = 64, the widest; its reductions carry E + 2 = 66 values, more than a workgroup has invocations).
+fn wide_configs() -> Vec<(String, Config, f64)> {
+    let mut a = Config::default();
+    a.set("task.d", "20").unwrap();
+    a.set("model.heads", "2").unwrap();
+    let mut b = Config::default();
+    b.set("task.kind", "multitask").unwrap();
+    b.set("task.d", "62").unwrap();
+    b.set("task.supports", "1,2,3;60,61,62").unwrap();
+    vec![
+        ("softmax/exp/full d=20".into(), a, 3.0),
+        ("softmax/exp/full multitask d=62 (E=64)".into(), b, 3.0),
+    ]
+}
+
 fn check_loss_grad(
     eng: &mut dyn Engine<f32>,
     name: &str,
@@ -133,10 +149,19 @@ fn check_loss_grad(
 
 #[test]
 fn loss_and_gradient_match_reference_for_every_option() {
-    let mut eng = engine();
+    // Both shader families: 16 invocations a workgroup (what lavapipe runs by default) and 64
+    // (what GPUs run), so CI checks the GPU kernels too.
+    for wg in [16, 64] {
+        loss_and_gradient_with_workgroup(wg);
+    }
+}
+
+fn loss_and_gradient_with_workgroup(wg: u32) {
+    let mut eng = engine_wg(false, None, Some(wg));
+    assert_eq!(eng.workgroup_size(), wg);
     println!("device: {:?}", eng.device());
     let mut worst = (0.0f64, 0.0f64, 0.0f64);
-    for (name, cfg, gain) in option_configs() {
+    for (name, cfg, gain) in option_configs().into_iter().chain(wide_configs()) {
         let (spec, c32, c64) = circuits(&cfg, gain);
         let task = Task::new(&cfg).unwrap();
         // 96 sequences: one full block of 64 and a partial one in the reduction.
@@ -147,7 +172,7 @@ fn loss_and_gradient_match_reference_for_every_option() {
         worst = (worst.0.max(el), worst.1.max(ekq), worst.2.max(eov));
     }
     println!(
-        "worst relative errors: loss {:.2e} dKQ {:.2e} dOV {:.2e}",
+        "workgroup {wg}: worst relative errors: loss {:.2e} dKQ {:.2e} dOV {:.2e}",
         worst.0, worst.1, worst.2
     );
     assert_no_validation_errors(&eng);

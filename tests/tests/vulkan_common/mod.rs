@@ -8,6 +8,15 @@ use icl_vulkan::{Options, Validation, VulkanEngine};
 /// An engine with the Khronos validation layer on (required in CI, where the setup script
 /// installs it; on when installed elsewhere).
 pub fn engine_with(f16: bool, max_chunk_bytes: Option<u64>) -> VulkanEngine {
+    engine_wg(f16, max_chunk_bytes, None)
+}
+
+/// Like [`engine_with`], with the workgroup size forced (16: the CPU variant, 64: the GPU one).
+pub fn engine_wg(
+    f16: bool,
+    max_chunk_bytes: Option<u64>,
+    workgroup_size: Option<u32>,
+) -> VulkanEngine {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     let validation = if ci {
         Validation::Required
@@ -17,6 +26,7 @@ pub fn engine_with(f16: bool, max_chunk_bytes: Option<u64>) -> VulkanEngine {
     let mut opts = Options {
         validation,
         f16_batch: f16,
+        workgroup_size,
         ..Options::default()
     };
     if let Some(b) = max_chunk_bytes {
