@@ -639,7 +639,7 @@ impl Config {
                         t.d
                     ));
                 }
-                if let Some(l) = t.eigs.iter().find(|l| !(**l > 0.0) || !l.is_finite()) {
+                if let Some(l) = t.eigs.iter().find(|l| l.partial_cmp(&&0.0) != Some(core::cmp::Ordering::Greater) || !l.is_finite()) {
                     return bad(format!("task.eigs must be finite and > 0, got {l}"));
                 }
                 if !(0.0..=1.0).contains(&t.icl_fraction) {
@@ -660,7 +660,7 @@ impl Config {
             return bad(format!("model.rank must be in 1..=4096, got {}", m.rank));
         }
         if let LinNorm::Value(x) = m.lin_norm {
-            if !(x > 0.0) || !x.is_finite() {
+            if x.is_nan() || x <= 0.0 || !x.is_finite() {
                 return bad(format!(
                     "model.lin_norm must be N, N+1 or a number > 0, got {x}"
                 ));

@@ -340,9 +340,7 @@ impl Task {
         z: &mut [T],
         y: &mut [T],
     ) {
-        let tv = if self.w_star.is_empty() {
-            TaskVector::Random
-        } else if rng::uniform(rng) < self.icl_fraction {
+        let tv = if self.w_star.is_empty() || rng::uniform(rng) < self.icl_fraction {
             TaskVector::Random
         } else if self.icl_fraction == 0.0 {
             TaskVector::FixedNoiseContext

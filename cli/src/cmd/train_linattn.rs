@@ -108,7 +108,13 @@ pub fn run(a: &Args, cfg: &Config, engine_name: &str, dir: &RunDir) -> CliResult
         tw.losses
             .iter()
             .zip(tr.log.iter())
-            .map(|((s, l), r)| if *s == r.step { (l - r.loss).abs() } else { f64::NAN })
+            .map(|((s, l), r)| {
+                if *s == r.step {
+                    (l - r.loss).abs()
+                } else {
+                    f64::NAN
+                }
+            })
             .fold(0.0f64, f64::max)
     });
 
@@ -168,7 +174,11 @@ pub fn run(a: &Args, cfg: &Config, engine_name: &str, dir: &RunDir) -> CliResult
     write_text(&dir.dir.join("m.csv"), &table(&|r| &r.m, "m"))?;
 
     let x_end = curve.last().map(|p| p.0).unwrap_or(1.0).max(1.0);
-    let mut series = vec![Series { name: "train loss".into(), points: curve.clone(), dashed: false }];
+    let mut series = vec![Series {
+        name: "train loss".into(),
+        points: curve.clone(),
+        dashed: false,
+    }];
     for (k, n) in tr.test_names.iter().enumerate() {
         series.push(Series {
             name: n.replace('_', " "),
@@ -184,24 +194,50 @@ pub fn run(a: &Args, cfg: &Config, engine_name: &str, dir: &RunDir) -> CliResult
         });
     }
     for (m, l) in levels.iter().enumerate() {
-        series.push(Series { name: format!("L(M_{m}) = {l:.4}"), points: vec![(0.0, *l), (x_end, *l)], dashed: true });
+        series.push(Series {
+            name: format!("L(M_{m}) = {l:.4}"),
+            points: vec![(0.0, *l), (x_end, *l)],
+            dashed: true,
+        });
     }
     if curve.len() >= 2 {
         let title = format!("{} — loss and theory plateaus", a.cfg.preset);
-        lines_svg(&dir.dir.join("loss.svg"), &title, "step", "loss", &series, false)?;
+        lines_svg(
+            &dir.dir.join("loss.svg"),
+            &title,
+            "step",
+            "loss",
+            &series,
+            false,
+        )?;
         let mut vs: Vec<Series> = (0..tr.model.spec.heads)
             .map(|h| Series {
                 name: format!("v_{}", h + 1),
-                points: tr.log.iter().map(|r| (r.step as f64, r.values[h])).collect(),
+                points: tr
+                    .log
+                    .iter()
+                    .map(|r| (r.step as f64, r.values[h]))
+                    .collect(),
                 dashed: false,
             })
             .collect();
         if cfg.model.lin_norm == icl_core::config::LinNorm::Len {
             for (d, v) in vstar.iter().enumerate() {
-                vs.push(Series { name: format!("v*_{} = {v:.3}", d + 1), points: vec![(0.0, *v), (x_end, *v)], dashed: true });
+                vs.push(Series {
+                    name: format!("v*_{} = {v:.3}", d + 1),
+                    points: vec![(0.0, *v), (x_end, *v)],
+                    dashed: true,
+                });
             }
         }
-        lines_svg(&dir.dir.join("values.svg"), "value weights v_h(t)", "step", "v", &vs, false)?;
+        lines_svg(
+            &dir.dir.join("values.svg"),
+            "value weights v_h(t)",
+            "step",
+            "v",
+            &vs,
+            false,
+        )?;
     }
 
     let summary = json!({

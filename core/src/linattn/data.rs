@@ -172,7 +172,7 @@ pub fn whiten(w: &mut [f64], n: usize, d: usize) -> Result<()> {
         }
     }
     let eig = SymmetricEigen::new(c);
-    if eig.eigenvalues.iter().any(|&l| !(l > 1e-300)) {
+    if eig.eigenvalues.iter().any(|&l| l.is_nan() || l <= 1e-300) {
         return Err(Error::Numerical(
             "task vectors are degenerate; cannot whiten".into(),
         ));

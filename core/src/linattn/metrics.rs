@@ -224,9 +224,9 @@ pub fn detect_plateaus(curve: &[(f64, f64)], o: &PlateauOptions) -> Vec<Plateau>
         .map(|(_, l)| libm::log(l.abs().max(1e-300)))
         .collect();
     let mut g = vec![0.0; n];
-    for i in 0..n {
+    for (i, gi) in g.iter_mut().enumerate() {
         let (a, b) = (i.saturating_sub(1), (i + 1).min(n - 1));
-        g[i] = (ll[a] - ll[b]) / (lt[b] - lt[a]).max(1e-300);
+        *gi = (ll[a] - ll[b]) / (lt[b] - lt[a]).max(1e-300);
     }
     // peaks of g, grouped into drops
     let peaks: Vec<usize> = (1..n - 1)

@@ -106,11 +106,11 @@ impl Moments {
                 *g += fi * fj;
             }
         }
-        for o in 0..self.n_out {
+        for (o, &yo) in y.iter().enumerate().take(self.n_out) {
             for (t, &f) in self.yphi[o * nf..(o + 1) * nf].iter_mut().zip(phi.iter()) {
-                *t += y[o] * f;
+                *t += yo * f;
             }
-            self.yy[o] += y[o] * y[o];
+            self.yy[o] += yo * yo;
         }
         self.rows += 1;
     }

@@ -204,13 +204,15 @@ impl LinTrainer {
         let online = matches!(self.source, Source::Online);
         self.window.0 += loss;
         self.window.1 += 1;
-        if !online && (self.step % log_every == 0) {
+        if !online && self.step.checked_rem(log_every) == Some(0) {
             self.push_log(loss, engine)?;
         }
         self.model.backprop_circuits(&self.gcirc, &mut self.grad);
         self.opt.step(&mut self.model.params, &self.grad)?;
         self.step += 1;
-        if online && (self.step % log_every == 0 || self.step == self.cfg.train.steps) {
+        if online
+            && (self.step.checked_rem(log_every) == Some(0) || self.step == self.cfg.train.steps)
+        {
             let l = self.window.0 / self.window.1.max(1) as f64;
             self.push_log(l, engine)?;
         }
