@@ -1,0 +1,25 @@
+#!/bin/sh
+# Install the icl C/C++ API into PREFIX: headers, static and shared libraries, pkg-config file and
+# CMake package config.
+#
+#   cargo build --release -p icl-ffi
+#   ffi/install.sh /usr/local                   # libraries from target/release
+#   ffi/install.sh ~/.local target/debug        # or from another build folder
+#
+# Then: pkg-config --cflags --libs icl, or find_package(icl) with CMAKE_PREFIX_PATH=PREFIX.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+prefix=${1:?usage: install.sh PREFIX [LIBDIR]}
+libdir=${2:-${CARGO_TARGET_DIR:-$here/../target}/release}
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$here/../Cargo.toml" | head -n 1)
+for f in "$libdir/libicl_ffi.a" "$libdir/libicl_ffi.so"; do
+  [ -f "$f" ] || { echo "install.sh: $f not found (build with cargo build -p icl-ffi)" >&2; exit 1; }
+done
+mkdir -p "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/icl"
+prefix=$(cd "$prefix" && pwd)
+cp "$here/include/icl.h" "$here/include/icl.hpp" "$prefix/include/"
+cp "$libdir/libicl_ffi.a" "$libdir/libicl_ffi.so" "$prefix/lib/"
+sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" "$here/icl.pc.in" > "$prefix/lib/pkgconfig/icl.pc"
+cp "$here/cmake/iclConfig.cmake" "$prefix/lib/cmake/icl/"
+sed -e "s|@VERSION@|$version|g" "$here/cmake/iclConfigVersion.cmake.in" > "$prefix/lib/cmake/icl/iclConfigVersion.cmake"
+echo "installed icl $version into $prefix"

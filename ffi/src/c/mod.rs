@@ -1,0 +1,240 @@
+//! The C API (`include/icl.h`): every function checks its pointers and lengths, runs in
+//! [`guard`] (no panic crosses the boundary) and returns an [`icl_status`].
+//!
+//! Safety contract of every function (stated once here and in the header): a pointer argument is
+//! either NULL (reported as `ICL_ERR_NULL` unless documented as optional) or valid for the length
+//! passed with it; handles come from the matching `_new`/`_load` function and are not used after
+//! their `_free`.
+#![allow(clippy::missing_safety_doc)]
+
+pub mod config;
+pub mod model;
+pub mod task;
+pub mod theory;
+pub mod trainer;
+
+use crate::status::{guard, icl_status, last_error_ptr, FfiError, FfiResult};
+use std::ffi::{c_char, CStr};
+use std::path::Path;
+
+/// Shape of a task sampler, model or trainer.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct icl_dims {
+    /// Covariate dimension d.
+    pub d: usize,
+    /// Outputs per token (1 except for the multi-task task).
+    pub n_out: usize,
+    /// Heads H (0 for a task sampler).
+    pub heads: usize,
+    /// Number of flat parameters (0 for a task sampler).
+    pub n_params: usize,
+    /// Training context length L of the configuration.
+    pub train_len: usize,
+    /// 1 when the model computes in double precision, 0 for single (0 for a task sampler).
+    pub is_f64: i32,
+}
+
+/// Sequences drawn from the training streams (seed, train, step, b): the batch of a training step.
+pub const ICL_DOMAIN_TRAIN: u32 = 0;
+/// Sequences drawn from the evaluation streams (seed, eval, step, b); `icl eval` uses step = L.
+pub const ICL_DOMAIN_EVAL: u32 = 1;
+
+// ------------------------------------------------------------------------------------------------
+// Pointer helpers (all return errors instead of dereferencing NULL or misaligned pointers).
+
+fn aligned<T>(p: *const T, what: &str) -> FfiResult<()> {
+    if (p as usize) % std::mem::align_of::<T>() != 0 {
+        return Err(FfiError::argument(format!("{what} is misaligned")));
+    }
+    Ok(())
+}
+
+/// A shared reference to a handle or struct.
+pub(crate) unsafe fn href<'a, T>(p: *const T, what: &str) -> FfiResult<&'a T> {
+    if p.is_null() {
+        return Err(FfiError::null(what));
+    }
+    aligned(p, what)?;
+    Ok(&*p)
+}
+
+/// A mutable reference to a handle or out-parameter.
+pub(crate) unsafe fn hmut<'a, T>(p: *mut T, what: &str) -> FfiResult<&'a mut T> {
+    if p.is_null() {
+        return Err(FfiError::null(what));
+    }
+    aligned(p as *const T, what)?;
+    Ok(&mut *p)
+}
+
+/// An input array of `len` values (`len` = 0 gives an empty slice, whatever the pointer).
+pub(crate) unsafe fn slice<'a>(p: *const f64, len: usize, what: &str) -> FfiResult<&'a [f64]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(FfiError::null(what));
+    }
+    aligned(p, what)?;
+    Ok(std::slice::from_raw_parts(p, len))
+}
+
+/// An output array of `len` values.
+pub(crate) unsafe fn slice_mut<'a>(
+    p: *mut f64,
+    len: usize,
+    what: &str,
+) -> FfiResult<&'a mut [f64]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(FfiError::null(what));
+    }
+    aligned(p as *const f64, what)?;
+    Ok(std::slice::from_raw_parts_mut(p, len))
+}
+
+/// An optional output array: `None` when the pointer is NULL.
+pub(crate) unsafe fn opt_slice_mut<'a>(
+    p: *mut f64,
+    len: usize,
+    what: &str,
+) -> FfiResult<Option<&'a mut [f64]>> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        slice_mut(p, len, what).map(Some)
+    }
+}
+
+/// A NUL-terminated UTF-8 string argument.
+pub(crate) unsafe fn text<'a>(p: *const c_char, what: &str) -> FfiResult<&'a str> {
+    if p.is_null() {
+        return Err(FfiError::null(what));
+    }
+    CStr::from_ptr(p)
+        .to_str()
+        .map_err(|_| FfiError::new(icl_status::ICL_ERR_UTF8, format!("{what} is not UTF-8")))
+}
+
+/// An optional string argument (NULL = `None`).
+pub(crate) unsafe fn opt_text<'a>(p: *const c_char, what: &str) -> FfiResult<Option<&'a str>> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        text(p, what).map(Some)
+    }
+}
+
+/// A path argument.
+pub(crate) unsafe fn path<'a>(p: *const c_char, what: &str) -> FfiResult<&'a Path> {
+    Ok(Path::new(text(p, what)?))
+}
+
+/// Write a scalar out-parameter.
+pub(crate) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> FfiResult<()> {
+    *hmut(p, what)? = v;
+    Ok(())
+}
+
+/// Write an optional scalar out-parameter (NULL: skipped).
+pub(crate) unsafe fn put_opt<T>(p: *mut T, v: T) {
+    if !p.is_null() && (p as usize) % std::mem::align_of::<T>() == 0 {
+        *p = v;
+    }
+}
+
+/// Create a handle into `*out` (`*out` is set to NULL first, so it is NULL on failure).
+pub(crate) unsafe fn create<H, F: FnOnce() -> FfiResult<H>>(out: *mut *mut H, f: F) -> icl_status {
+    guard(|| {
+        let slot = hmut(out, "out")?;
+        *slot = std::ptr::null_mut();
+        *slot = Box::into_raw(Box::new(f()?));
+        Ok(())
+    })
+}
+
+/// Free a handle made by [`create`] (NULL is a no-op).
+pub(crate) unsafe fn destroy<H>(p: *mut H) {
+    if !p.is_null() {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(Box::from_raw(p))));
+    }
+}
+
+/// Copy `s` into `buf` (capacity `cap` bytes, NUL included) snprintf-style: `*needed` (optional)
+/// receives `strlen(s) + 1`; a too-small buffer gives `ICL_ERR_SIZE` and is left untouched.
+pub(crate) unsafe fn copy_str(
+    s: &str,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
+) -> FfiResult<()> {
+    let n = s.len() + 1;
+    put_opt(needed, n);
+    if cap < n {
+        return Err(FfiError::size(format!(
+            "string buffer has {cap} bytes; {n} needed (NUL included)"
+        )));
+    }
+    if buf.is_null() {
+        return Err(FfiError::null("buf"));
+    }
+    std::ptr::copy_nonoverlapping(s.as_ptr(), buf as *mut u8, s.len());
+    *buf.add(s.len()) = 0;
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Library-wide functions.
+
+/// The library version, e.g. "0.1.0" (a static string; never NULL). Thread-safe.
+#[no_mangle]
+pub extern "C" fn icl_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}
+
+/// The message of the last failed `icl_` call on the calling thread ("" if none). The pointer is
+/// owned by the library and valid until the next failing call on the same thread; copy it to keep
+/// it. Thread-safe (each thread has its own message).
+#[no_mangle]
+pub extern "C" fn icl_last_error() -> *const c_char {
+    last_error_ptr()
+}
+
+/// The name of a status code, e.g. "ICL_ERR_SIZE" ("ICL_UNKNOWN_STATUS" for other values). A static
+/// string. Thread-safe.
+#[no_mangle]
+pub extern "C" fn icl_status_name(status: i32) -> *const c_char {
+    let s: &'static str = match status {
+        0 => "ICL_OK\0",
+        1 => "ICL_ERR_NULL\0",
+        2 => "ICL_ERR_SIZE\0",
+        3 => "ICL_ERR_NONFINITE\0",
+        4 => "ICL_ERR_CONFIG\0",
+        5 => "ICL_ERR_UNKNOWN_KEY\0",
+        6 => "ICL_ERR_UNKNOWN_NAME\0",
+        7 => "ICL_ERR_NUMERICAL\0",
+        8 => "ICL_ERR_UNSUPPORTED\0",
+        9 => "ICL_ERR_IO\0",
+        10 => "ICL_ERR_CHECKPOINT\0",
+        11 => "ICL_ERR_UTF8\0",
+        12 => "ICL_ERR_ARGUMENT\0",
+        13 => "ICL_ERR_PANIC\0",
+        _ => "ICL_UNKNOWN_STATUS\0",
+    };
+    s.as_ptr() as *const c_char
+}
+
+/// The name of the default engine, the one `icl train` uses without `--engine` (a static string).
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn icl_default_engine() -> *const c_char {
+    static NAME: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        std::ffi::CString::new(crate::engines::default_engine()).unwrap_or_default()
+    })
+    .as_ptr()
+}

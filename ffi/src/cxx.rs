@@ -1,0 +1,514 @@
+//! The C++ API: a `cxx` bridge in namespace `icl`. Handles are C++ classes owned by
+//! `rust::Box<T>` (RAII: freed when the box goes out of scope); every failure throws `rust::Error`
+//! (a `std::exception`) whose `what()` is the same message the C API leaves in `icl_last_error()`.
+//! Panics are caught before they reach the bridge. The generated header ships as
+//! `include/icl.hpp` (checked against the build's by a test).
+use crate::handles::{
+    batch_from, icl_config, icl_model, icl_task, icl_trainer, Dims, HeadCircuits, LogEntry,
+};
+use crate::status::{guard_cxx, FfiResult};
+use icl_core::rng::Domain;
+use std::path::Path;
+
+#[cxx::bridge(namespace = "icl")]
+pub mod bridge {
+    /// Shape of a task sampler, model or trainer (heads = n_params = 0 for a sampler).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Dims {
+        pub d: usize,
+        pub n_out: usize,
+        pub heads: usize,
+        pub n_params: usize,
+        pub train_len: usize,
+        pub is_f64: bool,
+    }
+
+    /// A token-major batch: token l of sequence b is `z[(b (len+1) + l) (d+n_out) ..]`, x then y,
+    /// the query last with y-slots 0; targets `y[b n_out ..]`.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Batch {
+        pub n: usize,
+        pub len: usize,
+        pub d: usize,
+        pub n_out: usize,
+        pub z: Vec<f64>,
+        pub y: Vec<f64>,
+    }
+
+    /// Per-head circuits: omega (H values), mu (H x n_out, head-major).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Circuits {
+        pub omega: Vec<f64>,
+        pub mu: Vec<f64>,
+    }
+
+    /// A Monte Carlo risk and its standard error.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Risk {
+        pub risk: f64,
+        pub std_error: f64,
+        pub samples: usize,
+    }
+
+    /// A loss and its gradient with respect to the flat parameters.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct LossGrad {
+        pub loss: f64,
+        pub grad: Vec<f64>,
+    }
+
+    /// A row of the training log (as in `metrics.csv`).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct LogRow {
+        pub step: u64,
+        pub loss: f64,
+        pub omega: Vec<f64>,
+        pub mu: Vec<f64>,
+    }
+
+    extern "Rust" {
+        /// The library version.
+        fn version() -> String;
+        /// The engine `icl train` uses without `--engine`.
+        fn default_engine() -> String;
+
+        /// A run configuration.
+        #[cxx_name = "Config"]
+        type icl_config;
+        /// The configuration of a preset.
+        fn config_preset(name: &str) -> Result<Box<icl_config>>;
+        /// A configuration from TOML text (defaults: the he2025 preset).
+        fn config_from_toml(toml: &str) -> Result<Box<icl_config>>;
+        /// Set a dotted key (value checked now; the config is unchanged on failure).
+        #[cxx_name = "set"]
+        fn cpp_set(self: &mut icl_config, key: &str, value: &str) -> Result<()>;
+        /// The value of a key as text.
+        #[cxx_name = "get"]
+        fn cpp_get(self: &icl_config, key: &str) -> Result<String>;
+        /// Check the rules that involve several keys.
+        #[cxx_name = "validate"]
+        fn cpp_validate(self: &icl_config) -> Result<()>;
+        /// The configuration as TOML text.
+        #[cxx_name = "to_toml"]
+        fn cpp_to_toml(self: &icl_config) -> String;
+
+        /// A task sampler.
+        #[cxx_name = "TaskSampler"]
+        type icl_task;
+        /// The sampler of a configuration.
+        fn task_sampler(cfg: &icl_config) -> Result<Box<icl_task>>;
+        /// Shape (d, n_out, train_len).
+        #[cxx_name = "dims"]
+        fn cpp_dims(self: &icl_task) -> Dims;
+        /// n sequences of context length len from streams (seed, train or eval, step, b).
+        #[cxx_name = "sample"]
+        fn cpp_sample(
+            self: &icl_task,
+            seed: u64,
+            eval: bool,
+            step: u64,
+            n: usize,
+            len: usize,
+        ) -> Result<Batch>;
+
+        /// A model and its engine.
+        #[cxx_name = "Model"]
+        type icl_model;
+        /// A freshly initialised model of a configuration.
+        fn model_new(cfg: &icl_config) -> Result<Box<icl_model>>;
+        /// Load a checkpoint (the model.safetensors of `icl train`).
+        fn model_load(path: &str) -> Result<Box<icl_model>>;
+        /// Write a checkpoint.
+        #[cxx_name = "save"]
+        fn cpp_save(self: &icl_model, path: &str) -> Result<()>;
+        /// Run with another engine.
+        #[cxx_name = "set_engine"]
+        fn cpp_set_engine(self: &mut icl_model, name: &str) -> Result<()>;
+        /// Shape.
+        #[cxx_name = "dims"]
+        fn cpp_dims(self: &icl_model) -> Dims;
+        /// A copy of the model's configuration.
+        #[cxx_name = "config"]
+        fn cpp_config(self: &icl_model) -> Box<icl_config>;
+        /// Predictions [n][n_out] for contexts x [n][len][d], y [n][len][n_out], queries xq [n][d].
+        #[cxx_name = "predict"]
+        fn cpp_predict(
+            self: &mut icl_model,
+            n: usize,
+            len: usize,
+            x: &[f64],
+            y: &[f64],
+            xq: &[f64],
+        ) -> Result<Vec<f64>>;
+        /// Predictions [n][n_out] for a batch.
+        #[cxx_name = "predict_batch"]
+        fn cpp_predict_batch(self: &mut icl_model, batch: &Batch) -> Result<Vec<f64>>;
+        /// Loss and parameter gradient on a batch.
+        #[cxx_name = "loss_grad"]
+        fn cpp_loss_grad(self: &mut icl_model, batch: &Batch) -> Result<LossGrad>;
+        /// Flat parameters.
+        #[cxx_name = "params"]
+        fn cpp_params(self: &icl_model) -> Vec<f64>;
+        /// Replace the flat parameters.
+        #[cxx_name = "set_params"]
+        fn cpp_set_params(self: &mut icl_model, params: &[f64]) -> Result<()>;
+        /// Per-head circuits.
+        #[cxx_name = "circuits"]
+        fn cpp_circuits(self: &icl_model) -> Circuits;
+        /// Monte Carlo risk at test length len on the model's own task.
+        #[cxx_name = "risk"]
+        fn cpp_risk(self: &mut icl_model, len: usize, samples: usize, seed: u64) -> Result<Risk>;
+        /// Monte Carlo risk at test length len on another task.
+        #[cxx_name = "risk_on"]
+        fn cpp_risk_on(
+            self: &mut icl_model,
+            task: &icl_task,
+            len: usize,
+            samples: usize,
+            seed: u64,
+        ) -> Result<Risk>;
+
+        /// The training loop of `icl train`.
+        #[cxx_name = "Trainer"]
+        type icl_trainer;
+        /// A trainer for a configuration with the named engine ("" = the default engine).
+        fn trainer_new(cfg: &icl_config, engine: &str) -> Result<Box<icl_trainer>>;
+        /// A trainer continuing from a checkpoint (fresh optimiser state).
+        fn trainer_from_checkpoint(path: &str, engine: &str) -> Result<Box<icl_trainer>>;
+        /// Run steps on the trainer's own batches; returns their mean loss.
+        #[cxx_name = "train"]
+        fn cpp_train(self: &mut icl_trainer, steps: u64) -> Result<f64>;
+        /// Run steps; returns the loss of each.
+        #[cxx_name = "train_losses"]
+        fn cpp_train_losses(self: &mut icl_trainer, steps: u64) -> Result<Vec<f64>>;
+        /// One step on a caller's batch; returns its loss.
+        #[cxx_name = "step_batch"]
+        fn cpp_step_batch(self: &mut icl_trainer, batch: &Batch) -> Result<f64>;
+        /// Steps completed.
+        #[cxx_name = "step_count"]
+        fn cpp_step_count(self: &icl_trainer) -> u64;
+        /// The engine's name.
+        #[cxx_name = "engine"]
+        fn cpp_engine(self: &icl_trainer) -> String;
+        /// Shape.
+        #[cxx_name = "dims"]
+        fn cpp_dims(self: &icl_trainer) -> Dims;
+        /// Flat parameters.
+        #[cxx_name = "params"]
+        fn cpp_params(self: &icl_trainer) -> Vec<f64>;
+        /// Replace the flat parameters (optimiser state kept).
+        #[cxx_name = "set_params"]
+        fn cpp_set_params(self: &mut icl_trainer, params: &[f64]) -> Result<()>;
+        /// Per-head circuits.
+        #[cxx_name = "circuits"]
+        fn cpp_circuits(self: &icl_trainer) -> Circuits;
+        /// A copy of the current model.
+        #[cxx_name = "model"]
+        fn cpp_model(self: &icl_trainer) -> Result<Box<icl_model>>;
+        /// Write the current model as a checkpoint.
+        #[cxx_name = "save"]
+        fn cpp_save(self: &icl_trainer, path: &str) -> Result<()>;
+        /// The training log.
+        #[cxx_name = "log"]
+        fn cpp_log(self: &icl_trainer) -> Vec<LogRow>;
+
+        /// eta* (He et al. 2025 Thm 4.2(ii)).
+        fn theory_eta_star(d: usize, l: usize, sigma2: f64) -> Result<f64>;
+        /// Optimal vanilla-GD step.
+        fn theory_eta_vgd_star(d: usize, l: usize, sigma2: f64) -> Result<f64>;
+        /// mu_gamma (He et al. 2025 eq. (4.5)).
+        fn theory_mu_gamma(d: usize, l: usize, sigma2: f64, gamma: f64) -> Result<f64>;
+        /// Vanilla one-step GD risk.
+        fn theory_vanilla_gd_risk(d: usize, l: usize, sigma2: f64, eta: f64) -> Result<f64>;
+        /// Debiased one-step GD risk.
+        fn theory_debiased_gd_risk(d: usize, l: usize, sigma2: f64, eta: f64) -> Result<f64>;
+        /// OLS risk (L > d + 1).
+        fn theory_ols_risk(d: usize, l: usize, sigma2: f64) -> Result<f64>;
+        /// Infimum of the approximate loss.
+        fn theory_approx_loss_star(d: usize, l: usize, sigma2: f64) -> Result<f64>;
+    }
+}
+
+fn engine_arg(e: &str) -> Option<&str> {
+    if e.is_empty() {
+        None
+    } else {
+        Some(e)
+    }
+}
+
+fn dims_cxx(d: Dims) -> bridge::Dims {
+    bridge::Dims {
+        d: d.d,
+        n_out: d.n_out,
+        heads: d.heads,
+        n_params: d.n_params,
+        train_len: d.train_len,
+        is_f64: d.is_f64,
+    }
+}
+
+fn circuits_cxx(c: HeadCircuits) -> bridge::Circuits {
+    bridge::Circuits {
+        omega: c.omega,
+        mu: c.mu,
+    }
+}
+
+fn risk_cxx(r: icl_core::eval::RiskEstimate) -> bridge::Risk {
+    bridge::Risk {
+        risk: r.risk,
+        std_error: r.stderr,
+        samples: r.n,
+    }
+}
+
+fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
+
+fn default_engine() -> String {
+    crate::engines::default_engine().to_string()
+}
+
+fn config_preset(name: &str) -> FfiResult<Box<icl_config>> {
+    guard_cxx(|| icl_config::preset(name).map(Box::new))
+}
+
+fn config_from_toml(toml: &str) -> FfiResult<Box<icl_config>> {
+    guard_cxx(|| icl_config::from_toml(toml).map(Box::new))
+}
+
+impl icl_config {
+    fn cpp_set(&mut self, key: &str, value: &str) -> FfiResult<()> {
+        guard_cxx(|| self.set_key(key, value))
+    }
+    fn cpp_get(&self, key: &str) -> FfiResult<String> {
+        guard_cxx(|| self.get_key(key))
+    }
+    fn cpp_validate(&self) -> FfiResult<()> {
+        guard_cxx(|| self.validate())
+    }
+    fn cpp_to_toml(&self) -> String {
+        self.toml()
+    }
+}
+
+fn task_sampler(cfg: &icl_config) -> FfiResult<Box<icl_task>> {
+    guard_cxx(|| icl_task::new(&cfg.cfg).map(Box::new))
+}
+
+impl icl_task {
+    fn cpp_dims(&self) -> bridge::Dims {
+        let (d, n_out, train_len) = self.dims();
+        bridge::Dims {
+            d,
+            n_out,
+            heads: 0,
+            n_params: 0,
+            train_len,
+            is_f64: false,
+        }
+    }
+    fn cpp_sample(
+        &self,
+        seed: u64,
+        eval: bool,
+        step: u64,
+        n: usize,
+        len: usize,
+    ) -> FfiResult<bridge::Batch> {
+        guard_cxx(|| {
+            let (d, n_out, _) = self.dims();
+            let (zn, yn) = crate::handles::batch_sizes(n, len, d, n_out)?;
+            let (mut z, mut y) = (vec![0.0; zn], vec![0.0; yn]);
+            let dom = if eval { Domain::Eval } else { Domain::Train };
+            self.sample(seed, dom, step, n, len, &mut z, &mut y)?;
+            Ok(bridge::Batch {
+                n,
+                len,
+                d,
+                n_out,
+                z,
+                y,
+            })
+        })
+    }
+}
+
+fn model_new(cfg: &icl_config) -> FfiResult<Box<icl_model>> {
+    guard_cxx(|| icl_model::new(&cfg.cfg).map(Box::new))
+}
+
+fn model_load(path: &str) -> FfiResult<Box<icl_model>> {
+    guard_cxx(|| icl_model::load(Path::new(path)).map(Box::new))
+}
+
+fn check_batch_shape(b: &bridge::Batch, d: usize, n_out: usize) -> FfiResult<()> {
+    if b.d != d || b.n_out != n_out {
+        return Err(crate::status::FfiError::size(format!(
+            "batch has d = {} and n_out = {}, model has d = {d} and n_out = {n_out}",
+            b.d, b.n_out
+        )));
+    }
+    Ok(())
+}
+
+impl icl_model {
+    fn cpp_save(&self, path: &str) -> FfiResult<()> {
+        guard_cxx(|| self.save(Path::new(path)))
+    }
+    fn cpp_set_engine(&mut self, name: &str) -> FfiResult<()> {
+        guard_cxx(|| self.set_engine(name))
+    }
+    fn cpp_dims(&self) -> bridge::Dims {
+        dims_cxx(self.dims())
+    }
+    fn cpp_config(&self) -> Box<icl_config> {
+        Box::new(icl_config {
+            cfg: self.cfg.clone(),
+        })
+    }
+    fn cpp_predict(
+        &mut self,
+        n: usize,
+        len: usize,
+        x: &[f64],
+        y: &[f64],
+        xq: &[f64],
+    ) -> FfiResult<Vec<f64>> {
+        guard_cxx(|| {
+            let mut out = vec![0.0; n.saturating_mul(self.dims().n_out)];
+            self.predict(n, len, x, y, xq, &mut out)?;
+            Ok(out)
+        })
+    }
+    fn cpp_predict_batch(&mut self, b: &bridge::Batch) -> FfiResult<Vec<f64>> {
+        guard_cxx(|| {
+            let dm = self.dims();
+            check_batch_shape(b, dm.d, dm.n_out)?;
+            let mut out = vec![0.0; b.n.saturating_mul(dm.n_out)];
+            self.predict_batch(b.n, b.len, &b.z, &mut out)?;
+            Ok(out)
+        })
+    }
+    fn cpp_loss_grad(&mut self, b: &bridge::Batch) -> FfiResult<bridge::LossGrad> {
+        guard_cxx(|| {
+            let dm = self.dims();
+            check_batch_shape(b, dm.d, dm.n_out)?;
+            let mut grad = vec![0.0; dm.n_params];
+            let loss = self.loss_grad(b.n, b.len, &b.z, &b.y, &mut grad)?;
+            Ok(bridge::LossGrad { loss, grad })
+        })
+    }
+    fn cpp_params(&self) -> Vec<f64> {
+        self.params()
+    }
+    fn cpp_set_params(&mut self, p: &[f64]) -> FfiResult<()> {
+        guard_cxx(|| self.set_params(p))
+    }
+    fn cpp_circuits(&self) -> bridge::Circuits {
+        circuits_cxx(self.circuits())
+    }
+    fn cpp_risk(&mut self, len: usize, samples: usize, seed: u64) -> FfiResult<bridge::Risk> {
+        guard_cxx(|| self.risk(None, len, samples, seed).map(risk_cxx))
+    }
+    fn cpp_risk_on(
+        &mut self,
+        task: &icl_task,
+        len: usize,
+        samples: usize,
+        seed: u64,
+    ) -> FfiResult<bridge::Risk> {
+        guard_cxx(|| self.risk(Some(task), len, samples, seed).map(risk_cxx))
+    }
+}
+
+fn trainer_new(cfg: &icl_config, engine: &str) -> FfiResult<Box<icl_trainer>> {
+    guard_cxx(|| icl_trainer::new(&cfg.cfg, engine_arg(engine)).map(Box::new))
+}
+
+fn trainer_from_checkpoint(path: &str, engine: &str) -> FfiResult<Box<icl_trainer>> {
+    guard_cxx(|| icl_trainer::from_checkpoint(Path::new(path), engine_arg(engine)).map(Box::new))
+}
+
+impl icl_trainer {
+    fn cpp_train(&mut self, steps: u64) -> FfiResult<f64> {
+        guard_cxx(|| self.train(steps, None))
+    }
+    fn cpp_train_losses(&mut self, steps: u64) -> FfiResult<Vec<f64>> {
+        guard_cxx(|| {
+            let n = usize::try_from(steps)
+                .map_err(|_| crate::status::FfiError::size("steps overflows"))?;
+            let mut l = vec![0.0; n];
+            self.train(steps, Some(&mut l))?;
+            Ok(l)
+        })
+    }
+    fn cpp_step_batch(&mut self, b: &bridge::Batch) -> FfiResult<f64> {
+        guard_cxx(|| {
+            let dm = self.dims();
+            check_batch_shape(b, dm.d, dm.n_out)?;
+            // validate before the step so that a bad batch leaves the trainer untouched
+            batch_from::<f64>(b.n, b.len, b.d, b.n_out, &b.z, &b.y)?;
+            self.step_batch(b.n, b.len, &b.z, &b.y)
+        })
+    }
+    fn cpp_step_count(&self) -> u64 {
+        self.step()
+    }
+    fn cpp_engine(&self) -> String {
+        self.engine_name().to_string()
+    }
+    fn cpp_dims(&self) -> bridge::Dims {
+        dims_cxx(self.dims())
+    }
+    fn cpp_params(&self) -> Vec<f64> {
+        self.params()
+    }
+    fn cpp_set_params(&mut self, p: &[f64]) -> FfiResult<()> {
+        guard_cxx(|| self.set_params(p))
+    }
+    fn cpp_circuits(&self) -> bridge::Circuits {
+        circuits_cxx(self.circuits())
+    }
+    fn cpp_model(&self) -> FfiResult<Box<icl_model>> {
+        guard_cxx(|| self.model().map(Box::new))
+    }
+    fn cpp_save(&self, path: &str) -> FfiResult<()> {
+        guard_cxx(|| self.save(Path::new(path)))
+    }
+    fn cpp_log(&self) -> Vec<bridge::LogRow> {
+        (0..self.log_len())
+            .filter_map(|i| self.log_row(i).ok())
+            .map(|r: LogEntry| bridge::LogRow {
+                step: r.step,
+                loss: r.loss,
+                omega: r.omega,
+                mu: r.mu,
+            })
+            .collect()
+    }
+}
+
+fn theory_eta_star(d: usize, l: usize, sigma2: f64) -> FfiResult<f64> {
+    guard_cxx(|| crate::theory::eta_star(d, l, sigma2))
+}
+fn theory_eta_vgd_star(d: usize, l: usize, sigma2: f64) -> FfiResult<f64> {
+    guard_cxx(|| crate::theory::eta_vgd_star(d, l, sigma2))
+}
+fn theory_mu_gamma(d: usize, l: usize, sigma2: f64, gamma: f64) -> FfiResult<f64> {
+    guard_cxx(|| crate::theory::mu_gamma(d, l, sigma2, gamma))
+}
+fn theory_vanilla_gd_risk(d: usize, l: usize, sigma2: f64, eta: f64) -> FfiResult<f64> {
+    guard_cxx(|| crate::theory::vanilla_gd_risk(d, l, sigma2, eta))
+}
+fn theory_debiased_gd_risk(d: usize, l: usize, sigma2: f64, eta: f64) -> FfiResult<f64> {
+    guard_cxx(|| crate::theory::debiased_gd_risk(d, l, sigma2, eta))
+}
+fn theory_ols_risk(d: usize, l: usize, sigma2: f64) -> FfiResult<f64> {
+    guard_cxx(|| crate::theory::ols_risk(d, l, sigma2))
+}
+fn theory_approx_loss_star(d: usize, l: usize, sigma2: f64) -> FfiResult<f64> {
+    guard_cxx(|| crate::theory::approx_loss_star(d, l, sigma2))
+}

@@ -1,0 +1,738 @@
+//! The objects behind the C handles and the C++ classes: a configuration, a task sampler, a model
+//! (with the engine that runs it) and a trainer. Everything here is safe Rust taking slices of f64;
+//! the C layer (`crate::c`) checks pointers and lengths, the C++ layer (`crate::cxx`) passes slices.
+//!
+//! Models and trainers compute in the precision of their config (`train.dtype`, f32 by default);
+//! inputs and outputs cross the boundary as f64 (inputs are rounded to the model's precision, as
+//! `icl train` rounds the sampled data).
+use crate::engines::{default_engine, FfiScalar};
+use crate::status::{FfiError, FfiResult};
+use icl_core::analysis::analyze;
+use icl_core::config::{Config, Dtype};
+use icl_core::eval::{mc_risk, RiskEstimate};
+use icl_core::rng::Domain;
+use icl_core::train::{loss_and_grad, Trainer};
+use icl_core::{Batch, Engine, Model, Scalar, Task};
+use std::path::Path;
+
+/// A run configuration (`icl_config` in C, `icl::Config` in C++).
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone)]
+pub struct icl_config {
+    pub cfg: Config,
+}
+
+/// A task sampler (`icl_task` in C, `icl::TaskSampler` in C++).
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone)]
+pub struct icl_task {
+    pub cfg: Config,
+    pub task: Task,
+}
+
+/// A model and the engine that runs it (`icl_model` in C, `icl::Model` in C++).
+#[allow(non_camel_case_types)]
+pub struct icl_model {
+    /// The run configuration the model belongs to (saved in its checkpoints).
+    pub cfg: Config,
+    /// Training steps behind the parameters (saved in checkpoints).
+    pub step: u64,
+    pub inner: AnyModel,
+}
+
+/// A trainer: task, model, optimiser, log and engine (`icl_trainer` in C, `icl::Trainer` in C++).
+#[allow(non_camel_case_types)]
+pub struct icl_trainer {
+    pub inner: AnyTrainer,
+}
+
+/// A model in its compute precision, with its engine.
+pub struct ModelState<T: FfiScalar> {
+    pub model: Model<T>,
+    pub engine: Box<dyn Engine<T>>,
+    pub engine_name: String,
+}
+
+/// [`ModelState`] of either precision.
+pub enum AnyModel {
+    F32(ModelState<f32>),
+    F64(ModelState<f64>),
+}
+
+/// A trainer in its compute precision, with its engine.
+pub struct TrainerState<T: FfiScalar> {
+    pub tr: Trainer<T>,
+    pub engine: Box<dyn Engine<T>>,
+    pub engine_name: String,
+}
+
+/// [`TrainerState`] of either precision.
+pub enum AnyTrainer {
+    F32(TrainerState<f32>),
+    F64(TrainerState<f64>),
+}
+
+macro_rules! with_model {
+    ($m:expr, $s:ident => $e:expr) => {
+        match $m {
+            AnyModel::F32($s) => $e,
+            AnyModel::F64($s) => $e,
+        }
+    };
+}
+
+macro_rules! with_trainer {
+    ($m:expr, $s:ident => $e:expr) => {
+        match $m {
+            AnyTrainer::F32($s) => $e,
+            AnyTrainer::F64($s) => $e,
+        }
+    };
+}
+
+/// Shape of a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dims {
+    pub d: usize,
+    pub n_out: usize,
+    pub heads: usize,
+    pub n_params: usize,
+    /// The training context length L of the config.
+    pub train_len: usize,
+    pub is_f64: bool,
+}
+
+/// Per-head circuits: omega (H values) and mu (H x n_out, row-major), plus the effective KQ
+/// (H x E x E) and OV (H x n_out x E).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadCircuits {
+    pub omega: Vec<f64>,
+    pub mu: Vec<f64>,
+    pub kq: Vec<f64>,
+    pub ov: Vec<f64>,
+}
+
+/// One row of the training log (as in `metrics.csv`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogEntry {
+    pub step: u64,
+    pub loss: f64,
+    pub omega: Vec<f64>,
+    pub mu: Vec<f64>,
+}
+
+// ------------------------------------------------------------------------------------------------
+// Shapes and conversions.
+
+/// Random-stream domain of sampled sequences: 0 = training batches, 1 = evaluation samples.
+pub fn domain_of(code: u32) -> FfiResult<Domain> {
+    match code {
+        0 => Ok(Domain::Train),
+        1 => Ok(Domain::Eval),
+        _ => Err(FfiError::argument(format!(
+            "domain = {code}; expected ICL_DOMAIN_TRAIN (0) or ICL_DOMAIN_EVAL (1)"
+        ))),
+    }
+}
+
+fn mul(what: &str, xs: &[usize]) -> FfiResult<usize> {
+    xs.iter()
+        .try_fold(1usize, |a, &b| a.checked_mul(b))
+        .ok_or_else(|| FfiError::size(format!("{what}: size overflows")))
+}
+
+/// Sizes of a token-major batch of `n` sequences of context length `len`: (z values, y values).
+pub fn batch_sizes(n: usize, len: usize, d: usize, n_out: usize) -> FfiResult<(usize, usize)> {
+    if n == 0 || len == 0 {
+        return Err(FfiError::size(format!(
+            "need n >= 1 sequences and context length L >= 1 (n = {n}, L = {len})"
+        )));
+    }
+    let toks = len
+        .checked_add(1)
+        .ok_or_else(|| FfiError::size("L overflows"))?;
+    Ok((mul("z", &[n, toks, d + n_out])?, mul("y", &[n, n_out])?))
+}
+
+/// Fail with `ICL_ERR_SIZE` unless `got == want`.
+pub fn check_len(what: &str, got: usize, want: usize) -> FfiResult<()> {
+    if got != want {
+        return Err(FfiError::size(format!(
+            "{what} has {got} values; {want} needed"
+        )));
+    }
+    Ok(())
+}
+
+/// Fail with `ICL_ERR_NONFINITE` at the first NaN or infinity.
+pub fn check_finite(what: &str, xs: &[f64]) -> FfiResult<()> {
+    match xs.iter().position(|x| !x.is_finite()) {
+        None => Ok(()),
+        Some(i) => Err(FfiError::nonfinite(format!(
+            "{what}[{i}] = {} is not finite",
+            xs[i]
+        ))),
+    }
+}
+
+fn cast<T: Scalar>(xs: &[f64]) -> Vec<T> {
+    xs.iter().map(|&x| T::of(x)).collect()
+}
+
+fn widen<T: Scalar>(xs: &[T]) -> Vec<f64> {
+    xs.iter().map(|x| x.to_f64()).collect()
+}
+
+/// A batch in precision `T` from token-major `z` and targets `y` (sizes and finiteness checked;
+/// values that overflow `T` are reported as non-finite).
+pub fn batch_from<T: Scalar>(
+    n: usize,
+    len: usize,
+    d: usize,
+    n_out: usize,
+    z: &[f64],
+    y: &[f64],
+) -> FfiResult<Batch<T>> {
+    let (zn, yn) = batch_sizes(n, len, d, n_out)?;
+    check_len("z", z.len(), zn)?;
+    check_len("y", y.len(), yn)?;
+    check_finite("z", z)?;
+    check_finite("y", y)?;
+    Ok(Batch::from_parts(n, len, d, n_out, cast(z), cast(y))?)
+}
+
+/// A batch in precision `T` from contexts `x` ([n][L][d]), `y` ([n][L][n_out]) and queries
+/// `xq` ([n][d]); the targets are zero.
+pub fn batch_from_context<T: Scalar>(
+    n: usize,
+    len: usize,
+    d: usize,
+    n_out: usize,
+    x: &[f64],
+    y: &[f64],
+    xq: &[f64],
+) -> FfiResult<Batch<T>> {
+    batch_sizes(n, len, d, n_out)?;
+    check_len("x", x.len(), mul("x", &[n, len, d])?)?;
+    check_len("y", y.len(), mul("y", &[n, len, n_out])?)?;
+    check_len("xq", xq.len(), mul("xq", &[n, d])?)?;
+    check_finite("x", x)?;
+    check_finite("y", y)?;
+    check_finite("xq", xq)?;
+    let e = d + n_out;
+    let mut z = vec![0.0f64; n * (len + 1) * e];
+    for b in 0..n {
+        for l in 0..len {
+            let tok = &mut z[(b * (len + 1) + l) * e..][..e];
+            tok[..d].copy_from_slice(&x[(b * len + l) * d..][..d]);
+            tok[d..].copy_from_slice(&y[(b * len + l) * n_out..][..n_out]);
+        }
+        z[(b * (len + 1) + len) * e..][..d].copy_from_slice(&xq[b * d..][..d]);
+    }
+    Ok(Batch::from_parts(
+        n,
+        len,
+        d,
+        n_out,
+        cast(&z),
+        vec![T::zero(); n * n_out],
+    )?)
+}
+
+fn circuits_of<T: Scalar>(model: &Model<T>) -> HeadCircuits {
+    let circ = model.circuits();
+    let rep = analyze(&model.spec, &circ);
+    HeadCircuits {
+        omega: rep.heads.iter().map(|h| h.omega).collect(),
+        mu: rep
+            .heads
+            .iter()
+            .flat_map(|h| h.mu_all.iter().copied())
+            .collect(),
+        kq: widen(&circ.kq),
+        ov: widen(&circ.ov),
+    }
+}
+
+fn set_params_of<T: Scalar>(model: &mut Model<T>, p: &[f64]) -> FfiResult<()> {
+    check_len("params", p.len(), model.params.len())?;
+    check_finite("params", p)?;
+    let v: Vec<T> = cast(p);
+    if let Some(i) = v.iter().position(|x| !x.finite()) {
+        return Err(FfiError::nonfinite(format!(
+            "params[{i}] = {} overflows {}",
+            p[i],
+            T::NAME
+        )));
+    }
+    model.params = v;
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------------
+// Configuration.
+
+impl icl_config {
+    /// The named preset (`icl presets` lists them).
+    pub fn preset(name: &str) -> FfiResult<Self> {
+        Ok(icl_config {
+            cfg: icl_core::presets::preset(name)?,
+        })
+    }
+    /// A TOML text on top of the defaults (the `he2025` preset), validated.
+    pub fn from_toml(text: &str) -> FfiResult<Self> {
+        Ok(icl_config {
+            cfg: Config::from_toml(text)?,
+        })
+    }
+    /// Set one dotted key (`model.heads`, `train.lr`, ...); the value is checked now, the
+    /// cross-field rules when the config is used.
+    pub fn set_key(&mut self, key: &str, value: &str) -> FfiResult<()> {
+        let mut c = self.cfg.clone();
+        c.set(key, value)?;
+        self.cfg = c;
+        Ok(())
+    }
+    /// The current value of a key as text (the form `set_key` accepts).
+    pub fn get_key(&self, key: &str) -> FfiResult<String> {
+        let canon = if key == "task.len" { "task.L" } else { key };
+        if !icl_core::config::KEYS.iter().any(|(k, _)| *k == canon) {
+            return Err(icl_core::Error::UnknownKey(key.to_string()).into());
+        }
+        Ok(self
+            .cfg
+            .entries()
+            .into_iter()
+            .find(|(k, _)| k == canon)
+            .map(|(_, v)| v)
+            .unwrap_or_default())
+    }
+    /// Cross-field validation.
+    pub fn validate(&self) -> FfiResult<()> {
+        Ok(self.cfg.validate()?)
+    }
+    /// The config as TOML text (round-trips through `from_toml`).
+    pub fn toml(&self) -> String {
+        self.cfg.to_toml()
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Task sampler.
+
+impl icl_task {
+    /// The sampler of a config.
+    pub fn new(cfg: &Config) -> FfiResult<Self> {
+        Ok(icl_task {
+            cfg: cfg.clone(),
+            task: Task::new(cfg)?,
+        })
+    }
+    /// (d, n_out, training L).
+    pub fn dims(&self) -> (usize, usize, usize) {
+        (self.task.d, self.task.n_out, self.cfg.task.len)
+    }
+    /// Sample `n` sequences of context length `len` into token-major `z` and targets `y`;
+    /// sequence b comes from stream (seed, domain, step, b), exactly as the trainer's batch of
+    /// `step` (domain Train) or the evaluation samples (domain Eval, step = test length).
+    pub fn sample(
+        &self,
+        seed: u64,
+        domain: Domain,
+        step: u64,
+        n: usize,
+        len: usize,
+        z: &mut [f64],
+        y: &mut [f64],
+    ) -> FfiResult<()> {
+        let (d, no) = (self.task.d, self.task.n_out);
+        let (zn, yn) = batch_sizes(n, len, d, no)?;
+        check_len("z", z.len(), zn)?;
+        check_len("y", y.len(), yn)?;
+        let mut b = Batch::<f64>::zeros(n, len, d, no);
+        self.task
+            .sample_into(seed, domain, step, 0, &mut b, &mut Vec::new());
+        z.copy_from_slice(&b.z);
+        y.copy_from_slice(&b.y);
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Model.
+
+impl<T: FfiScalar> ModelState<T> {
+    fn new(model: Model<T>, engine: &str) -> FfiResult<Self> {
+        Ok(ModelState {
+            engine: T::engine(engine)?,
+            engine_name: engine.to_string(),
+            model,
+        })
+    }
+
+    fn predict(&mut self, batch: &Batch<T>) -> FfiResult<Vec<f64>> {
+        let circ = self.model.circuits();
+        let mut out = vec![T::zero(); batch.n * self.model.spec.n_out];
+        self.engine
+            .predict(&self.model.spec, &circ, batch, &mut out)?;
+        Ok(widen(&out))
+    }
+
+    fn loss_grad(&mut self, batch: &Batch<T>, grad: &mut [f64]) -> FfiResult<f64> {
+        check_len("grad", grad.len(), self.model.params.len())?;
+        let mut g = vec![T::zero(); self.model.params.len()];
+        let loss = loss_and_grad(self.engine.as_mut(), &self.model, batch, &mut g)?;
+        for (o, v) in grad.iter_mut().zip(&g) {
+            *o = v.to_f64();
+        }
+        Ok(loss.to_f64())
+    }
+
+    fn risk(&mut self, task: &Task, len: usize, n: usize, seed: u64) -> FfiResult<RiskEstimate> {
+        let r = mc_risk(
+            task,
+            len,
+            n,
+            seed,
+            Some((&self.model, self.engine.as_mut())),
+            &[],
+        )?;
+        Ok(r[0])
+    }
+}
+
+impl icl_model {
+    /// A freshly initialised model of a config (seed `train.seed`, precision `train.dtype`), run
+    /// by the default engine.
+    pub fn new(cfg: &Config) -> FfiResult<Self> {
+        let engine = default_engine();
+        let inner = match cfg.train.dtype {
+            Dtype::F32 => AnyModel::F32(ModelState::new(Model::init(cfg)?, engine)?),
+            Dtype::F64 => AnyModel::F64(ModelState::new(Model::init(cfg)?, engine)?),
+        };
+        Ok(icl_model {
+            cfg: cfg.clone(),
+            step: 0,
+            inner,
+        })
+    }
+
+    /// Load a checkpoint (`model.safetensors` of a run folder, as `icl train` writes it).
+    pub fn load(path: &Path) -> FfiResult<Self> {
+        let (cfg, any, step) = icl_io::load_model(path)?;
+        let engine = default_engine();
+        let inner = match any {
+            icl_io::AnyModel::F32(m) => AnyModel::F32(ModelState::new(m, engine)?),
+            icl_io::AnyModel::F64(m) => AnyModel::F64(ModelState::new(m, engine)?),
+        };
+        Ok(icl_model { cfg, step, inner })
+    }
+
+    /// Write a checkpoint that `load` and `icl eval`/`icl analyze` read.
+    pub fn save(&self, path: &Path) -> FfiResult<()> {
+        with_model!(&self.inner, s => icl_io::save_model(path, &s.model, &self.cfg, self.step))?;
+        Ok(())
+    }
+
+    /// Run the model with another engine (same names as `icl --engine`).
+    pub fn set_engine(&mut self, name: &str) -> FfiResult<()> {
+        with_model!(&mut self.inner, s => {
+            s.engine = FfiScalar::engine(name)?;
+            s.engine_name = name.to_string();
+        });
+        Ok(())
+    }
+
+    /// The engine's name.
+    pub fn engine_name(&self) -> &str {
+        with_model!(&self.inner, s => &s.engine_name)
+    }
+
+    /// Shape of the model.
+    pub fn dims(&self) -> Dims {
+        with_model!(&self.inner, s => Dims {
+            d: s.model.spec.d,
+            n_out: s.model.spec.n_out,
+            heads: s.model.spec.heads,
+            n_params: s.model.params.len(),
+            train_len: self.cfg.task.len,
+            is_f64: matches!(self.inner, AnyModel::F64(_)),
+        })
+    }
+
+    /// Predictions ([n][n_out]) for contexts x ([n][L][d]), y ([n][L][n_out]) and queries xq ([n][d]).
+    pub fn predict(
+        &mut self,
+        n: usize,
+        len: usize,
+        x: &[f64],
+        y: &[f64],
+        xq: &[f64],
+        out: &mut [f64],
+    ) -> FfiResult<()> {
+        let Dims { d, n_out, .. } = self.dims();
+        check_len("out", out.len(), n.saturating_mul(n_out))?;
+        let p = with_model!(&mut self.inner, s => {
+            let b = batch_from_context(n, len, d, n_out, x, y, xq)?;
+            s.predict(&b)?
+        });
+        out.copy_from_slice(&p);
+        Ok(())
+    }
+
+    /// Predictions ([n][n_out]) for a token-major batch `z` ([n][L+1][E], the query's y-slots ignored).
+    pub fn predict_batch(
+        &mut self,
+        n: usize,
+        len: usize,
+        z: &[f64],
+        out: &mut [f64],
+    ) -> FfiResult<()> {
+        let Dims { d, n_out, .. } = self.dims();
+        check_len("out", out.len(), n.saturating_mul(n_out))?;
+        let y = vec![0.0; n.saturating_mul(n_out)];
+        let p = with_model!(&mut self.inner, s => {
+            let b = batch_from(n, len, d, n_out, z, &y)?;
+            s.predict(&b)?
+        });
+        out.copy_from_slice(&p);
+        Ok(())
+    }
+
+    /// Loss (MSE over sequences and outputs) of a token-major batch and its gradient with
+    /// respect to the flat parameters (written to `grad`).
+    pub fn loss_grad(
+        &mut self,
+        n: usize,
+        len: usize,
+        z: &[f64],
+        y: &[f64],
+        grad: &mut [f64],
+    ) -> FfiResult<f64> {
+        let Dims { d, n_out, .. } = self.dims();
+        with_model!(&mut self.inner, s => {
+            let b = batch_from(n, len, d, n_out, z, y)?;
+            s.loss_grad(&b, grad)
+        })
+    }
+
+    /// The flat parameters, widened to f64.
+    pub fn params(&self) -> Vec<f64> {
+        with_model!(&self.inner, s => widen(&s.model.params))
+    }
+
+    /// Replace the flat parameters (rounded to the model's precision).
+    pub fn set_params(&mut self, p: &[f64]) -> FfiResult<()> {
+        with_model!(&mut self.inner, s => set_params_of(&mut s.model, p))
+    }
+
+    /// Per-head circuits.
+    pub fn circuits(&self) -> HeadCircuits {
+        with_model!(&self.inner, s => circuits_of(&s.model))
+    }
+
+    /// Monte Carlo risk at test length `len` with `n` samples from stream (seed, Eval, len, i), on
+    /// the task of `task` (or of the model's own config), as `icl eval` computes it.
+    pub fn risk(
+        &mut self,
+        task: Option<&icl_task>,
+        len: usize,
+        n: usize,
+        seed: u64,
+    ) -> FfiResult<RiskEstimate> {
+        let own;
+        let t = match task {
+            Some(t) => &t.task,
+            None => {
+                own = Task::new(&self.cfg)?;
+                &own
+            }
+        };
+        let Dims { d, n_out, .. } = self.dims();
+        if t.d != d || t.n_out != n_out {
+            return Err(FfiError::size(format!(
+                "task has d = {} and n_out = {}, model has d = {d} and n_out = {n_out}",
+                t.d, t.n_out
+            )));
+        }
+        with_model!(&mut self.inner, s => s.risk(t, len, n, seed))
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Trainer.
+
+impl<T: FfiScalar> TrainerState<T> {
+    fn new(tr: Trainer<T>, engine: &str) -> FfiResult<Self> {
+        Ok(TrainerState {
+            engine: T::engine(engine)?,
+            engine_name: engine.to_string(),
+            tr,
+        })
+    }
+
+    fn train(&mut self, steps: u64, mut losses: Option<&mut [f64]>) -> FfiResult<f64> {
+        let mut sum = 0.0;
+        for i in 0..steps {
+            let loss = self.tr.step(self.engine.as_mut())?;
+            if let Some(l) = losses.as_deref_mut() {
+                l[i as usize] = loss;
+            }
+            sum += loss;
+        }
+        Ok(if steps > 0 { sum / steps as f64 } else { 0.0 })
+    }
+
+    fn step_batch(&mut self, batch: &Batch<T>) -> FfiResult<f64> {
+        let mut g = vec![T::zero(); self.tr.model.params.len()];
+        let loss = loss_and_grad(self.engine.as_mut(), &self.tr.model, batch, &mut g)?.to_f64();
+        if !loss.is_finite() {
+            return Err(icl_core::Error::Numerical(format!(
+                "training diverged at step {} (loss {loss})",
+                self.tr.step
+            ))
+            .into());
+        }
+        self.tr.opt.step(&mut self.tr.model.params, &g)?;
+        self.tr.step += 1;
+        Ok(loss)
+    }
+}
+
+impl icl_trainer {
+    /// A trainer for a config, run by the named engine (`None`: the CLI's default engine).
+    pub fn new(cfg: &Config, engine: Option<&str>) -> FfiResult<Self> {
+        let e = engine.unwrap_or(default_engine());
+        let inner = match cfg.train.dtype {
+            Dtype::F32 => AnyTrainer::F32(TrainerState::new(Trainer::new(cfg)?, e)?),
+            Dtype::F64 => AnyTrainer::F64(TrainerState::new(Trainer::new(cfg)?, e)?),
+        };
+        Ok(icl_trainer { inner })
+    }
+
+    /// A trainer that continues from a checkpoint: its config, parameters and step count, and a
+    /// fresh optimiser state (checkpoints hold no optimiser state).
+    pub fn from_checkpoint(path: &Path, engine: Option<&str>) -> FfiResult<Self> {
+        let (cfg, any, step) = icl_io::load_model(path)?;
+        let e = engine.unwrap_or(default_engine());
+        let inner = match any {
+            icl_io::AnyModel::F32(m) => {
+                let mut tr = Trainer::with_model(&cfg, m)?;
+                tr.step = step;
+                AnyTrainer::F32(TrainerState::new(tr, e)?)
+            }
+            icl_io::AnyModel::F64(m) => {
+                let mut tr = Trainer::with_model(&cfg, m)?;
+                tr.step = step;
+                AnyTrainer::F64(TrainerState::new(tr, e)?)
+            }
+        };
+        Ok(icl_trainer { inner })
+    }
+
+    /// The run configuration.
+    pub fn config(&self) -> &Config {
+        with_trainer!(&self.inner, s => &s.tr.cfg)
+    }
+
+    /// The engine's name.
+    pub fn engine_name(&self) -> &str {
+        with_trainer!(&self.inner, s => &s.engine_name)
+    }
+
+    /// Steps completed.
+    pub fn step(&self) -> u64 {
+        with_trainer!(&self.inner, s => s.tr.step)
+    }
+
+    /// Shape of the model.
+    pub fn dims(&self) -> Dims {
+        with_trainer!(&self.inner, s => Dims {
+            d: s.tr.model.spec.d,
+            n_out: s.tr.model.spec.n_out,
+            heads: s.tr.model.spec.heads,
+            n_params: s.tr.model.params.len(),
+            train_len: s.tr.cfg.task.len,
+            is_f64: matches!(self.inner, AnyTrainer::F64(_)),
+        })
+    }
+
+    /// Run `steps` optimiser steps on the trainer's own batches (the batch of step t from stream
+    /// (seed, Train, t, b), as `icl train`); per-step losses go to `losses` (length `steps`) if
+    /// given. Returns the mean loss of these steps.
+    pub fn train(&mut self, steps: u64, losses: Option<&mut [f64]>) -> FfiResult<f64> {
+        if let Some(l) = losses.as_deref() {
+            if (l.len() as u64) < steps {
+                return Err(FfiError::size(format!(
+                    "losses has {} values; {steps} needed",
+                    l.len()
+                )));
+            }
+        }
+        with_trainer!(&mut self.inner, s => s.train(steps, losses))
+    }
+
+    /// One optimiser step on a caller's token-major batch; counts as a step (the following
+    /// sampled steps use the next stream) but is not entered in the log.
+    pub fn step_batch(&mut self, n: usize, len: usize, z: &[f64], y: &[f64]) -> FfiResult<f64> {
+        let Dims { d, n_out, .. } = self.dims();
+        with_trainer!(&mut self.inner, s => {
+            let b = batch_from(n, len, d, n_out, z, y)?;
+            s.step_batch(&b)
+        })
+    }
+
+    /// A copy of the current model (same config, step and engine).
+    pub fn model(&self) -> FfiResult<icl_model> {
+        let inner = match &self.inner {
+            AnyTrainer::F32(s) => {
+                AnyModel::F32(ModelState::new(s.tr.model.clone(), &s.engine_name)?)
+            }
+            AnyTrainer::F64(s) => {
+                AnyModel::F64(ModelState::new(s.tr.model.clone(), &s.engine_name)?)
+            }
+        };
+        Ok(icl_model {
+            cfg: self.config().clone(),
+            step: self.step(),
+            inner,
+        })
+    }
+
+    /// Write the current model as a checkpoint (the `model.safetensors` of `icl train`).
+    pub fn save(&self, path: &Path) -> FfiResult<()> {
+        with_trainer!(&self.inner, s => icl_io::save_model(path, &s.tr.model, &s.tr.cfg, s.tr.step))?;
+        Ok(())
+    }
+
+    /// The flat parameters, widened to f64.
+    pub fn params(&self) -> Vec<f64> {
+        with_trainer!(&self.inner, s => widen(&s.tr.model.params))
+    }
+
+    /// Replace the flat parameters; the optimiser state is kept.
+    pub fn set_params(&mut self, p: &[f64]) -> FfiResult<()> {
+        with_trainer!(&mut self.inner, s => set_params_of(&mut s.tr.model, p))
+    }
+
+    /// Per-head circuits of the current model.
+    pub fn circuits(&self) -> HeadCircuits {
+        with_trainer!(&self.inner, s => circuits_of(&s.tr.model))
+    }
+
+    /// Number of log rows.
+    pub fn log_len(&self) -> usize {
+        with_trainer!(&self.inner, s => s.tr.log.len())
+    }
+
+    /// Log row `i` (rows are written after step 1, every `train.log_every` steps and at
+    /// `train.steps`, as in `metrics.csv`).
+    pub fn log_row(&self, i: usize) -> FfiResult<LogEntry> {
+        with_trainer!(&self.inner, s => {
+            let r = s.tr.log.get(i).ok_or_else(|| {
+                FfiError::size(format!("log row {i} of {}", s.tr.log.len()))
+            })?;
+            Ok(LogEntry { step: r.step, loss: r.loss, omega: r.omega.clone(), mu: r.mu.clone() })
+        })
+    }
+}
