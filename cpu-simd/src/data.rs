@@ -2,18 +2,19 @@
 //! training data of (seed, step) — isotropic tasks fully vectorised, other tasks through
 //! [`Task::sample_sequence`] one lane at a time. Sequence b always comes from stream
 //! (seed, Train, step, b), so the data equal the scalar reference's up to rounding.
-use crate::gauss::{fill_normal4, Xoshiro4};
+use crate::gauss::{fill_normal4, fill_normal8, Xoshiro4};
 use crate::kernel::Group;
-use crate::lanes::{one, zero, Lanes};
+use crate::lanes::{one, zero, Lanes, SimdScalar};
 use icl_core::config::TaskKind;
 use icl_core::rng::{self, Domain};
 use icl_core::{Batch, Task};
-use wide::f64x4;
+use wide::{f32x8, f64x4};
 
 /// Per-chunk scratch for data generation (sized on first use, reused after).
 #[derive(Debug, Clone, Default)]
 pub struct GenScratch<T> {
-    normals4: Vec<f64x4>,
+    pub(crate) normals4: Vec<f64x4>,
+    pub(crate) normals8: Vec<f32x8>,
     normals: Vec<f64>,
     z: Vec<T>,
     y: Vec<T>,
@@ -54,26 +55,24 @@ pub fn gather<V: Lanes>(g: &mut Group<V>, batch: &Batch<V::T>, b0: usize) {
 
 /// Generate the training sequences `b0 .. b0 + W` of (seed, step) into the lanes of `g`;
 /// lanes at or past `n` are filled (from their own streams) but masked out.
-pub fn generate<V: Lanes>(
-    g: &mut Group<V>,
+pub fn generate<T: SimdScalar>(
+    g: &mut Group<T::V>,
     task: &Task,
     seed: u64,
     step: u64,
     b0: usize,
     n: usize,
-    s: &mut GenScratch<V::T>,
+    s: &mut GenScratch<T>,
 ) {
     set_mask(g, b0, n);
     if task.kind == TaskKind::Isotropic {
-        for q in 0..V::W / 4 {
-            generate_isotropic4(g, task, seed, step, b0 + 4 * q, q, &mut s.normals4);
-        }
+        T::generate_isotropic(g, task, seed, step, b0, s);
         return;
     }
     let (len, e, no) = (g.shape.len, task.e(), task.n_out);
-    s.z.resize((len + 1) * e, zero::<V::T>());
-    s.y.resize(no, zero::<V::T>());
-    for k in 0..V::W {
+    s.z.resize((len + 1) * e, T::zero());
+    s.y.resize(no, T::zero());
+    for k in 0..<T::V as Lanes>::W {
         let mut r = rng::stream(seed, Domain::Train, step, (b0 + k) as u64);
         task.sample_sequence(&mut r, len, &mut s.normals, &mut s.z, &mut s.y);
         for (v, &x) in g.z.iter_mut().zip(&s.z) {
@@ -89,7 +88,7 @@ pub fn generate<V: Lanes>(
 /// Same draws and arithmetic as `Task::sample_sequence`: normals = [beta (d) | x_0..x_L (d each) |
 /// noise_0..noise_L (n_out each)], beta scaled by 1/sqrt(d), y = beta . x + sigma eps.
 #[inline(always)]
-fn generate_isotropic4<V: Lanes>(
+pub(crate) fn generate_isotropic4<V: Lanes>(
     g: &mut Group<V>,
     task: &Task,
     seed: u64,
@@ -123,6 +122,49 @@ fn generate_isotropic4<V: Lanes>(
             } else {
                 tok[d + o].set4(q, f64x4::ZERO);
                 g.y[o].set4(q, if task.query_noise { clean + eps } else { clean });
+            }
+        }
+    }
+}
+
+/// Eight isotropic sequences (streams b0 .. b0 + 8) into the lanes of an f32 group, all in
+/// `f32x8`: the same draws as `Task::sample_sequence`, Box–Muller in f32 ([`fill_normal8`]),
+/// beta scaled by 1/sqrt(d), y = beta . x + sigma eps summed in f32.
+#[inline(always)]
+pub(crate) fn generate_isotropic8(
+    g: &mut Group<f32x8>,
+    task: &Task,
+    seed: u64,
+    step: u64,
+    b0: usize,
+    normals: &mut Vec<f32x8>,
+) {
+    let (d, no, len) = (task.d, task.n_out, g.shape.len);
+    let e = d + no;
+    normals.resize(task.normals_per_sequence(len), f32x8::ZERO);
+    let mut r0 = Xoshiro4::train(seed, step, b0 as u64);
+    let mut r1 = Xoshiro4::train(seed, step, b0 as u64 + 4);
+    fill_normal8(&mut r0, &mut r1, normals);
+    let (beta, rest) = normals.split_at_mut(d);
+    let (xs, noise) = rest.split_at((len + 1) * d);
+    let sc = f32x8::splat((1.0 / (d as f64).sqrt()) as f32);
+    beta.iter_mut().for_each(|b| *b = *b * sc);
+    let sigma = f32x8::splat(task.sigma as f32);
+    for l in 0..=len {
+        let x = &xs[l * d..(l + 1) * d];
+        let tok = &mut g.z[l * e..(l + 1) * e];
+        let mut clean = f32x8::ZERO;
+        for i in 0..d {
+            tok[i] = x[i];
+            clean = clean + beta[i] * x[i];
+        }
+        for o in 0..no {
+            let eps = noise[l * no + o] * sigma;
+            if l < len {
+                tok[d + o] = clean + eps;
+            } else {
+                tok[d + o] = f32x8::ZERO;
+                g.y[o] = if task.query_noise { clean + eps } else { clean };
             }
         }
     }

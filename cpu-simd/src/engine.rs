@@ -3,7 +3,7 @@
 //! the chunks' partial gradients are added in chunk order. Results are therefore identical for
 //! any number of threads.
 use crate::data::{gather, generate, GenScratch};
-use crate::kernel::{Group, Shape};
+use crate::kernel::{Dim, Group, Shape};
 use crate::lanes::{Lanes, SimdScalar};
 use icl_core::engine::{check_shapes, Engine};
 use icl_core::model::{Act, Circuits, ModelSpec};
@@ -66,16 +66,8 @@ impl<T: SimdScalar> Chunk<T> {
         n: usize,
         inv: T,
     ) {
-        let w = <T::V as Lanes>::W;
         self.group.clear_grad();
-        let end = (first + CHUNK).min(n);
-        let mut b0 = first;
-        while b0 < end {
-            self.fill(src, b0, end);
-            self.group.forward(act, circ);
-            self.group.backward(act, circ, inv);
-            b0 += w;
-        }
+        crate::with_dim!(self.group.shape.e, dim => self.groups(dim, act, circ, src, first, n, inv));
         // lane-wise accumulators -> chunk partials (fixed lane order)
         for (dst, v) in self.gkq.iter_mut().zip(&self.group.gkq) {
             *dst = v.sum();
@@ -84,6 +76,30 @@ impl<T: SimdScalar> Chunk<T> {
             *dst = v.sum();
         }
         self.loss = self.group.sse.sum() * inv;
+    }
+
+    /// The groups of the chunk, with the width E as a type.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn groups<D: Dim>(
+        &mut self,
+        dim: D,
+        act: &Act,
+        circ: &Circuits<T>,
+        src: Source<'_, T>,
+        first: usize,
+        n: usize,
+        inv: T,
+    ) {
+        let w = <T::V as Lanes>::W;
+        let end = (first + CHUNK).min(n);
+        let mut b0 = first;
+        while b0 < end {
+            self.fill(src, b0, end);
+            self.group.forward(dim, act, circ);
+            self.group.backward(dim, act, circ, inv);
+            b0 += w;
+        }
     }
 
     /// Only the data generation of the chunk (for the benchmark's time split).
@@ -113,7 +129,8 @@ impl<T: SimdScalar> Chunk<T> {
         let mut b0 = first;
         while b0 < end {
             gather(&mut self.group, batch, b0);
-            self.group.forward(act, circ);
+            self.group
+                .forward(crate::kernel::Dynamic(self.group.shape.e), act, circ);
             for k in 0..w.min(end - b0) {
                 for o in 0..no {
                     out[(b0 - first + k) * no + o] = self.group.yhat[o].lanes()[k];

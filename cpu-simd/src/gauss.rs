@@ -3,7 +3,7 @@
 //! sequence bit for bit up to the rounding of the vectorised `ln`/`sin_cos` (a few ulp in f64).
 use icl_core::rng::stream_key;
 use icl_core::rng::Domain;
-use wide::{f64x4, u64x4};
+use wide::{f32x8, f64x4, u64x4, CmpEq};
 
 /// SplitMix64 step (what `SeedableRng::seed_from_u64` of rand_xoshiro uses to fill the state).
 #[inline]
@@ -112,5 +112,102 @@ pub fn fill_normal4(rng: &mut Xoshiro4, out: &mut [f64x4]) {
     }
     if let [last] = chunks.into_remainder() {
         *last = box_muller4(rng).0;
+    }
+}
+
+/// Four f64 lanes and four more, rounded to one `f32x8`.
+#[inline(always)]
+fn to_f32x8(lo: f64x4, hi: f64x4) -> f32x8 {
+    let (a, b) = (lo.to_array(), hi.to_array());
+    f32x8::from([
+        a[0] as f32,
+        a[1] as f32,
+        a[2] as f32,
+        a[3] as f32,
+        b[0] as f32,
+        b[1] as f32,
+        b[2] as f32,
+        b[3] as f32,
+    ])
+}
+
+/// The eight f32 lanes widened to two `f64x4`.
+#[inline(always)]
+fn to_f64x4_pair(v: f32x8) -> (f64x4, f64x4) {
+    let a = v.to_array();
+    (
+        f64x4::from([a[0] as f64, a[1] as f64, a[2] as f64, a[3] as f64]),
+        f64x4::from([a[4] as f64, a[5] as f64, a[6] as f64, a[7] as f64]),
+    )
+}
+
+/// `x = 2 pi u2` split as `x = k pi/2 + t`, |t| <= pi/4, exactly in integers: with
+/// `m = x' >> 11` (u2 = m 2^-53), `k = round(m / 2^51)` and `t = 2 pi (m - k 2^51) 2^-53`.
+/// Returns t (computed in f64, rounded once to f32 later) and k as f64 (0..=4).
+#[inline(always)]
+fn reduce_quadrant(x: u64x4) -> (f64x4, f64x4) {
+    let m = x >> 11u32;
+    let k = (m + u64x4::splat(1 << 50)) >> 51u32;
+    // m - k 2^51 + 2^51 lies in (2^50, 3 2^50]: converts exactly
+    let biased = m + u64x4::splat(1 << 51) - (k << 51u32);
+    let t = (u54_to_f64(biased) - f64x4::splat(2_251_799_813_685_248.0))
+        * f64x4::splat(core::f64::consts::TAU / 9_007_199_254_740_992.0);
+    (t, u54_to_f64(k))
+}
+
+/// Eight Box–Muller pairs (lanes 0-3 from `r0`, 4-7 from `r1`) in f32: the uniforms are exact
+/// (f64), `ln` is wide's f32 `ln` (Cephes logf), the angle is reduced to |t| <= pi/4 exactly in
+/// integers and sin/cos use the Cephes sinf/cosf polynomials, then the quadrant is applied.
+/// Within a few f32 ulp of `icl_core::rng::box_muller` rounded to f32.
+#[inline(always)]
+pub fn box_muller8(r0: &mut Xoshiro4, r1: &mut Xoshiro4) -> (f32x8, f32x8) {
+    let inv = f64x4::splat(1.0 / 9_007_199_254_740_992.0);
+    let (a0, a1) = (r0.next(), r1.next());
+    let (b0, b1) = (r0.next(), r1.next());
+    // u1 = hi + lo with hi = f32(u1): ln u1 = ln hi + ln(1 + lo/hi) ~ ln hi + lo, which keeps the
+    // relative accuracy of ln u1 for u1 near 1 (where rounding u1 itself to f32 would lose it)
+    let u0 = u54_to_f64((a0 >> 11u32) + u64x4::splat(1)) * inv;
+    let u1 = u54_to_f64((a1 >> 11u32) + u64x4::splat(1)) * inv;
+    let hi = to_f32x8(u0, u1);
+    let (h0, h1) = to_f64x4_pair(hi);
+    let lo = to_f32x8(u0 - h0, u1 - h1);
+    let r = (f32x8::splat(-2.0) * (hi.ln() + lo)).sqrt();
+    let ((t0, k0), (t1, k1)) = (reduce_quadrant(b0), reduce_quadrant(b1));
+    let (t, k) = (to_f32x8(t0, t1), to_f32x8(k0, k1));
+    let z = t * t;
+    let s = (z * t).mul_add(
+        f32x8::splat(-1.951_529_589_1E-4)
+            .mul_add(z, f32x8::splat(8.332_160_873_6E-3))
+            .mul_add(z, f32x8::splat(-1.666_665_461_1E-1)),
+        t,
+    );
+    let c = (z * z).mul_add(
+        f32x8::splat(2.443_315_711_809_948E-5)
+            .mul_add(z, f32x8::splat(-1.388_731_625_493_765E-3))
+            .mul_add(z, f32x8::splat(4.166_664_568_298_827E-2)),
+        f32x8::splat(-0.5).mul_add(z, f32x8::splat(1.0)),
+    );
+    // quadrant k: (cos, sin) of k pi/2 + t = (c, s), (-s, c), (-c, -s), (s, -c), (c, s)
+    let (one, two, three) = (f32x8::splat(1.0), f32x8::splat(2.0), f32x8::splat(3.0));
+    let odd = k.cmp_eq(one) | k.cmp_eq(three);
+    let neg_cos = k.cmp_eq(one) | k.cmp_eq(two);
+    let neg_sin = k.cmp_eq(two) | k.cmp_eq(three);
+    let (cc, ss) = (odd.blend(s, c), odd.blend(c, s));
+    let cc = neg_cos.blend(-cc, cc);
+    let ss = neg_sin.blend(-ss, ss);
+    (r * cc, r * ss)
+}
+
+/// Fill `out` with normals in the order of `icl_core::rng::fill_normal`, eight streams at once, in f32.
+#[inline(always)]
+pub fn fill_normal8(r0: &mut Xoshiro4, r1: &mut Xoshiro4, out: &mut [f32x8]) {
+    let mut chunks = out.chunks_exact_mut(2);
+    for pair in &mut chunks {
+        let (c, s) = box_muller8(r0, r1);
+        pair[0] = c;
+        pair[1] = s;
+    }
+    if let [last] = chunks.into_remainder() {
+        *last = box_muller8(r0, r1).0;
     }
 }

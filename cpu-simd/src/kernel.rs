@@ -14,6 +14,93 @@ use icl_core::config::{Activation, AttentionKind};
 use icl_core::model::{Act, Circuits};
 use icl_core::Scalar;
 
+/// The embedding width E, either a compile-time constant (so that the loops over E unroll and
+/// their accumulators stay in registers) or a runtime value.
+pub trait Dim: Copy + Send + Sync {
+    /// The width.
+    fn get(self) -> usize;
+}
+
+/// E known at compile time.
+#[derive(Debug, Clone, Copy)]
+pub struct Fixed<const E: usize>;
+
+impl<const E: usize> Dim for Fixed<E> {
+    #[inline(always)]
+    fn get(self) -> usize {
+        E
+    }
+}
+
+/// E known at run time only.
+#[derive(Debug, Clone, Copy)]
+pub struct Dynamic(pub usize);
+
+impl Dim for Dynamic {
+    #[inline(always)]
+    fn get(self) -> usize {
+        self.0
+    }
+}
+
+/// Evaluate `$body` with `$d` bound to a [`Fixed`] width for E in 2..=12 and to [`Dynamic`]
+/// otherwise (each arm is its own monomorphisation).
+#[macro_export]
+macro_rules! with_dim {
+    ($e:expr, $d:ident => $body:expr) => {
+        match $e {
+            2 => {
+                let $d = $crate::kernel::Fixed::<2>;
+                $body
+            }
+            3 => {
+                let $d = $crate::kernel::Fixed::<3>;
+                $body
+            }
+            4 => {
+                let $d = $crate::kernel::Fixed::<4>;
+                $body
+            }
+            5 => {
+                let $d = $crate::kernel::Fixed::<5>;
+                $body
+            }
+            6 => {
+                let $d = $crate::kernel::Fixed::<6>;
+                $body
+            }
+            7 => {
+                let $d = $crate::kernel::Fixed::<7>;
+                $body
+            }
+            8 => {
+                let $d = $crate::kernel::Fixed::<8>;
+                $body
+            }
+            9 => {
+                let $d = $crate::kernel::Fixed::<9>;
+                $body
+            }
+            10 => {
+                let $d = $crate::kernel::Fixed::<10>;
+                $body
+            }
+            11 => {
+                let $d = $crate::kernel::Fixed::<11>;
+                $body
+            }
+            12 => {
+                let $d = $crate::kernel::Fixed::<12>;
+                $body
+            }
+            e => {
+                let $d = $crate::kernel::Dynamic(e);
+                $body
+            }
+        }
+    };
+}
+
 /// Shape of the work: what every group of a batch shares.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shape {
@@ -96,14 +183,15 @@ impl<V: Lanes> Group<V> {
 
     /// Forward of all heads into `yhat`.
     #[inline(always)]
-    pub fn forward(&mut self, act: &Act, circ: &Circuits<V::T>) {
+    pub fn forward<D: Dim>(&mut self, dim: D, act: &Act, circ: &Circuits<V::T>) {
         let Shape {
             heads,
-            e,
             n_out: no,
             len,
             nk,
+            ..
         } = self.shape;
+        let e = dim.get();
         self.yhat.iter_mut().for_each(|x| *x = V::zero());
         let zq = &self.z[len * e..(len + 1) * e];
         let keys = &self.z[..nk * e];
@@ -114,7 +202,7 @@ impl<V: Lanes> Group<V> {
             let w = &mut self.w[h * nk..(h + 1) * nk];
             self.finv[h] = head_forward(
                 act,
-                e,
+                dim,
                 no,
                 circ.kq_head(h),
                 circ.ov_head(h),
@@ -131,14 +219,15 @@ impl<V: Lanes> Group<V> {
 
     /// Loss terms and `g = dLoss/dyhat = 2 r / (n n_out)` (masked), then the backward of all heads.
     #[inline(always)]
-    pub fn backward(&mut self, act: &Act, circ: &Circuits<V::T>, inv: V::T) {
+    pub fn backward<D: Dim>(&mut self, dim: D, act: &Act, circ: &Circuits<V::T>, inv: V::T) {
         let Shape {
             heads,
-            e,
             n_out: no,
             len,
             nk,
+            ..
         } = self.shape;
+        let e = dim.get();
         let two_inv = V::splat(inv + inv);
         for o in 0..no {
             // loss = sum_o r_o^2 / (n n_out)  =>  g_o = 2 r_o / (n n_out)
@@ -152,7 +241,7 @@ impl<V: Lanes> Group<V> {
             let (ee, oe) = (e * e, no * e);
             head_backward(
                 act,
-                e,
+                dim,
                 no,
                 circ.ov_head(h),
                 keys,
@@ -184,9 +273,9 @@ fn dot<V: Lanes>(x: &[V], y: &[V]) -> V {
 /// (softmax family; 1 for linear attention).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn head_forward<V: Lanes>(
+fn head_forward<V: Lanes, D: Dim>(
     act: &Act,
-    e: usize,
+    dim: D,
     no: usize,
     kq: &[V::T],
     ov: &[V::T],
@@ -198,6 +287,7 @@ fn head_forward<V: Lanes>(
     a: &mut [V],
     yhat: &mut [V],
 ) -> V {
+    let e = dim.get();
     // q = KQ z_q
     for (qi, row) in q.iter_mut().zip(kq.chunks_exact(e)) {
         *qi = row
@@ -270,9 +360,9 @@ fn head_forward<V: Lanes>(
 /// `gkq` (E x E) and `gov` (n_out x E). `c`, `u`, `b` are scratch.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn head_backward<V: Lanes>(
+fn head_backward<V: Lanes, D: Dim>(
     act: &Act,
-    e: usize,
+    dim: D,
     no: usize,
     ov: &[V::T],
     keys: &[V],
@@ -288,6 +378,7 @@ fn head_backward<V: Lanes>(
     gkq: &mut [V],
     gov: &mut [V],
 ) {
+    let e = dim.get();
     // forward: yhat_o += OV[o] . a  =>  dOV[o] += g_o a ;  da = OV^T g =: c
     c.iter_mut().for_each(|x| *x = V::zero());
     for o in 0..no {

@@ -1,7 +1,9 @@
 //! Lane types: one SIMD lane per sequence. `f32` runs in `wide::f32x8` (8 sequences per
 //! vector), `f64` in `wide::f64x4` (4 sequences). Every kernel is written once against [`Lanes`].
+use crate::data::GenScratch;
+use crate::kernel::Group;
 use core::ops::{Add, AddAssign, Div, Mul, Sub};
-use icl_core::Scalar;
+use icl_core::{Scalar, Task};
 use wide::{f32x8, f64x4};
 
 /// A vector of `W` values of scalar `T`, one per sequence.
@@ -58,14 +60,48 @@ pub trait Lanes:
 pub trait SimdScalar: Scalar + Send + Sync {
     /// The vector type.
     type V: Lanes<T = Self>;
+
+    /// Generate isotropic training sequences `b0 .. b0 + W` of (seed, step) into the lanes of `g`.
+    fn generate_isotropic(
+        g: &mut Group<Self::V>,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        b0: usize,
+        s: &mut GenScratch<Self>,
+    );
 }
 
 impl SimdScalar for f32 {
     type V = f32x8;
+
+    #[inline(always)]
+    fn generate_isotropic(
+        g: &mut Group<f32x8>,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        b0: usize,
+        s: &mut GenScratch<f32>,
+    ) {
+        crate::data::generate_isotropic8(g, task, seed, step, b0, &mut s.normals8);
+    }
 }
 
 impl SimdScalar for f64 {
     type V = f64x4;
+
+    #[inline(always)]
+    fn generate_isotropic(
+        g: &mut Group<f64x4>,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        b0: usize,
+        s: &mut GenScratch<f64>,
+    ) {
+        crate::data::generate_isotropic4(g, task, seed, step, b0, 0, &mut s.normals4);
+    }
 }
 
 impl Lanes for f32x8 {
