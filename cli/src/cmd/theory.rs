@@ -141,6 +141,14 @@ const HE: &[P] = &[
     P("sigma2", Some("0.1"), "label noise variance"),
 ];
 
+/// `println!` that ignores a closed stdout (`icl theory --list | head` must not panic).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 /// A `&'static [P]` from a list of parameters.
 macro_rules! params {
     ($($p:expr),* $(,)?) => {{
@@ -424,7 +432,7 @@ fn list(reg: &[Q], as_json: bool) -> CliResult {
                        "params": q.params.iter().map(|p| json!({"flag": p.0, "default": p.1, "help": p.2})).collect::<Vec<_>>()})
             })
             .collect();
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&Value::Array(v)).unwrap_or_default()
         );
@@ -434,9 +442,9 @@ fn list(reg: &[Q], as_json: bool) -> CliResult {
     for q in reg {
         if q.paper != paper {
             paper = q.paper;
-            println!("[{paper}]");
+            say!("[{paper}]");
         }
-        println!("  {:<22} {}", q.name, q.about);
+        say!("  {:<22} {}", q.name, q.about);
         let ps: Vec<String> = q
             .params
             .iter()
@@ -446,10 +454,10 @@ fn list(reg: &[Q], as_json: bool) -> CliResult {
             })
             .collect();
         if !ps.is_empty() {
-            println!("  {:<22} {}", "", ps.join("  "));
+            say!("  {:<22} {}", "", ps.join("  "));
         }
     }
-    println!("\nGlobal flags: --json, --csv FILE, --svg FILE (trajectory quantities).");
+    say!("\nGlobal flags: --json, --csv FILE, --svg FILE (trajectory quantities).");
     Ok(())
 }
 
@@ -595,14 +603,14 @@ pub fn run(a: &Args) -> CliResult {
             m.insert((*k).into(), v.clone());
         }
         m.insert("params".into(), json!(ctx.vals));
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&Value::Object(m)).unwrap_or_default()
         );
     } else {
-        println!("{name} = {}", fmt_value(&out.value));
+        say!("{name} = {}", fmt_value(&out.value));
         for (k, v) in &out.extra {
-            println!("  {k} = {}", fmt_value(v));
+            say!("  {k} = {}", fmt_value(v));
         }
     }
     Ok(())
