@@ -603,3 +603,32 @@ fn conservation_laws_under_rk4() {
         assert!(drift < 1e-6, "{arch:?}: drift {drift}");
     }
 }
+
+#[test]
+fn rank_r_heads_grow_in_groups() {
+    // AT14: D = 4, H = 5, Fig 3 Lambda, w_init = 0.1: ceil(D/R) value weights grow; final loss L*
+    let d = 4;
+    let p = Population::diagonal(&FIG3, 1.0 / 31.0).unwrap();
+    for (rank, grown) in [(2usize, 2usize), (4, 1)] {
+        let arch = Arch::Separate { heads: 5, rank };
+        let y0 = arch.init(d, 0.1, 0);
+        let mut last = f64::NAN;
+        let y = z::simulate(
+            &p,
+            arch,
+            &y0,
+            Scheme::Euler,
+            0.5,
+            12_000.0,
+            100,
+            &mut |_, l, _| {
+                last = l;
+                true
+            },
+        )
+        .unwrap();
+        let n = y[..5].iter().filter(|v| v.abs() > 0.5).count();
+        assert_eq!(n, grown, "R = {rank}: |v| = {:?}", &y[..5]);
+        near(last, 0.135995, 2e-3, "final loss");
+    }
+}
