@@ -101,13 +101,13 @@ pub const PRESETS: &[(&str, &str, &[(&str, &str)])] = &[
     ),
     (
         "zhang2025-fig5-merged",
-        "fig. 5: softmax ATTN_M (merged, all weights trained, softmax over the N+1 keys, no 1/N), fig. 1 settings",
-        zh!(("model.attention", "softmax"), ("model.param", "merged"), ("model.heads", "8"), ("model.init_scale", "1e-6"), ("train.lr", "1e-3"), ("train.steps", "6001"), ("task.P", "5000"), ("train.seed", "10")),
+        "fig. 5: softmax ATTN_M (merged, all weights trained, softmax over the N+1 keys, no 1/N), fig. 1 settings but lr 0.031 = N x 1e-3 (the softmax's 1/(N+1) weights act like the paper's 1/N) and 3001 steps",
+        zh!(("model.attention", "softmax"), ("model.param", "merged"), ("model.heads", "8"), ("model.init_scale", "1e-6"), ("train.lr", "0.031"), ("train.steps", "3001"), ("task.P", "5000"), ("train.seed", "10")),
     ),
     (
         "zhang2025-fig5-separate",
-        "fig. 5: softmax ATTN_S rank 1 (separate, all weights trained), fig. 3 settings but P=5000 and 10001 steps (token level; --set task.P=80000 for the paper's)",
-        zh_s!(("model.attention", "softmax"), ("model.param", "separate"), ("task.P", "5000"), ("train.steps", "10001")),
+        "fig. 5: softmax ATTN_S rank 1 (separate, all weights trained), fig. 3 settings but lr 0.2 (~N^(2/3) x 0.02), P=5000 and 6001 steps (token level; --set task.P=80000 for the paper's)",
+        zh_s!(("model.attention", "softmax"), ("model.param", "separate"), ("task.P", "5000"), ("train.lr", "0.2"), ("train.steps", "6001")),
     ),
     (
         "zhang2025-fig8-merged",
