@@ -3,7 +3,7 @@ use crate::error::{CliError, CliResult};
 use icl_core::{Engine, Scalar, ScalarEngine};
 
 /// Engines built into this binary, fastest first.
-pub const ENGINES: &[&str] = &["scalar"];
+pub const ENGINES: &[&str] = &["scalar", "vulkan"];
 
 /// The default engine: the fastest one built in.
 pub fn default_engine() -> &'static str {
@@ -27,6 +27,7 @@ impl EngineScalar for f32 {
     fn engine(name: &str) -> CliResult<Box<dyn Engine<f32>>> {
         match name {
             "scalar" => Ok(ScalarEngine::<f32>::boxed()),
+            "vulkan" => vulkan_engine(),
             _ => Err(unknown(name)),
         }
     }
@@ -36,7 +37,19 @@ impl EngineScalar for f64 {
     fn engine(name: &str) -> CliResult<Box<dyn Engine<f64>>> {
         match name {
             "scalar" => Ok(ScalarEngine::<f64>::boxed()),
+            "vulkan" => Err(CliError::input(
+                "the vulkan engine computes in f32: use --set train.dtype=f32, or another engine for f64",
+            )),
             _ => Err(unknown(name)),
         }
+    }
+}
+
+/// The Vulkan engine (options from ICL_VULKAN_* environment variables); without a Vulkan device
+/// a runtime error that names the fix (install mesa-vulkan-drivers or a GPU driver).
+fn vulkan_engine() -> CliResult<Box<dyn Engine<f32>>> {
+    match icl_vulkan::VulkanEngine::from_env() {
+        Ok(e) => Ok(Box::new(e)),
+        Err(e) => Err(CliError::runtime(e.to_string())),
     }
 }
