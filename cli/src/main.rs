@@ -38,6 +38,7 @@ enum Command {
 }
 
 fn main() {
+    restore_sigpipe();
     let cli = Cli::parse();
     let res = match &cli.cmd {
         Command::Train(a) => cmd::train::run(a),
@@ -51,5 +52,15 @@ fn main() {
     if let Err(e) = res {
         eprintln!("icl: error: {e}");
         std::process::exit(e.code);
+    }
+}
+
+/// Die quietly on a closed pipe (`icl ... | head`) like other Unix tools, instead of panicking
+/// in `println!`.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: resetting a signal disposition to its default before any thread is spawned.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -3,7 +3,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn icl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_icl")).args(args).output().expect("run icl")
+    Command::new(env!("CARGO_BIN_EXE_icl"))
+        .args(args)
+        .output()
+        .expect("run icl")
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -17,7 +20,18 @@ fn stdout(o: &Output) -> String {
 }
 
 fn train(out: &Path, extra: &[&str]) -> Output {
-    let mut a = vec!["train", "--preset", "quick", "--steps", "300", "--eval-samples", "500", "--quiet", "--out", out.to_str().unwrap()];
+    let mut a = vec![
+        "train",
+        "--preset",
+        "quick",
+        "--steps",
+        "300",
+        "--eval-samples",
+        "500",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ];
     a.extend_from_slice(extra);
     icl(&a)
 }
@@ -29,10 +43,17 @@ fn train_writes_run_folder_and_prints_summary_path_last() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let last = stdout(&o).lines().last().unwrap().to_string();
     assert_eq!(PathBuf::from(&last), out.join("summary.json"));
-    for f in ["config.toml", "model.safetensors", "metrics.csv", "summary.json", "loss.svg"] {
+    for f in [
+        "config.toml",
+        "model.safetensors",
+        "metrics.csv",
+        "summary.json",
+        "loss.svg",
+    ] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
-    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["steps"], 300);
     assert_eq!(s["heads"].as_array().unwrap().len(), 2);
     // metrics.csv: header + a row at step 1 and every 100 steps
@@ -51,15 +72,30 @@ fn train_writes_run_folder_and_prints_summary_path_last() {
     assert!(out.join("circuits.svg").is_file());
 
     // eval --json contract
-    let o = icl(&["eval", out.to_str().unwrap(), "--lengths", "10,50", "--samples", "300", "--json", "--engine", "scalar"]);
+    let o = icl(&[
+        "eval",
+        out.to_str().unwrap(),
+        "--lengths",
+        "10,50",
+        "--samples",
+        "300",
+        "--json",
+        "--engine",
+        "scalar",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let e: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let rows = e["rows"].as_array().unwrap();
-    let names: Vec<&str> = rows.iter().map(|r| r["estimator"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["estimator"].as_str().unwrap())
+        .collect();
     for n in ["model", "vanilla_gd", "debiased_gd", "ridge", "ols", "nw"] {
         assert!(names.contains(&n), "{n} missing from {names:?}");
     }
-    assert!(rows.iter().all(|r| r["risk"].as_f64().unwrap() > 0.0 && r["stderr"].as_f64().unwrap() > 0.0));
+    assert!(rows
+        .iter()
+        .all(|r| r["risk"].as_f64().unwrap() > 0.0 && r["stderr"].as_f64().unwrap() > 0.0));
     std::fs::remove_dir_all(&out).unwrap();
 }
 
@@ -108,10 +144,19 @@ fn bad_input_exits_2_with_one_line_and_no_files() {
     assert_eq!(o.status.code(), Some(2));
     let corrupt = tmp("corrupt");
     std::fs::create_dir_all(&corrupt).unwrap();
-    std::fs::write(corrupt.join("model.safetensors"), b"\x08\x00\x00\x00\x00\x00\x00\x00{garbage").unwrap();
+    std::fs::write(
+        corrupt.join("model.safetensors"),
+        b"\x08\x00\x00\x00\x00\x00\x00\x00{garbage",
+    )
+    .unwrap();
     for cmd in ["analyze", "eval"] {
         let o = icl(&[cmd, corrupt.to_str().unwrap()]);
-        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         assert_eq!(String::from_utf8_lossy(&o.stderr).trim().lines().count(), 1);
     }
     assert!(!corrupt.join("circuits.svg").exists());
@@ -125,7 +170,10 @@ fn existing_run_is_not_overwritten_without_force() {
     let before = std::fs::read(out.join("model.safetensors")).unwrap();
     let o = train(&out, &["--seed", "99"]);
     assert_eq!(o.status.code(), Some(2));
-    assert_eq!(before, std::fs::read(out.join("model.safetensors")).unwrap());
+    assert_eq!(
+        before,
+        std::fs::read(out.join("model.safetensors")).unwrap()
+    );
     assert!(train(&out, &["--seed", "99", "--force"]).status.success());
     std::fs::remove_dir_all(&out).unwrap();
 }
@@ -135,20 +183,49 @@ fn import_torch_state_dict() {
     use safetensors::tensor::{Dtype, TensorView};
     // a state_dict in the reference layout: H=2, d=5 -> q/k/v [12, 6], o [1, 12]
     let (h, e) = (2usize, 6usize);
-    let mk = |n: usize, salt: f32| -> Vec<u8> { (0..n).flat_map(|i| ((i as f32 * 0.37 + salt).sin() * 0.4).to_le_bytes()).collect() };
-    let (q, k, v, o) = (mk(h * e * e, 0.1), mk(h * e * e, 0.2), mk(h * e * e, 0.3), mk(h * e, 0.4));
+    let mk = |n: usize, salt: f32| -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| ((i as f32 * 0.37 + salt).sin() * 0.4).to_le_bytes())
+            .collect()
+    };
+    let (q, k, v, o) = (
+        mk(h * e * e, 0.1),
+        mk(h * e * e, 0.2),
+        mk(h * e * e, 0.3),
+        mk(h * e, 0.4),
+    );
     let views = vec![
-        ("q_proj.weight", TensorView::new(Dtype::F32, vec![h * e, e], &q).unwrap()),
-        ("k_proj.weight", TensorView::new(Dtype::F32, vec![h * e, e], &k).unwrap()),
-        ("v_proj.weight", TensorView::new(Dtype::F32, vec![h * e, e], &v).unwrap()),
-        ("o_proj.weight", TensorView::new(Dtype::F32, vec![1, h * e], &o).unwrap()),
+        (
+            "q_proj.weight",
+            TensorView::new(Dtype::F32, vec![h * e, e], &q).unwrap(),
+        ),
+        (
+            "k_proj.weight",
+            TensorView::new(Dtype::F32, vec![h * e, e], &k).unwrap(),
+        ),
+        (
+            "v_proj.weight",
+            TensorView::new(Dtype::F32, vec![h * e, e], &v).unwrap(),
+        ),
+        (
+            "o_proj.weight",
+            TensorView::new(Dtype::F32, vec![1, h * e], &o).unwrap(),
+        ),
     ];
     let dir = tmp("import");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("sd.safetensors");
     std::fs::write(&file, safetensors::serialize(views, &None).unwrap()).unwrap();
     let run = dir.join("run");
-    let o = icl(&["import", "--torch", file.to_str().unwrap(), "--preset", "he2025", "--out", run.to_str().unwrap()]);
+    let o = icl(&[
+        "import",
+        "--torch",
+        file.to_str().unwrap(),
+        "--preset",
+        "he2025",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = icl(&["analyze", run.to_str().unwrap(), "--json", "--no-plot"]);
     assert!(o.status.success());
@@ -156,7 +233,15 @@ fn import_torch_state_dict() {
     assert_eq!(a["heads"].as_array().unwrap().len(), 2);
     // the wrong head count is a shape error, exit 2
     let run2 = dir.join("run2");
-    let o = icl(&["import", "--torch", file.to_str().unwrap(), "--set", "model.heads=3", "--out", run2.to_str().unwrap()]);
+    let o = icl(&[
+        "import",
+        "--torch",
+        file.to_str().unwrap(),
+        "--set",
+        "model.heads=3",
+        "--out",
+        run2.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(!run2.exists());
     std::fs::remove_dir_all(&dir).unwrap();

@@ -639,7 +639,9 @@ impl Config {
                         t.d
                     ));
                 }
-                if let Some(l) = t.eigs.iter().find(|l| l.partial_cmp(&&0.0) != Some(core::cmp::Ordering::Greater) || !l.is_finite()) {
+                if let Some(l) = t.eigs.iter().find(|l| {
+                    l.partial_cmp(&&0.0) != Some(core::cmp::Ordering::Greater) || !l.is_finite()
+                }) {
                     return bad(format!("task.eigs must be finite and > 0, got {l}"));
                 }
                 if !(0.0..=1.0).contains(&t.icl_fraction) {

@@ -112,6 +112,7 @@ pub fn sequence_forward<T: Scalar>(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 /// Per-sequence backward of all heads given `g = dLoss/dyhat`; accumulates into `grad`.
 pub fn sequence_backward<T: Scalar>(
     spec: &ModelSpec,

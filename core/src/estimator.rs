@@ -164,7 +164,7 @@ impl Estimator {
                         "OLS needs L >= d (L = {l}, d = {d})"
                     )));
                 }
-                let xm = DMatrix::from_fn(l, d, |i, k| x(i, k));
+                let xm = DMatrix::from_fn(l, d, x);
                 let mut a = xm.transpose() * &xm;
                 for k in 0..d {
                     a[(k, k)] += lambda;

@@ -9,6 +9,9 @@
 //! (see [`scalar::to_f16_storage`]).
 #![no_std]
 #![forbid(unsafe_code)]
+// `!(x > 0.0)` is how this crate rejects NaN along with out-of-range values; index loops are
+// the clearest way to write the small dense linear algebra of the models.
+#![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
 extern crate alloc;
 #[cfg(feature = "std")]

@@ -49,8 +49,11 @@ macro_rules! zh_s {
     };
 }
 
+/// Key-value overrides of a preset.
+pub type Overrides = &'static [(&'static str, &'static str)];
+
 /// (name, description, overrides applied on top of [`Config::default`] = `he2025`).
-pub const PRESETS: &[(&str, &str, &[(&str, &str)])] = &[
+pub const PRESETS: &[(&str, &str, Overrides)] = &[
     ("he2025", "He et al. 2025 §3: H=2 full softmax attention, d=5, L=40, sigma^2=0.1, Adam 1e-3, batch 256, 5e5 steps", &[]),
     ("he2025-h1", "he2025 with a single head (figure 2a: omega ~ 0.52, mu ~ 1.42)", &[("model.heads", "1")]),
     ("he2025-h4", "he2025 with four heads (figures 2b, 12, 13)", &[("model.heads", "4")]),
@@ -135,7 +138,6 @@ pub const PRESETS: &[(&str, &str, &[(&str, &str)])] = &[
         zh!(("model.param", "merged"), ("model.heads", "8"), ("task.eigs", "0.25,0.25,0.25,0.25"), ("task.basis", "identity"), ("task.icl_fraction", "0.6"), ("task.whiten", "false"), ("model.init_scale", "1e-6"), ("train.lr", "5e-4"), ("train.steps", "4001"), ("task.P", "5000")),
     ),
 ];
-
 
 /// The config of a preset.
 pub fn preset(name: &str) -> Result<Config> {

@@ -131,11 +131,11 @@ impl<T: Scalar> Trainer<T> {
         self.window.0 += loss;
         self.window.1 += 1;
         let s = self.step;
-        if s == 1 || s % tr.log_every == 0 || s == tr.steps {
+        if s == 1 || s.is_multiple_of(tr.log_every) || s == tr.steps {
             self.push_log();
         }
         let snap = self.cfg.train.snapshot_every;
-        if snap > 0 && (s == 1 || s % snap == 0) {
+        if snap > 0 && (s == 1 || s.is_multiple_of(snap)) {
             self.model.circuits_into(&mut self.circ);
             self.snapshots.push(Snapshot {
                 step: s,

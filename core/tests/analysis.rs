@@ -13,7 +13,10 @@ fn reduced_heads_are_classified_and_summarised() {
     let m = Model::<f64>::from_params(spec, vec![0.13, -0.12, 0.002, 3.5, -3.4, 0.01]).unwrap();
     let r = analyze(&m.spec, &m.circuits());
     let kinds: Vec<HeadKind> = r.heads.iter().map(|h| h.kind).collect();
-    assert_eq!(kinds, [HeadKind::Positive, HeadKind::Negative, HeadKind::Dummy]);
+    assert_eq!(
+        kinds,
+        [HeadKind::Positive, HeadKind::Negative, HeadKind::Dummy]
+    );
     assert!(r.sign_matching);
     assert!((r.gamma - 0.125).abs() < 1e-12);
     assert!((r.mu_plus - 3.5).abs() < 1e-12 && (r.mu_minus + 3.4).abs() < 1e-12);
@@ -21,7 +24,10 @@ fn reduced_heads_are_classified_and_summarised() {
     // eta_eff = 2 C_f gamma mu_+ with C_f = 1 for exp
     assert!((r.eta_eff.unwrap() - 2.0 * 0.125 * 3.5).abs() < 1e-12);
     assert!((r.mu_sum - 0.11).abs() < 1e-12);
-    assert!(r.heads.iter().all(|h| h.offdiag_ratio == 0.0 && h.kq21_norm == 0.0 && h.ov21_norm == 0.0));
+    assert!(r
+        .heads
+        .iter()
+        .all(|h| h.offdiag_ratio == 0.0 && h.kq21_norm == 0.0 && h.ov21_norm == 0.0));
 }
 
 #[test]

@@ -16,7 +16,9 @@ fn naive_predict(m: &Model<f64>, seq: &[f64], len: usize) -> f64 {
     let o = m.tensor("o_proj.weight").unwrap();
     let zq = &seq[len * e..(len + 1) * e];
     let matvec = |w: &[f64], h: usize, z: &[f64]| -> Vec<f64> {
-        (0..e).map(|r| (0..e).map(|c| w[(h * e + r) * e + c] * z[c]).sum()).collect()
+        (0..e)
+            .map(|r| (0..e).map(|c| w[(h * e + r) * e + c] * z[c]).sum())
+            .collect()
     };
     let mut out = 0.0;
     for h in 0..h_n {
@@ -48,9 +50,14 @@ fn full_model_matches_reference_forward() {
     let task = Task::new(&c).unwrap();
     let b = task.sample_batch::<f64>(1, Domain::Eval, 40, 16, 40);
     let mut out = vec![0.0; 16];
-    ScalarEngine::new().predict(&m.spec, &m.circuits(), &b, &mut out).unwrap();
-    for i in 0..16 {
+    ScalarEngine::new()
+        .predict(&m.spec, &m.circuits(), &b, &mut out)
+        .unwrap();
+    for (i, got) in out.iter().enumerate() {
         let want = naive_predict(&m, b.seq(i), 40);
-        assert!((out[i] - want).abs() < 1e-12 * (1.0 + want.abs()), "seq {i}: {} vs {want}", out[i]);
+        assert!(
+            (got - want).abs() < 1e-12 * (1.0 + want.abs()),
+            "seq {i}: {got} vs {want}"
+        );
     }
 }

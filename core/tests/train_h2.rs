@@ -22,7 +22,10 @@ fn two_heads_split_with_sign_matching() {
     let rep = analyze(&tr.model.spec, &tr.model.circuits());
     for h in &rep.heads {
         assert!(h.sign_match, "head omega {} mu {}", h.omega, h.mu);
-        assert!(h.omega.abs() > 0.1 && h.mu.abs() > 1.0, "head not grown: {h:?}");
+        assert!(
+            h.omega.abs() > 0.1 && h.mu.abs() > 1.0,
+            "head not grown: {h:?}"
+        );
     }
     let mut kinds: Vec<HeadKind> = rep.heads.iter().map(|h| h.kind).collect();
     kinds.sort_by_key(|k| *k as u8);
