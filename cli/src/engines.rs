@@ -3,7 +3,7 @@ use crate::error::{CliError, CliResult};
 use icl_core::{Engine, Scalar, ScalarEngine};
 
 /// Engines built into this binary, fastest first.
-pub const ENGINES: &[&str] = &["scalar", "vulkan"];
+pub const ENGINES: &[&str] = &["simd", "scalar", "vulkan"];
 
 /// The default engine: the fastest one built in.
 pub fn default_engine() -> &'static str {
@@ -26,6 +26,7 @@ fn unknown(name: &str) -> CliError {
 impl EngineScalar for f32 {
     fn engine(name: &str) -> CliResult<Box<dyn Engine<f32>>> {
         match name {
+            "simd" => Ok(icl_simd::SimdEngine::<f32>::boxed()),
             "scalar" => Ok(ScalarEngine::<f32>::boxed()),
             "vulkan" => vulkan_engine(),
             _ => Err(unknown(name)),
@@ -36,6 +37,7 @@ impl EngineScalar for f32 {
 impl EngineScalar for f64 {
     fn engine(name: &str) -> CliResult<Box<dyn Engine<f64>>> {
         match name {
+            "simd" => Ok(icl_simd::SimdEngine::<f64>::boxed()),
             "scalar" => Ok(ScalarEngine::<f64>::boxed()),
             "vulkan" => Err(CliError::input(
                 "the vulkan engine computes in f32: use --set train.dtype=f32, or another engine for f64",
