@@ -15,9 +15,11 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$here/../Cargo.toml" | head -n 1)
 for f in "$libdir/libicl_ffi.a" "$libdir/libicl_ffi.so"; do
   [ -f "$f" ] || { echo "install.sh: $f not found (build with cargo build -p icl-ffi)" >&2; exit 1; }
 done
-mkdir -p "$prefix/include" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/icl"
+mkdir -p "$prefix/include/icl" "$prefix/include/rust" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/icl"
 prefix=$(cd "$prefix" && pwd)
 cp "$here/include/icl.h" "$here/include/icl.hpp" "$prefix/include/"
+cp "$here/include/icl/bridge.h" "$prefix/include/icl/"
+cp "$here/include/rust/cxx.h" "$prefix/include/rust/"
 cp "$libdir/libicl_ffi.a" "$libdir/libicl_ffi.so" "$prefix/lib/"
 sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" "$here/icl.pc.in" > "$prefix/lib/pkgconfig/icl.pc"
 cp "$here/cmake/iclConfig.cmake" "$prefix/lib/cmake/icl/"

@@ -13,8 +13,9 @@
 // Output lines: "tick STEP TRAIN_LOSS STREAM_MSE RUNNING_MSE", then "log STEP LOSS OMEGA.. MU..",
 // "head H OMEGA MU", "risk L RISK STDERR". Doubles are printed with %.17g (exact round trip).
 //
-// Build (see ffi/README.md): g++ -std=c++17 -Iffi/include examples/cpp/simulator.cpp \
-//     target/release/libicl_ffi.a -lpthread -ldl -lm -o simulator
+// Build (see ffi/README.md):
+//   g++ -std=c++17 -Iffi/include examples/cpp/simulator.cpp target/release/libicl_ffi.a
+//       -lpthread -ldl -lm -lrt -lutil -o simulator
 #include <icl.hpp>
 
 #include <cstdio>

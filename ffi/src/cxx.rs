@@ -1,14 +1,27 @@
 //! The C++ API: a `cxx` bridge in namespace `icl`. Handles are C++ classes owned by
 //! `rust::Box<T>` (RAII: freed when the box goes out of scope); every failure throws `rust::Error`
 //! (a `std::exception`) whose `what()` is the same message the C API leaves in `icl_last_error()`.
-//! Panics are caught before they reach the bridge. The generated header ships as
-//! `include/icl.hpp` (checked against the build's by a test).
+//! Panics are caught before they reach the bridge. C++ code includes `include/icl.hpp`, which
+//! includes the generated `include/icl/bridge.h` and cxx's `include/rust/cxx.h` (both checked
+//! against this build's by a test).
 use crate::handles::{
     batch_from, icl_config, icl_model, icl_task, icl_trainer, Dims, HeadCircuits, LogEntry,
 };
 use crate::status::{guard_cxx, FfiResult};
 use icl_core::rng::Domain;
 use std::path::Path;
+
+/// The C++ header `cxx` generated for this build; it ships as `include/icl/bridge.h` (a test in
+/// `tests/tests/ffi_header.rs` keeps the two equal).
+pub const GENERATED_HEADER: &str = include_str!(concat!(
+    env!("OUT_DIR"),
+    "/cxxbridge/include/icl-ffi/src/cxx.rs.h"
+));
+
+/// cxx's own header (`rust::Box`, `rust::Error`, ...) of this build; it ships as
+/// `include/rust/cxx.h`.
+pub const CXX_HEADER: &str =
+    include_str!(concat!(env!("OUT_DIR"), "/cxxbridge/include/rust/cxx.h"));
 
 #[cxx::bridge(namespace = "icl")]
 pub mod bridge {

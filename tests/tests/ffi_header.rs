@@ -1,4 +1,8 @@
-//! `ffi/include/icl.h` is generated from the Rust definitions by cbindgen (config
+//! The shipped headers cannot drift from the Rust definitions:
+//!
+//! `ffi/include/icl/bridge.h` is the C++ header `cxx` generates for the bridge in `ffi/src/cxx.rs`
+//! and `ffi/include/rust/cxx.h` cxx's own header (both compared with this build's; `icl.hpp`
+//! includes them). `ffi/include/icl.h` is generated from the Rust definitions by cbindgen (config
 //! `ffi/cbindgen.toml`) and must not drift: this test regenerates it and compares. To update the
 //! committed header after changing the C API: `ICL_BLESS=1 cargo test -p icl-tests --test ffi_header`.
 use std::path::Path;
@@ -34,8 +38,39 @@ fn c_header_matches_the_rust_definitions() {
         "icl_theory_eta_star",
     ] {
         assert!(
-            generated.contains(&format!(" {f}(")),
+            generated.contains(&format!("{f}(")),
             "{f} missing from the header"
         );
     }
+}
+
+#[test]
+fn cpp_headers_are_the_generated_ones() {
+    let inc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ffi/include");
+    for (file, generated) in [
+        ("icl/bridge.h", icl_ffi::cxx::GENERATED_HEADER),
+        ("rust/cxx.h", icl_ffi::cxx::CXX_HEADER),
+    ] {
+        let path = inc.join(file);
+        if std::env::var_os("ICL_BLESS").is_some() {
+            std::fs::write(&path, generated).expect("write header");
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "ffi/include/{file} differs from what cxx generates for ffi/src/cxx.rs; regenerate \
+             it with `ICL_BLESS=1 cargo test -p icl-tests --test ffi_header`"
+        );
+    }
+    let bridge = icl_ffi::cxx::GENERATED_HEADER;
+    for class in [
+        "struct Config final",
+        "struct Model final",
+        "struct Trainer final",
+        "struct TaskSampler final",
+    ] {
+        assert!(bridge.contains(class), "{class} missing");
+    }
+    let hpp = std::fs::read_to_string(inc.join("icl.hpp")).unwrap();
+    assert!(hpp.contains("#include \"rust/cxx.h\"") && hpp.contains("#include \"icl/bridge.h\""));
 }

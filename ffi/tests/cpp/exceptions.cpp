@@ -1,0 +1,69 @@
+// Failures of the C++ API throw rust::Error (a std::exception) carrying the library's message,
+// and handles are released by RAII. Built and run by tests/tests/ffi_install.rs; prints one
+// "ok ..." line per check and exits non-zero if any check fails.
+#include <icl.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+static int failures = 0;
+
+template <class F>
+static void expect_throw(const char *what, F f, const char *needle) {
+    try {
+        f();
+        std::printf("FAIL %s: no exception\n", what);
+        failures++;
+    } catch (const rust::Error &e) {
+        std::string m = e.what();
+        if (m.find(needle) == std::string::npos) {
+            std::printf("FAIL %s: message \"%s\" lacks \"%s\"\n", what, m.c_str(), needle);
+            failures++;
+        } else {
+            std::printf("ok %s: %s\n", what, m.c_str());
+        }
+    }
+}
+
+static rust::Slice<const double> sl(const std::vector<double> &v) { return {v.data(), v.size()}; }
+
+int main() {
+    expect_throw("unknown preset", [] { icl::config_preset("no-such-preset"); }, "no-such-preset");
+    rust::Box<icl::Config> cfg = icl::config_preset("quick");
+    expect_throw("unknown key", [&] { cfg->set("model.nope", "1"); }, "model.nope");
+    expect_throw("NaN value", [&] { cfg->set("task.sigma2", "nan"); }, "task.sigma2");
+    expect_throw("bad TOML", [] { icl::config_from_toml("[model]\nheads = 0\n"); }, "heads");
+    expect_throw("unknown engine", [&] { icl::trainer_new(*cfg, "warp-drive"); }, "warp-drive");
+    expect_throw("missing checkpoint", [] { icl::model_load("/nonexistent/model.safetensors"); }, "/nonexistent");
+    rust::Box<icl::Model> model = icl::model_new(*cfg);
+    std::vector<double> x(5 * 2, 0.5), y(2, 1.0), xq(5, 0.25);
+    rust::Vec<double> p = model->predict(1, 2, sl(x), sl(y), sl(xq));
+    if (p.size() != 1 || !std::isfinite(p[0])) {
+        std::printf("FAIL predict: bad output\n");
+        failures++;
+    } else {
+        std::printf("ok predict: %.6f\n", p[0]);
+    }
+    std::vector<double> bad = x;
+    bad[3] = NAN;
+    expect_throw("NaN context", [&] { model->predict(1, 2, sl(bad), sl(y), sl(xq)); }, "not finite");
+    expect_throw("wrong size", [&] { model->predict(1, 3, sl(x), sl(y), sl(xq)); }, "needed");
+    expect_throw("zero problems", [&] { model->predict(0, 2, sl(x), sl(y), sl(xq)); }, "n >= 1");
+    std::vector<double> params = {1.0, 2.0};
+    expect_throw("wrong parameter count", [&] { model->set_params(sl(params)); }, "params");
+    expect_throw("theory NaN", [] { icl::theory_eta_star(5, 40, NAN); }, "sigma2");
+    expect_throw("theory d = 0", [] { icl::theory_mu_gamma(0, 40, 0.1, 0.3); }, "d >= 1");
+    rust::Box<icl::TaskSampler> task = icl::task_sampler(*cfg);
+    icl::Batch b = task->sample(1, false, 0, 4, 10);
+    b.z[0] = INFINITY;
+    rust::Box<icl::Trainer> trainer = icl::trainer_new(*cfg, "");
+    expect_throw("infinite batch", [&] { trainer->step_batch(b); }, "not finite");
+    if (trainer->step_count() != 0) {
+        std::printf("FAIL a failed step counted\n");
+        failures++;
+    }
+    std::printf("%d failed\n", failures);
+    return failures ? 1 : 0;
+}

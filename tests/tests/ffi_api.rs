@@ -1,0 +1,510 @@
+//! The C API gives the library's numbers: sampled batches are the trainer's batches, gradients
+//! match finite differences (f64), a trainer stepped through the API equals `icl_core`'s
+//! `Trainer` bit for bit (also from several threads at once), checkpoints round-trip, risks equal
+//! `mc_risk`, circuits of the reduced model are its parameters, and the theory functions give the
+//! closed forms of He et al. (2025) (values computed here by hand).
+use icl_core::config::Config;
+use icl_core::engine::{Engine, ScalarEngine};
+use icl_core::eval::mc_risk;
+use icl_core::fd::rel_error;
+use icl_core::optim::Optimizer;
+use icl_core::rng::Domain;
+use icl_core::train::{loss_and_grad, Trainer};
+use icl_core::{Batch, Model, Task};
+use icl_ffi::*;
+use std::ffi::{CStr, CString};
+use std::ptr::{null, null_mut};
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+fn check(s: icl_status) {
+    assert_eq!(
+        s,
+        icl_status::ICL_OK,
+        "{}",
+        unsafe { CStr::from_ptr(icl_last_error()) }.to_string_lossy()
+    );
+}
+
+/// A config handle and the same config in Rust.
+fn config(sets: &[(&str, &str)]) -> (*mut icl_config, Config) {
+    let mut h = null_mut();
+    check(unsafe { icl_config_preset(c("quick").as_ptr(), &mut h) });
+    let mut cfg = icl_core::presets::preset("quick").unwrap();
+    for (k, v) in sets {
+        check(unsafe { icl_config_set(h, c(k).as_ptr(), c(v).as_ptr()) });
+        cfg.set(k, v).unwrap();
+    }
+    cfg.validate().unwrap();
+    (h, cfg)
+}
+
+fn dims_of(m: *const icl_model) -> icl_dims {
+    let mut d = icl_dims::default();
+    check(unsafe { icl_model_dims(m, &mut d) });
+    d
+}
+
+fn params_of(m: *const icl_model) -> Vec<f64> {
+    let n = dims_of(m).n_params;
+    let mut p = vec![0.0; n];
+    check(unsafe { icl_model_get_params(m, p.as_mut_ptr(), n) });
+    p
+}
+
+fn trainer_params(t: *const icl_trainer) -> Vec<f64> {
+    let mut d = icl_dims::default();
+    check(unsafe { icl_trainer_dims(t, &mut d) });
+    let mut p = vec![0.0; d.n_params];
+    check(unsafe { icl_trainer_get_params(t, p.as_mut_ptr(), d.n_params) });
+    p
+}
+
+fn sample(
+    task: *const icl_task,
+    seed: u64,
+    domain: u32,
+    step: u64,
+    n: usize,
+    len: usize,
+    e: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut z, mut y) = (vec![0.0; n * (len + 1) * e], vec![0.0; n * (e - 5)]);
+    check(unsafe {
+        icl_task_sample(
+            task,
+            seed,
+            domain,
+            step,
+            n,
+            len,
+            z.as_mut_ptr(),
+            z.len(),
+            y.as_mut_ptr(),
+            y.len(),
+        )
+    });
+    (z, y)
+}
+
+#[test]
+fn sampled_batches_are_the_trainers_batches() {
+    let sets = [("task.L", "9"), ("train.batch", "8"), ("train.seed", "31")];
+    let (h, cfg) = config(&sets);
+    let (mut task, mut model, mut tr) = (null_mut(), null_mut(), null_mut());
+    check(unsafe { icl_task_new(h, &mut task) });
+    check(unsafe { icl_model_new(h, &mut model) });
+    check(unsafe { icl_trainer_new(h, c("scalar").as_ptr(), &mut tr) });
+    // The batch of step 0, through the API and from the core sampler.
+    let (z, y) = sample(task, 31, ICL_DOMAIN_TRAIN, 0, 8, 9, 6);
+    let b: Batch<f64> = Task::new(&cfg)
+        .unwrap()
+        .sample_batch(31, Domain::Train, 0, 8, 9);
+    assert_eq!(z, b.z);
+    assert_eq!(y, b.y);
+    // The loss of the untrained model on it is the trainer's first loss, bit for bit.
+    let np = dims_of(model).n_params;
+    let (mut loss, mut grad) = (0.0, vec![0.0; np]);
+    check(unsafe {
+        icl_model_loss_grad(
+            model,
+            8,
+            9,
+            z.as_ptr(),
+            z.len(),
+            y.as_ptr(),
+            y.len(),
+            &mut loss,
+            grad.as_mut_ptr(),
+            np,
+        )
+    });
+    let mut losses = [0.0; 1];
+    check(unsafe { icl_trainer_train(tr, 1, losses.as_mut_ptr(), 1, null_mut()) });
+    assert_eq!(loss.to_bits(), losses[0].to_bits());
+    // predict(x, y, xq) is predict_batch(z) on the same problems.
+    let e = 6;
+    let (mut x, mut yc, mut xq) = (vec![], vec![], vec![]);
+    for s in 0..8 {
+        let q = &z[s * 10 * e..(s + 1) * 10 * e];
+        for l in 0..9 {
+            x.extend_from_slice(&q[l * e..l * e + 5]);
+            yc.push(q[l * e + 5]);
+        }
+        xq.extend_from_slice(&q[9 * e..9 * e + 5]);
+    }
+    let (mut p1, mut p2) = (vec![0.0; 8], vec![0.0; 8]);
+    check(unsafe {
+        icl_model_predict(
+            model,
+            8,
+            9,
+            x.as_ptr(),
+            x.len(),
+            yc.as_ptr(),
+            yc.len(),
+            xq.as_ptr(),
+            xq.len(),
+            p1.as_mut_ptr(),
+            8,
+        )
+    });
+    check(unsafe { icl_model_predict_batch(model, 8, 9, z.as_ptr(), z.len(), p2.as_mut_ptr(), 8) });
+    assert_eq!(p1, p2);
+    unsafe {
+        icl_trainer_free(tr);
+        icl_model_free(model);
+        icl_task_free(task);
+        icl_config_free(h);
+    }
+}
+
+#[test]
+fn gradient_matches_finite_differences_in_f64() {
+    for param in ["full", "merged", "reduced"] {
+        let sets = [
+            ("task.L", "7"),
+            ("train.dtype", "f64"),
+            ("model.param", param),
+            ("model.init", "gaussian"),
+            ("model.init_scale", "0.4"),
+        ];
+        let (h, _) = config(&sets);
+        let (mut task, mut model) = (null_mut(), null_mut());
+        check(unsafe { icl_task_new(h, &mut task) });
+        check(unsafe { icl_model_new(h, &mut model) });
+        assert_eq!(dims_of(model).is_f64, 1);
+        let (z, y) = sample(task, 3, ICL_DOMAIN_EVAL, 0, 6, 7, 6);
+        let p0 = params_of(model);
+        let np = p0.len();
+        let mut grad = vec![0.0; np];
+        let mut loss = 0.0;
+        check(unsafe {
+            icl_model_loss_grad(
+                model,
+                6,
+                7,
+                z.as_ptr(),
+                z.len(),
+                y.as_ptr(),
+                y.len(),
+                &mut loss,
+                grad.as_mut_ptr(),
+                np,
+            )
+        });
+        let mut f = |p: &[f64]| {
+            let (mut l, mut g) = (0.0, vec![0.0; np]);
+            check(unsafe { icl_model_set_params(model, p.as_ptr(), np) });
+            check(unsafe {
+                icl_model_loss_grad(
+                    model,
+                    6,
+                    7,
+                    z.as_ptr(),
+                    z.len(),
+                    y.as_ptr(),
+                    y.len(),
+                    &mut l,
+                    g.as_mut_ptr(),
+                    np,
+                )
+            });
+            l
+        };
+        let err = rel_error(&mut f, &p0, &grad, 1e-6, 1e-8);
+        assert!(err < 1e-6, "{param}: relative gradient error {err}");
+        unsafe {
+            icl_model_free(model);
+            icl_task_free(task);
+            icl_config_free(h);
+        }
+    }
+}
+
+/// Train `steps` steps through the API.
+fn api_train(sets: &[(&str, &str)], steps: u64) -> (Vec<f64>, Vec<(u64, f64)>) {
+    let (h, _) = config(sets);
+    let mut tr = null_mut();
+    check(unsafe { icl_trainer_new(h, c("scalar").as_ptr(), &mut tr) });
+    check(unsafe { icl_trainer_train(tr, steps / 2, null_mut(), 0, null_mut()) });
+    check(unsafe { icl_trainer_train(tr, steps - steps / 2, null_mut(), 0, null_mut()) });
+    let mut rows = 0;
+    check(unsafe { icl_trainer_log_len(tr, &mut rows) });
+    let mut log = Vec::new();
+    for i in 0..rows {
+        let (mut s, mut l) = (0u64, 0.0);
+        let (mut om, mut mu) = (vec![0.0; 2], vec![0.0; 2]);
+        check(unsafe {
+            icl_trainer_log_row(
+                tr,
+                i,
+                &mut s,
+                &mut l,
+                om.as_mut_ptr(),
+                2,
+                mu.as_mut_ptr(),
+                2,
+            )
+        });
+        log.push((s, l));
+    }
+    let p = trainer_params(tr);
+    unsafe {
+        icl_trainer_free(tr);
+        icl_config_free(h);
+    }
+    (p, log)
+}
+
+#[test]
+fn trainer_equals_the_core_trainer_from_any_thread() {
+    let sets = [
+        ("task.L", "10"),
+        ("train.batch", "16"),
+        ("train.log_every", "10"),
+        ("train.steps", "40"),
+    ];
+    let (_, cfg) = config(&sets);
+    let mut core = Trainer::<f32>::new(&cfg).unwrap();
+    core.run(&mut ScalarEngine::new(), &mut |_, _| true)
+        .unwrap();
+    let want: Vec<f64> = core.model.params.iter().map(|&x| x as f64).collect();
+    let want_log: Vec<(u64, f64)> = core.log.iter().map(|r| (r.step, r.loss)).collect();
+    let (p, log) = api_train(&sets, 40);
+    assert_eq!(p, want);
+    assert_eq!(log, want_log);
+    // Four trainers on four threads at once give the same numbers.
+    let handles: Vec<_> = (0..4)
+        .map(|_| std::thread::spawn(move || api_train(&sets, 40)))
+        .collect();
+    for h in handles {
+        let (p2, log2) = h.join().unwrap();
+        assert_eq!(p2, want);
+        assert_eq!(log2, want_log);
+    }
+}
+
+#[test]
+fn step_on_a_callers_batch_is_one_optimiser_step() {
+    let sets = [("task.L", "8"), ("train.dtype", "f64")];
+    let (h, cfg) = config(&sets);
+    let (mut task, mut tr) = (null_mut(), null_mut());
+    check(unsafe { icl_task_new(h, &mut task) });
+    check(unsafe { icl_trainer_new(h, null(), &mut tr) });
+    let (z, y) = sample(task, 77, ICL_DOMAIN_EVAL, 5, 12, 8, 6);
+    let mut loss = 0.0;
+    check(unsafe {
+        icl_trainer_step_batch(
+            tr,
+            12,
+            8,
+            z.as_ptr(),
+            z.len(),
+            y.as_ptr(),
+            y.len(),
+            &mut loss,
+        )
+    });
+    // By hand: loss and gradient of the initial model, one Adam step.
+    let mut m = Model::<f64>::init(&cfg).unwrap();
+    let b = Batch::from_parts(12, 8, 5, 1, z.clone(), y.clone()).unwrap();
+    let mut g = vec![0.0; m.params.len()];
+    let l = loss_and_grad(&mut ScalarEngine::new(), &m, &b, &mut g).unwrap();
+    Optimizer::new(&cfg.train, g.len())
+        .step(&mut m.params, &g)
+        .unwrap();
+    assert_eq!(loss.to_bits(), l.to_bits());
+    assert_eq!(trainer_params(tr), m.params);
+    let mut step = 0;
+    check(unsafe { icl_trainer_step_count(tr, &mut step) });
+    assert_eq!(step, 1);
+    unsafe {
+        icl_trainer_free(tr);
+        icl_task_free(task);
+        icl_config_free(h);
+    }
+}
+
+#[test]
+fn checkpoints_round_trip_and_risk_is_mc_risk() {
+    let sets = [("task.L", "12"), ("train.batch", "8")];
+    let (h, cfg) = config(&sets);
+    let mut tr = null_mut();
+    check(unsafe { icl_trainer_new(h, null(), &mut tr) });
+    check(unsafe { icl_trainer_train(tr, 25, null_mut(), 0, null_mut()) });
+    let dir = std::env::temp_dir().join(format!("icl-ffi-api-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = c(dir.join("m.safetensors").to_str().unwrap());
+    check(unsafe { icl_trainer_save(tr, path.as_ptr()) });
+    let (mut m, mut m2, mut cfg2, mut tr2) = (null_mut(), null_mut(), null_mut(), null_mut());
+    check(unsafe { icl_model_load(path.as_ptr(), &mut m) });
+    check(unsafe { icl_trainer_model(tr, &mut m2) });
+    assert_eq!(params_of(m), trainer_params(tr));
+    assert_eq!(params_of(m2), trainer_params(tr));
+    check(unsafe { icl_model_config(m, &mut cfg2) });
+    let toml = |h: *const icl_config| {
+        let mut need = 0;
+        unsafe { icl_config_to_toml(h, null_mut(), 0, &mut need) };
+        let mut buf = vec![0u8; need];
+        check(unsafe { icl_config_to_toml(h, buf.as_mut_ptr() as *mut _, need, null_mut()) });
+        CStr::from_bytes_with_nul(&buf)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(toml(cfg2), cfg.to_toml());
+    assert_eq!(toml(h), cfg.to_toml());
+    check(unsafe { icl_trainer_from_checkpoint(path.as_ptr(), null(), &mut tr2) });
+    let mut step = 0;
+    check(unsafe { icl_trainer_step_count(tr2, &mut step) });
+    assert_eq!(step, 25);
+    assert_eq!(trainer_params(tr2), trainer_params(tr));
+    // The model saved by icl_model_save loads back the same.
+    let path2 = c(dir.join("m2.safetensors").to_str().unwrap());
+    check(unsafe { icl_model_save(m, path2.as_ptr()) });
+    let (_, back, back_step) = icl_io::load_model(&dir.join("m2.safetensors")).unwrap();
+    assert_eq!(back_step, 25);
+    let back = back.to::<f32>();
+    assert_eq!(
+        back.params.iter().map(|&x| x as f64).collect::<Vec<_>>(),
+        params_of(m)
+    );
+
+    // Risk at two lengths equals mc_risk with the scalar engine.
+    for len in [12usize, 30] {
+        let (mut r, mut se) = (0.0, 0.0);
+        check(unsafe { icl_model_risk(m, null(), len, 500, 9, &mut r, &mut se) });
+        let task = Task::new(&cfg).unwrap();
+        let mut e = ScalarEngine::<f32>::new();
+        let want = mc_risk(
+            &task,
+            len,
+            500,
+            9,
+            Some((&back, &mut e as &mut dyn Engine<f32>)),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            (r.to_bits(), se.to_bits()),
+            (want[0].risk.to_bits(), want[0].stderr.to_bits())
+        );
+    }
+    unsafe {
+        icl_trainer_free(tr2);
+        icl_config_free(cfg2);
+        icl_model_free(m2);
+        icl_model_free(m);
+        icl_trainer_free(tr);
+        icl_config_free(h);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn circuits_of_the_reduced_model_are_its_parameters() {
+    // reduced model: parameters [omega_1..omega_H, mu_1..mu_H] (n_out = 1), score scale 1.
+    let sets = [
+        ("model.param", "reduced"),
+        ("model.heads", "3"),
+        ("train.dtype", "f64"),
+    ];
+    let (h, _) = config(&sets);
+    let mut m = null_mut();
+    check(unsafe { icl_model_new(h, &mut m) });
+    let p = [0.5, -0.25, 0.125, 1.5, -0.75, 2.0];
+    check(unsafe { icl_model_set_params(m, p.as_ptr(), 6) });
+    let (mut om, mut mu) = ([0.0; 3], [0.0; 3]);
+    check(unsafe { icl_model_circuits(m, om.as_mut_ptr(), 3, mu.as_mut_ptr(), 3) });
+    assert_eq!(om, [0.5, -0.25, 0.125]);
+    assert_eq!(mu, [1.5, -0.75, 2.0]);
+    // Effective KQ = omega I on the x block, OV = mu on the y column.
+    let (mut kq, mut ov) = (vec![0.0; 3 * 36], vec![0.0; 3 * 6]);
+    check(unsafe {
+        icl_model_circuit_matrices(m, kq.as_mut_ptr(), kq.len(), ov.as_mut_ptr(), ov.len())
+    });
+    for hd in 0..3 {
+        for i in 0..6 {
+            for j in 0..6 {
+                let want = if i == j && i < 5 { p[hd] } else { 0.0 };
+                assert_eq!(kq[hd * 36 + i * 6 + j], want);
+            }
+            assert_eq!(ov[hd * 6 + i], if i == 5 { p[3 + hd] } else { 0.0 });
+        }
+    }
+    unsafe {
+        icl_model_free(m);
+        icl_config_free(h);
+    }
+}
+
+#[test]
+fn theory_gives_the_closed_forms() {
+    let get = |f: &dyn Fn(*mut f64) -> icl_status| {
+        let mut v = f64::NAN;
+        check(f(&mut v));
+        v
+    };
+    let (d, l, s2) = (5usize, 40usize, 0.1f64);
+    // eta* = L / (d (1 + sigma^2) + L) = 40 / 45.5 (He et al. 2025 Thm 4.2(ii)).
+    let eta = get(&|o| unsafe { icl_theory_eta_star(d, l, s2, o) });
+    assert!((eta - 40.0 / 45.5).abs() < 1e-15, "{eta}");
+    let eta_v = get(&|o| unsafe { icl_theory_eta_vgd_star(d, l, s2, o) });
+    assert!((eta_v - 40.0 / 46.5).abs() < 1e-15, "{eta_v}");
+    // Debiased GD risk is minimal at eta*, vanilla at eta_vgd*.
+    for (f, at) in [
+        (
+            icl_theory_debiased_gd_risk
+                as unsafe extern "C" fn(usize, usize, f64, f64, *mut f64) -> icl_status,
+            eta,
+        ),
+        (icl_theory_vanilla_gd_risk, eta_v),
+    ] {
+        let r0 = get(&|o| unsafe { f(d, l, s2, at, o) });
+        for dx in [-1e-3, 1e-3] {
+            assert!(get(&|o| unsafe { f(d, l, s2, at + dx, o) }) > r0);
+        }
+    }
+    // Vanilla risk at eta: 1 + s2 - 2 eta + eta^2 (d (1 + s2) + L + 1) / L, by hand at eta = 0.5.
+    let rv = get(&|o| unsafe { icl_theory_vanilla_gd_risk(d, l, s2, 0.5, o) });
+    assert!(
+        (rv - (1.1 - 1.0 + 0.25 * 46.5 / 40.0)).abs() < 1e-15,
+        "{rv}"
+    );
+    // OLS: sigma^2 (1 + d / (L - d - 1)) = 0.1 (1 + 5/34).
+    let ols = get(&|o| unsafe { icl_theory_ols_risk(d, l, s2, o) });
+    assert!((ols - 0.1 * (1.0 + 5.0 / 34.0)).abs() < 1e-15, "{ols}");
+    // 2 gamma mu_gamma -> eta* as gamma -> 0 (the manifold's GD limit, Thm 4.2(ii)).
+    let g = 1e-4;
+    let mg = get(&|o| unsafe { icl_theory_mu_gamma(d, l, s2, g, o) });
+    assert!((2.0 * g * mg - eta).abs() < 1e-6, "{}", 2.0 * g * mg);
+    // mu_gamma by hand at gamma = 0.3: 0.3 / (2 (0.09 + (1.1/40) sinh(0.45))).
+    let mg = get(&|o| unsafe { icl_theory_mu_gamma(d, l, s2, 0.3, o) });
+    assert!(
+        (mg - 0.3 / (2.0 * (0.09 + 0.0275 * 0.45f64.sinh()))).abs() < 1e-14,
+        "{mg}"
+    );
+    // The manifold loss tends to its infimum as gamma -> 0.
+    let star = get(&|o| unsafe { icl_theory_approx_loss_star(d, l, s2, o) });
+    assert!((star - (0.1 + 5.5 / 45.5)).abs() < 1e-15);
+    let near = get(&|o| unsafe { icl_theory_manifold_loss(d, l, s2, 1e-4, o) });
+    assert!((near - star).abs() < 1e-6, "{near} vs {star}");
+    // One head at the NW optimum: omega* = 1/sqrt(d); the gradient of L~ vanishes in mu there.
+    let (mut om, mut mu) = (0.0, 0.0);
+    check(unsafe { icl_theory_nw_optimum(d, l, s2, &mut om, &mut mu) });
+    assert!((om - 1.0 / 5f64.sqrt()).abs() < 1e-15);
+    let (mut go, mut gm, mut loss) = (0.0, 0.0, 0.0);
+    check(unsafe { icl_theory_approx_loss(d, l, s2, &om, &mu, 1, &mut loss, &mut go, &mut gm) });
+    assert!(gm.abs() < 1e-12 && go.abs() < 1e-12, "grad ({go}, {gm})");
+    // Asymptotics: GD risk at eta = 1/(xi(1+s2)+1) equals the optimum s2 + a/(a+1), a = xi(1+s2).
+    let xi = 0.125;
+    let a = xi * 1.1;
+    let r = get(&|o| unsafe { icl_theory_gd_risk_asymptotic(xi, s2, 1.0 / (a + 1.0), o) });
+    assert!((r - (0.1 + a / (a + 1.0))).abs() < 1e-14, "{r}");
+    let b = get(&|o| unsafe { icl_theory_bayes_risk_asymptotic(xi, s2, o) });
+    assert!(b > s2 && b < r, "Bayes {b} between sigma^2 and GD {r}");
+}
