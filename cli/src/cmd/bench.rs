@@ -211,6 +211,10 @@ pub fn run(a: &Args) -> CliResult {
     }
     let mut rows = Vec::new();
     for dt in &a.dtypes {
+        if engine == "vulkan" && dt != "f32" {
+            eprintln!("bench: skipping {dt}: the vulkan engine computes in f32");
+            continue;
+        }
         for &len in &lens {
             for &h in &a.heads {
                 let mut cfg = base.clone();
@@ -235,6 +239,11 @@ pub fn run(a: &Args) -> CliResult {
             }
         }
     }
+    let vulkan_predict = if engine == "vulkan" {
+        Some(vulkan_predict(&base, a.json)?)
+    } else {
+        None
+    };
     if a.json {
         let out: Vec<_> = rows
             .iter()
@@ -250,13 +259,38 @@ pub fn run(a: &Args) -> CliResult {
                 })
             })
             .collect();
-        let doc = json!({ "machine_threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1), "rows": out });
+        let mut doc = json!({ "machine_threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1), "rows": out });
+        if let Some(v) = vulkan_predict {
+            doc["vulkan_predict"] = v;
+        }
         println!(
             "{}",
             serde_json::to_string_pretty(&doc).map_err(|e| CliError::runtime(e.to_string()))?
         );
     }
     Ok(())
+}
+
+/// The Vulkan engine's prediction throughput at L' = 2000 (256 sequences) and its GPU-only
+/// loss + gradient rate, from `icl_vulkan::bench` (device options from ICL_VULKAN_*).
+fn vulkan_predict(cfg: &Config, quiet: bool) -> CliResult<serde_json::Value> {
+    let p = icl_vulkan::bench::BenchParams {
+        steps: 5,
+        ..Default::default()
+    };
+    let r = icl_vulkan::bench::bench(cfg, &icl_vulkan::Options::from_env(), &p)?;
+    if !quiet {
+        println!(
+            "vulkan {} ({}, workgroup {}): loss+grad {:.1}/s at batch {} L {}; prediction at L'={} n={}: {:.0} sequences/s, {:.3e} keys/s",
+            r.device, r.device_kind, r.workgroup_size, r.loss_grad_per_s, r.batch, r.len, r.predict_len, r.predict_n,
+            r.predict_seqs_per_s, r.predict_keys_per_s
+        );
+    }
+    Ok(json!({
+        "device": r.device, "device_kind": r.device_kind, "workgroup_size": r.workgroup_size, "f16_batch": r.f16_batch,
+        "loss_grad_per_s": r.loss_grad_per_s, "batch": r.batch, "len": r.len, "predict_len": r.predict_len,
+        "predict_n": r.predict_n, "predict_seqs_per_s": r.predict_seqs_per_s, "predict_keys_per_s": r.predict_keys_per_s,
+    }))
 }
 
 fn print_row(engine: &str, r: &Row, header: bool) {
