@@ -105,7 +105,7 @@ pub(crate) fn generate_isotropic4<V: Lanes>(
     let (beta, rest) = normals.split_at_mut(d);
     let (xs, noise) = rest.split_at((len + 1) * d);
     let sc = f64x4::splat(1.0 / (d as f64).sqrt());
-    beta.iter_mut().for_each(|b| *b = *b * sc);
+    beta.iter_mut().for_each(|b| *b *= sc);
     let sigma = f64x4::splat(task.sigma);
     for l in 0..=len {
         let x = &xs[l * d..(l + 1) * d];
@@ -113,7 +113,7 @@ pub(crate) fn generate_isotropic4<V: Lanes>(
         let mut clean = f64x4::ZERO;
         for i in 0..d {
             tok[i].set4(q, x[i]);
-            clean = clean + beta[i] * x[i];
+            clean += beta[i] * x[i];
         }
         for o in 0..no {
             let eps = noise[l * no + o] * sigma;
@@ -148,7 +148,7 @@ pub(crate) fn generate_isotropic8(
     let (beta, rest) = normals.split_at_mut(d);
     let (xs, noise) = rest.split_at((len + 1) * d);
     let sc = f32x8::splat((1.0 / (d as f64).sqrt()) as f32);
-    beta.iter_mut().for_each(|b| *b = *b * sc);
+    beta.iter_mut().for_each(|b| *b *= sc);
     let sigma = f32x8::splat(task.sigma as f32);
     for l in 0..=len {
         let x = &xs[l * d..(l + 1) * d];
@@ -156,7 +156,7 @@ pub(crate) fn generate_isotropic8(
         let mut clean = f32x8::ZERO;
         for i in 0..d {
             tok[i] = x[i];
-            clean = clean + beta[i] * x[i];
+            clean += beta[i] * x[i];
         }
         for o in 0..no {
             let eps = noise[l * no + o] * sigma;

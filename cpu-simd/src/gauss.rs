@@ -50,7 +50,7 @@ impl Xoshiro4 {
 
     /// Next output of every lane: `rotl(s0 + s3, 23) + s0`, then the xoshiro256 state update.
     #[inline(always)]
-    pub fn next(&mut self) -> u64x4 {
+    pub fn next_u64x4(&mut self) -> u64x4 {
         let [s0, s1, s2, s3] = self.s;
         let out = rotl(s0 + s3, 23) + s0;
         let t = s1 << 17u32;
@@ -90,8 +90,8 @@ fn bytemuck_cast(v: u64x4) -> f64x4 {
 #[inline(always)]
 pub fn box_muller4(rng: &mut Xoshiro4) -> (f64x4, f64x4) {
     let inv = f64x4::splat(1.0 / 9_007_199_254_740_992.0);
-    let a = rng.next();
-    let b = rng.next();
+    let a = rng.next_u64x4();
+    let b = rng.next_u64x4();
     let u1 = u54_to_f64((a >> 11u32) + u64x4::splat(1)) * inv;
     let u2 = u54_to_f64(b >> 11u32) * inv;
     let r = (f64x4::splat(-2.0) * u1.ln()).sqrt();
@@ -162,8 +162,8 @@ fn reduce_quadrant(x: u64x4) -> (f64x4, f64x4) {
 #[inline(always)]
 pub fn box_muller8(r0: &mut Xoshiro4, r1: &mut Xoshiro4) -> (f32x8, f32x8) {
     let inv = f64x4::splat(1.0 / 9_007_199_254_740_992.0);
-    let (a0, a1) = (r0.next(), r1.next());
-    let (b0, b1) = (r0.next(), r1.next());
+    let (a0, a1) = (r0.next_u64x4(), r1.next_u64x4());
+    let (b0, b1) = (r0.next_u64x4(), r1.next_u64x4());
     // u1 = hi + lo with hi = f32(u1): ln u1 = ln hi + ln(1 + lo/hi) ~ ln hi + lo, which keeps the
     // relative accuracy of ln u1 for u1 near 1 (where rounding u1 itself to f32 would lose it)
     let u0 = u54_to_f64((a0 >> 11u32) + u64x4::splat(1)) * inv;
@@ -176,15 +176,15 @@ pub fn box_muller8(r0: &mut Xoshiro4, r1: &mut Xoshiro4) -> (f32x8, f32x8) {
     let (t, k) = (to_f32x8(t0, t1), to_f32x8(k0, k1));
     let z = t * t;
     let s = (z * t).mul_add(
-        f32x8::splat(-1.951_529_589_1E-4)
-            .mul_add(z, f32x8::splat(8.332_160_873_6E-3))
-            .mul_add(z, f32x8::splat(-1.666_665_461_1E-1)),
+        f32x8::splat(-1.951_529_6E-4)
+            .mul_add(z, f32x8::splat(8.332_161E-3))
+            .mul_add(z, f32x8::splat(-1.666_665_5E-1)),
         t,
     );
     let c = (z * z).mul_add(
-        f32x8::splat(2.443_315_711_809_948E-5)
-            .mul_add(z, f32x8::splat(-1.388_731_625_493_765E-3))
-            .mul_add(z, f32x8::splat(4.166_664_568_298_827E-2)),
+        f32x8::splat(2.443_315_7E-5)
+            .mul_add(z, f32x8::splat(-1.388_731_6E-3))
+            .mul_add(z, f32x8::splat(4.166_664_6E-2)),
         f32x8::splat(-0.5).mul_add(z, f32x8::splat(1.0)),
     );
     // quadrant k: (cos, sin) of k pi/2 + t = (c, s), (-s, c), (-c, -s), (s, -c), (c, s)

@@ -159,7 +159,7 @@ fn streams_and_normals_match_the_reference() {
         .map(|k| rng::stream(9, Domain::Train, 4, 100 + k))
         .collect();
     for _ in 0..1000 {
-        let v = x4.next().to_array();
+        let v = x4.next_u64x4().to_array();
         for (k, r) in refs.iter_mut().enumerate() {
             assert_eq!(v[k], r.next_u64());
         }
@@ -190,18 +190,28 @@ fn f32_normals_match_the_reference_to_f32_rounding() {
     // the f32 generator: exact uniforms, f32 ln and sin/cos after an exact quadrant reduction
     let len = 20_001;
     let mut out = vec![wide::f32x8::ZERO; len];
-    fill_normal8(&mut Xoshiro4::train(3, 1, 16), &mut Xoshiro4::train(3, 1, 20), &mut out);
+    fill_normal8(
+        &mut Xoshiro4::train(3, 1, 16),
+        &mut Xoshiro4::train(3, 1, 20),
+        &mut out,
+    );
     let mut worst: f64 = 0.0;
     for k in 0..8 {
         let mut want = vec![0.0; len];
-        rng::fill_normal(&mut rng::stream(3, Domain::Train, 1, 16 + k as u64), &mut want);
+        rng::fill_normal(
+            &mut rng::stream(3, Domain::Train, 1, 16 + k as u64),
+            &mut want,
+        );
         for (i, w) in want.iter().enumerate() {
             let got = out[i].to_array()[k] as f64;
             // a few f32 ulp of max(|w|, 1): r = sqrt(-2 ln u1) up to ~8.5
             worst = worst.max((got - w).abs() / w.abs().max(1.0));
         }
     }
-    assert!(worst < 8.0 * f32::EPSILON as f64, "worst relative error {worst:e}");
+    assert!(
+        worst < 8.0 * f32::EPSILON as f64,
+        "worst relative error {worst:e}"
+    );
 }
 
 fn run_in<T: SimdScalar>(threads: usize, cfg: &Config, n: usize) -> (T, Circuits<T>, Vec<T>) {

@@ -204,7 +204,7 @@ pub fn run(a: &Args) -> CliResult {
     } else {
         a.lens.clone()
     };
-    if a.heads.is_empty() || a.threads.iter().any(|&t| t == 0) || a.heads.iter().any(|&h| h == 0) {
+    if a.heads.is_empty() || a.threads.contains(&0) || a.heads.contains(&0) {
         return Err(CliError::input(
             "--heads and --threads need positive values",
         ));
