@@ -335,6 +335,7 @@ impl icl_task {
     /// Sample `n` sequences of context length `len` into token-major `z` and targets `y`;
     /// sequence b comes from stream (seed, domain, step, b), exactly as the trainer's batch of
     /// `step` (domain Train) or the evaluation samples (domain Eval, step = test length).
+    #[allow(clippy::too_many_arguments)]
     pub fn sample(
         &self,
         seed: u64,

@@ -167,8 +167,8 @@ fn c_predict_equals_the_rust_library_bit_for_bit() {
             assert_eq!(v[1].to_bits(), want[i].to_bits(), "prediction {i}");
         }
         let mut sse = 0.0f64;
-        for i in 0..n {
-            sse += (want[i] - b.y[i]) * (want[i] - b.y[i]);
+        for (w, t) in want.iter().zip(&b.y) {
+            sse += (w - t) * (w - t);
         }
         let mse = numbers(lines[n].strip_prefix("mse ").expect("mse line"))[0];
         assert_eq!(mse.to_bits(), (sse / n as f64).to_bits(), "mse");

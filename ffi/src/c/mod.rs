@@ -45,7 +45,7 @@ pub const ICL_DOMAIN_EVAL: u32 = 1;
 // Pointer helpers (all return errors instead of dereferencing NULL or misaligned pointers).
 
 fn aligned<T>(p: *const T, what: &str) -> FfiResult<()> {
-    if (p as usize) % std::mem::align_of::<T>() != 0 {
+    if !p.is_aligned() {
         return Err(FfiError::argument(format!("{what} is misaligned")));
     }
     Ok(())
@@ -142,7 +142,7 @@ pub(crate) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> FfiResult<()> {
 
 /// Write an optional scalar out-parameter (NULL: skipped).
 pub(crate) unsafe fn put_opt<T>(p: *mut T, v: T) {
-    if !p.is_null() && (p as usize) % std::mem::align_of::<T>() == 0 {
+    if !p.is_null() && p.is_aligned() {
         *p = v;
     }
 }
