@@ -96,6 +96,7 @@ fn sampled_batches_are_the_trainers_batches() {
     let (mut task, mut model, mut tr) = (null_mut(), null_mut(), null_mut());
     check(unsafe { icl_task_new(h, &mut task) });
     check(unsafe { icl_model_new(h, &mut model) });
+    check(unsafe { icl_model_set_engine(model, c("scalar").as_ptr()) });
     check(unsafe { icl_trainer_new(h, c("scalar").as_ptr(), &mut tr) });
     // The batch of step 0, through the API and from the core sampler.
     let (z, y) = sample(task, 31, ICL_DOMAIN_TRAIN, 0, 8, 9, 6);
@@ -293,7 +294,7 @@ fn step_on_a_callers_batch_is_one_optimiser_step() {
     let (h, cfg) = config(&sets);
     let (mut task, mut tr) = (null_mut(), null_mut());
     check(unsafe { icl_task_new(h, &mut task) });
-    check(unsafe { icl_trainer_new(h, null(), &mut tr) });
+    check(unsafe { icl_trainer_new(h, c("scalar").as_ptr(), &mut tr) });
     let (z, y) = sample(task, 77, ICL_DOMAIN_EVAL, 5, 12, 8, 6);
     let mut loss = 0.0;
     check(unsafe {
@@ -341,6 +342,7 @@ fn checkpoints_round_trip_and_risk_is_mc_risk() {
     check(unsafe { icl_trainer_save(tr, path.as_ptr()) });
     let (mut m, mut m2, mut cfg2, mut tr2) = (null_mut(), null_mut(), null_mut(), null_mut());
     check(unsafe { icl_model_load(path.as_ptr(), &mut m) });
+    check(unsafe { icl_model_set_engine(m, c("scalar").as_ptr()) });
     check(unsafe { icl_trainer_model(tr, &mut m2) });
     assert_eq!(params_of(m), trainer_params(tr));
     assert_eq!(params_of(m2), trainer_params(tr));

@@ -230,14 +230,24 @@ fn c_predict_runs_clean_under_valgrind() {
     );
     let (_, _, _, text) = problems(&Task::new(&cfg).unwrap(), 4, 12);
     // The command documented in ffi/README.md.
-    let memcheck = |extra: &[&str], input: &str| {
+    // The commands documented in ffi/README.md: the scalar engine needs no suppression; the
+    // default (simd) engine's rayon worker threads live until exit, whose TLS blocks
+    // ffi/valgrind.supp suppresses.
+    let supp = format!(
+        "--suppressions={}",
+        workspace().join("ffi/valgrind.supp").display()
+    );
+    let memcheck = |engine: Option<&str>, extra: &[&str], input: &str| {
         let mut cmd = Command::new("valgrind");
-        cmd.args(["--error-exitcode=1", "--leak-check=full", "--quiet"])
-            .arg(&exe)
-            .arg(&ckpt)
-            .args(["--engine", ENGINE])
-            .args(extra);
-        let out = run_with_stdin(&mut cmd, input);
+        cmd.args(["--error-exitcode=1", "--leak-check=full", "--quiet"]);
+        if engine.is_none() {
+            cmd.arg(&supp);
+        }
+        cmd.arg(&exe).arg(&ckpt);
+        if let Some(e) = engine {
+            cmd.args(["--engine", e]);
+        }
+        let out = run_with_stdin(cmd.args(extra), input);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             !err.contains("Invalid read")
@@ -252,10 +262,11 @@ fn c_predict_runs_clean_under_valgrind() {
         &text,
     );
     assert_eq!(
-        memcheck(&[], &text),
+        memcheck(Some(ENGINE), &[], &text),
         String::from_utf8(plain.stdout).unwrap()
     );
-    memcheck(&["--sample", "3", "10", "1"], "");
+    memcheck(Some(ENGINE), &["--sample", "3", "10", "1"], "");
+    memcheck(None, &["--sample", "3", "10", "1"], "");
 }
 
 #[test]
@@ -352,4 +363,61 @@ fn cpp_simulator_follows_the_cli_trajectory() {
         risk[2]
     );
     let _ = built();
+}
+
+#[test]
+fn default_engine_is_the_clis_and_follows_its_trajectory() {
+    // `icl train` without --engine, and a trainer made with engine NULL: same engine, same model.
+    let dir = scratch("default-engine");
+    let out = dir.join("run");
+    run(Command::new(&built().icl)
+        .args([
+            "train",
+            "--preset",
+            "quick",
+            "--quiet",
+            "--force",
+            "--eval-samples",
+            "0",
+        ])
+        .args([
+            "--steps",
+            "200",
+            "--seed",
+            "9",
+            "--set",
+            "task.L=12",
+            "--set",
+            "train.batch=32",
+        ])
+        .arg("--out")
+        .arg(&out));
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap();
+    let cli_engine = summary
+        .split("\"engine\": \"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("engine in summary.json");
+    let ours = unsafe { std::ffi::CStr::from_ptr(icl_ffi::icl_default_engine()) };
+    assert_eq!(ours.to_str().unwrap(), cli_engine);
+
+    let (_, cli_model) = load_f32(&out.join("model.safetensors"));
+    let cfg = icl_ffi::icl_config::preset("quick").unwrap();
+    let mut cfg = cfg.cfg;
+    for (k, v) in [
+        ("task.L", "12"),
+        ("train.batch", "32"),
+        ("train.steps", "200"),
+        ("train.seed", "9"),
+    ] {
+        cfg.set(k, v).unwrap();
+    }
+    let mut tr = icl_ffi::icl_trainer::new(&cfg, None).unwrap();
+    assert_eq!(tr.engine_name(), cli_engine);
+    tr.train(200, None).unwrap();
+    let p = tr.params();
+    assert_eq!(p.len(), cli_model.params.len());
+    for (i, (a, b)) in p.iter().zip(&cli_model.params).enumerate() {
+        assert_eq!(a.to_bits(), (*b as f64).to_bits(), "parameter {i}");
+    }
 }
