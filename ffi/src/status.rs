@@ -194,3 +194,48 @@ pub fn guard_cxx<T, F: FnOnce() -> FfiResult<T>>(f: F) -> FfiResult<T> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use icl_core::Error as E;
+
+    #[test]
+    fn core_errors_map_to_their_documented_codes() {
+        use icl_status::*;
+        let cases = [
+            (E::InvalidConfig("a".into()), ICL_ERR_CONFIG),
+            (E::UnknownKey("a".into()), ICL_ERR_UNKNOWN_KEY),
+            (E::UnknownPreset("a".into()), ICL_ERR_UNKNOWN_NAME),
+            (E::Shape("a".into()), ICL_ERR_SIZE),
+            (E::NonFinite("a".into()), ICL_ERR_NONFINITE),
+            (E::Numerical("a".into()), ICL_ERR_NUMERICAL),
+            (E::Unsupported("a".into()), ICL_ERR_UNSUPPORTED),
+            (E::Checkpoint("a".into()), ICL_ERR_CHECKPOINT),
+        ];
+        for (e, want) in cases {
+            let msg = e.to_string();
+            let f: FfiError = e.into();
+            assert_eq!(f.status, want);
+            assert_eq!(f.msg, msg);
+        }
+        let io: FfiError = icl_io::IoError::NotFound("/x".into()).into();
+        assert_eq!(io.status, ICL_ERR_IO);
+        let bad: FfiError = icl_io::IoError::Corrupt("/x".into(), "junk".into()).into();
+        assert_eq!(bad.status, ICL_ERR_CHECKPOINT);
+    }
+
+    #[test]
+    fn guard_turns_panics_into_a_status_and_a_message() {
+        let s = guard(|| panic!("boom {}", 7));
+        assert_eq!(s, icl_status::ICL_ERR_PANIC);
+        let msg = unsafe { std::ffi::CStr::from_ptr(last_error_ptr()) };
+        assert!(msg.to_str().unwrap().contains("boom 7"));
+        let s = guard(|| Err(FfiError::size("too small\0inner nul")));
+        assert_eq!(s, icl_status::ICL_ERR_SIZE);
+        let msg = unsafe { std::ffi::CStr::from_ptr(last_error_ptr()) };
+        assert_eq!(msg.to_str().unwrap(), "too small\\0inner nul");
+        let r: FfiResult<u8> = guard_cxx(|| panic!("cxx side"));
+        assert_eq!(r.unwrap_err().status, icl_status::ICL_ERR_PANIC);
+    }
+}
