@@ -10,6 +10,11 @@ pub trait Scalar: RealField + Copy + Default + 'static {
     fn of(x: f64) -> Self;
     /// Widening conversion to `f64`.
     fn to_f64(self) -> f64;
+    /// e^x computed by the `libm` crate, so results do not depend on which other crates are built
+    /// alongside the core (a `std` feature of `num-traits` would switch to the platform's libm).
+    fn exp_l(self) -> Self;
+    /// tanh x computed by the `libm` crate (see [`Scalar::exp_l`]).
+    fn tanh_l(self) -> Self;
     /// `true` when the value is neither NaN nor infinite.
     fn finite(self) -> bool {
         self.to_f64().is_finite()
@@ -26,6 +31,14 @@ impl Scalar for f32 {
     fn to_f64(self) -> f64 {
         self as f64
     }
+    #[inline(always)]
+    fn exp_l(self) -> Self {
+        libm::expf(self)
+    }
+    #[inline(always)]
+    fn tanh_l(self) -> Self {
+        libm::tanhf(self)
+    }
 }
 
 impl Scalar for f64 {
@@ -37,6 +50,14 @@ impl Scalar for f64 {
     #[inline(always)]
     fn to_f64(self) -> f64 {
         self
+    }
+    #[inline(always)]
+    fn exp_l(self) -> Self {
+        libm::exp(self)
+    }
+    #[inline(always)]
+    fn tanh_l(self) -> Self {
+        libm::tanh(self)
     }
 }
 

@@ -71,13 +71,13 @@ impl<T: Scalar> HeadCache<T> {
 #[inline(always)]
 pub fn act_f<T: Scalar>(f: Activation, c: T, x: T) -> T {
     match f {
-        Activation::Exp => x.exp(),
+        Activation::Exp => x.exp_l(),
         Activation::Affine => T::one() + c * x,
         Activation::Square => {
             let u = T::one() + c * x;
             u * u
         }
-        Activation::Tanh => T::one() + x.tanh(),
+        Activation::Tanh => T::one() + x.tanh_l(),
     }
 }
 
@@ -85,11 +85,11 @@ pub fn act_f<T: Scalar>(f: Activation, c: T, x: T) -> T {
 #[inline(always)]
 pub fn act_df<T: Scalar>(f: Activation, c: T, x: T) -> T {
     match f {
-        Activation::Exp => x.exp(),
+        Activation::Exp => x.exp_l(),
         Activation::Affine => c,
         Activation::Square => (T::one() + T::one()) * c * (T::one() + c * x),
         Activation::Tanh => {
-            let t = x.tanh();
+            let t = x.tanh_l();
             T::one() - t * t
         }
     }
