@@ -321,15 +321,8 @@ impl<T: Scalar> Model<T> {
                         &p[v + h * e * e..],
                     );
                     let kq = &mut out.kq[h * e * e..(h + 1) * e * e];
-                    // KQ = scale K^T Q : KQ[i][j] = scale sum_r K[r][i] Q[r][j]
-                    for r in 0..e {
-                        for i in 0..e {
-                            let kri = kh[r * e + i] * sc;
-                            for j in 0..e {
-                                kq[i * e + j] += kri * qh[r * e + j];
-                            }
-                        }
-                    }
+                    // KQ = scale K^T Q : KQ[i][j] = scale sum_r K[r][i] Q[r][j] (rank E)
+                    kq_lowrank_forward(kh, qh, e, e, e, sc, kq);
                     // OV = O_h V_h : OV[o][c] = sum_r O[o][h E + r] V[r][c]
                     let ov = &mut out.ov[h * no * e..(h + 1) * no * e];
                     for oo in 0..no {
@@ -433,20 +426,19 @@ impl<T: Scalar> Model<T> {
                     let gkq = g.kq_head(h);
                     let gov = g.ov_head(h);
                     let hb = h * e * e;
-                    for r in 0..e {
-                        for i in 0..e {
-                            // forward KQ[i][j] = scale sum_r K[r][i] Q[r][j]
-                            //   => dQ[r][j] += scale K[r][i] dKQ[i][j];  dK[r][i] += scale sum_j Q[r][j] dKQ[i][j]
-                            let kri = p[k + hb + r * e + i] * sc;
-                            let mut dk = T::zero();
-                            for j in 0..e {
-                                let gij = gkq[i * e + j];
-                                grad[q + hb + r * e + j] += kri * gij;
-                                dk += p[q + hb + r * e + j] * gij;
-                            }
-                            grad[k + hb + r * e + i] += dk * sc;
-                        }
-                    }
+                    // forward KQ = scale K^T Q (rank E): the shared low-rank backward
+                    let (gq, gk) = grad[..k + (h + 1) * e * e].split_at_mut(k);
+                    kq_lowrank_backward(
+                        &p[k + hb..k + hb + e * e],
+                        &p[q + hb..q + hb + e * e],
+                        e,
+                        e,
+                        e,
+                        sc,
+                        gkq,
+                        &mut gk[hb..hb + e * e],
+                        &mut gq[hb..hb + e * e],
+                    );
                     // forward OV[o][c] = sum_r O[o][hE+r] V[r][c]
                     //   => dO[o][hE+r] = sum_c dOV[o][c] V[r][c];  dV[r][c] = sum_o O[o][hE+r] dOV[o][c]
                     for oo in 0..no {
