@@ -7,6 +7,7 @@ use icl_core::config::{Config, TaskKind};
 use icl_core::estimator::Estimator;
 use icl_core::eval::mc_risk;
 use icl_core::task::Task;
+use icl_core::theory::he2025::Setting;
 use icl_io::{AnyModel, RunDir};
 use serde_json::json;
 use std::path::PathBuf;
@@ -35,12 +36,11 @@ pub struct Args {
 
 /// The baselines of the issue: vanilla and debiased GD at eta* (of the training length),
 /// Bayes ridge (lambda = d sigma^2), OLS where L' > d + 1, single-head NW at the L~ optimum.
-pub fn baselines(cfg: &Config, len: usize) -> Vec<(String, Estimator)> {
-    let (d, l0, s2) = (cfg.task.d as f64, cfg.task.len as f64, cfg.task.sigma2);
-    // eta* = (1 + (1 + sigma^2) d / L)^-1 (He et al. Thm 4.2(ii); spec §3.1)
-    let eta = 1.0 / (1.0 + (1.0 + s2) * d / l0);
-    // NW optimum of L~: omega = 1/sqrt(d), mu = sqrt(d) / (1 + e (1 + sigma^2) d / L) (spec §3)
-    let nw_mu = d.sqrt() / (1.0 + std::f64::consts::E * (1.0 + s2) * d / l0);
+pub fn baselines(cfg: &Config, len: usize) -> CliResult<Vec<(String, Estimator)>> {
+    let (d, s2) = (cfg.task.d as f64, cfg.task.sigma2);
+    let theory = Setting::new(cfg.task.d, cfg.task.len, s2)?;
+    let eta = theory.eta_star();
+    let (nw_omega, nw_mu) = theory.nw_optimum();
     let mut v = vec![
         ("vanilla_gd".to_string(), Estimator::VanillaGd { eta }),
         ("debiased_gd".to_string(), Estimator::DebiasedGd { eta }),
@@ -48,7 +48,7 @@ pub fn baselines(cfg: &Config, len: usize) -> Vec<(String, Estimator)> {
         (
             "nw".to_string(),
             Estimator::Nw {
-                omega: 1.0 / d.sqrt(),
+                omega: nw_omega,
                 mu: nw_mu,
             },
         ),
@@ -59,7 +59,7 @@ pub fn baselines(cfg: &Config, len: usize) -> Vec<(String, Estimator)> {
     if cfg.task.kind == TaskKind::MultiTask {
         v.retain(|(n, _)| n != "nw");
     }
-    v
+    Ok(v)
 }
 
 pub fn run(a: &Args) -> CliResult {
@@ -77,7 +77,7 @@ pub fn run(a: &Args) -> CliResult {
     let task = Task::new(&cfg)?;
     let mut rows = Vec::new();
     for &len in &lengths {
-        let base = baselines(&cfg, len);
+        let base = baselines(&cfg, len)?;
         let ests: Vec<Estimator> = base.iter().map(|(_, e)| e.clone()).collect();
         let res = match &model {
             AnyModel::F32(m) => eval_one::<f32>(m, &engine, &task, len, a, &ests)?,
