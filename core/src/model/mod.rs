@@ -9,6 +9,7 @@
 //! Parameters live in one flat buffer with named views ([`ModelSpec::tensors`]); gradients and
 //! optimiser state mirror that layout.
 pub mod attention;
+pub mod param;
 
 use crate::config::{Activation, AttentionKind, Config, LinNorm, Param};
 use crate::{Error, Result, Scalar};
@@ -63,56 +64,6 @@ pub fn lin_norm_of(n: LinNorm, len: usize) -> f64 {
         LinNorm::Len => len as f64,
         LinNorm::LenPlusOne => (len + 1) as f64,
         LinNorm::Value(x) => x,
-    }
-}
-
-/// Low-rank key/query product (Zhang et al. 2025 ATTN_S): for one head with `k`, `q` of shape
-/// [R, w] (w = E for full weights, d for the reduced form), add
-/// `KQ[i][j] += scale sum_r k[r][i] q[r][j]` for i, j < w into `kq` (E x E, row-major).
-fn kq_lowrank_forward<T: Scalar>(
-    k: &[T],
-    q: &[T],
-    rank: usize,
-    w: usize,
-    e: usize,
-    sc: T,
-    kq: &mut [T],
-) {
-    for r in 0..rank {
-        for i in 0..w {
-            let kri = k[r * w + i] * sc;
-            for j in 0..w {
-                kq[i * e + j] += kri * q[r * w + j];
-            }
-        }
-    }
-}
-
-/// Backward of [`kq_lowrank_forward`]: forward `KQ[i][j] += scale sum_r k[r][i] q[r][j]`, so
-/// `dq[r][j] += scale sum_i k[r][i] dKQ[i][j]` and `dk[r][i] += scale sum_j q[r][j] dKQ[i][j]`.
-#[allow(clippy::too_many_arguments)]
-fn kq_lowrank_backward<T: Scalar>(
-    k: &[T],
-    q: &[T],
-    rank: usize,
-    w: usize,
-    e: usize,
-    sc: T,
-    gkq: &[T],
-    dk: &mut [T],
-    dq: &mut [T],
-) {
-    for r in 0..rank {
-        for i in 0..w {
-            let kri = k[r * w + i] * sc;
-            let mut acc = T::zero();
-            for j in 0..w {
-                let gij = gkq[i * e + j];
-                dq[r * w + j] += kri * gij;
-                acc += q[r * w + j] * gij;
-            }
-            dk[r * w + i] += acc * sc;
-        }
     }
 }
 
@@ -220,6 +171,34 @@ impl ModelSpec {
     pub fn n_params(&self) -> usize {
         self.tensors().iter().map(|t| t.len()).sum()
     }
+
+    /// The effective circuits of parameters `params` (n_params values) into `out`: each
+    /// parametrisation's forward ([`param`]).
+    pub fn circuits_into<T: Scalar>(&self, params: &[T], out: &mut Circuits<T>) {
+        out.clear();
+        match self.param {
+            Param::Full => param::full::forward(self, params, out),
+            Param::Merged => param::merged::forward(self, params, out),
+            Param::Reduced => param::reduced::forward(self, params, out),
+            Param::Separate => param::separate::forward(self, params, out),
+            Param::MergedReduced => param::merged_reduced::forward(self, params, out),
+            Param::SeparateReduced => param::separate_reduced::forward(self, params, out),
+        }
+    }
+
+    /// Chain rule from circuit gradients `g` to parameter gradients (overwrites `grad`): each
+    /// parametrisation's backward ([`param`]).
+    pub fn backprop_circuits<T: Scalar>(&self, params: &[T], g: &Circuits<T>, grad: &mut [T]) {
+        grad.iter_mut().for_each(|x| *x = T::zero());
+        match self.param {
+            Param::Full => param::full::backward(self, params, g, grad),
+            Param::Merged => param::merged::backward(self, params, g, grad),
+            Param::Reduced => param::reduced::backward(self, params, g, grad),
+            Param::Separate => param::separate::backward(self, params, g, grad),
+            Param::MergedReduced => param::merged_reduced::backward(self, params, g, grad),
+            Param::SeparateReduced => param::separate_reduced::backward(self, params, g, grad),
+        }
+    }
 }
 
 /// Effective circuits of all heads: `kq` is [H, E, E], `ov` is [H, n_out, E].
@@ -306,103 +285,7 @@ impl<T: Scalar> Model<T> {
 
     /// Compute the effective circuits into `out`.
     pub fn circuits_into(&self, out: &mut Circuits<T>) {
-        let s = &self.spec;
-        let (h_n, e, no, d) = (s.heads, s.e(), s.n_out, s.d);
-        let sc = T::of(s.scale);
-        let p = &self.params;
-        out.clear();
-        match s.param {
-            Param::Full => {
-                let (q, k, v, o) = (0, h_n * e * e, 2 * h_n * e * e, 3 * h_n * e * e);
-                for h in 0..h_n {
-                    let (qh, kh, vh) = (
-                        &p[q + h * e * e..],
-                        &p[k + h * e * e..],
-                        &p[v + h * e * e..],
-                    );
-                    let kq = &mut out.kq[h * e * e..(h + 1) * e * e];
-                    // KQ = scale K^T Q : KQ[i][j] = scale sum_r K[r][i] Q[r][j] (rank E)
-                    kq_lowrank_forward(kh, qh, e, e, e, sc, kq);
-                    // OV = O_h V_h : OV[o][c] = sum_r O[o][h E + r] V[r][c]
-                    let ov = &mut out.ov[h * no * e..(h + 1) * no * e];
-                    for oo in 0..no {
-                        for r in 0..e {
-                            let orr = p[o + oo * h_n * e + h * e + r];
-                            for c in 0..e {
-                                ov[oo * e + c] += orr * vh[r * e + c];
-                            }
-                        }
-                    }
-                }
-            }
-            Param::Merged => {
-                for (dst, &src) in out.kq.iter_mut().zip(&p[..h_n * e * e]) {
-                    *dst = src * sc;
-                }
-                out.ov.copy_from_slice(&p[h_n * e * e..]);
-            }
-            Param::Reduced => {
-                for h in 0..h_n {
-                    let w = p[h] * sc;
-                    for i in 0..d {
-                        out.kq[h * e * e + i * e + i] = w;
-                    }
-                    for oo in 0..no {
-                        out.ov[h * no * e + oo * e + d + oo] = p[h_n + h * no + oo];
-                    }
-                }
-            }
-            Param::Separate => {
-                // KQ = scale K^T Q (rank R) ; OV = ov
-                let (r, q0, ov0) = (s.rank, h_n * s.rank * e, 2 * h_n * s.rank * e);
-                for h in 0..h_n {
-                    let (kh, qh) = (&p[h * r * e..], &p[q0 + h * r * e..]);
-                    kq_lowrank_forward(
-                        kh,
-                        qh,
-                        r,
-                        e,
-                        e,
-                        sc,
-                        &mut out.kq[h * e * e..(h + 1) * e * e],
-                    );
-                }
-                out.ov.copy_from_slice(&p[ov0..]);
-            }
-            Param::MergedReduced => {
-                // KQ_11 = scale U ; OV[o][d+o] = v[o]
-                let v0 = h_n * d * d;
-                for h in 0..h_n {
-                    for a in 0..d {
-                        for b in 0..d {
-                            out.kq[h * e * e + a * e + b] = p[h * d * d + a * d + b] * sc;
-                        }
-                    }
-                    for oo in 0..no {
-                        out.ov[h * no * e + oo * e + d + oo] = p[v0 + h * no + oo];
-                    }
-                }
-            }
-            Param::SeparateReduced => {
-                // KQ_11 = scale sum_r k_r q_r^T ; OV[o][d+o] = v[o]
-                let (r, q0, v0) = (s.rank, h_n * s.rank * d, 2 * h_n * s.rank * d);
-                for h in 0..h_n {
-                    let (kh, qh) = (&p[h * r * d..], &p[q0 + h * r * d..]);
-                    kq_lowrank_forward(
-                        kh,
-                        qh,
-                        r,
-                        d,
-                        e,
-                        sc,
-                        &mut out.kq[h * e * e..(h + 1) * e * e],
-                    );
-                    for oo in 0..no {
-                        out.ov[h * no * e + oo * e + d + oo] = p[v0 + h * no + oo];
-                    }
-                }
-            }
-        }
+        self.spec.circuits_into(&self.params, out);
     }
 
     /// The effective circuits.
@@ -414,123 +297,7 @@ impl<T: Scalar> Model<T> {
 
     /// Chain rule from circuit gradients (`g.kq`, `g.ov`) to parameter gradients (overwrites `grad`).
     pub fn backprop_circuits(&self, g: &Circuits<T>, grad: &mut [T]) {
-        let s = &self.spec;
-        let (h_n, e, no, d) = (s.heads, s.e(), s.n_out, s.d);
-        let sc = T::of(s.scale);
-        let p = &self.params;
-        grad.iter_mut().for_each(|x| *x = T::zero());
-        match s.param {
-            Param::Full => {
-                let (q, k, v, o) = (0, h_n * e * e, 2 * h_n * e * e, 3 * h_n * e * e);
-                for h in 0..h_n {
-                    let gkq = g.kq_head(h);
-                    let gov = g.ov_head(h);
-                    let hb = h * e * e;
-                    // forward KQ = scale K^T Q (rank E): the shared low-rank backward
-                    let (gq, gk) = grad[..k + (h + 1) * e * e].split_at_mut(k);
-                    kq_lowrank_backward(
-                        &p[k + hb..k + hb + e * e],
-                        &p[q + hb..q + hb + e * e],
-                        e,
-                        e,
-                        e,
-                        sc,
-                        gkq,
-                        &mut gk[hb..hb + e * e],
-                        &mut gq[hb..hb + e * e],
-                    );
-                    // forward OV[o][c] = sum_r O[o][hE+r] V[r][c]
-                    //   => dO[o][hE+r] = sum_c dOV[o][c] V[r][c];  dV[r][c] = sum_o O[o][hE+r] dOV[o][c]
-                    for oo in 0..no {
-                        for r in 0..e {
-                            let oi = o + oo * h_n * e + h * e + r;
-                            let orr = p[oi];
-                            let mut dov = T::zero();
-                            for c in 0..e {
-                                let goc = gov[oo * e + c];
-                                dov += goc * p[v + hb + r * e + c];
-                                grad[v + hb + r * e + c] += orr * goc;
-                            }
-                            grad[oi] += dov;
-                        }
-                    }
-                }
-            }
-            Param::Merged => {
-                // forward kq_eff = scale kq ; ov_eff = ov
-                for (dst, &src) in grad.iter_mut().zip(&g.kq) {
-                    *dst = src * sc;
-                }
-                grad[h_n * e * e..].copy_from_slice(&g.ov);
-            }
-            Param::Reduced => {
-                // forward KQ[i][i] = scale omega (i < d) ; OV[o][d+o] = mu[o]
-                for h in 0..h_n {
-                    let gk = g.kq_head(h);
-                    grad[h] = (0..d).fold(T::zero(), |acc, i| acc + gk[i * e + i]) * sc;
-                    for oo in 0..no {
-                        grad[h_n + h * no + oo] = g.ov_head(h)[oo * e + d + oo];
-                    }
-                }
-            }
-            Param::Separate => {
-                // forward KQ = scale K^T Q (see kq_lowrank_backward) ; OV = ov  =>  dov = dOV
-                let (r, q0) = (s.rank, h_n * s.rank * e);
-                let (gk, rest) = grad.split_at_mut(q0);
-                let (gq, gov) = rest.split_at_mut(q0);
-                for h in 0..h_n {
-                    kq_lowrank_backward(
-                        &p[h * r * e..],
-                        &p[q0 + h * r * e..],
-                        r,
-                        e,
-                        e,
-                        sc,
-                        g.kq_head(h),
-                        &mut gk[h * r * e..(h + 1) * r * e],
-                        &mut gq[h * r * e..(h + 1) * r * e],
-                    );
-                }
-                gov.copy_from_slice(&g.ov);
-            }
-            Param::MergedReduced => {
-                // forward KQ[a][b] = scale U[a][b] (a, b < d) ; OV[o][d+o] = v[o]
-                let v0 = h_n * d * d;
-                for h in 0..h_n {
-                    let gk = g.kq_head(h);
-                    for a in 0..d {
-                        for b in 0..d {
-                            grad[h * d * d + a * d + b] = gk[a * e + b] * sc;
-                        }
-                    }
-                    for oo in 0..no {
-                        grad[v0 + h * no + oo] = g.ov_head(h)[oo * e + d + oo];
-                    }
-                }
-            }
-            Param::SeparateReduced => {
-                // forward KQ_11 = scale sum_r k_r q_r^T ; OV[o][d+o] = v[o]
-                let (r, q0) = (s.rank, h_n * s.rank * d);
-                let (gk, rest) = grad.split_at_mut(q0);
-                let (gq, gv) = rest.split_at_mut(q0);
-                for h in 0..h_n {
-                    kq_lowrank_backward(
-                        &p[h * r * d..],
-                        &p[q0 + h * r * d..],
-                        r,
-                        d,
-                        e,
-                        sc,
-                        g.kq_head(h),
-                        &mut gk[h * r * d..(h + 1) * r * d],
-                        &mut gq[h * r * d..(h + 1) * r * d],
-                    );
-                    for oo in 0..no {
-                        gv[h * no + oo] = g.ov_head(h)[oo * e + d + oo];
-                    }
-                }
-            }
-        }
+        self.spec.backprop_circuits(&self.params, g, grad);
     }
 
     /// A short description, e.g. "softmax/full H=2 d=5".
