@@ -1,32 +1,533 @@
-//! Run configuration: task, model and training settings, addressable by dotted keys
-//! (`task.d`, `model.heads`, `train.lr`, ...) so that presets, `--set key=value`, TOML files and the
-//! C API all go through one parser, [`Config::set`], which validates every value.
+//! Run configuration: task, model and training settings, addressable by dotted keys (`task.d`,
+//! `model.heads`, `train.lr`, ...).
+//!
+//! Every key is declared **once**, in the [`section!`] blocks below: its field, type, default,
+//! documentation and allowed range. From that one declaration come the struct, its `Default`, the
+//! key table ([`keys`], listed by `icl presets --keys`), reading and range-checking a value
+//! ([`Config::set`], used by `--set`, TOML files, presets and the C API), writing
+//! ([`Config::to_toml`]) and [`Config::validate`]'s per-key checks. Files are TOML, parsed by the
+//! `toml` crate (duplicate keys and sections are errors); values are checked against their key's
+//! range when they are set, and the rules that relate several keys are checked by
+//! [`Config::validate`].
+//!
+//! **Adding a key** is one line in its section: `field: Type = default => "name", Range, "doc";`
+//! (with `| "alias"` after the name for an alternative spelling). `Type` must implement [`Field`]
+//! (numbers, booleans, `Option` for `auto`, lists, and the enums declared with [`choice!`]); add a
+//! cross-key rule to [`Config::validate`] if the key needs one.
 use crate::{Error, Result};
 use alloc::format;
 use alloc::string::{String, ToString};
+use alloc::vec;
 use alloc::vec::Vec;
+use core::fmt;
+use toml::Value;
 
-/// The data distribution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskKind {
-    /// x ~ N(0, I_d), beta ~ N(0, I_d/d) (He et al. 2025 §1.1).
-    Isotropic,
-    /// x ~ N(0, Sigma) with Sigma = KMS(rho) or a given SPD matrix.
-    Anisotropic,
-    /// N outputs with supports S_n (He et al. 2025 §B.4).
-    MultiTask,
-    /// x ~ N(0, Lambda) with Lambda = Q diag(eigs) Q^T, task vector w ~ N(0, I_d) (not scaled),
-    /// optionally a fixed task vector for a fraction of sequences (Zhang et al. 2025 §2.1, App. G).
-    Eigs,
+// ------------------------------------------------------------------------------------------------
+// Ranges and value conversion.
+
+/// The values a key accepts (besides its type).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Range {
+    /// Any value of the type.
+    Any,
+    /// An integer in `min..=max`.
+    Int { min: u64, max: u64 },
+    /// A finite number between `min` and `max`; an open end excludes its bound. For lists, every
+    /// element.
+    Real {
+        min: f64,
+        max: f64,
+        min_open: bool,
+        max_open: bool,
+    },
 }
 
-/// Eigenbasis of the `eigs` task's covariance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Basis {
-    /// Q from the QR decomposition of a Gaussian d x d matrix (signs fixed so diag R > 0).
-    Haar,
-    /// Q = I: Lambda = diag(eigs).
-    Identity,
+impl Range {
+    const fn int(min: u64, max: u64) -> Range {
+        Range::Int { min, max }
+    }
+    /// `[min, max]`.
+    const fn closed(min: f64, max: f64) -> Range {
+        Range::Real {
+            min,
+            max,
+            min_open: false,
+            max_open: false,
+        }
+    }
+    /// `(min, max]`.
+    const fn above(min: f64, max: f64) -> Range {
+        Range::Real {
+            min,
+            max,
+            min_open: true,
+            max_open: false,
+        }
+    }
+    /// `[min, max)`.
+    const fn below(min: f64, max: f64) -> Range {
+        Range::Real {
+            min,
+            max,
+            min_open: false,
+            max_open: true,
+        }
+    }
+    /// `(min, max)`.
+    const fn open(min: f64, max: f64) -> Range {
+        Range::Real {
+            min,
+            max,
+            min_open: true,
+            max_open: true,
+        }
+    }
+
+    fn check_int(&self, key: &str, x: u64) -> Result<()> {
+        match *self {
+            Range::Int { min, max } if x < min || x > max => Err(Error::InvalidConfig(format!(
+                "{key} = {x} is outside its range {self}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_real(&self, key: &str, x: f64) -> Result<()> {
+        if !x.is_finite() {
+            return Err(Error::NonFinite(format!("{key} = {x}")));
+        }
+        if let Range::Real {
+            min,
+            max,
+            min_open,
+            max_open,
+        } = *self
+        {
+            let lo = if min_open { x > min } else { x >= min };
+            let hi = if max_open { x < max } else { x <= max };
+            if !(lo && hi) {
+                return Err(Error::InvalidConfig(format!(
+                    "{key} = {x} is outside its range {self}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Range::Any => f.write_str("any"),
+            Range::Int { min, max } => write!(f, "{min}..={max}"),
+            Range::Real {
+                min,
+                max,
+                min_open,
+                max_open,
+            } => {
+                let hi = if max == f64::INFINITY {
+                    "inf".to_string()
+                } else {
+                    format!("{max}")
+                };
+                let lo = if min == f64::NEG_INFINITY {
+                    "-inf".to_string()
+                } else {
+                    format!("{min}")
+                };
+                write!(
+                    f,
+                    "{}{lo}, {hi}{}",
+                    if min_open || min == f64::NEG_INFINITY {
+                        '('
+                    } else {
+                        '['
+                    },
+                    if max_open || max == f64::INFINITY {
+                        ')'
+                    } else {
+                        ']'
+                    }
+                )
+            }
+        }
+    }
+}
+
+/// A configuration value type: read from a TOML value (checked against the key's range) and
+/// written back as one. Reading accepts the text forms of `--set` and of older config files.
+pub trait Field: Sized {
+    /// Read `v` as the value of `key`, checking `range`.
+    fn read(key: &str, v: &Value, range: &Range) -> Result<Self>;
+    /// The TOML value (reads back to the same value).
+    fn value(&self) -> Value;
+    /// What the type accepts, for the key listing.
+    fn accepts() -> String;
+}
+
+fn type_err(key: &str, v: &Value, what: &str) -> Error {
+    Error::InvalidConfig(format!("{key} = {v} is not {what}"))
+}
+
+fn read_u64(key: &str, v: &Value, range: &Range) -> Result<u64> {
+    let x = match v {
+        Value::Integer(i) if *i >= 0 => *i as u64,
+        Value::String(s) => s
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| type_err(key, v, "a non-negative integer"))?,
+        Value::Float(f) if *f >= 0.0 && libm::trunc(*f) == *f && *f < 1.8e19 => *f as u64,
+        _ => return Err(type_err(key, v, "a non-negative integer")),
+    };
+    range.check_int(key, x)?;
+    Ok(x)
+}
+
+impl Field for u64 {
+    fn read(key: &str, v: &Value, range: &Range) -> Result<Self> {
+        read_u64(key, v, range)
+    }
+    fn value(&self) -> Value {
+        match i64::try_from(*self) {
+            Ok(i) => Value::Integer(i),
+            // TOML integers are i64: larger seeds are written as text (read back above).
+            Err(_) => Value::String(self.to_string()),
+        }
+    }
+    fn accepts() -> String {
+        "integer".into()
+    }
+}
+
+impl Field for usize {
+    fn read(key: &str, v: &Value, range: &Range) -> Result<Self> {
+        let x = read_u64(key, v, range)?;
+        usize::try_from(x).map_err(|_| {
+            Error::InvalidConfig(format!("{key} = {x} does not fit this machine's usize"))
+        })
+    }
+    fn value(&self) -> Value {
+        (*self as u64).value()
+    }
+    fn accepts() -> String {
+        "integer".into()
+    }
+}
+
+fn read_f64(key: &str, v: &Value, range: &Range) -> Result<f64> {
+    let x = match v {
+        Value::Float(f) => *f,
+        Value::Integer(i) => *i as f64,
+        Value::String(s) => s
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| type_err(key, v, "a number"))?,
+        _ => return Err(type_err(key, v, "a number")),
+    };
+    range.check_real(key, x)?;
+    Ok(x)
+}
+
+impl Field for f64 {
+    fn read(key: &str, v: &Value, range: &Range) -> Result<Self> {
+        read_f64(key, v, range)
+    }
+    fn value(&self) -> Value {
+        Value::Float(*self)
+    }
+    fn accepts() -> String {
+        "number".into()
+    }
+}
+
+impl Field for bool {
+    fn read(key: &str, v: &Value, _: &Range) -> Result<Self> {
+        match v {
+            Value::Boolean(b) => Ok(*b),
+            Value::String(s) => match s.trim() {
+                "true" | "yes" | "1" => Ok(true),
+                "false" | "no" | "0" => Ok(false),
+                _ => Err(type_err(key, v, "true or false")),
+            },
+            Value::Integer(1) => Ok(true),
+            Value::Integer(0) => Ok(false),
+            _ => Err(type_err(key, v, "true or false")),
+        }
+    }
+    fn value(&self) -> Value {
+        Value::Boolean(*self)
+    }
+    fn accepts() -> String {
+        "true | false".into()
+    }
+}
+
+fn is_auto(v: &Value) -> bool {
+    matches!(v, Value::String(s) if s.trim() == "auto")
+}
+
+/// `auto` (the default rule) or a value.
+impl<T: Field> Field for Option<T> {
+    fn read(key: &str, v: &Value, range: &Range) -> Result<Self> {
+        if is_auto(v) {
+            return Ok(None);
+        }
+        T::read(key, v, range).map(Some)
+    }
+    fn value(&self) -> Value {
+        match self {
+            None => Value::String("auto".into()),
+            Some(x) => x.value(),
+        }
+    }
+    fn accepts() -> String {
+        format!("auto | {}", T::accepts())
+    }
+}
+
+/// Longest list a key accepts (a 4096 x 4096 covariance).
+pub const MAX_LIST: usize = 4096 * 4096;
+
+fn list_items(key: &str, v: &Value) -> Result<Vec<Value>> {
+    let items: Vec<Value> = match v {
+        Value::Array(a) => a.clone(),
+        // older config files and `--set` write lists as comma-separated text
+        Value::String(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| Value::String(p.into()))
+            .collect(),
+        _ => return Err(type_err(key, v, "a list of numbers")),
+    };
+    if items.len() > MAX_LIST {
+        return Err(Error::InvalidConfig(format!(
+            "{key} has {} entries; at most {MAX_LIST} are accepted",
+            items.len()
+        )));
+    }
+    Ok(items)
+}
+
+/// A list of numbers: `[0.4, 0.3]` (or the text `"0.4,0.3"` of older files); the range applies to
+/// every element.
+impl Field for Vec<f64> {
+    fn read(key: &str, v: &Value, range: &Range) -> Result<Self> {
+        list_items(key, v)?
+            .iter()
+            .map(|x| read_f64(key, x, range))
+            .collect()
+    }
+    fn value(&self) -> Value {
+        Value::Array(self.iter().map(|x| Value::Float(*x)).collect())
+    }
+    fn accepts() -> String {
+        "[numbers]".into()
+    }
+}
+
+/// Index sets, 1-based in files and on the command line, 0-based in memory:
+/// `[[1, 2, 3, 4], [3, 4, 5, 6]]` (or the text `"1,2,3,4;3,4,5,6"` of older files).
+impl Field for Vec<Vec<usize>> {
+    fn read(key: &str, v: &Value, range: &Range) -> Result<Self> {
+        let sets: Vec<Value> = match v {
+            Value::Array(a) => a.clone(),
+            Value::String(s) => s
+                .split(';')
+                .filter(|p| !p.trim().is_empty())
+                .map(|p| Value::String(p.into()))
+                .collect(),
+            _ => return Err(type_err(key, v, "a list of index lists")),
+        };
+        sets.iter()
+            .map(|s| {
+                list_items(key, s)?
+                    .iter()
+                    .map(|i| {
+                        let i = read_u64(key, i, range)?;
+                        if i == 0 {
+                            return Err(Error::InvalidConfig(format!(
+                                "{key}: indices are 1-based"
+                            )));
+                        }
+                        Ok((i - 1) as usize)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+    fn value(&self) -> Value {
+        Value::Array(
+            self.iter()
+                .map(|s| Value::Array(s.iter().map(|&i| Value::Integer(i as i64 + 1)).collect()))
+                .collect(),
+        )
+    }
+    fn accepts() -> String {
+        "[[1-based indices], ...]".into()
+    }
+}
+
+/// Declares an enum whose values are written as the given names, with its [`Field`] reading.
+macro_rules! choice {
+    ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name { $($(#[$vm])* $variant,)* }
+        impl $name {
+            /// The accepted names, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($text),*];
+            /// The name of this value.
+            pub fn as_str(&self) -> &'static str {
+                match self { $($name::$variant => $text,)* }
+            }
+        }
+        impl core::str::FromStr for $name {
+            type Err = ();
+            fn from_str(s: &str) -> core::result::Result<Self, ()> {
+                match s { $($text => Ok($name::$variant),)* _ => Err(()) }
+            }
+        }
+        impl Field for $name {
+            fn read(key: &str, v: &Value, _: &Range) -> Result<Self> {
+                match v {
+                    Value::String(s) => s.trim().parse().map_err(|_| Error::InvalidConfig(format!(
+                        "{key} = {:?}; expected one of {}", s.trim(), Self::NAMES.join(", ")))),
+                    _ => Err(type_err(key, v, &format!("one of {}", Self::NAMES.join(", ")))),
+                }
+            }
+            fn value(&self) -> Value {
+                Value::String(self.as_str().into())
+            }
+            fn accepts() -> String {
+                Self::NAMES.join(" | ")
+            }
+        }
+    };
+}
+
+// ------------------------------------------------------------------------------------------------
+// Option types.
+
+choice! {
+    /// The data distribution.
+    pub enum TaskKind {
+        /// x ~ N(0, I_d), beta ~ N(0, I_d/d) (He et al. 2025 §1.1).
+        Isotropic = "isotropic",
+        /// x ~ N(0, Sigma) with Sigma = KMS(rho) or a given SPD matrix.
+        Anisotropic = "anisotropic",
+        /// N outputs with supports S_n (He et al. 2025 §B.4).
+        MultiTask = "multitask",
+        /// x ~ N(0, Lambda) with Lambda = Q diag(eigs) Q^T, task vector w ~ N(0, I_d) (not scaled),
+        /// optionally a fixed task vector for a fraction of sequences (Zhang et al. 2025 §2.1, App. G).
+        Eigs = "eigs",
+    }
+}
+
+choice! {
+    /// Eigenbasis of the `eigs` task's covariance.
+    pub enum Basis {
+        /// Q from the QR decomposition of a Gaussian d x d matrix (signs fixed so diag R > 0).
+        Haar = "haar",
+        /// Q = I: Lambda = diag(eigs).
+        Identity = "identity",
+    }
+}
+
+choice! {
+    /// Which multi-task generator (He et al. 2025 §B.4): the paper's or the reference code's.
+    pub enum MultiTaskVariant {
+        /// One beta ~ N(0, I_d/d); y_n = beta_{S_n}.x_{S_n} + eps_n, eps ~ N(0, sigma^2); noisy query.
+        Paper = "paper",
+        /// Independent beta_n ~ N(0, I_{|S_n|}), noise std sqrt(|S_n|) sigma, noiseless query.
+        Code = "code",
+    }
+}
+
+choice! {
+    /// Attention kind.
+    pub enum AttentionKind {
+        /// Normalised attention with activation f (exp = softmax).
+        Softmax = "softmax",
+        /// Linear attention with the 1/L factor frozen at the training length.
+        Linear = "linear",
+    }
+}
+
+choice! {
+    /// How the per-head circuits are parametrised.
+    pub enum Param {
+        /// Q, K, V per head and a shared output projection O (reference-code layout).
+        Full = "full",
+        /// Merged KQ (E x E) and OV (n_out x E) per head.
+        Merged = "merged",
+        /// omega (scalar) and mu (n_out) per head: KQ_11 = omega I, OV_22 = mu.
+        Reduced = "reduced",
+        /// Separate key and query of rank R per head (K_h, Q_h in R^{R x E}, KQ = scale K^T Q) and
+        /// OV (n_out x E): Zhang et al. (2025) ATTN_S with full weights.
+        Separate = "separate",
+        /// Merged KQ with the zero blocks removed: U_h (d x d) = KQ_11 and v_h = OV_22
+        /// (Zhang et al. 2025 reduced ATTN_M, eq. (M)).
+        MergedReduced = "merged_reduced",
+        /// Separate rank-R key/query with the zero blocks removed: k_{h,r}, q_{h,r} in R^d and
+        /// v_h = OV_22 (Zhang et al. 2025 reduced ATTN_S, eq. (S)).
+        SeparateReduced = "separate_reduced",
+    }
+}
+
+choice! {
+    /// Normalised activation f in sigma(nu)_i = f(nu_i) / sum_j f(nu_j) (He et al. §B.2).
+    pub enum Activation {
+        /// exp: ordinary softmax.
+        Exp = "exp",
+        /// f1(x) = 1 + C x.
+        Affine = "affine",
+        /// f2(x) = (1 + C x)^2.
+        Square = "square",
+        /// f3(x) = 1 + tanh x.
+        Tanh = "tanh",
+    }
+}
+
+choice! {
+    /// Parameter initialisation schemes.
+    pub enum InitKind {
+        /// PyTorch `nn.Linear` default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+        Torch = "torch",
+        /// Reference code `small_id`: Q, K, V, O = 1e-6 I (or `init_scale` I).
+        SmallId = "small_id",
+        /// Reference code `small_id_qk`: Q, K = 1e-4 I, V and O torch default.
+        SmallIdQk = "small_id_qk",
+        /// Reference code `oppo_small_id`: Q = +-1e-6 I by head parity, K, V, O = 1e-6 I.
+        OppoSmallId = "oppo_small_id",
+        /// Every parameter N(0, init_scale^2).
+        Gaussian = "gaussian",
+        /// Zhang et al. (2025) App. C.2: v ~ N(0, w^2/H), U ~ N(0, w^2/(H d^2)) (merged) or
+        /// k, q ~ N(0, w^2/(H R d)) (separate); zero blocks exactly 0 (w = init_scale).
+        ZhangPaper = "zhang_paper",
+        /// The Zhang et al. reference code: merged v, U ~ N(0, w^2); separate k, q ~ N(0, w^2/(R(d+1))),
+        /// v ~ N(0, w^2); zero blocks exactly 0.
+        ZhangCode = "zhang_code",
+    }
+}
+
+choice! {
+    /// Optimiser.
+    pub enum OptimizerKind {
+        /// Adam (PyTorch semantics, bias-corrected).
+        Adam = "adam",
+        /// Stochastic gradient descent with optional momentum (PyTorch semantics).
+        Sgd = "sgd",
+    }
+}
+
+choice! {
+    /// Compute precision.
+    pub enum Dtype {
+        F32 = "f32",
+        F64 = "f64",
+    }
 }
 
 /// Linear attention's normaliser L_0 (the "1/N" of Zhang et al. 2025).
@@ -40,534 +541,379 @@ pub enum LinNorm {
     Value(f64),
 }
 
-/// Which multi-task generator (spec §1.3): the paper's or the reference code's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MultiTaskVariant {
-    /// One beta ~ N(0, I_d/d); y_n = beta_{S_n}.x_{S_n} + eps_n, eps ~ N(0, sigma^2); noisy query.
-    Paper,
-    /// Independent beta_n ~ N(0, I_{|S_n|}), noise std sqrt(|S_n|) sigma, noiseless query.
-    Code,
+impl Field for LinNorm {
+    fn read(key: &str, v: &Value, range: &Range) -> Result<Self> {
+        match v {
+            Value::String(s) if matches!(s.trim(), "N" | "len") => Ok(LinNorm::Len),
+            Value::String(s) if matches!(s.trim(), "N+1" | "len+1") => Ok(LinNorm::LenPlusOne),
+            _ => read_f64(key, v, range).map(LinNorm::Value),
+        }
+    }
+    fn value(&self) -> Value {
+        match self {
+            LinNorm::Len => Value::String("N".into()),
+            LinNorm::LenPlusOne => Value::String("N+1".into()),
+            LinNorm::Value(x) => Value::Float(*x),
+        }
+    }
+    fn accepts() -> String {
+        "N | N+1 | number".into()
+    }
 }
 
-/// Attention kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttentionKind {
-    /// Normalised attention with activation f (exp = softmax).
-    Softmax,
-    /// Linear attention with the 1/L factor frozen at the training length (spec §2.6).
-    Linear,
+// ------------------------------------------------------------------------------------------------
+// The keys.
+
+/// One configuration key.
+#[derive(Debug, Clone, Copy)]
+pub struct Key {
+    /// Section (`task`, `model`, `train`).
+    pub section: &'static str,
+    /// Name within the section (`d`, `L`, `heads`, ...).
+    pub name: &'static str,
+    /// Other accepted spellings of the name.
+    pub aliases: &'static [&'static str],
+    /// One-line documentation.
+    pub doc: &'static str,
+    /// Allowed values besides the type.
+    pub range: Range,
+    /// What the type accepts (`integer`, `auto | number`, `isotropic | anisotropic | ...`).
+    pub accepts: fn() -> String,
 }
 
-/// How the per-head circuits are parametrised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Param {
-    /// Q, K, V per head and a shared output projection O (reference-code layout).
-    Full,
-    /// Merged KQ (E x E) and OV (n_out x E) per head.
-    Merged,
-    /// omega (scalar) and mu (n_out) per head: KQ_11 = omega I, OV_22 = mu.
-    Reduced,
-    /// Separate key and query of rank R per head (K_h, Q_h in R^{R x E}, KQ = scale K^T Q) and
-    /// OV (n_out x E): Zhang et al. (2025) ATTN_S with full weights.
-    Separate,
-    /// Merged KQ with the zero blocks removed: U_h (d x d) = KQ_11 and v_h = OV_22
-    /// (Zhang et al. 2025 reduced ATTN_M, eq. (M)).
-    MergedReduced,
-    /// Separate rank-R key/query with the zero blocks removed: k_{h,r}, q_{h,r} in R^d and v_h = OV_22
-    /// (Zhang et al. 2025 reduced ATTN_S, eq. (S)).
-    SeparateReduced,
+impl Key {
+    /// The dotted key, e.g. `task.d`.
+    pub fn dotted(&self) -> String {
+        format!("{}.{}", self.section, self.name)
+    }
+    /// The accepted values in words, e.g. `integer in 1..=4096`.
+    pub fn describe(&self) -> String {
+        match self.range {
+            Range::Any => (self.accepts)(),
+            r => format!("{} in {r}", (self.accepts)()),
+        }
+    }
 }
 
-/// Normalised activation f in sigma(nu)_i = f(nu_i) / sum_j f(nu_j) (He et al. §B.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Activation {
-    /// exp: ordinary softmax.
-    Exp,
-    /// f1(x) = 1 + C x.
-    Affine,
-    /// f2(x) = (1 + C x)^2.
-    Square,
-    /// f3(x) = 1 + tanh x.
-    Tanh,
+/// Declares a config section: the struct, its `Default`, its key table and value access.
+macro_rules! section {
+    ($(#[$m:meta])* pub struct $name:ident in $section:literal {
+        $($(#[$fm:meta])* $field:ident : $ty:ty = $default:expr
+            => $key:literal $(| $alias:literal)*, $range:expr, $doc:literal;)*
+    }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name { $($(#[$fm])* #[doc = $doc] pub $field: $ty,)* }
+
+        impl Default for $name {
+            fn default() -> Self { $name { $($field: $default,)* } }
+        }
+
+        impl $name {
+            /// The keys of this section, in declaration order.
+            pub const KEYS: &'static [Key] = &[$(Key {
+                section: $section,
+                name: $key,
+                aliases: &[$($alias),*],
+                doc: $doc,
+                range: $range,
+                accepts: <$ty as Field>::accepts,
+            }),*];
+
+            /// Set the key `name` of this section (`Ok(false)`: no such key).
+            fn set_value(&mut self, name: &str, v: &Value) -> Result<bool> {
+                $(if name == $key $(|| name == $alias)* {
+                    self.$field = <$ty as Field>::read(concat!($section, ".", $key), v, &$range)?;
+                    return Ok(true);
+                })*
+                Ok(false)
+            }
+
+            /// (name, value) of every key, in declaration order.
+            fn values(&self) -> Vec<(&'static str, Value)> {
+                vec![$(($key, self.$field.value())),*]
+            }
+
+            /// Every field checked against its key's range (for values set directly in Rust).
+            fn check_ranges(&self) -> Result<()> {
+                $(<$ty as Field>::read(concat!($section, ".", $key), &self.$field.value(), &$range)?;)*
+                Ok(())
+            }
+        }
+    };
 }
 
-/// Parameter initialisation schemes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InitKind {
-    /// PyTorch `nn.Linear` default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-    Torch,
-    /// Reference code `small_id`: Q, K, V, O = 1e-6 I (or `init_scale` I).
-    SmallId,
-    /// Reference code `small_id_qk`: Q, K = 1e-4 I, V and O torch default.
-    SmallIdQk,
-    /// Reference code `oppo_small_id`: Q = +-1e-6 I by head parity, K, V, O = 1e-6 I.
-    OppoSmallId,
-    /// Every parameter N(0, init_scale^2).
-    Gaussian,
-    /// Zhang et al. (2025) App. C.2: v ~ N(0, w^2/H), U ~ N(0, w^2/(H d^2)) (merged) or
-    /// k, q ~ N(0, w^2/(H R d)) (separate); zero blocks exactly 0 (w = init_scale).
-    ZhangPaper,
-    /// The Zhang et al. reference code: merged v, U ~ N(0, w^2); separate k, q ~ N(0, w^2/(R(d+1))),
-    /// v ~ N(0, w^2); zero blocks exactly 0.
-    ZhangCode,
+/// Largest covariate dimension d.
+pub const MAX_D: u64 = 4096;
+/// Largest context length L.
+pub const MAX_L: u64 = 1 << 24;
+/// Largest number of heads.
+pub const MAX_HEADS: u64 = 1024;
+/// Largest batch (sequences per step).
+pub const MAX_BATCH: u64 = 1 << 24;
+/// Largest fixed training set (sequences).
+pub const MAX_SET: u64 = 1 << 30;
+/// Largest number of steps.
+pub const MAX_STEPS: u64 = 1 << 40;
+/// Working memory a configuration may need, in bytes (see [`Config::memory_estimate`]).
+pub const MEMORY_BUDGET: u64 = 16 << 30;
+
+const POSITIVE: Range = Range::above(0.0, f64::INFINITY);
+const NON_NEGATIVE: Range = Range::closed(0.0, f64::INFINITY);
+const FINITE: Range = Range::closed(f64::NEG_INFINITY, f64::INFINITY);
+const UNIT_BELOW: Range = Range::below(0.0, 1.0);
+
+section! {
+    /// Task settings (`task.*`).
+    pub struct TaskConfig in "task" {
+        kind: TaskKind = TaskKind::Isotropic => "kind", Range::Any, "the data distribution";
+        d: usize = 5 => "d", Range::int(1, MAX_D), "covariate dimension d";
+        len: usize = 40 => "L" | "len", Range::int(1, MAX_L), "training context length L";
+        sigma2: f64 = 0.1 => "sigma2", NON_NEGATIVE, "label noise variance sigma^2";
+        rho: f64 = 0.5 => "rho", Range::open(-1.0, 1.0), "KMS correlation rho of the anisotropic task (used when task.cov is empty)";
+        cov: Vec<f64> = Vec::new() => "cov", FINITE, "explicit SPD covariance of the anisotropic task, d*d numbers, row-major";
+        supports: Vec<Vec<usize>> = Vec::new() => "supports", Range::int(1, MAX_D), "multi-task supports S_n (1-based indices), e.g. [[1,2,3,4],[3,4,5,6]]";
+        variant: MultiTaskVariant = MultiTaskVariant::Paper => "variant", Range::Any, "multi-task generator";
+        query_noise: bool = true => "query_noise", Range::Any, "whether the query target carries noise";
+        eigs: Vec<f64> = Vec::new() => "eigs", POSITIVE, "eigs task: covariance eigenvalues (setting it also sets task.d)";
+        basis: Basis = Basis::Haar => "basis", Range::Any, "eigs task: eigenbasis of the covariance";
+        basis_seed: u64 = 0 => "basis_seed", Range::Any, "eigs task: seed of the random eigenbasis and of the fixed task vector";
+        icl_fraction: f64 = 1.0 => "icl_fraction", Range::closed(0.0, 1.0), "eigs task: fraction of sequences with a random task vector (the rest share w*)";
+        p: usize = 0 => "P", Range::int(0, MAX_SET), "eigs task: finite training set of P sequences trained full batch (0: fresh data every step)";
+        centre: bool = false => "centre", Range::Any, "eigs task: centre x across the training set at every position";
+        whiten: bool = false => "whiten", Range::Any, "eigs task: whiten the training set's task vectors (mean 0, covariance I)";
+        ntp: bool = false => "ntp", Range::Any, "eigs task: next-token-prediction loss over all prefixes (lengths 1..=L)";
+    }
 }
 
-/// Optimiser.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OptimizerKind {
-    /// Stochastic gradient descent with optional momentum (PyTorch semantics).
-    Sgd,
-    /// Adam (PyTorch semantics, bias-corrected).
-    Adam,
+section! {
+    /// Model settings (`model.*`).
+    pub struct ModelConfig in "model" {
+        attention: AttentionKind = AttentionKind::Softmax => "attention", Range::Any, "attention kind";
+        param: Param = Param::Full => "param", Range::Any, "parametrisation of the per-head circuits";
+        heads: usize = 2 => "heads", Range::int(1, MAX_HEADS), "number of heads H";
+        rank: usize = 1 => "rank", Range::int(1, MAX_D), "rank R of the separate key/query";
+        lin_norm: LinNorm = LinNorm::Len => "lin_norm", POSITIVE, "linear attention's 1/L_0: N (context length), N+1, or a number (1: no 1/N)";
+        activation: Activation = Activation::Exp => "activation", Range::Any, "normalised activation f(x) = e^x, 1+Cx, (1+Cx)^2, 1+tanh x (softmax attention)";
+        c: f64 = 1.0 => "c", FINITE, "the constant C of the affine and square activations";
+        scale: Option<f64> = None => "scale", FINITE, "score scale; auto: 1/sqrt(d+n_out) for the full parametrisation, 1 otherwise";
+        self_attend: Option<bool> = None => "self_attend", Range::Any, "whether the query attends to itself; auto: no for softmax, yes for linear";
+        init: InitKind = InitKind::Torch => "init", Range::Any, "parameter initialisation";
+        init_scale: Option<f64> = None => "init_scale", NON_NEGATIVE, "scale of the identity-like and Gaussian inits; auto: the scheme's default";
+    }
 }
 
-/// Compute precision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dtype {
-    F32,
-    F64,
+section! {
+    /// Training settings (`train.*`).
+    pub struct TrainConfig in "train" {
+        optimizer: OptimizerKind = OptimizerKind::Adam => "optimizer", Range::Any, "optimiser";
+        lr: f64 = 1e-3 => "lr", POSITIVE, "learning rate";
+        beta1: f64 = 0.9 => "beta1", UNIT_BELOW, "Adam beta1";
+        beta2: f64 = 0.999 => "beta2", UNIT_BELOW, "Adam beta2";
+        eps: f64 = 1e-8 => "eps", POSITIVE, "Adam epsilon";
+        momentum: f64 = 0.0 => "momentum", UNIT_BELOW, "SGD momentum";
+        batch: usize = 256 => "batch", Range::int(1, MAX_BATCH), "sequences per step";
+        steps: u64 = 500_000 => "steps", Range::int(0, MAX_STEPS), "optimiser steps";
+        seed: u64 = 1029 => "seed", Range::Any, "random seed";
+        log_every: u64 = 1000 => "log_every", Range::int(1, MAX_STEPS), "log the loss and the probes every k steps";
+        snapshot_every: u64 = 10_000 => "snapshot_every", Range::int(0, MAX_STEPS), "keep a KQ snapshot every k steps (0: none)";
+        dtype: Dtype = Dtype::F32 => "dtype", Range::Any, "compute precision";
+    }
 }
 
-/// Task settings (`task.*`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskConfig {
-    pub kind: TaskKind,
-    /// Covariate dimension d.
-    pub d: usize,
-    /// Context length L used for training.
-    pub len: usize,
-    /// Label noise variance sigma^2.
-    pub sigma2: f64,
-    /// KMS correlation rho for the anisotropic task (used when `cov` is empty).
-    pub rho: f64,
-    /// Optional explicit covariance, row-major d x d (anisotropic task).
-    pub cov: Vec<f64>,
-    /// Multi-task supports S_n (0-based indices).
-    pub supports: Vec<Vec<usize>>,
-    pub variant: MultiTaskVariant,
-    /// Whether the query target carries noise.
-    pub query_noise: bool,
-    /// Covariance eigenvalues of the `eigs` task (d of them).
-    pub eigs: Vec<f64>,
-    /// Eigenbasis of the `eigs` task.
-    pub basis: Basis,
-    /// Seed of the random eigenbasis and of the fixed task vector.
-    pub basis_seed: u64,
-    /// Fraction of sequences with a random task vector; the rest share one fixed w* (App. G).
-    pub icl_fraction: f64,
-    /// Finite training set of P sequences trained full batch (0: fresh data every step).
-    pub p: usize,
-    /// Centre x across the training set at every position (reference code).
-    pub centre: bool,
-    /// Whiten the random task vectors of the training set: mean 0, covariance I (reference code).
-    pub whiten: bool,
-    /// Next-token-prediction loss over all prefixes, context lengths 1..=L (App. A.3).
-    pub ntp: bool,
-}
-
-/// Model settings (`model.*`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelConfig {
-    pub attention: AttentionKind,
-    pub param: Param,
-    pub heads: usize,
-    pub activation: Activation,
-    /// The constant C of the affine and square activations.
-    pub c: f64,
-    /// Score scale; `None` means 1/sqrt(d+n_out) for the full parametrisation and 1 otherwise.
-    pub scale: Option<f64>,
-    /// Whether the query attends to itself; `None` means no for softmax, yes for linear.
-    pub self_attend: Option<bool>,
-    pub init: InitKind,
-    /// Scale for the identity-like and Gaussian inits (`None`: the scheme's default).
-    pub init_scale: Option<f64>,
-    /// Rank R of the separate key/query parametrisations.
-    pub rank: usize,
-    /// Linear attention's normaliser L_0.
-    pub lin_norm: LinNorm,
-}
-
-/// Training settings (`train.*`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrainConfig {
-    pub optimizer: OptimizerKind,
-    pub lr: f64,
-    pub beta1: f64,
-    pub beta2: f64,
-    pub eps: f64,
-    pub momentum: f64,
-    pub batch: usize,
-    pub steps: u64,
-    pub seed: u64,
-    /// Log loss and per-head (omega, mu) every this many steps.
-    pub log_every: u64,
-    /// Keep a KQ snapshot every this many steps (0: none).
-    pub snapshot_every: u64,
-    pub dtype: Dtype,
-}
-
-/// A whole run configuration.
-#[derive(Debug, Clone, PartialEq)]
+/// A whole run configuration. `Default` is the `he2025` preset (He et al. 2025 §3 / §5).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
     pub task: TaskConfig,
     pub model: ModelConfig,
     pub train: TrainConfig,
 }
 
-impl Default for Config {
-    /// The `he2025` preset (He et al. 2025 §3 / §5 common setup).
-    fn default() -> Self {
-        Config {
-            task: TaskConfig {
-                kind: TaskKind::Isotropic,
-                d: 5,
-                len: 40,
-                sigma2: 0.1,
-                rho: 0.5,
-                cov: Vec::new(),
-                supports: Vec::new(),
-                variant: MultiTaskVariant::Paper,
-                query_noise: true,
-                eigs: Vec::new(),
-                basis: Basis::Haar,
-                basis_seed: 0,
-                icl_fraction: 1.0,
-                p: 0,
-                centre: false,
-                whiten: false,
-                ntp: false,
-            },
-            model: ModelConfig {
-                attention: AttentionKind::Softmax,
-                param: Param::Full,
-                heads: 2,
-                activation: Activation::Exp,
-                c: 1.0,
-                scale: None,
-                self_attend: None,
-                init: InitKind::Torch,
-                init_scale: None,
-                rank: 1,
-                lin_norm: LinNorm::Len,
-            },
-            train: TrainConfig {
-                optimizer: OptimizerKind::Adam,
-                lr: 1e-3,
-                beta1: 0.9,
-                beta2: 0.999,
-                eps: 1e-8,
-                momentum: 0.0,
-                batch: 256,
-                steps: 500_000,
-                seed: 1029,
-                log_every: 1000,
-                snapshot_every: 10_000,
-                dtype: Dtype::F32,
-            },
+/// Every key, section by section, in declaration order.
+pub fn keys() -> impl Iterator<Item = &'static Key> {
+    TaskConfig::KEYS
+        .iter()
+        .chain(ModelConfig::KEYS)
+        .chain(TrainConfig::KEYS)
+}
+
+/// The key `dotted` (or one of its aliases), if it exists.
+pub fn key(dotted: &str) -> Option<&'static Key> {
+    let (s, n) = dotted.split_once('.')?;
+    keys().find(|k| k.section == s && (k.name == n || k.aliases.contains(&n)))
+}
+
+/// Edit distance between two short strings (for "did you mean" suggestions).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + (ca != cb) as usize).min(row[j] + 1).min(cur + 1);
+            prev = cur;
         }
     }
+    row[b.len()]
 }
 
-/// Every key [`Config::set`] accepts, with a one-line description.
-pub const KEYS: &[(&str, &str)] = &[
-    ("task.kind", "isotropic | anisotropic | multitask | eigs"),
-    ("task.d", "covariate dimension d >= 1"),
-    ("task.L", "training context length L >= 1 (alias task.len)"),
-    ("task.sigma2", "label noise variance sigma^2 >= 0"),
-    (
-        "task.rho",
-        "KMS correlation rho in (-1, 1) for the anisotropic task",
-    ),
-    (
-        "task.cov",
-        "explicit SPD covariance, d*d comma-separated numbers, row-major (anisotropic)",
-    ),
-    (
-        "task.supports",
-        "multi-task supports, 1-based, e.g. 1,2,3,4;3,4,5,6",
-    ),
-    ("task.variant", "multi-task generator: paper | code"),
-    (
-        "task.query_noise",
-        "whether the query target is noisy: true | false",
-    ),
-    (
-        "task.eigs",
-        "eigs task: covariance eigenvalues, comma-separated (also sets task.d)",
-    ),
-    ("task.basis", "eigs task eigenbasis: haar | identity"),
-    (
-        "task.basis_seed",
-        "seed of the random eigenbasis and of the fixed task vector",
-    ),
-    (
-        "task.icl_fraction",
-        "fraction of sequences with a random task vector in [0, 1] (rest share w*)",
-    ),
-    (
-        "task.P",
-        "finite training set of P sequences, trained full batch (0: fresh data every step)",
-    ),
-    (
-        "task.centre",
-        "centre x across the training set at every position: true | false",
-    ),
-    (
-        "task.whiten",
-        "whiten the training set's task vectors (mean 0, covariance I): true | false",
-    ),
-    (
-        "task.ntp",
-        "next-token-prediction loss over all prefixes (lengths 1..=L): true | false",
-    ),
-    ("model.attention", "softmax | linear"),
-    (
-        "model.param",
-        "full | merged | reduced | separate | merged_reduced | separate_reduced",
-    ),
-    ("model.rank", "rank R >= 1 of the separate key/query"),
-    (
-        "model.lin_norm",
-        "linear attention's 1/L_0: N (context length) | N+1 | a number (1: no 1/N)",
-    ),
-    ("model.heads", "number of heads H >= 1"),
-    (
-        "model.activation",
-        "exp | affine | square | tanh (f(x) = e^x, 1+Cx, (1+Cx)^2, 1+tanh x)",
-    ),
-    (
-        "model.c",
-        "the constant C of the affine and square activations",
-    ),
-    (
-        "model.scale",
-        "score scale, or auto (1/sqrt(d+n_out) for full, 1 otherwise)",
-    ),
-    (
-        "model.self_attend",
-        "query attends to itself: true | false | auto (softmax no, linear yes)",
-    ),
-    (
-        "model.init",
-        "torch | small_id | small_id_qk | oppo_small_id | gaussian | zhang_paper | zhang_code",
-    ),
-    (
-        "model.init_scale",
-        "scale of identity and Gaussian inits, or auto",
-    ),
-    ("train.optimizer", "adam | sgd"),
-    ("train.lr", "learning rate > 0"),
-    ("train.beta1", "Adam beta1 in [0, 1)"),
-    ("train.beta2", "Adam beta2 in [0, 1)"),
-    ("train.eps", "Adam epsilon > 0"),
-    ("train.momentum", "SGD momentum in [0, 1)"),
-    ("train.batch", "sequences per step >= 1"),
-    ("train.steps", "optimiser steps"),
-    ("train.seed", "random seed (u64)"),
-    ("train.log_every", "log every k steps >= 1"),
-    (
-        "train.snapshot_every",
-        "KQ snapshot every k steps (0: none)",
-    ),
-    ("train.dtype", "f32 | f64"),
-];
-
-fn num(key: &str, v: &str) -> Result<f64> {
-    let x: f64 = v
-        .trim()
-        .parse()
-        .map_err(|_| Error::InvalidConfig(format!("{key} = {v:?} is not a number")))?;
-    if !x.is_finite() {
-        return Err(Error::NonFinite(format!("{key} = {v}")));
-    }
-    Ok(x)
-}
-
-fn uint(key: &str, v: &str) -> Result<u64> {
-    v.trim()
-        .parse::<u64>()
-        .map_err(|_| Error::InvalidConfig(format!("{key} = {v:?} is not a non-negative integer")))
-}
-
-fn boolean(key: &str, v: &str) -> Result<bool> {
-    match v.trim() {
-        "true" | "1" | "yes" => Ok(true),
-        "false" | "0" | "no" => Ok(false),
-        _ => Err(Error::InvalidConfig(format!(
-            "{key} = {v:?} is not true/false"
-        ))),
-    }
-}
-
-fn choice<T: Copy>(key: &str, v: &str, options: &[(&str, T)]) -> Result<T> {
-    let v = v.trim();
-    options
-        .iter()
-        .find(|(n, _)| *n == v)
-        .map(|(_, t)| *t)
-        .ok_or_else(|| {
-            let names: Vec<&str> = options.iter().map(|(n, _)| *n).collect();
-            Error::InvalidConfig(format!(
-                "{key} = {v:?}; expected one of {}",
-                names.join(", ")
-            ))
+fn unknown_key(dotted: &str) -> Error {
+    let best = keys()
+        .map(|k| {
+            (
+                distance(&k.dotted().to_lowercase(), &dotted.to_lowercase()),
+                k,
+            )
         })
+        .min_by_key(|(d, _)| *d);
+    let hint = match best {
+        Some((d, k)) if d <= 3 => format!("; did you mean {}?", k.dotted()),
+        _ => String::new(),
+    };
+    Error::UnknownKey(format!(
+        "{dotted}{hint} (see `icl presets --keys` for the list)"
+    ))
 }
 
-/// Parse a comma-separated list of finite numbers.
-pub fn parse_list(key: &str, v: &str) -> Result<Vec<f64>> {
-    v.split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| num(key, s))
-        .collect()
-}
-
-const TASKS: &[(&str, TaskKind)] = &[
-    ("isotropic", TaskKind::Isotropic),
-    ("anisotropic", TaskKind::Anisotropic),
-    ("multitask", TaskKind::MultiTask),
-    ("eigs", TaskKind::Eigs),
-];
-const BASES: &[(&str, Basis)] = &[("haar", Basis::Haar), ("identity", Basis::Identity)];
-const VARIANTS: &[(&str, MultiTaskVariant)] = &[
-    ("paper", MultiTaskVariant::Paper),
-    ("code", MultiTaskVariant::Code),
-];
-const ATTNS: &[(&str, AttentionKind)] = &[
-    ("softmax", AttentionKind::Softmax),
-    ("linear", AttentionKind::Linear),
-];
-const PARAMS: &[(&str, Param)] = &[
-    ("full", Param::Full),
-    ("merged", Param::Merged),
-    ("reduced", Param::Reduced),
-    ("separate", Param::Separate),
-    ("merged_reduced", Param::MergedReduced),
-    ("separate_reduced", Param::SeparateReduced),
-];
-const ACTS: &[(&str, Activation)] = &[
-    ("exp", Activation::Exp),
-    ("affine", Activation::Affine),
-    ("square", Activation::Square),
-    ("tanh", Activation::Tanh),
-];
-const INITS: &[(&str, InitKind)] = &[
-    ("torch", InitKind::Torch),
-    ("small_id", InitKind::SmallId),
-    ("small_id_qk", InitKind::SmallIdQk),
-    ("oppo_small_id", InitKind::OppoSmallId),
-    ("gaussian", InitKind::Gaussian),
-    ("zhang_paper", InitKind::ZhangPaper),
-    ("zhang_code", InitKind::ZhangCode),
-];
-const OPTS: &[(&str, OptimizerKind)] =
-    &[("adam", OptimizerKind::Adam), ("sgd", OptimizerKind::Sgd)];
-const DTYPES: &[(&str, Dtype)] = &[("f32", Dtype::F32), ("f64", Dtype::F64)];
-
-fn name_of<T: Copy + PartialEq>(options: &[(&'static str, T)], t: T) -> &'static str {
-    options
-        .iter()
-        .find(|(_, x)| *x == t)
-        .map(|(n, _)| *n)
-        .unwrap_or("?")
+/// A `--set` value as TOML: a TOML literal (`4`, `1e-3`, `true`, `[0.5, 0.3]`, `"x"`), or else the
+/// bare text (`eigs`, `auto`, `N+1`, `0.4,0.3`).
+pub fn parse_value_text(text: &str) -> Value {
+    let t = text.trim();
+    match format!("v = {t}").parse::<toml::Table>() {
+        Ok(mut tab) => tab.remove("v").unwrap_or_else(|| Value::String(t.into())),
+        Err(_) => Value::String(t.into()),
+    }
 }
 
 impl Config {
-    /// Set one dotted key from its text value, validating the value (not yet cross-field rules:
-    /// call [`Config::validate`] after the last `set`).
-    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
-        let v = value.trim();
-        let (t, m, tr) = (&mut self.task, &mut self.model, &mut self.train);
-        match key {
-            "task.kind" => t.kind = choice(key, v, TASKS)?,
-            "task.d" => t.d = uint(key, v)? as usize,
-            "task.L" | "task.len" => t.len = uint(key, v)? as usize,
-            "task.sigma2" => t.sigma2 = num(key, v)?,
-            "task.rho" => t.rho = num(key, v)?,
-            "task.cov" => t.cov = parse_list(key, v)?,
-            "task.supports" => {
-                let mut sets = Vec::new();
-                for part in v.split(';').filter(|p| !p.trim().is_empty()) {
-                    let mut s = Vec::new();
-                    for i in part.split(',').filter(|p| !p.trim().is_empty()) {
-                        let i = uint(key, i)?;
-                        if i == 0 {
-                            return Err(Error::InvalidConfig(format!(
-                                "{key}: indices are 1-based"
-                            )));
-                        }
-                        s.push(i as usize - 1);
-                    }
-                    sets.push(s);
-                }
-                t.supports = sets;
+    /// Set one dotted key from its text (a TOML value or bare text, see [`parse_value_text`]).
+    /// The value is checked against the key's range now; the rules between keys are checked by
+    /// [`Config::validate`]. On error the config is unchanged.
+    pub fn set(&mut self, key: &str, text: &str) -> Result<()> {
+        self.set_value(key, &parse_value_text(text))
+    }
+
+    /// Set one dotted key from a TOML value (checked against the key's range; on error the
+    /// config is unchanged).
+    pub fn set_value(&mut self, dotted: &str, v: &Value) -> Result<()> {
+        let (section, name) = dotted.split_once('.').ok_or_else(|| unknown_key(dotted))?;
+        let mut next = self.clone();
+        let found = match section {
+            "task" => next.task.set_value(name, v)?,
+            "model" => next.model.set_value(name, v)?,
+            "train" => next.train.set_value(name, v)?,
+            _ => false,
+        };
+        if !found {
+            return Err(unknown_key(dotted));
+        }
+        if section == "task" && name == "eigs" && !next.task.eigs.is_empty() {
+            next.task.d = next.task.eigs.len();
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// The value of a dotted key (or alias), as TOML.
+    pub fn get(&self, dotted: &str) -> Result<Value> {
+        let k = key(dotted).ok_or_else(|| unknown_key(dotted))?;
+        let values = match k.section {
+            "task" => self.task.values(),
+            "model" => self.model.values(),
+            _ => self.train.values(),
+        };
+        Ok(values
+            .into_iter()
+            .find(|(n, _)| *n == k.name)
+            .map(|(_, v)| v)
+            .unwrap_or(Value::String(String::new())))
+    }
+
+    /// Every (section, key, value), in declaration order.
+    fn sections(&self) -> [(&'static str, Vec<(&'static str, Value)>); 3] {
+        [
+            ("task", self.task.values()),
+            ("model", self.model.values()),
+            ("train", self.train.values()),
+        ]
+    }
+
+    /// All dotted keys with their values as TOML text (the form [`Config::set`] reads back).
+    pub fn entries(&self) -> Vec<(String, String)> {
+        self.sections()
+            .into_iter()
+            .flat_map(|(s, vals)| {
+                vals.into_iter()
+                    .map(move |(n, v)| (format!("{s}.{n}"), v.to_string()))
+            })
+            .collect()
+    }
+
+    /// The config as a TOML table of sections (for JSON output).
+    pub fn to_table(&self) -> toml::Table {
+        let mut t = toml::Table::new();
+        for (s, vals) in self.sections() {
+            let mut sec = toml::Table::new();
+            for (n, v) in vals {
+                sec.insert(n.into(), v);
             }
-            "task.variant" => t.variant = choice(key, v, VARIANTS)?,
-            "task.query_noise" => t.query_noise = boolean(key, v)?,
-            "task.eigs" => {
-                t.eigs = parse_list(key, v)?;
-                t.d = t.eigs.len();
+            t.insert(s.into(), Value::Table(sec));
+        }
+        t
+    }
+
+    /// The config as TOML text: `[task]`, `[model]`, `[train]`, keys in declaration order.
+    /// Reads back to an equal config (floats bit for bit).
+    pub fn to_toml(&self) -> String {
+        let mut out = String::new();
+        for (s, vals) in self.sections() {
+            if !out.is_empty() {
+                out.push('\n');
             }
-            "task.basis" => t.basis = choice(key, v, BASES)?,
-            "task.basis_seed" => t.basis_seed = uint(key, v)?,
-            "task.icl_fraction" => t.icl_fraction = num(key, v)?,
-            "task.P" => t.p = uint(key, v)? as usize,
-            "task.centre" => t.centre = boolean(key, v)?,
-            "task.whiten" => t.whiten = boolean(key, v)?,
-            "task.ntp" => t.ntp = boolean(key, v)?,
-            "model.attention" => m.attention = choice(key, v, ATTNS)?,
-            "model.param" => m.param = choice(key, v, PARAMS)?,
-            "model.heads" => m.heads = uint(key, v)? as usize,
-            "model.rank" => m.rank = uint(key, v)? as usize,
-            "model.lin_norm" => {
-                m.lin_norm = match v {
-                    "N" | "len" => LinNorm::Len,
-                    "N+1" | "len+1" => LinNorm::LenPlusOne,
-                    _ => LinNorm::Value(num(key, v)?),
-                }
-            }
-            "model.activation" => m.activation = choice(key, v, ACTS)?,
-            "model.c" => m.c = num(key, v)?,
-            "model.scale" => {
-                m.scale = if v == "auto" {
-                    None
-                } else {
-                    Some(num(key, v)?)
-                }
-            }
-            "model.self_attend" => {
-                m.self_attend = if v == "auto" {
-                    None
-                } else {
-                    Some(boolean(key, v)?)
-                }
-            }
-            "model.init" => m.init = choice(key, v, INITS)?,
-            "model.init_scale" => {
-                m.init_scale = if v == "auto" {
-                    None
-                } else {
-                    Some(num(key, v)?)
-                }
-            }
-            "train.optimizer" => tr.optimizer = choice(key, v, OPTS)?,
-            "train.lr" => tr.lr = num(key, v)?,
-            "train.beta1" => tr.beta1 = num(key, v)?,
-            "train.beta2" => tr.beta2 = num(key, v)?,
-            "train.eps" => tr.eps = num(key, v)?,
-            "train.momentum" => tr.momentum = num(key, v)?,
-            "train.batch" => tr.batch = uint(key, v)? as usize,
-            "train.steps" => tr.steps = uint(key, v)?,
-            "train.seed" => tr.seed = uint(key, v)?,
-            "train.log_every" => tr.log_every = uint(key, v)?,
-            "train.snapshot_every" => tr.snapshot_every = uint(key, v)?,
-            "train.dtype" => tr.dtype = choice(key, v, DTYPES)?,
-            _ => {
-                return Err(Error::UnknownKey(format!(
-                    "{key} (see `icl presets --keys` for the list)"
-                )))
+            out.push_str(&format!("[{s}]\n"));
+            for (n, v) in vals {
+                out.push_str(&format!("{n} = {v}\n"));
             }
         }
+        out
+    }
+
+    /// Parse a TOML config on top of the defaults (`he2025`) and validate it.
+    pub fn from_toml(text: &str) -> Result<Config> {
+        let mut c = Config::default();
+        c.apply_toml(text)?;
+        Ok(c)
+    }
+
+    /// Apply a TOML text on top of this config, then validate. Unknown sections or keys and
+    /// duplicate keys or sections are errors; on error the config is unchanged.
+    pub fn apply_toml(&mut self, text: &str) -> Result<()> {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| Error::InvalidConfig(format!("TOML: {}", e.message())))?;
+        let mut next = self.clone();
+        for (section, v) in table.iter() {
+            let Value::Table(entries) = v else {
+                return Err(Error::InvalidConfig(format!(
+                    "`{section} = ...` at the top level: every key belongs to a [task], [model] or [train] section"
+                )));
+            };
+            if !matches!(section.as_str(), "task" | "model" | "train") {
+                return Err(Error::UnknownKey(format!(
+                    "section [{section}] (sections are [task], [model], [train])"
+                )));
+            }
+            // `eigs` sets `d`; apply it last so an explicit `d` in the same file cannot undo it.
+            let (eigs, rest): (Vec<_>, Vec<_>) =
+                entries.iter().partition(|(k, _)| k.as_str() == "eigs");
+            for (k, v) in rest.into_iter().chain(eigs) {
+                next.set_value(&format!("{section}.{k}"), v)?;
+            }
+        }
+        next.validate()?;
+        *self = next;
         Ok(())
     }
 
@@ -579,35 +925,59 @@ impl Config {
         }
     }
 
-    /// Cross-field validation. Every public entry point that builds a task or model calls it.
-    pub fn validate(&self) -> Result<()> {
+    /// Working memory the run needs, in bytes, with the keys that drive it, or `None` when the
+    /// product overflows: the training batch (tokens and the engines' per-sequence scratch), the
+    /// fixed training set and its next-token prefixes, and the parameters with their gradient and
+    /// optimiser moments, all counted in f64.
+    pub fn memory_estimate(&self) -> Option<(u64, &'static str)> {
         let (t, m, tr) = (&self.task, &self.model, &self.train);
+        let e = (t.d as u64).checked_add(self.n_out().max(1) as u64)?;
+        let toks = (t.len as u64).checked_add(1)?;
+        // batch tokens (x3: the batch, the engine's copy, per-head caches)
+        let batch = (tr.batch as u64)
+            .checked_mul(toks)?
+            .checked_mul(e)?
+            .checked_mul(8 * 3)?;
+        // fixed set: tokens; with next-token prediction every prefix is a batch of its own
+        let set_toks = if t.ntp {
+            toks.checked_mul(toks)? / 2
+        } else {
+            toks
+        };
+        let set = (t.p as u64)
+            .checked_mul(set_toks)?
+            .checked_mul(e)?
+            .checked_mul(8)?;
+        // parameters: at most 4 E x E per head (full), x4 for value, gradient and two moments
+        let params = (m.heads as u64)
+            .checked_mul(
+                e.checked_mul(e)?
+                    .checked_mul(4)?
+                    .max((m.rank as u64).checked_mul(e)?.checked_mul(2)?),
+            )?
+            .checked_mul(8 * 4)?;
+        let total = batch.checked_add(set)?.checked_add(params)?;
+        let key = if set >= batch && set >= params {
+            "task.P x task.L"
+        } else if batch >= params {
+            "train.batch x task.L x task.d"
+        } else {
+            "model.heads x task.d^2"
+        };
+        Some((total, key))
+    }
+
+    /// Every key checked against its range, then the rules between keys and the memory budget.
+    /// Every public entry point that builds a task or model calls it.
+    pub fn validate(&self) -> Result<()> {
+        self.task.check_ranges()?;
+        self.model.check_ranges()?;
+        self.train.check_ranges()?;
+        let (t, m, _) = (&self.task, &self.model, &self.train);
         let bad = |m: String| Err(Error::InvalidConfig(m));
-        if t.d == 0 {
-            return bad("task.d must be >= 1".into());
-        }
-        if t.d > 4096 {
-            return bad(format!(
-                "task.d = {} is larger than the supported 4096",
-                t.d
-            ));
-        }
-        if t.len == 0 {
-            return bad("task.L must be >= 1".into());
-        }
-        if !(t.sigma2 >= 0.0) || !t.sigma2.is_finite() {
-            return bad(format!(
-                "task.sigma2 must be a finite number >= 0, got {}",
-                t.sigma2
-            ));
-        }
         match t.kind {
             TaskKind::Anisotropic => {
-                if t.cov.is_empty() {
-                    if !(t.rho > -1.0 && t.rho < 1.0) {
-                        return bad(format!("task.rho must be in (-1, 1), got {}", t.rho));
-                    }
-                } else if t.cov.len() != t.d * t.d {
+                if !t.cov.is_empty() && t.cov.len() != t.d * t.d {
                     return bad(format!(
                         "task.cov has {} entries; d*d = {} needed",
                         t.cov.len(),
@@ -621,6 +991,12 @@ impl Config {
                         "task.supports must list at least one support for the multitask task"
                             .into(),
                     );
+                }
+                if t.supports.len() > 16 {
+                    return bad(format!(
+                        "task.supports lists {} tasks; at most 16 outputs are supported",
+                        t.supports.len()
+                    ));
                 }
                 for s in &t.supports {
                     if s.is_empty() {
@@ -639,17 +1015,6 @@ impl Config {
                         t.d
                     ));
                 }
-                if let Some(l) = t.eigs.iter().find(|l| {
-                    l.partial_cmp(&&0.0) != Some(core::cmp::Ordering::Greater) || !l.is_finite()
-                }) {
-                    return bad(format!("task.eigs must be finite and > 0, got {l}"));
-                }
-                if !(0.0..=1.0).contains(&t.icl_fraction) {
-                    return bad(format!(
-                        "task.icl_fraction must be in [0, 1], got {}",
-                        t.icl_fraction
-                    ));
-                }
             }
             TaskKind::Isotropic => {}
         }
@@ -658,22 +1023,9 @@ impl Config {
                 "task.P, task.ntp and task.icl_fraction apply to the eigs task only".into(),
             );
         }
-        if m.rank == 0 || m.rank > 4096 {
-            return bad(format!("model.rank must be in 1..=4096, got {}", m.rank));
-        }
-        if let LinNorm::Value(x) = m.lin_norm {
-            if x.is_nan() || x <= 0.0 || !x.is_finite() {
-                return bad(format!(
-                    "model.lin_norm must be N, N+1 or a number > 0, got {x}"
-                ));
-            }
-        }
-        if m.heads == 0 || m.heads > 1024 {
-            return bad(format!("model.heads must be in 1..=1024, got {}", m.heads));
-        }
         if let Some(s) = m.scale {
-            if !s.is_finite() || s == 0.0 {
-                return bad(format!("model.scale must be finite and non-zero, got {s}"));
+            if s == 0.0 {
+                return bad("model.scale must be non-zero".into());
             }
         }
         if m.attention == AttentionKind::Linear && m.activation != Activation::Exp {
@@ -682,31 +1034,15 @@ impl Config {
                     .into(),
             );
         }
-        if m.param == Param::Reduced
-            && m.attention == AttentionKind::Softmax
-            && t.kind == TaskKind::Anisotropic
-        {
-            // allowed: reduced model on anisotropic data is simply a restricted model
+        match self.memory_estimate() {
+            Some((bytes, _)) if bytes <= MEMORY_BUDGET => Ok(()),
+            Some((bytes, key)) => bad(format!(
+                "this configuration needs about {} of memory ({key}), more than the {} limit",
+                human_bytes(bytes),
+                human_bytes(MEMORY_BUDGET)
+            )),
+            None => bad("the configuration's sizes overflow (train.batch x task.L x task.d, task.P, model.heads)".into()),
         }
-        if !(tr.lr > 0.0) {
-            return bad(format!("train.lr must be > 0, got {}", tr.lr));
-        }
-        if !(0.0..1.0).contains(&tr.beta1) || !(0.0..1.0).contains(&tr.beta2) {
-            return bad("train.beta1 and train.beta2 must be in [0, 1)".into());
-        }
-        if !(tr.eps > 0.0) {
-            return bad("train.eps must be > 0".into());
-        }
-        if !(0.0..1.0).contains(&tr.momentum) {
-            return bad("train.momentum must be in [0, 1)".into());
-        }
-        if tr.batch == 0 {
-            return bad("train.batch must be >= 1".into());
-        }
-        if tr.log_every == 0 {
-            return bad("train.log_every must be >= 1".into());
-        }
-        Ok(())
     }
 
     /// The effective score scale.
@@ -723,124 +1059,21 @@ impl Config {
             .self_attend
             .unwrap_or(self.model.attention == AttentionKind::Linear)
     }
+}
 
-    /// All keys with their current values as text, in [`KEYS`] order (round-trips through `set`).
-    pub fn entries(&self) -> Vec<(String, String)> {
-        let (t, m, tr) = (&self.task, &self.model, &self.train);
-        let f = |x: f64| format!("{x:?}");
-        let opt = |x: Option<f64>| x.map(|x| format!("{x:?}")).unwrap_or_else(|| "auto".into());
-        let list = |xs: &[f64]| {
-            xs.iter()
-                .map(|x| format!("{x:?}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        let supports = t
-            .supports
-            .iter()
-            .map(|s| {
-                s.iter()
-                    .map(|i| (i + 1).to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .collect::<Vec<_>>()
-            .join(";");
-        let mut e: Vec<(&str, String)> = alloc::vec![
-            ("task.kind", name_of(TASKS, t.kind).into()),
-            ("task.d", t.d.to_string()),
-            ("task.L", t.len.to_string()),
-            ("task.sigma2", f(t.sigma2)),
-            ("task.rho", f(t.rho)),
-            ("task.cov", list(&t.cov)),
-            ("task.supports", supports),
-            ("task.variant", name_of(VARIANTS, t.variant).into()),
-            ("task.query_noise", t.query_noise.to_string()),
-            ("task.eigs", list(&t.eigs)),
-            ("task.basis", name_of(BASES, t.basis).into()),
-            ("task.basis_seed", t.basis_seed.to_string()),
-            ("task.icl_fraction", f(t.icl_fraction)),
-            ("task.P", t.p.to_string()),
-            ("task.centre", t.centre.to_string()),
-            ("task.whiten", t.whiten.to_string()),
-            ("task.ntp", t.ntp.to_string()),
-            ("model.attention", name_of(ATTNS, m.attention).into()),
-            ("model.param", name_of(PARAMS, m.param).into()),
-            ("model.heads", m.heads.to_string()),
-            ("model.rank", m.rank.to_string()),
-            (
-                "model.lin_norm",
-                match m.lin_norm {
-                    LinNorm::Len => "N".into(),
-                    LinNorm::LenPlusOne => "N+1".into(),
-                    LinNorm::Value(x) => f(x),
-                }
-            ),
-            ("model.activation", name_of(ACTS, m.activation).into()),
-            ("model.c", f(m.c)),
-            ("model.scale", opt(m.scale)),
-            (
-                "model.self_attend",
-                m.self_attend
-                    .map(|b| b.to_string())
-                    .unwrap_or_else(|| "auto".into())
-            ),
-            ("model.init", name_of(INITS, m.init).into()),
-            ("model.init_scale", opt(m.init_scale)),
-            ("train.optimizer", name_of(OPTS, tr.optimizer).into()),
-            ("train.lr", f(tr.lr)),
-            ("train.beta1", f(tr.beta1)),
-            ("train.beta2", f(tr.beta2)),
-            ("train.eps", f(tr.eps)),
-            ("train.momentum", f(tr.momentum)),
-            ("train.batch", tr.batch.to_string()),
-            ("train.steps", tr.steps.to_string()),
-            ("train.seed", tr.seed.to_string()),
-            ("train.log_every", tr.log_every.to_string()),
-            ("train.snapshot_every", tr.snapshot_every.to_string()),
-            ("train.dtype", name_of(DTYPES, tr.dtype).into()),
-        ];
-        e.retain(|(k, v)| {
-            !(v.is_empty() && (*k == "task.cov" || *k == "task.supports" || *k == "task.eigs"))
-        });
-        e.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+/// `12.0 GiB`, `512 MiB`, `3 KiB`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u + 1 < UNITS.len() {
+        x /= 1024.0;
+        u += 1;
     }
-
-    /// Render as TOML (`[task]`, `[model]`, `[train]` sections).
-    pub fn to_toml(&self) -> String {
-        let mut out = String::new();
-        let mut section = "";
-        for (k, v) in self.entries() {
-            let (s, name) = k.split_once('.').unwrap_or(("", k.as_str()));
-            if s != section {
-                if !out.is_empty() {
-                    out.push('\n');
-                }
-                out.push_str(&format!("[{s}]\n"));
-                section = match s {
-                    "task" => "task",
-                    "model" => "model",
-                    _ => "train",
-                };
-            }
-            out.push_str(&format!("{name} = {}\n", crate::toml::render_value(&v)));
-        }
-        out
-    }
-
-    /// Parse a TOML config on top of the defaults (`he2025`) and validate it.
-    pub fn from_toml(text: &str) -> Result<Config> {
-        let mut c = Config::default();
-        c.apply_toml(text)?;
-        Ok(c)
-    }
-
-    /// Apply the entries of a TOML text on top of this config, then validate.
-    pub fn apply_toml(&mut self, text: &str) -> Result<()> {
-        for (k, v) in crate::toml::parse(text)? {
-            self.set(&k, &v)?;
-        }
-        self.validate()
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{x:.1} {}", UNITS[u])
     }
 }
 
@@ -855,38 +1088,152 @@ mod tests {
         c.set("task.d", "6").unwrap();
         c.set("task.supports", "1,2,3,4;3,4,5,6").unwrap();
         c.set("model.scale", "0.25").unwrap();
+        c.set("train.lr", "0.1").unwrap();
+        c.set("train.seed", "18446744073709551615").unwrap();
         c.validate().unwrap();
-        let back = Config::from_toml(&c.to_toml()).unwrap();
+        let text = c.to_toml();
+        assert!(
+            text.contains("supports = [[1, 2, 3, 4], [3, 4, 5, 6]]"),
+            "{text}"
+        );
+        let back = Config::from_toml(&text).unwrap();
         assert_eq!(back, c);
         assert_eq!(back.n_out(), 2);
+        assert_eq!(back.train.seed, u64::MAX);
     }
 
     #[test]
-    fn rejects_bad_values() {
+    fn floats_round_trip_bit_for_bit() {
+        let mut c = Config::default();
+        for x in [0.1, 1.0 / 3.0, 1e-300, 123456.789e10, 5e-324] {
+            c.train.lr = x;
+            c.task.eigs = vec![x, 2.0 * x];
+            c.task.kind = TaskKind::Eigs;
+            c.task.d = 2;
+            let back = Config::from_toml(&c.to_toml()).unwrap();
+            assert_eq!(back.train.lr.to_bits(), x.to_bits());
+            assert_eq!(back.task.eigs[0].to_bits(), x.to_bits());
+        }
+    }
+
+    #[test]
+    fn rejects_bad_values_at_set_time() {
         let mut c = Config::default();
         assert!(matches!(c.set("task.nope", "1"), Err(Error::UnknownKey(_))));
-        assert!(matches!(
-            c.set("task.sigma2", "NaN"),
-            Err(Error::InvalidConfig(_) | Error::NonFinite(_))
-        ));
-        c.set("task.d", "0").unwrap();
-        assert!(c.validate().is_err());
-        let mut c = Config::default();
-        c.set("task.sigma2", "-1").unwrap();
-        assert!(c.validate().is_err());
-        let mut c = Config::default();
-        c.set("task.L", "0").unwrap();
-        assert!(c.validate().is_err());
+        for (k, v) in [
+            ("task.d", "0"),
+            ("task.sigma2", "-1"),
+            ("task.sigma2", "nan"),
+            ("task.sigma2", "NaN"),
+            ("task.L", "0"),
+            ("train.lr", "0"),
+            ("task.icl_fraction", "2"),
+            ("task.rho", "1"),
+            ("train.beta1", "1"),
+            ("model.heads", "1025"),
+            ("task.eigs", "0.4,-0.1"),
+            ("task.supports", "0,1"),
+            ("task.kind", "nope"),
+            ("train.steps", "-1"),
+            ("model.scale", "inf"),
+        ] {
+            let before = c.clone();
+            assert!(c.set(k, v).is_err(), "{k} = {v} accepted");
+            assert_eq!(c, before, "{k} = {v} changed the config");
+        }
     }
 
     #[test]
-    fn every_documented_key_is_settable() {
+    fn ranges_accept_their_bounds() {
+        let mut c = Config::default();
+        for (k, v) in [
+            ("task.d", "1"),
+            ("task.d", "4096"),
+            ("task.sigma2", "0"),
+            ("task.icl_fraction", "0"),
+            ("task.icl_fraction", "1"),
+            ("train.beta1", "0"),
+            ("model.heads", "1024"),
+            ("train.snapshot_every", "0"),
+        ] {
+            c.set(k, v).unwrap_or_else(|e| panic!("{k} = {v}: {e}"));
+        }
+    }
+
+    #[test]
+    fn set_reads_toml_and_legacy_forms() {
+        let mut c = Config::default();
+        c.set("task.eigs", "[0.5, 0.3, 0.2]").unwrap();
+        assert_eq!(c.task.eigs, vec![0.5, 0.3, 0.2]);
+        assert_eq!(c.task.d, 3);
+        c.set("task.eigs", "0.4,0.3,0.2,0.1").unwrap();
+        assert_eq!(c.task.d, 4);
+        c.set("model.scale", "auto").unwrap();
+        assert_eq!(c.model.scale, None);
+        c.set("model.lin_norm", "N+1").unwrap();
+        assert_eq!(c.model.lin_norm, LinNorm::LenPlusOne);
+        c.set("model.lin_norm", "2").unwrap();
+        assert_eq!(c.model.lin_norm, LinNorm::Value(2.0));
+        c.set("task.len", "7").unwrap();
+        assert_eq!(c.task.len, 7);
+        c.set("task.supports", "[[1, 2], [2]]").unwrap();
+        assert_eq!(c.task.supports, vec![vec![0, 1], vec![1]]);
+    }
+
+    #[test]
+    fn files_reject_duplicates_and_unknown_keys() {
+        let dup = "[task]\nd = 3\nd = 4\n";
+        assert!(Config::from_toml(dup).is_err());
+        let dup_section = "[task]\nd = 3\n[model]\nheads = 1\n[task]\nL = 4\n";
+        assert!(Config::from_toml(dup_section).is_err());
+        let unknown = "[task]\nsigma = 0.1\n";
+        match Config::from_toml(unknown) {
+            Err(Error::UnknownKey(m)) => assert!(m.contains("task.sigma2"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(Config::from_toml("[tsak]\nd = 3\n").is_err());
+        assert!(Config::from_toml("d = 3\n").is_err());
+        // escapes decode
+        let c = Config::from_toml("[task]\nkind = \"\\u0065igs\"\neigs = [1.0]\n").unwrap();
+        assert_eq!(c.task.kind, TaskKind::Eigs);
+    }
+
+    #[test]
+    fn memory_budget_names_the_keys() {
+        for (k, v, key) in [
+            ("task.L", "10000000", "train.batch"),
+            ("train.batch", "10000000", "train.batch"),
+        ] {
+            let mut c = Config::default();
+            c.set(k, v).unwrap();
+            match c.validate() {
+                Err(Error::InvalidConfig(m)) => {
+                    assert!(m.contains(key) && m.contains("GiB"), "{m}")
+                }
+                other => panic!("{k}: {other:?}"),
+            }
+        }
+        let mut c = crate::presets::preset("zhang2025-fig3").unwrap();
+        c.set("task.P", "1000000000").unwrap();
+        assert!(matches!(c.validate(), Err(Error::InvalidConfig(m)) if m.contains("task.P")));
+        let mut c = Config::default();
+        c.set("task.d", "4096").unwrap();
+        c.set("model.heads", "1024").unwrap();
+        assert!(matches!(c.validate(), Err(Error::InvalidConfig(m)) if m.contains("model.heads")));
+    }
+
+    #[test]
+    fn every_key_round_trips_and_is_listed_once() {
         let c = Config::default();
+        let mut seen = Vec::new();
         for (k, v) in c.entries() {
             let mut c2 = c.clone();
             c2.set(&k, &v).unwrap();
             assert_eq!(c2, c, "{k}");
-            assert!(KEYS.iter().any(|(n, _)| *n == k), "{k} undocumented");
+            assert!(key(&k).is_some(), "{k} not in the key table");
+            assert!(!seen.contains(&k), "{k} twice");
+            seen.push(k);
         }
+        assert_eq!(seen.len(), keys().count());
     }
 }

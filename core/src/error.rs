@@ -41,8 +41,7 @@ impl fmt::Display for Error {
     }
 }
 
-#[cfg(feature = "std")]
-impl std::error::Error for Error {}
+impl core::error::Error for Error {}
 
 /// `Err(Error::InvalidConfig(format!(..)))` shorthand.
 #[macro_export]

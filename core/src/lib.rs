@@ -14,8 +14,6 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord, clippy::needless_range_loop)]
 
 extern crate alloc;
-#[cfg(feature = "std")]
-extern crate std;
 
 pub mod analysis;
 pub mod config;
@@ -33,7 +31,6 @@ pub mod rng;
 pub mod scalar;
 pub mod task;
 pub mod theory;
-pub mod toml;
 pub mod train;
 
 pub use config::Config;

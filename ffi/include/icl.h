@@ -220,9 +220,14 @@ icl_status icl_config_preset(const char *name, icl_config **out);
 icl_status icl_config_from_toml(const char *toml, icl_config **out);
 
 /**
- * Set one dotted key (e.g. "model.heads" = "4"; `icl presets --keys` lists them). The value is
- * checked now (`ICL_ERR_CONFIG`, `ICL_ERR_UNKNOWN_KEY`; the config is unchanged on failure), the
- * rules that involve several keys when the config is used or by `icl_config_validate`.
+ * Set one dotted key (e.g. "model.heads" = "4"; `icl presets --keys` lists every key with its
+ * type and range). The value is a TOML value ("4", "1e-3", "true", "[0.5, 0.3]") or bare text
+ * ("eigs", "auto", "0.4,0.3"). It is checked now against its key's type and range (for example
+ * `task.d` in 1..=4096, `task.sigma2` >= 0, `train.lr` > 0, no NaN or infinity): a value outside
+ * gives `ICL_ERR_CONFIG` (`ICL_ERR_NONFINITE` for NaN or infinity), an unknown key
+ * `ICL_ERR_UNKNOWN_KEY`, and the config is unchanged on failure. Rules that involve several keys
+ * (`task.eigs` has d values, a multi-task support index <= d, the memory the configuration needs
+ * <= 16 GiB, ...) are checked by `icl_config_validate` and when the config is used.
  */
 icl_status icl_config_set(icl_config *cfg, const char *key, const char *value);
 

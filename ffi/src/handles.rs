@@ -295,17 +295,7 @@ impl icl_config {
     }
     /// The current value of a key as text (the form `set_key` accepts).
     pub fn get_key(&self, key: &str) -> FfiResult<String> {
-        let canon = if key == "task.len" { "task.L" } else { key };
-        if !icl_core::config::KEYS.iter().any(|(k, _)| *k == canon) {
-            return Err(icl_core::Error::UnknownKey(key.to_string()).into());
-        }
-        Ok(self
-            .cfg
-            .entries()
-            .into_iter()
-            .find(|(k, _)| k == canon)
-            .map(|(_, v)| v)
-            .unwrap_or_default())
+        Ok(self.cfg.get(key)?.to_string())
     }
     /// Cross-field validation.
     pub fn validate(&self) -> FfiResult<()> {

@@ -70,11 +70,18 @@ pub fn write_text(path: &Path, text: &str) -> CliResult {
     Ok(icl_io::atomic_write(path, text.as_bytes())?)
 }
 
-/// The config as a JSON object of key -> text value.
+/// The config as a JSON object of dotted key -> typed value (numbers, booleans, strings, lists).
 pub fn config_json(cfg: &Config) -> serde_json::Value {
     let mut m = serde_json::Map::new();
-    for (k, v) in cfg.entries() {
-        m.insert(k, serde_json::Value::String(v));
+    for (section, entries) in cfg.to_table() {
+        if let toml::Value::Table(entries) = entries {
+            for (k, v) in entries {
+                m.insert(
+                    format!("{section}.{k}"),
+                    serde_json::to_value(&v).unwrap_or(serde_json::Value::Null),
+                );
+            }
+        }
     }
     serde_json::Value::Object(m)
 }

@@ -1,6 +1,6 @@
 //! `icl presets`: list presets, show one as TOML, or list every configuration key.
 use crate::error::CliResult;
-use icl_core::config::KEYS;
+use icl_core::config::keys;
 use icl_core::presets::{preset, PRESETS};
 
 /// Arguments of `icl presets`.
@@ -23,8 +23,17 @@ pub fn run(a: &Args) -> CliResult {
         return Ok(());
     }
     if a.keys {
-        for (k, d) in KEYS {
-            println!("{k:<22} {d}");
+        if a.json {
+            let v: Vec<_> = keys()
+                .map(|k| {
+                    serde_json::json!({"key": k.dotted(), "aliases": k.aliases.iter().map(|a| format!("{}.{a}", k.section)).collect::<Vec<_>>(), "doc": k.doc, "accepts": k.describe()})
+                })
+                .collect();
+            println!("{}", super::common::json(&serde_json::Value::Array(v)));
+            return Ok(());
+        }
+        for k in keys() {
+            println!("{:<22} {} ({})", k.dotted(), k.doc, k.describe());
         }
         return Ok(());
     }
