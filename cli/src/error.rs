@@ -31,22 +31,19 @@ impl fmt::Display for CliError {
     }
 }
 
-impl From<icl_core::Error> for CliError {
-    fn from(e: icl_core::Error) -> Self {
-        match e {
-            icl_core::Error::Numerical(_) => CliError::runtime(e.to_string()),
-            _ => CliError::input(e.to_string()),
+impl From<icl_run::RunError> for CliError {
+    fn from(e: icl_run::RunError) -> Self {
+        let code = if e.is_input() { 2 } else { 1 };
+        CliError {
+            code,
+            msg: e.to_string(),
         }
     }
 }
 
-impl From<icl_io::IoError> for CliError {
-    fn from(e: icl_io::IoError) -> Self {
-        match e {
-            icl_io::IoError::Os(..) => CliError::runtime(e.to_string()),
-            icl_io::IoError::Core(c) => c.into(),
-            _ => CliError::input(e.to_string()),
-        }
+impl From<icl_core::Error> for CliError {
+    fn from(e: icl_core::Error) -> Self {
+        icl_run::RunError::from(e).into()
     }
 }
 

@@ -2,11 +2,11 @@
 //! circuits, evaluate them against classical estimators and theory. Thin: parsing and printing;
 //! the science lives in `icl-core`.
 mod cmd;
-mod engines;
 mod error;
-mod plot;
+mod signals;
 
 use clap::{Parser, Subcommand};
+use std::io::Write;
 
 #[derive(Parser)]
 #[command(
@@ -39,7 +39,10 @@ enum Command {
 
 fn main() {
     restore_sigpipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => parse_error(e),
+    };
     let res = match &cli.cmd {
         Command::Train(a) => cmd::train::run(a),
         Command::Eval(a) => cmd::eval::run(a),
@@ -50,8 +53,33 @@ fn main() {
         Command::Bench(a) => cmd::bench::run(a),
     };
     if let Err(e) = res {
-        eprintln!("icl: error: {e}");
+        let _ = writeln!(std::io::stderr(), "icl: error: {e}");
         std::process::exit(e.code);
+    }
+}
+
+/// Help and version go to stdout (exit 0); every other argument error is one line on stderr,
+/// `icl: error: ...`, exit code 2.
+fn parse_error(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            std::process::exit(0);
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let msg = first.strip_prefix("error: ").unwrap_or(first);
+            let hint = match e.kind() {
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+                    "a subcommand is required (train, eval, analyze, import, presets, theory, bench); see `icl --help`".to_string()
+                }
+                _ => format!("{msg} (see --help)"),
+            };
+            eprintln!("icl: error: {hint}");
+            std::process::exit(2);
+        }
     }
 }
 

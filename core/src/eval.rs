@@ -3,7 +3,7 @@
 //! Risk = E[(y_q - yhat_q)^2] averaged over outputs, including the query noise (spec §3.1).
 //! All estimators and the model at a given L' see the same samples (stream (seed, Eval, L', i)),
 //! so their differences have small paired error.
-use crate::engine::Engine;
+use crate::engine::Runner;
 use crate::estimator::Estimator;
 use crate::model::Model;
 use crate::rng::Domain;
@@ -55,7 +55,7 @@ pub fn mc_risk<T: Scalar>(
     len: usize,
     n: usize,
     seed: u64,
-    model: Option<(&Model<T>, &mut dyn Engine<T>)>,
+    model: Option<(&Model<T>, &mut Runner<T>)>,
     estimators: &[Estimator],
 ) -> Result<Vec<RiskEstimate>> {
     if n < 2 {

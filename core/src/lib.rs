@@ -34,7 +34,7 @@ pub mod theory;
 pub mod train;
 
 pub use config::Config;
-pub use engine::{Engine, ScalarEngine};
+pub use engine::{Engine, EngineFactory, Runner, Sampling, ScalarEngine, ScalarFactory};
 pub use error::{Error, Result};
 pub use model::{Circuits, Model, ModelSpec};
 pub use scalar::Scalar;

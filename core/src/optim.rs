@@ -121,6 +121,85 @@ impl<T: Scalar> Optimizer<T> {
         Ok(())
     }
 
+    /// Number of parameters the state is for.
+    pub fn len(&self) -> usize {
+        match self {
+            Optimizer::Sgd { buf, .. } => buf.len(),
+            Optimizer::Adam { m, .. } => m.len(),
+        }
+    }
+
+    /// Whether the state is for zero parameters.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The step counter: Adam's t, or 1 once SGD's momentum buffer is started.
+    pub fn counter(&self) -> u64 {
+        match self {
+            Optimizer::Sgd { started, .. } => *started as u64,
+            Optimizer::Adam { t, .. } => *t,
+        }
+    }
+
+    /// The state as one f64 vector: the counter, then the buffers ([`Optimizer::state`] order).
+    pub fn to_flat(&self) -> Vec<f64> {
+        let mut out = vec![self.counter() as f64];
+        for (_, b) in self.state() {
+            out.extend(b.iter().map(|x| x.to_f64()));
+        }
+        out
+    }
+
+    /// Rebuild the state of `cfg`'s optimiser for `n` parameters from a counter and buffers
+    /// ([`Optimizer::state`] order and lengths); the hyperparameters come from `cfg`.
+    pub fn restore(cfg: &TrainConfig, n: usize, counter: u64, buffers: &[&[T]]) -> Result<Self> {
+        let mut o = Optimizer::new(cfg, n);
+        let want = o.state().len();
+        if buffers.len() != want || buffers.iter().any(|b| b.len() != n) {
+            return Err(Error::Shape(format!(
+                "optimiser state needs {want} buffers of {n} values"
+            )));
+        }
+        for b in buffers {
+            crate::scalar::check_finite("optimiser state", b)?;
+        }
+        match &mut o {
+            Optimizer::Sgd { buf, started, .. } => {
+                buf.copy_from_slice(buffers[0]);
+                *started = counter > 0;
+            }
+            Optimizer::Adam { t, m, v, .. } => {
+                m.copy_from_slice(buffers[0]);
+                v.copy_from_slice(buffers[1]);
+                *t = counter;
+            }
+        }
+        Ok(o)
+    }
+
+    /// [`Optimizer::restore`] from the vector of [`Optimizer::to_flat`].
+    pub fn from_flat(cfg: &TrainConfig, n: usize, flat: &[f64]) -> Result<Self> {
+        let k = Optimizer::<T>::new(cfg, 0).state().len();
+        if flat.len() != 1 + k * n || !(flat[0] >= 0.0) {
+            return Err(Error::Shape(format!(
+                "optimiser state needs {} values, got {}",
+                1 + k * n,
+                flat.len()
+            )));
+        }
+        let bufs: Vec<Vec<T>> = (0..k)
+            .map(|i| {
+                flat[1 + i * n..1 + (i + 1) * n]
+                    .iter()
+                    .map(|&x| T::of(x))
+                    .collect()
+            })
+            .collect();
+        let refs: Vec<&[T]> = bufs.iter().map(|b| b.as_slice()).collect();
+        Optimizer::restore(cfg, n, flat[0] as u64, &refs)
+    }
+
     /// Flat view of the state buffers (for checkpoints): (name, values).
     pub fn state(&self) -> Vec<(&'static str, &[T])> {
         match self {

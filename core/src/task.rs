@@ -45,6 +45,41 @@ impl<T: Scalar> Batch<T> {
         }
     }
 
+    /// A zero batch of the given shape, or [`Error::Shape`] naming the memory it would need when the
+    /// sizes overflow or the allocation fails (never aborts).
+    pub fn try_zeros(n: usize, len: usize, d: usize, n_out: usize) -> Result<Self> {
+        let e = d.checked_add(n_out);
+        let zn = e
+            .and_then(|e| len.checked_add(1).and_then(|t| t.checked_mul(e)))
+            .and_then(|x| x.checked_mul(n));
+        let yn = n.checked_mul(n_out);
+        let (Some(zn), Some(yn)) = (zn, yn) else {
+            return Err(Error::Shape(format!(
+                "a batch of n={n} sequences of length L={len} overflows"
+            )));
+        };
+        let alloc_err = || {
+            Error::Shape(format!(
+                "a batch of n={n} sequences of length L={len} needs {} of memory, which is not available",
+                crate::config::human_bytes(((zn + yn) * core::mem::size_of::<T>()) as u64)
+            ))
+        };
+        let mut z = Vec::new();
+        z.try_reserve_exact(zn).map_err(|_| alloc_err())?;
+        z.resize(zn, T::zero());
+        let mut y = Vec::new();
+        y.try_reserve_exact(yn).map_err(|_| alloc_err())?;
+        y.resize(yn, T::zero());
+        Ok(Batch {
+            n,
+            len,
+            d,
+            n_out,
+            z,
+            y,
+        })
+    }
+
     /// A batch from caller data, checking sizes and finiteness; the query's y-slots are zeroed.
     pub fn from_parts(
         n: usize,
@@ -92,6 +127,18 @@ impl<T: Scalar> Batch<T> {
     #[inline]
     pub fn e(&self) -> usize {
         self.d + self.n_out
+    }
+
+    /// The same batch in precision `U` (values rounded).
+    pub fn cast<U: Scalar>(&self) -> Batch<U> {
+        Batch {
+            n: self.n,
+            len: self.len,
+            d: self.d,
+            n_out: self.n_out,
+            z: self.z.iter().map(|x| U::of(x.to_f64())).collect(),
+            y: self.y.iter().map(|x| U::of(x.to_f64())).collect(),
+        }
     }
 
     /// The `(len + 1) * e` token values of sequence `b`.

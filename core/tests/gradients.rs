@@ -1,7 +1,7 @@
 //! Every model and option: the analytic gradient (circuit backward + parameter chain rule)
 //! matches central finite differences of the loss in f64 (relative error < 1e-6).
 use icl_core::config::Config;
-use icl_core::engine::ScalarEngine;
+use icl_core::engine::Runner;
 use icl_core::fd::rel_error;
 use icl_core::model::Model;
 use icl_core::rng::Domain;
@@ -21,13 +21,13 @@ fn check(sets: &[(&str, &str)]) -> f64 {
     let task = Task::new(&cfg).unwrap();
     let batch = task.sample_batch::<f64>(5, Domain::Train, 0, 6, cfg.task.len);
     let model = Model::<f64>::init(&cfg).unwrap();
-    let mut eng = ScalarEngine::<f64>::new();
+    let mut eng = Runner::<f64>::scalar();
     let mut g = vec![0.0; model.params.len()];
     loss_and_grad(&mut eng, &model, &batch, &mut g).unwrap();
     let mut f = |p: &[f64]| {
         let m = Model::from_params(model.spec.clone(), p.to_vec()).unwrap();
         let mut gg = vec![0.0; p.len()];
-        loss_and_grad(&mut ScalarEngine::<f64>::new(), &m, &batch, &mut gg).unwrap()
+        loss_and_grad(&mut Runner::<f64>::scalar(), &m, &batch, &mut gg).unwrap()
     };
     rel_error(&mut f, &model.params, &g, 1e-6, 1e-8)
 }

@@ -2,9 +2,10 @@
 //! N = 31, Lambda eigenvalues (.4, .3, .2, .1) in a Haar basis, full-batch GD on a fixed set
 //! (sufficient statistics), paper convention (1/N on, App. C.2 init).
 use icl_core::linattn::metrics::{detect_plateaus, nearest_level, PlateauOptions};
-use icl_core::linattn::LinTrainer;
+use icl_core::linattn::LinattnTheory;
 use icl_core::theory::zhang2025::crossings;
-use icl_core::{Config, ScalarEngine};
+use icl_core::train::{Options, Trainer};
+use icl_core::{Config, Model, ScalarFactory};
 
 fn base(param: &str, heads: usize, rank: usize, w: f64, lr: f64, steps: u64, p: usize) -> Config {
     let mut c = Config::default();
@@ -38,15 +39,41 @@ fn base(param: &str, heads: usize, rank: usize, w: f64, lr: f64, steps: u64, p: 
     c
 }
 
-fn train(cfg: &Config) -> LinTrainer {
-    let mut tr = LinTrainer::new(cfg, 0, false).unwrap();
-    let mut eng = ScalarEngine::<f64>::new();
-    tr.run(&mut eng, &mut |_, _| true).unwrap();
-    tr
+/// A finished run and the theory of its config.
+struct Run {
+    tr: Trainer<f64>,
+    levels: Vec<f64>,
+    th: LinattnTheory,
+}
+
+impl Run {
+    fn curve(&self) -> Vec<(f64, f64)> {
+        self.tr.curve()
+    }
+    /// The value weights of the last row.
+    fn last_values(&self) -> Vec<f64> {
+        self.tr.group(self.tr.log.last().unwrap(), "values")
+    }
+}
+
+fn train(cfg: &Config) -> Run {
+    let opts = Options {
+        test_size: 0,
+        tokens: false,
+    };
+    let model = Model::<f64>::init(cfg).unwrap();
+    let mut tr = Trainer::with_model(cfg, model, &ScalarFactory, &opts).unwrap();
+    tr.run(&mut |_, _| true).unwrap();
+    let th = LinattnTheory::of(cfg, &tr.task);
+    Run {
+        levels: th.levels.clone(),
+        tr,
+        th,
+    }
 }
 
 /// First step at which the loss falls below `level`.
-fn first_below(tr: &LinTrainer, level: f64) -> f64 {
+fn first_below(tr: &Run, level: f64) -> f64 {
     tr.curve()
         .iter()
         .find(|(_, l)| *l < level)
@@ -54,14 +81,8 @@ fn first_below(tr: &LinTrainer, level: f64) -> f64 {
         .expect("never crossed")
 }
 
-fn grown(tr: &LinTrainer) -> usize {
-    tr.log
-        .last()
-        .unwrap()
-        .values
-        .iter()
-        .filter(|v| v.abs() > 0.5)
-        .count()
+fn grown(tr: &Run) -> usize {
+    tr.last_values().iter().filter(|v| v.abs() > 0.5).count()
 }
 
 #[test]
@@ -94,10 +115,7 @@ fn attn_s_rank1_saddle_to_saddle() {
     // value weights: 4 grow, to v*_d = (1.30967, 1.43005, 1.61204, 1.94702) within 3 %
     assert_eq!(grown(&tr), 4);
     let mut v: Vec<f64> = tr
-        .log
-        .last()
-        .unwrap()
-        .values
+        .last_values()
         .iter()
         .map(|v| v.abs())
         .filter(|v| *v > 0.5)
@@ -114,8 +132,9 @@ fn attn_s_rank1_saddle_to_saddle() {
         .skip(1)
         .filter(|(_, p)| p.end_step - p.start_step >= 400.0)
     {
-        let mm = tr.spectrum.pcr_matrix(m, tr.inv_n);
-        let dist = icl_core::linattn::metrics::rel_dist(&tr.log[p.mid_index].m, &mm);
+        let mm = tr.th.spectrum.pcr_matrix(m, tr.th.inv_n);
+        let row = &tr.tr.log[p.mid_index];
+        let dist = icl_core::linattn::metrics::rel_dist(&tr.tr.group(row, "m"), &mm);
         eprintln!("plateau {m}: |M - M_m|/|M_m| = {dist}");
         assert!(dist < 0.1, "plateau {m}: |M - M_m|/|M_m| = {dist}");
     }
@@ -126,13 +145,8 @@ fn attn_s_rank_r_value_weights() {
     // ceil(D / R) value weights grow (spec §3.5, AT14): R = 2 -> 2, R = 4 -> 1.
     for (r, want) in [(2usize, 2usize), (4, 1)] {
         let tr = train(&base("separate_reduced", 5, r, 0.1, 0.25, 4_000, 80_000));
-        assert_eq!(
-            grown(&tr),
-            want,
-            "R = {r}: {:?}",
-            tr.log.last().unwrap().values
-        );
-        let last = tr.log.last().unwrap().loss;
+        assert_eq!(grown(&tr), want, "R = {r}: {:?}", tr.last_values());
+        let last = tr.tr.log.last().unwrap().loss;
         assert!(
             (last - 0.135995).abs() < 0.005,
             "R = {r}: final loss {last}"

@@ -8,7 +8,7 @@ use icl_core::linattn::moments::{ntp_batches, Moments};
 use icl_core::model::lin_norm_of;
 use icl_core::optim::Optimizer;
 use icl_core::train::loss_and_grad;
-use icl_core::{Circuits, Config, Engine, Model, ModelSpec, ScalarEngine, Task};
+use icl_core::{Circuits, Config, Model, ModelSpec, Runner, Task};
 
 fn cfg(param: &str, attn: &str, ntp: bool) -> Config {
     let mut c = Config::default();
@@ -46,14 +46,14 @@ fn parametrisation_gradients_match_finite_differences() {
             let task = Task::new(&c).unwrap();
             let batch = generate(&c, &task, 1, SetKind::Train, 8, c.task.len).unwrap();
             let model = Model::<f64>::init(&c).unwrap();
-            let mut eng = ScalarEngine::<f64>::new();
+            let mut eng = Runner::<f64>::scalar();
             let mut g = vec![0.0; model.params.len()];
             loss_and_grad(&mut eng, &model, &batch, &mut g).unwrap();
             let spec = model.spec.clone();
             let mut f = |p: &[f64]| {
                 let m = Model::from_params(spec.clone(), p.to_vec()).unwrap();
                 let mut g2 = vec![0.0; p.len()];
-                loss_and_grad(&mut ScalarEngine::<f64>::new(), &m, &batch, &mut g2).unwrap()
+                loss_and_grad(&mut Runner::<f64>::scalar(), &m, &batch, &mut g2).unwrap()
             };
             let err = rel_error(&mut f, &model.params, &g, 1e-6, 1e-8);
             assert!(err < 1e-6, "{param}/{attn}: rel error {err}");
@@ -88,7 +88,7 @@ fn moments_equal_token_level() {
         let model = Model::<f64>::init(&c).unwrap();
         let spec = model.spec.clone();
         let circ = model.circuits();
-        let mut eng = ScalarEngine::<f64>::new();
+        let mut eng = Runner::<f64>::scalar();
         let (mut gt, mut tmp) = (Circuits::zeros(&spec), Circuits::zeros(&spec));
         let mut mom = if ntp {
             Moments::ntp(&spec, &set, &|k| lin_norm_of(c.model.lin_norm, k)).unwrap()
@@ -151,7 +151,7 @@ fn cubic_mlp_gradient_and_twin_training() {
     let err = rel_error(&mut f, &mlp.params, &g, 1e-6, 1e-8);
     assert!(err < 1e-6, "MLP rel error {err}");
     // same init, same data, same GD: same loss curve (spec AT2; here token-level ATTN_M)
-    let mut eng = ScalarEngine::<f64>::new();
+    let mut eng = Runner::<f64>::scalar();
     let mut o1 = Optimizer::new(&c.train, model.params.len());
     let mut o2 = Optimizer::new(&c.train, mlp.params.len());
     let (mut ga, mut gb) = (vec![0.0; model.params.len()], vec![0.0; mlp.params.len()]);

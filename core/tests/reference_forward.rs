@@ -2,7 +2,7 @@
 //! the reference code's forward (`MultiHeadAttention`: per head q = Q z_q, k_l = K z_l, v_l = V z_l,
 //! p = softmax(q.k / sqrt(d+1)), out = sum_h O_h sum_l p_l v_l).
 use icl_core::config::Config;
-use icl_core::engine::{Engine, ScalarEngine};
+use icl_core::engine::Runner;
 use icl_core::model::Model;
 use icl_core::rng::Domain;
 use icl_core::task::Task;
@@ -50,7 +50,7 @@ fn full_model_matches_reference_forward() {
     let task = Task::new(&c).unwrap();
     let b = task.sample_batch::<f64>(1, Domain::Eval, 40, 16, 40);
     let mut out = vec![0.0; 16];
-    ScalarEngine::new()
+    Runner::<f64>::scalar()
         .predict(&m.spec, &m.circuits(), &b, &mut out)
         .unwrap();
     for (i, got) in out.iter().enumerate() {

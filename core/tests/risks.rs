@@ -1,7 +1,7 @@
 //! Monte Carlo risks from the samplers against the closed forms of He et al. (2025), spec §3.1,
 //! and the reduced-model risks against the spec's independently computed table (§5.1).
 use icl_core::config::Config;
-use icl_core::engine::ScalarEngine;
+use icl_core::engine::Runner;
 use icl_core::estimator::Estimator;
 use icl_core::eval::{mc_risk, RiskEstimate};
 use icl_core::model::{Model, ModelSpec};
@@ -113,7 +113,7 @@ fn reduced_models_match_spec_table() {
         (40, 0.2435, 0.4047),
         (100, 0.1650, 0.2849),
     ] {
-        let mut eng = ScalarEngine::<f64>::new();
+        let mut eng = Runner::<f64>::scalar();
         let r2 = mc_risk(&task, l, 50_000, 21, Some((&two, &mut eng)), &[]).unwrap()[0];
         let r1 = mc_risk(&task, l, 50_000, 22, Some((&one, &mut eng)), &[]).unwrap()[0];
         assert!(
@@ -137,7 +137,7 @@ fn reduced_model_equals_the_reduced_estimator() {
         omega: vec![0.3, -0.2, 0.05],
         mu: vec![1.5, -2.0, 0.7],
     };
-    let mut eng = ScalarEngine::<f64>::new();
+    let mut eng = Runner::<f64>::scalar();
     let r = mc_risk(&task, 25, 3000, 5, Some((&m, &mut eng)), &[est]).unwrap();
     assert!(
         (r[0].risk - r[1].risk).abs() < 1e-12,

@@ -5,9 +5,9 @@
 use crate::data::{gather, generate, GenScratch};
 use crate::kernel::{Dim, Group, Shape};
 use crate::lanes::{Lanes, SimdScalar};
-use icl_core::engine::{check_shapes, Engine};
+use icl_core::engine::{Engine, Sampling};
 use icl_core::model::{Act, Circuits, ModelSpec};
-use icl_core::{Batch, Error, Result, Scalar, Task};
+use icl_core::{Batch, Result, Task};
 use rayon::prelude::*;
 
 /// Sequences per chunk: the unit of parallel work and of the fixed reduction order.
@@ -248,36 +248,6 @@ impl<T: SimdScalar> SimdEngine<T> {
     }
 }
 
-fn check_task(spec: &ModelSpec, task: &Task, n: usize, len: usize) -> Result<()> {
-    if task.d != spec.d || task.n_out != spec.n_out {
-        return Err(Error::Shape(format!(
-            "task has d={} n_out={}, model has d={} n_out={}",
-            task.d, task.n_out, spec.d, spec.n_out
-        )));
-    }
-    if n == 0 {
-        return Err(Error::Shape("empty batch".into()));
-    }
-    if spec.keys(len) == 0 {
-        return Err(Error::Shape(
-            "the query has no keys to attend to (L = 0)".into(),
-        ));
-    }
-    Ok(())
-}
-
-fn check_circ<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>, grad: &Circuits<T>) -> Result<()> {
-    if circ.heads != spec.heads
-        || circ.e != spec.e()
-        || circ.n_out != spec.n_out
-        || grad.kq.len() != circ.kq.len()
-        || grad.ov.len() != circ.ov.len()
-    {
-        return Err(Error::Shape("circuits do not match the model spec".into()));
-    }
-    Ok(())
-}
-
 impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
     fn name(&self) -> &'static str {
         "simd"
@@ -290,8 +260,6 @@ impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
         batch: &Batch<T>,
         grad: &mut Circuits<T>,
     ) -> Result<T> {
-        check_shapes(spec, circ, batch)?;
-        check_circ(spec, circ, grad)?;
         self.run_loss_grad(spec, circ, Source::Batch(batch), batch.n, batch.len, grad)
     }
 
@@ -302,39 +270,31 @@ impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
         batch: &Batch<T>,
         out: &mut [T],
     ) -> Result<()> {
-        check_shapes(spec, circ, batch)?;
-        let no = spec.n_out;
-        if out.len() != batch.n * no {
-            return Err(Error::Shape(format!(
-                "prediction buffer has {} values, {} needed",
-                out.len(),
-                batch.n * no
-            )));
-        }
         let nch = self.fit(Self::shape(spec, batch.len), batch.n);
         let act = spec.act();
         let chunks = &mut self.chunks[..nch];
         chunks
             .par_iter_mut()
-            .zip(out.par_chunks_mut(CHUNK * no))
+            .zip(out.par_chunks_mut(CHUNK * spec.n_out))
             .enumerate()
             .for_each(|(c, (ch, o))| ch.predict(&act, circ, batch, c * CHUNK, o));
         Ok(())
     }
 
+    /// Fused: every lane group generates its sequences from the (seed, Train, step, b) streams.
     fn sampled_loss_grad(
         &mut self,
         spec: &ModelSpec,
         circ: &Circuits<T>,
         task: &Task,
-        seed: u64,
-        step: u64,
-        n: usize,
-        len: usize,
+        s: Sampling,
         grad: &mut Circuits<T>,
-    ) -> Result<T> {
-        check_task(spec, task, n, len)?;
-        check_circ(spec, circ, grad)?;
-        self.run_loss_grad(spec, circ, Source::Train { task, seed, step }, n, len, grad)
+    ) -> Option<Result<T>> {
+        let src = Source::Train {
+            task,
+            seed: s.seed,
+            step: s.step,
+        };
+        Some(self.run_loss_grad(spec, circ, src, s.n, s.len, grad))
     }
 }

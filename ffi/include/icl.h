@@ -456,8 +456,11 @@ icl_status icl_trainer_new(const icl_config *cfg, const char *engine, icl_traine
 icl_status icl_trainer_from_checkpoint(const char *path_, const char *engine, icl_trainer **out);
 
 /**
- * Run `steps` optimiser steps; the batch of step t is drawn from stream (seed, train, t, b), as in
- * `icl train`. `losses` (optional, `losses_len` >= steps) receives the loss of each step,
+ * Run `steps` optimiser steps of the configuration's protocol, exactly as `icl train` runs it:
+ * fresh batches (the batch of step t from stream (seed, train, t, b)), or for the `eigs` task with
+ * `task.P > 0` full-batch gradient descent on the fixed training set. Reaching `train.steps` adds
+ * the final log row as `icl train` does. `losses` (optional, `losses_len` >= steps) receives the
+ * loss of each step,
  * `mean_loss` (optional) their mean. On a failure (e.g. `ICL_ERR_NUMERICAL` when the loss
  * diverges) the steps completed before it are kept.
  */

@@ -281,7 +281,7 @@ fn version() -> String {
 }
 
 fn default_engine() -> String {
-    crate::engines::default_engine().to_string()
+    icl_run::default_engine().to_string()
 }
 
 fn config_preset(name: &str) -> FfiResult<Box<icl_config>> {

@@ -5,14 +5,15 @@
 //! Models and trainers compute in the precision of their config (`train.dtype`, f32 by default);
 //! inputs and outputs cross the boundary as f64 (inputs are rounded to the model's precision, as
 //! `icl train` rounds the sampled data).
-use crate::engines::{default_engine, FfiScalar};
 use crate::status::{FfiError, FfiResult};
 use icl_core::analysis::analyze;
 use icl_core::config::{Config, Dtype};
 use icl_core::eval::{mc_risk, RiskEstimate};
 use icl_core::rng::Domain;
-use icl_core::train::{loss_and_grad, Trainer};
-use icl_core::{Batch, Engine, Model, Scalar, Task};
+use icl_core::train::{loss_and_grad, Options, Trainer};
+use icl_core::{Batch, Model, Runner, Scalar, Task};
+use icl_run::any::Either;
+use icl_run::{default_engine, Engines, RunScalar as FfiScalar};
 use std::path::Path;
 
 /// A run configuration (`icl_config` in C, `icl::Config` in C++).
@@ -49,7 +50,7 @@ pub struct icl_trainer {
 /// A model in its compute precision, with its engine.
 pub struct ModelState<T: FfiScalar> {
     pub model: Model<T>,
-    pub engine: Box<dyn Engine<T>>,
+    pub runner: Runner<T>,
     pub engine_name: String,
 }
 
@@ -62,7 +63,8 @@ pub enum AnyModel {
 /// A trainer in its compute precision, with its engine.
 pub struct TrainerState<T: FfiScalar> {
     pub tr: Trainer<T>,
-    pub engine: Box<dyn Engine<T>>,
+    /// For steps on caller batches.
+    pub runner: Runner<T>,
     pub engine_name: String,
 }
 
@@ -355,7 +357,7 @@ impl icl_task {
 impl<T: FfiScalar> ModelState<T> {
     fn new(model: Model<T>, engine: &str) -> FfiResult<Self> {
         Ok(ModelState {
-            engine: T::engine(engine)?,
+            runner: Runner::new(T::engine(engine)?),
             engine_name: engine.to_string(),
             model,
         })
@@ -364,7 +366,7 @@ impl<T: FfiScalar> ModelState<T> {
     fn predict(&mut self, batch: &Batch<T>) -> FfiResult<Vec<f64>> {
         let circ = self.model.circuits();
         let mut out = vec![T::zero(); batch.n * self.model.spec.n_out];
-        self.engine
+        self.runner
             .predict(&self.model.spec, &circ, batch, &mut out)?;
         Ok(widen(&out))
     }
@@ -372,7 +374,7 @@ impl<T: FfiScalar> ModelState<T> {
     fn loss_grad(&mut self, batch: &Batch<T>, grad: &mut [f64]) -> FfiResult<f64> {
         check_len("grad", grad.len(), self.model.params.len())?;
         let mut g = vec![T::zero(); self.model.params.len()];
-        let loss = loss_and_grad(self.engine.as_mut(), &self.model, batch, &mut g)?;
+        let loss = loss_and_grad(&mut self.runner, &self.model, batch, &mut g)?;
         for (o, v) in grad.iter_mut().zip(&g) {
             *o = v.to_f64();
         }
@@ -385,7 +387,7 @@ impl<T: FfiScalar> ModelState<T> {
             len,
             n,
             seed,
-            Some((&self.model, self.engine.as_mut())),
+            Some((&self.model, &mut self.runner)),
             &[],
         )?;
         Ok(r[0])
@@ -410,25 +412,29 @@ impl icl_model {
 
     /// Load a checkpoint (`model.safetensors` of a run folder, as `icl train` writes it).
     pub fn load(path: &Path) -> FfiResult<Self> {
-        let (cfg, any, step) = icl_io::load_model(path)?;
+        let l = icl_run::checkpoint::load(path)?;
         let engine = default_engine();
-        let inner = match any {
-            icl_io::AnyModel::F32(m) => AnyModel::F32(ModelState::new(m, engine)?),
-            icl_io::AnyModel::F64(m) => AnyModel::F64(ModelState::new(m, engine)?),
+        let inner = match l.model {
+            Either::F32(m) => AnyModel::F32(ModelState::new(m, engine)?),
+            Either::F64(m) => AnyModel::F64(ModelState::new(m, engine)?),
         };
-        Ok(icl_model { cfg, step, inner })
+        Ok(icl_model {
+            cfg: l.config,
+            step: l.step,
+            inner,
+        })
     }
 
     /// Write a checkpoint that `load` and `icl eval`/`icl analyze` read.
     pub fn save(&self, path: &Path) -> FfiResult<()> {
-        with_model!(&self.inner, s => icl_io::save_model(path, &s.model, &self.cfg, self.step))?;
+        with_model!(&self.inner, s => icl_run::checkpoint::save_model(path, &s.model, &self.cfg, self.step))?;
         Ok(())
     }
 
     /// Run the model with another engine (same names as `icl --engine`).
     pub fn set_engine(&mut self, name: &str) -> FfiResult<()> {
         with_model!(&mut self.inner, s => {
-            s.engine = FfiScalar::engine(name)?;
+            s.runner = Runner::new(FfiScalar::engine(name)?);
             s.engine_name = name.to_string();
         });
         Ok(())
@@ -556,27 +562,44 @@ impl icl_model {
 impl<T: FfiScalar> TrainerState<T> {
     fn new(tr: Trainer<T>, engine: &str) -> FfiResult<Self> {
         Ok(TrainerState {
-            engine: T::engine(engine)?,
+            runner: Runner::new(T::engine(engine)?),
             engine_name: engine.to_string(),
             tr,
         })
     }
 
+    /// A fresh trainer of `cfg`: the one trainer of every front end, so a preset runs the same
+    /// protocol as `icl train` (online batches, or full-batch descent on a fixed set).
+    fn fresh(cfg: &Config, engine: &str) -> FfiResult<Self> {
+        drop(T::engine(engine)?);
+        let tr = Trainer::with_model(
+            cfg,
+            Model::init(cfg)?,
+            &Engines(engine.into()),
+            &Options::default(),
+        )?;
+        Self::new(tr, engine)
+    }
+
     fn train(&mut self, steps: u64, mut losses: Option<&mut [f64]>) -> FfiResult<f64> {
         let mut sum = 0.0;
         for i in 0..steps {
-            let loss = self.tr.step(self.engine.as_mut())?;
+            let loss = self.tr.step()?;
             if let Some(l) = losses.as_deref_mut() {
                 l[i as usize] = loss;
             }
             sum += loss;
+        }
+        if self.tr.step == self.tr.cfg.train.steps {
+            // the final row of a full-batch run, as `icl train` logs it
+            self.tr.finish()?;
         }
         Ok(if steps > 0 { sum / steps as f64 } else { 0.0 })
     }
 
     fn step_batch(&mut self, batch: &Batch<T>) -> FfiResult<f64> {
         let mut g = vec![T::zero(); self.tr.model.params.len()];
-        let loss = loss_and_grad(self.engine.as_mut(), &self.tr.model, batch, &mut g)?.to_f64();
+        let loss = loss_and_grad(&mut self.runner, &self.tr.model, batch, &mut g)?.to_f64();
         if !loss.is_finite() {
             return Err(icl_core::Error::Numerical(format!(
                 "training diverged at step {} (loss {loss})",
@@ -595,26 +618,46 @@ impl icl_trainer {
     pub fn new(cfg: &Config, engine: Option<&str>) -> FfiResult<Self> {
         let e = engine.unwrap_or(default_engine());
         let inner = match cfg.train.dtype {
-            Dtype::F32 => AnyTrainer::F32(TrainerState::new(Trainer::new(cfg)?, e)?),
-            Dtype::F64 => AnyTrainer::F64(TrainerState::new(Trainer::new(cfg)?, e)?),
+            Dtype::F32 => AnyTrainer::F32(TrainerState::fresh(cfg, e)?),
+            Dtype::F64 => AnyTrainer::F64(TrainerState::fresh(cfg, e)?),
         };
         Ok(icl_trainer { inner })
     }
 
-    /// A trainer that continues from a checkpoint: its config, parameters and step count, and a
-    /// fresh optimiser state (checkpoints hold no optimiser state).
+    /// A trainer that continues from a checkpoint. A checkpoint with trainer state (written by
+    /// `icl train` or [`icl_trainer::save`]) continues bit for bit: optimiser moments, log and step;
+    /// one without (an imported model) starts a fresh optimiser at the saved parameters and step.
     pub fn from_checkpoint(path: &Path, engine: Option<&str>) -> FfiResult<Self> {
-        let (cfg, any, step) = icl_io::load_model(path)?;
+        let l = icl_run::checkpoint::load(path)?;
         let e = engine.unwrap_or(default_engine());
-        let inner = match any {
-            icl_io::AnyModel::F32(m) => {
-                let mut tr = Trainer::with_model(&cfg, m)?;
-                tr.step = step;
+        let engines = Engines(e.into());
+        let opts = Options::default();
+        let cfg = l.config;
+        let inner = match (l.model, l.state) {
+            (_, Some(Either::F32(st))) => {
+                drop(f32::engine(e)?);
+                AnyTrainer::F32(TrainerState::new(
+                    Trainer::from_state(&cfg, st, &engines, &opts)?,
+                    e,
+                )?)
+            }
+            (_, Some(Either::F64(st))) => {
+                drop(f64::engine(e)?);
+                AnyTrainer::F64(TrainerState::new(
+                    Trainer::from_state(&cfg, st, &engines, &opts)?,
+                    e,
+                )?)
+            }
+            (Either::F32(m), None) => {
+                drop(f32::engine(e)?);
+                let mut tr = Trainer::with_model(&cfg, m, &engines, &opts)?;
+                tr.step = l.step;
                 AnyTrainer::F32(TrainerState::new(tr, e)?)
             }
-            icl_io::AnyModel::F64(m) => {
-                let mut tr = Trainer::with_model(&cfg, m)?;
-                tr.step = step;
+            (Either::F64(m), None) => {
+                drop(f64::engine(e)?);
+                let mut tr = Trainer::with_model(&cfg, m, &engines, &opts)?;
+                tr.step = l.step;
                 AnyTrainer::F64(TrainerState::new(tr, e)?)
             }
         };
@@ -690,9 +733,13 @@ impl icl_trainer {
         })
     }
 
-    /// Write the current model as a checkpoint (the `model.safetensors` of `icl train`).
+    /// Write the current model with the trainer's state (the `model.safetensors` of
+    /// `icl train`): `from_checkpoint` continues it bit for bit.
     pub fn save(&self, path: &Path) -> FfiResult<()> {
-        with_trainer!(&self.inner, s => icl_io::save_model(path, &s.tr.model, &s.tr.cfg, s.tr.step))?;
+        with_trainer!(&self.inner, s => {
+            let cols: Vec<String> = s.tr.columns().iter().map(|c| c.name.clone()).collect();
+            icl_run::checkpoint::save(path, &s.tr.cfg, &s.tr.state(), &s.tr.model, &cols)
+        })?;
         Ok(())
     }
 
@@ -723,7 +770,7 @@ impl icl_trainer {
             let r = s.tr.log.get(i).ok_or_else(|| {
                 FfiError::size(format!("log row {i} of {}", s.tr.log.len()))
             })?;
-            Ok(LogEntry { step: r.step, loss: r.loss, omega: r.omega.clone(), mu: r.mu.clone() })
+            Ok(LogEntry { step: r.step, loss: r.loss, omega: s.tr.group(r, "omega"), mu: s.tr.group(r, "mu") })
         })
     }
 }

@@ -14,7 +14,6 @@
 //! layers, so that C, C++ and Rust callers get the same numbers.
 pub mod c;
 pub mod cxx;
-pub mod engines;
 pub mod handles;
 pub mod status;
 pub mod theory;

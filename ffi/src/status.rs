@@ -127,14 +127,23 @@ impl From<icl_core::Error> for FfiError {
     }
 }
 
-impl From<icl_io::IoError> for FfiError {
-    fn from(e: icl_io::IoError) -> Self {
-        use icl_io::IoError as E;
-        match e {
-            E::Core(c) => c.into(),
-            E::Corrupt(..) => FfiError::new(icl_status::ICL_ERR_CHECKPOINT, e.to_string()),
-            E::NotFound(_) | E::Os(..) => FfiError::new(icl_status::ICL_ERR_IO, e.to_string()),
-        }
+impl From<icl_run::RunError> for FfiError {
+    fn from(e: icl_run::RunError) -> Self {
+        use icl_run::RunError as E;
+        let status = match &e {
+            E::Core(_) => {
+                if let E::Core(c) = e {
+                    return c.into();
+                }
+                icl_status::ICL_ERR_ARGUMENT
+            }
+            E::Corrupt(..) => icl_status::ICL_ERR_CHECKPOINT,
+            E::NotFound(_) | E::Os(..) => icl_status::ICL_ERR_IO,
+            E::UnknownName(_) => icl_status::ICL_ERR_UNKNOWN_NAME,
+            E::Engine(_) => icl_status::ICL_ERR_UNSUPPORTED,
+            E::Refused(_) => icl_status::ICL_ERR_ARGUMENT,
+        };
+        FfiError::new(status, e.to_string())
     }
 }
 
@@ -219,9 +228,9 @@ mod tests {
             assert_eq!(f.status, want);
             assert_eq!(f.msg, msg);
         }
-        let io: FfiError = icl_io::IoError::NotFound("/x".into()).into();
+        let io: FfiError = icl_run::RunError::NotFound("/x".into()).into();
         assert_eq!(io.status, ICL_ERR_IO);
-        let bad: FfiError = icl_io::IoError::Corrupt("/x".into(), "junk".into()).into();
+        let bad: FfiError = icl_run::RunError::Corrupt("/x".into(), "junk".into()).into();
         assert_eq!(bad.status, ICL_ERR_CHECKPOINT);
     }
 

@@ -5,10 +5,10 @@
 //! * prediction: sequences/s and keys/s at a long evaluation length L'.
 //!
 //! One warm-up call precedes each timing (pipeline creation, buffer allocation).
-use crate::{Options, VulkanEngine};
+use crate::{Options, VulkanEngine, VulkanFactory};
 use icl_core::rng::Domain;
 use icl_core::train::Trainer;
-use icl_core::{Batch, Circuits, Config, Engine, Model, Task};
+use icl_core::{Batch, Circuits, Config, Model, Runner, Task};
 use std::time::Instant;
 
 /// What to measure.
@@ -65,12 +65,11 @@ pub fn bench(cfg: &Config, opts: &Options, p: &BenchParams) -> icl_core::Result<
             "bench steps, L', n and repetitions must be >= 1".into(),
         ));
     }
-    let mut eng = VulkanEngine::new(opts)?;
-    let mut trainer = Trainer::<f32>::new(cfg)?;
-    trainer.step(&mut eng)?;
+    let mut trainer = Trainer::<f32>::new(cfg, &VulkanFactory(opts.clone()))?;
+    trainer.step()?;
     let t = Instant::now();
     for _ in 0..p.steps {
-        trainer.step(&mut eng)?;
+        trainer.step()?;
     }
     let steps_per_s = p.steps as f64 / t.elapsed().as_secs_f64();
 
@@ -85,6 +84,10 @@ pub fn bench(cfg: &Config, opts: &Options, p: &BenchParams) -> icl_core::Result<
         cfg.train.batch,
         cfg.task.len,
     );
+    let vk = VulkanEngine::new(opts)?;
+    let (device, f16_batch, workgroup_size) =
+        (vk.device().clone(), vk.f16_batch(), vk.workgroup_size());
+    let mut eng = Runner::new(Box::new(vk));
     let mut grad = Circuits::zeros(spec);
     eng.loss_grad(spec, &circ, &batch, &mut grad)?;
     let t = Instant::now();
@@ -103,12 +106,11 @@ pub fn bench(cfg: &Config, opts: &Options, p: &BenchParams) -> icl_core::Result<
     }
     let secs = t.elapsed().as_secs_f64();
     let seqs = (p.predict_reps * p.predict_n) as f64;
-    let info = eng.device();
     Ok(BenchReport {
-        device: info.name.clone(),
-        device_kind: info.kind.name(),
-        f16_batch: eng.f16_batch(),
-        workgroup_size: eng.workgroup_size(),
+        device: device.name.clone(),
+        device_kind: device.kind.name(),
+        f16_batch,
+        workgroup_size,
         batch: cfg.train.batch,
         len: cfg.task.len,
         heads: spec.heads,

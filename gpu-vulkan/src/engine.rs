@@ -11,9 +11,7 @@ use crate::error::{call, VkError};
 use crate::kernels::{Entry, Kernels, Variant, MAX_H};
 use ash::vk;
 use icl_core::config::{Activation, AttentionKind};
-use icl_core::engine::check_shapes;
-use icl_core::rng::Domain;
-use icl_core::{Batch, Circuits, Engine, ModelSpec, Task};
+use icl_core::{Batch, Circuits, Engine, ModelSpec};
 
 /// Sequences per partial gradient sum in `reduce_partials`.
 const PART_LEN: usize = 64;
@@ -175,8 +173,6 @@ pub struct VulkanEngine {
     chunk_bytes: u64,
     staging: Vec<u32>,
     circ_host: Vec<f32>,
-    batch: Option<Batch<f32>>,
-    normals: Vec<f64>,
 }
 
 impl std::fmt::Debug for VulkanEngine {
@@ -222,8 +218,6 @@ impl VulkanEngine {
             chunk_bytes: opts.max_chunk_bytes,
             staging: Vec::new(),
             circ_host: Vec::new(),
-            batch: None,
-            normals: Vec::new(),
         };
         // On error `eng` drops and destroys whatever was created.
         eng.init()?;
@@ -773,12 +767,6 @@ impl Engine<f32> for VulkanEngine {
         batch: &Batch<f32>,
         grad: &mut Circuits<f32>,
     ) -> icl_core::Result<f32> {
-        check_shapes(spec, circ, batch)?;
-        if grad.heads != spec.heads || grad.e != spec.e() || grad.n_out != spec.n_out {
-            return Err(icl_core::Error::Shape(
-                "gradient circuits do not match the model spec".into(),
-            ));
-        }
         Ok(self.run_loss_grad(spec, circ, batch, grad)?)
     }
 
@@ -789,39 +777,23 @@ impl Engine<f32> for VulkanEngine {
         batch: &Batch<f32>,
         out: &mut [f32],
     ) -> icl_core::Result<()> {
-        check_shapes(spec, circ, batch)?;
-        if out.len() != batch.n * spec.n_out {
-            return Err(icl_core::Error::Shape(format!(
-                "prediction buffer has {} values, {} needed",
-                out.len(),
-                batch.n * spec.n_out
-            )));
-        }
         Ok(self.run_predict(spec, circ, batch, out)?)
     }
+    // Data generation stays on the CPU: the Runner's default path samples the batch
+    // ([`Task::sample_into`], f64 Box-Muller from the (seed, Train, step, b) streams), so every
+    // engine trains on bit-identical batches.
+}
 
-    /// Data generation stays on the CPU ([`Task::sample_into`], f64 Box–Muller from the
-    /// (seed, Train, step, b) streams), so every engine trains on bit-identical batches; the
-    /// batch buffer is reused between steps.
-    fn sampled_loss_grad(
-        &mut self,
-        spec: &ModelSpec,
-        circ: &Circuits<f32>,
-        task: &Task,
-        seed: u64,
-        step: u64,
-        n: usize,
-        len: usize,
-        grad: &mut Circuits<f32>,
-    ) -> icl_core::Result<f32> {
-        let mut batch = match self.batch.take() {
-            Some(b) if b.n == n && b.len == len && b.d == task.d && b.n_out == task.n_out => b,
-            _ => Batch::zeros(n, len, task.d, task.n_out),
-        };
-        task.sample_into(seed, Domain::Train, step, 0, &mut batch, &mut self.normals);
-        let r = self.loss_grad(spec, circ, &batch, grad);
-        self.batch = Some(batch);
-        r
+/// Vulkan engines for the one trainer, made with fixed [`Options`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct VulkanFactory(pub Options);
+
+impl icl_core::EngineFactory<f32> for VulkanFactory {
+    fn name(&self) -> &str {
+        "vulkan"
+    }
+    fn attention(&self) -> icl_core::Result<Box<dyn Engine<f32>>> {
+        Ok(Box::new(VulkanEngine::new(&self.0)?))
     }
 }
 

@@ -29,5 +29,5 @@ mod error;
 mod kernels;
 
 pub use context::{DeviceInfo, DeviceKind, Options, Validation};
-pub use engine::VulkanEngine;
+pub use engine::{VulkanEngine, VulkanFactory};
 pub use error::{VkError, INSTALL_HINT};

@@ -4,7 +4,7 @@
 //! `mc_risk`, circuits of the reduced model are its parameters, and the theory functions give the
 //! closed forms of He et al. (2025) (values computed here by hand).
 use icl_core::config::Config;
-use icl_core::engine::{Engine, ScalarEngine};
+use icl_core::engine::{Runner, ScalarFactory};
 use icl_core::eval::mc_risk;
 use icl_core::fd::rel_error;
 use icl_core::optim::Optimizer;
@@ -269,9 +269,8 @@ fn trainer_equals_the_core_trainer_from_any_thread() {
         ("train.steps", "40"),
     ];
     let (_, cfg) = config(&sets);
-    let mut core = Trainer::<f32>::new(&cfg).unwrap();
-    core.run(&mut ScalarEngine::new(), &mut |_, _| true)
-        .unwrap();
+    let mut core = Trainer::<f32>::new(&cfg, &ScalarFactory).unwrap();
+    core.run(&mut |_, _| true).unwrap();
     let want: Vec<f64> = core.model.params.iter().map(|&x| x as f64).collect();
     let want_log: Vec<(u64, f64)> = core.log.iter().map(|r| (r.step, r.loss)).collect();
     let (p, log) = api_train(&sets, 40);
@@ -313,7 +312,7 @@ fn step_on_a_callers_batch_is_one_optimiser_step() {
     let mut m = Model::<f64>::init(&cfg).unwrap();
     let b = Batch::from_parts(12, 8, 5, 1, z.clone(), y.clone()).unwrap();
     let mut g = vec![0.0; m.params.len()];
-    let l = loss_and_grad(&mut ScalarEngine::new(), &m, &b, &mut g).unwrap();
+    let l = loss_and_grad(&mut Runner::scalar(), &m, &b, &mut g).unwrap();
     Optimizer::new(&cfg.train, g.len())
         .step(&mut m.params, &g)
         .unwrap();
@@ -368,9 +367,9 @@ fn checkpoints_round_trip_and_risk_is_mc_risk() {
     // The model saved by icl_model_save loads back the same.
     let path2 = c(dir.join("m2.safetensors").to_str().unwrap());
     check(unsafe { icl_model_save(m, path2.as_ptr()) });
-    let (_, back, back_step) = icl_io::load_model(&dir.join("m2.safetensors")).unwrap();
-    assert_eq!(back_step, 25);
-    let back = back.to::<f32>();
+    let l = icl_run::checkpoint::load(&dir.join("m2.safetensors")).unwrap();
+    assert_eq!(l.step, 25);
+    let back = l.model.to::<f32>();
     assert_eq!(
         back.params.iter().map(|&x| x as f64).collect::<Vec<_>>(),
         params_of(m)
@@ -381,16 +380,8 @@ fn checkpoints_round_trip_and_risk_is_mc_risk() {
         let (mut r, mut se) = (0.0, 0.0);
         check(unsafe { icl_model_risk(m, null(), len, 500, 9, &mut r, &mut se) });
         let task = Task::new(&cfg).unwrap();
-        let mut e = ScalarEngine::<f32>::new();
-        let want = mc_risk(
-            &task,
-            len,
-            500,
-            9,
-            Some((&back, &mut e as &mut dyn Engine<f32>)),
-            &[],
-        )
-        .unwrap();
+        let mut e = Runner::<f32>::scalar();
+        let want = mc_risk(&task, len, 500, 9, Some((&back, &mut e)), &[]).unwrap();
         assert_eq!(
             (r.to_bits(), se.to_bits()),
             (want[0].risk.to_bits(), want[0].stderr.to_bits())

@@ -17,7 +17,7 @@ use ffi_common::{
     built, cli_train, compile_c, compile_cpp, numbers, run, scratch, workspace, Link,
 };
 use icl_core::analysis::analyze;
-use icl_core::engine::{Engine, ScalarEngine};
+use icl_core::engine::Runner;
 use icl_core::eval::mc_risk;
 use icl_core::rng::Domain;
 use icl_core::{Batch, Model, Task};
@@ -71,7 +71,7 @@ fn rust_predictions(model: &Model<f32>, len: usize, x: &[f64], y: &[f64], xq: &[
     }
     let batch = Batch::from_parts(n, len, d, no, z, vec![0.0f32; n * no]).unwrap();
     let mut out = vec![0.0f32; n * no];
-    ScalarEngine::<f32>::new()
+    Runner::<f32>::scalar()
         .predict(&model.spec, &model.circuits(), &batch, &mut out)
         .unwrap();
     out.iter().map(|&v| v as f64).collect()
@@ -102,10 +102,10 @@ fn run_with_stdin(cmd: &mut Command, input: &str) -> std::process::Output {
 }
 
 fn load_f32(path: &Path) -> (icl_core::Config, Model<f32>) {
-    let (cfg, any, _) = icl_io::load_model(path).unwrap();
-    match any {
-        icl_io::AnyModel::F32(m) => (cfg, m),
-        icl_io::AnyModel::F64(_) => panic!("expected an f32 checkpoint"),
+    let l = icl_run::checkpoint::load(path).unwrap();
+    match l.model {
+        icl_run::any::Either::F32(m) => (l.config, m),
+        icl_run::any::Either::F64(_) => panic!("expected an f32 checkpoint"),
     }
 }
 
@@ -330,13 +330,13 @@ fn cpp_simulator_follows_the_cli_trajectory() {
             .expect("risk line"),
     );
     let task = Task::new(&cfg_cli).unwrap();
-    let mut eng = ScalarEngine::<f32>::new();
+    let mut eng = Runner::<f32>::scalar();
     let r = mc_risk(
         &task,
         cfg_cli.task.len,
         2000,
         seed,
-        Some((&m_cli, &mut eng as &mut dyn Engine<f32>)),
+        Some((&m_cli, &mut eng)),
         &[],
     )
     .unwrap();

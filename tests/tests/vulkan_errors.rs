@@ -82,7 +82,9 @@ fn unsupported_sizes_and_bad_shapes_are_errors() {
         Err(icl_core::Error::Unsupported(_))
     ));
 
-    // A batch of the wrong width, a prediction buffer of the wrong length.
+    // A batch of the wrong width, a prediction buffer of the wrong length: the Runner's checks,
+    // before the engine sees them.
+    let mut checked = icl_core::Runner::new(Box::new(engine()));
     let cfg = Config::default();
     let model = Model::<f32>::init(&cfg).unwrap();
     let mut other = Config::default();
@@ -92,7 +94,7 @@ fn unsupported_sizes_and_bad_shapes_are_errors() {
         .sample_batch(1, Domain::Train, 0, 3, 5);
     let mut g = Circuits::zeros(&model.spec);
     assert!(matches!(
-        eng.loss_grad(&model.spec, &model.circuits(), &wrong, &mut g),
+        checked.loss_grad(&model.spec, &model.circuits(), &wrong, &mut g),
         Err(icl_core::Error::Shape(_))
     ));
     let right: Batch<f32> = Task::new(&cfg)
@@ -100,7 +102,7 @@ fn unsupported_sizes_and_bad_shapes_are_errors() {
         .sample_batch(1, Domain::Train, 0, 3, 5);
     let mut out = vec![0.0; 2];
     assert!(matches!(
-        eng.predict(&model.spec, &model.circuits(), &right, &mut out),
+        checked.predict(&model.spec, &model.circuits(), &right, &mut out),
         Err(icl_core::Error::Shape(_))
     ));
     // The engine still works afterwards.

@@ -1,8 +1,8 @@
-//! Shared CLI plumbing: building a config from a preset and overrides, progress bars, JSON.
+//! Shared CLI plumbing: building a config from a preset and overrides, progress bars, output.
 use crate::error::{CliError, CliResult};
 use icl_core::Config;
-use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 
 /// Flags that select and modify a configuration.
 #[derive(clap::Args, Debug, Clone)]
@@ -22,12 +22,16 @@ impl ConfigArgs {
     /// The validated config these flags describe.
     pub fn build(&self) -> CliResult<Config> {
         let mut cfg = match &self.config {
-            Some(p) => icl_io::load_config(p)?,
+            Some(p) => icl_run::checkpoint::load_config(p)?,
             None => icl_core::presets::preset(&self.preset)?,
         };
         apply_sets(&mut cfg, &self.sets)?;
         cfg.validate()?;
         Ok(cfg)
+    }
+    /// The preset name, when the config came from one.
+    pub fn preset_name(&self) -> Option<String> {
+        self.config.is_none().then(|| self.preset.clone())
     }
 }
 
@@ -60,35 +64,23 @@ pub fn progress(total: u64, quiet: bool) -> indicatif::ProgressBar {
     pb
 }
 
-/// Pretty JSON text.
-pub fn json(v: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into())
+/// Print text to stdout, reporting a failed write (a full disk, a closed pipe is quiet: SIGPIPE).
+pub fn out(text: &str) -> CliResult {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())
+        .and_then(|_| o.flush())
+        .map_err(|e| CliError::runtime(format!("writing to stdout: {e}")))
 }
 
-/// Write text atomically, mapping errors.
-pub fn write_text(path: &Path, text: &str) -> CliResult {
-    Ok(icl_io::atomic_write(path, text.as_bytes())?)
-}
-
-/// The config as a JSON object of dotted key -> typed value (numbers, booleans, strings, lists).
-pub fn config_json(cfg: &Config) -> serde_json::Value {
-    let mut m = serde_json::Map::new();
-    for (section, entries) in cfg.to_table() {
-        if let toml::Value::Table(entries) = entries {
-            for (k, v) in entries {
-                m.insert(
-                    format!("{section}.{k}"),
-                    serde_json::to_value(&v).unwrap_or(serde_json::Value::Null),
-                );
-            }
-        }
-    }
-    serde_json::Value::Object(m)
+/// Print a line to stdout (see [`out`]).
+pub fn outln(text: &str) -> CliResult {
+    out(&format!("{text}\n"))
 }
 
 /// Parse a comma-separated list of positive integers (`--lengths 10,20,40`).
 pub fn parse_usize_list(flag: &str, s: &str) -> CliResult<Vec<usize>> {
-    s.split(',')
+    let v: Vec<usize> = s
+        .split(',')
         .filter(|p| !p.trim().is_empty())
         .map(|p| {
             p.trim()
@@ -97,5 +89,9 @@ pub fn parse_usize_list(flag: &str, s: &str) -> CliResult<Vec<usize>> {
                 .filter(|&x| x > 0)
                 .ok_or_else(|| CliError::input(format!("{flag}: {p:?} is not a positive integer")))
         })
-        .collect()
+        .collect::<CliResult<_>>()?;
+    if v.is_empty() {
+        return Err(CliError::input(format!("{flag}: no values given")));
+    }
+    Ok(v)
 }

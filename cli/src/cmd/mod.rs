@@ -7,4 +7,3 @@ pub mod import;
 pub mod presets;
 pub mod theory;
 pub mod train;
-pub mod train_linattn;

@@ -19,8 +19,7 @@ pub struct Args {
 
 pub fn run(a: &Args) -> CliResult {
     if let Some(name) = &a.show {
-        print!("{}", preset(name)?.to_toml());
-        return Ok(());
+        return super::common::out(&preset(name)?.to_toml());
     }
     if a.keys {
         if a.json {
@@ -29,24 +28,30 @@ pub fn run(a: &Args) -> CliResult {
                     serde_json::json!({"key": k.dotted(), "aliases": k.aliases.iter().map(|a| format!("{}.{a}", k.section)).collect::<Vec<_>>(), "doc": k.doc, "accepts": k.describe()})
                 })
                 .collect();
-            println!("{}", super::common::json(&serde_json::Value::Array(v)));
-            return Ok(());
+            return super::common::outln(&icl_run::summary::pretty(&v));
         }
+        let mut s = String::new();
         for k in keys() {
-            println!("{:<22} {} ({})", k.dotted(), k.doc, k.describe());
+            s.push_str(&format!(
+                "{:<22} {} ({})\n",
+                k.dotted(),
+                k.doc,
+                k.describe()
+            ));
         }
-        return Ok(());
+        return super::common::out(&s);
     }
     if a.json {
         let v: Vec<_> = PRESETS
             .iter()
             .map(|(n, d, _)| serde_json::json!({"name": n, "description": d}))
             .collect();
-        println!("{}", super::common::json(&serde_json::Value::Array(v)));
+        super::common::outln(&icl_run::summary::pretty(&v))
     } else {
+        let mut s = String::new();
         for (n, d, _) in PRESETS {
-            println!("{n:<24} {d}");
+            s.push_str(&format!("{n:<24} {d}\n"));
         }
+        super::common::out(&s)
     }
-    Ok(())
 }

@@ -5,8 +5,8 @@
 //! their trajectory with `--csv FILE` and plot it with `--svg FILE`.
 //! The numbers come from `icl_core::theory`; this file only parses, prints and plots.
 use crate::error::{CliError, CliResult};
-use crate::plot::{lines_svg, Series};
 use icl_core::theory::{he2025, multilayer, ode, temperature, zhang2025};
+use icl_run::plot::{lines_svg, Series};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -571,7 +571,7 @@ pub fn run(a: &Args) -> CliResult {
                 );
                 s.push('\n');
             }
-            crate::cmd::common::write_text(p, &s)?;
+            icl_run::folder::atomic_write(p, s.as_bytes())?;
         }
         if let Some(p) = &svg {
             let mut series: Vec<Series> = t

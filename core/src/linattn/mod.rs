@@ -14,19 +14,55 @@
 //! * [`mlp`]: the two-layer network on the cubic feature `z = vec(beta x_q^T)`, ATTN_M's twin (eqs. 6-7);
 //! * [`metrics`]: effective matrix M, plateau and drop detection, PCR distance, alignment of the
 //!   keys with the eigenvectors, conservation-law residuals;
-//! * [`trainer`]: full-batch gradient descent on the fixed set (the paper's protocol) or fresh
-//!   data every step, with logging.
+//!
+//! Training itself is the one trainer's ([`crate::train`]): full-batch gradient descent on the
+//! fixed set (the paper's protocol) or fresh data every step.
 pub mod data;
 pub mod metrics;
 pub mod mlp;
 pub mod moments;
-pub mod trainer;
 
 pub use metrics::{detect_plateaus, Plateau};
-pub use trainer::{LinLogRow, LinTrainer};
 
+use crate::config::{Config, LinNorm};
 use crate::task::Task;
+use crate::theory::zhang2025::{mean_inv_uniform, plateau_losses_inv_n};
 use alloc::vec::Vec;
+
+/// What the theory says about a run of the `eigs` task: the spectrum, 1/N (or E(1/N) under
+/// next-token prediction), the factor N / L_0 that takes the model's M to the paper's 1/N
+/// convention, and the plateau levels L(M_0) > .. > L(M_D) (eqs. 19, 26).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinattnTheory {
+    pub spectrum: Spectrum,
+    pub inv_n: f64,
+    pub m_factor: f64,
+    pub levels: Vec<f64>,
+}
+
+impl LinattnTheory {
+    /// For a run of `cfg` on `task`.
+    pub fn of(cfg: &Config, task: &Task) -> Self {
+        let n = cfg.task.len;
+        let inv_n = if cfg.task.ntp {
+            mean_inv_uniform(n)
+        } else {
+            1.0 / n as f64
+        };
+        let m_factor = match cfg.model.lin_norm {
+            LinNorm::Value(x) => n as f64 / x,
+            _ => 1.0,
+        };
+        let spectrum = Spectrum::of(task);
+        let levels = plateau_losses_inv_n(&spectrum.lambda, inv_n);
+        LinattnTheory {
+            spectrum,
+            inv_n,
+            m_factor,
+            levels,
+        }
+    }
+}
 
 /// Eigenpairs of the covariance in decreasing order of eigenvalue.
 #[derive(Debug, Clone, PartialEq)]

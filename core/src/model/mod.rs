@@ -238,6 +238,35 @@ impl<T: Scalar> Circuits<T> {
         let s = self.n_out * self.e;
         &self.ov[h * s..(h + 1) * s]
     }
+    /// Circuits of the same shape, all zero.
+    pub fn zeros_like<U: Scalar>(other: &Circuits<U>) -> Self {
+        Circuits {
+            heads: other.heads,
+            e: other.e,
+            n_out: other.n_out,
+            kq: vec![T::zero(); other.kq.len()],
+            ov: vec![T::zero(); other.ov.len()],
+        }
+    }
+    /// Widened to f64.
+    pub fn to_f64(&self) -> Circuits<f64> {
+        Circuits {
+            heads: self.heads,
+            e: self.e,
+            n_out: self.n_out,
+            kq: self.kq.iter().map(|x| x.to_f64()).collect(),
+            ov: self.ov.iter().map(|x| x.to_f64()).collect(),
+        }
+    }
+    /// Overwrite with f64 circuits of the same shape (rounded to `T`).
+    pub fn copy_from_f64(&mut self, src: &Circuits<f64>) {
+        for (a, &b) in self.kq.iter_mut().zip(&src.kq) {
+            *a = T::of(b);
+        }
+        for (a, &b) in self.ov.iter_mut().zip(&src.ov) {
+            *a = T::of(b);
+        }
+    }
     /// Add another accumulator (same shape) into this one.
     pub fn add(&mut self, other: &Circuits<T>) {
         for (a, b) in self.kq.iter_mut().zip(&other.kq) {
@@ -275,6 +304,14 @@ impl<T: Scalar> Model<T> {
         let spec = ModelSpec::from_config(cfg)?;
         let params = crate::init::init_params::<T>(&spec, cfg)?;
         Model::from_params(spec, params)
+    }
+
+    /// The same model in precision `U` (parameters rounded).
+    pub fn cast<U: Scalar>(&self) -> Model<U> {
+        Model {
+            spec: self.spec.clone(),
+            params: self.params.iter().map(|x| U::of(x.to_f64())).collect(),
+        }
     }
 
     /// The values of a named tensor.

@@ -233,8 +233,6 @@ pub extern "C" fn icl_status_name(status: i32) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn icl_default_engine() -> *const c_char {
     static NAME: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
-    NAME.get_or_init(|| {
-        std::ffi::CString::new(crate::engines::default_engine()).unwrap_or_default()
-    })
-    .as_ptr()
+    NAME.get_or_init(|| std::ffi::CString::new(icl_run::default_engine()).unwrap_or_default())
+        .as_ptr()
 }

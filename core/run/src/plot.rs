@@ -1,10 +1,10 @@
 //! SVG plots (plotters), rendered to a string and written atomically.
-use crate::error::{CliError, CliResult};
+use crate::error::{Result, RunError};
 use plotters::prelude::*;
 use std::path::Path;
 
-fn perr<E: std::fmt::Display>(e: E) -> CliError {
-    CliError::runtime(format!("plotting failed: {e}"))
+fn perr<E: std::fmt::Display>(e: E) -> RunError {
+    RunError::Refused(format!("plotting failed: {e}"))
 }
 
 /// A matrix to draw as a heatmap: title, rows, cols, row-major values; `None` cells are masked
@@ -28,7 +28,7 @@ fn color(v: f64, vmax: f64) -> RGBColor {
 }
 
 /// Draw heatmaps side by side, each with its own symmetric colour scale and the numbers printed.
-pub fn heatmaps_svg(path: &Path, maps: &[Heatmap]) -> CliResult {
+pub fn heatmaps_svg(path: &Path, maps: &[Heatmap]) -> Result<()> {
     let cell = 44u32;
     let width: u32 = maps.iter().map(|m| m.cols as u32 * cell + 40).sum::<u32>() + 20;
     let height: u32 = maps.iter().map(|m| m.rows as u32).max().unwrap_or(1) * cell + 70;
@@ -79,7 +79,7 @@ pub fn heatmaps_svg(path: &Path, maps: &[Heatmap]) -> CliResult {
         }
         root.present().map_err(perr)?;
     }
-    Ok(icl_io::atomic_write(path, svg.as_bytes())?)
+    crate::folder::atomic_write(path, svg.as_bytes())
 }
 
 /// A named series of (x, y) points.
@@ -98,7 +98,7 @@ pub fn lines_svg(
     ylabel: &str,
     series: &[Series],
     log_y: bool,
-) -> CliResult {
+) -> Result<()> {
     let pts = series
         .iter()
         .flat_map(|s| s.points.iter())
@@ -116,7 +116,7 @@ pub fn lines_svg(
         y1 = y1.max(y);
     }
     if !x0.is_finite() {
-        return Err(CliError::runtime("nothing to plot"));
+        return Err(RunError::Refused("nothing to plot".into()));
     }
     if x1 <= x0 {
         x1 = x0 + 1.0;
@@ -199,5 +199,5 @@ pub fn lines_svg(
         }
         root.present().map_err(perr)?;
     }
-    Ok(icl_io::atomic_write(path, svg.as_bytes())?)
+    crate::folder::atomic_write(path, svg.as_bytes())
 }

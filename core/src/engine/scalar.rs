@@ -1,87 +1,12 @@
-//! The engine seam: batched loss + gradient and batched prediction for a model's effective
-//! circuits. The scalar reference engine here is plain and obviously correct; fast engines
-//! (`icl-simd`, `icl-vulkan`) implement the same trait and are tested against it.
+//! The plain scalar reference engine: one sequence at a time, one thread, no SIMD; the per-sequence
+//! forward and backward of all heads (He et al. 2025 eq. (2.2)) that it runs.
+use super::Engine;
 use crate::model::attention::{head_backward, head_forward, HeadCache};
 use crate::model::{Circuits, ModelSpec};
-use crate::rng::Domain;
-use crate::task::{Batch, Task};
-use crate::{Error, Result, Scalar};
+use crate::task::Batch;
+use crate::{Result, Scalar};
 use alloc::boxed::Box;
-use alloc::format;
 use alloc::vec::Vec;
-
-/// A way of running one-layer attention models over a batch.
-///
-/// Loss convention: mean squared error over sequences and outputs (PyTorch `MSELoss`),
-/// `loss = sum_b sum_o (yhat_bo - y_bo)^2 / (n n_out)`.
-pub trait Engine<T: Scalar>: Send {
-    /// Short name (`scalar`, `simd`, `vulkan`).
-    fn name(&self) -> &'static str;
-
-    /// Loss on `batch` and its gradient with respect to the effective circuits (overwrites `grad`).
-    fn loss_grad(
-        &mut self,
-        spec: &ModelSpec,
-        circ: &Circuits<T>,
-        batch: &Batch<T>,
-        grad: &mut Circuits<T>,
-    ) -> Result<T>;
-
-    /// Predictions for every sequence of `batch` into `out` (n * n_out values).
-    fn predict(
-        &mut self,
-        spec: &ModelSpec,
-        circ: &Circuits<T>,
-        batch: &Batch<T>,
-        out: &mut [T],
-    ) -> Result<()>;
-
-    /// Loss and circuit gradient on the training batch of `step`: `n` sequences of context length
-    /// `len`, sequence b from stream (seed, Train, step, b). Engines may fuse data generation;
-    /// the default samples with [`Task::sample_into`] into an engine-owned buffer.
-    #[allow(clippy::too_many_arguments)]
-    fn sampled_loss_grad(
-        &mut self,
-        spec: &ModelSpec,
-        circ: &Circuits<T>,
-        task: &Task,
-        seed: u64,
-        step: u64,
-        n: usize,
-        len: usize,
-        grad: &mut Circuits<T>,
-    ) -> Result<T> {
-        let mut batch = Batch::zeros(n, len, task.d, task.n_out);
-        task.sample_into(seed, Domain::Train, step, 0, &mut batch, &mut Vec::new());
-        self.loss_grad(spec, circ, &batch, grad)
-    }
-}
-
-/// Check that a batch and circuits fit a spec.
-pub fn check_shapes<T: Scalar>(
-    spec: &ModelSpec,
-    circ: &Circuits<T>,
-    batch: &Batch<T>,
-) -> Result<()> {
-    if batch.d != spec.d || batch.n_out != spec.n_out {
-        return Err(Error::Shape(format!(
-            "batch has d={} n_out={}, model has d={} n_out={}",
-            batch.d, batch.n_out, spec.d, spec.n_out
-        )));
-    }
-    if circ.heads != spec.heads || circ.e != spec.e() || circ.n_out != spec.n_out {
-        return Err(Error::Shape("circuits do not match the model spec".into()));
-    }
-    if batch.n == 0 {
-        return Err(Error::Shape("empty batch".into()));
-    }
-    if spec.keys(batch.len) == 0 {
-        return Err(Error::Shape(
-            "the query has no keys to attend to (L = 0)".into(),
-        ));
-    }
-    Ok(())
-}
 
 /// Per-sequence forward of all heads: fills `caches` and `yhat`.
 pub fn sequence_forward<T: Scalar>(
@@ -155,8 +80,6 @@ pub fn sequence_backward<T: Scalar>(
 pub struct ScalarEngine<T> {
     caches: Vec<HeadCache<T>>,
     scratch: Vec<T>,
-    normals: Vec<f64>,
-    batch: Option<Batch<T>>,
 }
 
 impl<T: Scalar> ScalarEngine<T> {
@@ -165,8 +88,6 @@ impl<T: Scalar> ScalarEngine<T> {
         ScalarEngine {
             caches: Vec::new(),
             scratch: Vec::new(),
-            normals: Vec::new(),
-            batch: None,
         }
     }
 
@@ -197,16 +118,15 @@ impl<T: Scalar> Engine<T> for ScalarEngine<T> {
         batch: &Batch<T>,
         grad: &mut Circuits<T>,
     ) -> Result<T> {
-        check_shapes(spec, circ, batch)?;
         self.fit(spec, batch.len);
         grad.clear();
         let no = spec.n_out;
         let inv = T::one() / T::of((batch.n * no) as f64);
         let two = T::one() + T::one();
-        let (mut yhat, mut g) = ([T::zero(); 16], [T::zero(); 16]);
-        if no > 16 {
-            return Err(Error::Unsupported(format!("n_out = {no} > 16 outputs")));
-        }
+        let (mut yhat, mut g) = (
+            [T::zero(); super::MAX_OUTPUTS],
+            [T::zero(); super::MAX_OUTPUTS],
+        );
         let mut loss = T::zero();
         for b in 0..batch.n {
             let seq = batch.seq(b);
@@ -245,15 +165,7 @@ impl<T: Scalar> Engine<T> for ScalarEngine<T> {
         batch: &Batch<T>,
         out: &mut [T],
     ) -> Result<()> {
-        check_shapes(spec, circ, batch)?;
         let no = spec.n_out;
-        if out.len() != batch.n * no {
-            return Err(Error::Shape(format!(
-                "prediction buffer has {} values, {} needed",
-                out.len(),
-                batch.n * no
-            )));
-        }
         self.fit(spec, batch.len);
         for b in 0..batch.n {
             sequence_forward(
@@ -266,26 +178,5 @@ impl<T: Scalar> Engine<T> for ScalarEngine<T> {
             );
         }
         Ok(())
-    }
-
-    fn sampled_loss_grad(
-        &mut self,
-        spec: &ModelSpec,
-        circ: &Circuits<T>,
-        task: &Task,
-        seed: u64,
-        step: u64,
-        n: usize,
-        len: usize,
-        grad: &mut Circuits<T>,
-    ) -> Result<T> {
-        let mut batch = match self.batch.take() {
-            Some(b) if b.n == n && b.len == len && b.d == task.d && b.n_out == task.n_out => b,
-            _ => Batch::zeros(n, len, task.d, task.n_out),
-        };
-        task.sample_into(seed, Domain::Train, step, 0, &mut batch, &mut self.normals);
-        let r = self.loss_grad(spec, circ, &batch, grad);
-        self.batch = Some(batch);
-        r
     }
 }

@@ -1,0 +1,209 @@
+//! Training throughput (steps/s) of an engine over heads, dtypes, thread counts and context
+//! lengths, with the time per step split between data generation, forward/backward and the
+//! optimiser (circuit chain rule + Adam), and the resident memory before and after. A
+//! measurement, not a test: numbers depend on the machine and its load.
+use crate::engines::{Engines, RunScalar};
+use crate::error::{Result, RunError};
+use icl_core::model::Circuits;
+use icl_core::rng::Domain;
+use icl_core::train::{Options, Trainer};
+use icl_core::{Batch, Config};
+use icl_simd::SimdEngine;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// How long to measure each configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// Timed steps (after 20 warm-up steps).
+    pub steps: u64,
+    /// Stop after this many seconds (at least 50 steps are timed).
+    pub max_seconds: f64,
+    /// Also split the time between data, forward/backward and optimiser.
+    pub split: bool,
+}
+
+/// The time split of a step, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Split {
+    pub data: f64,
+    pub forward_backward: f64,
+    pub optim: f64,
+}
+
+/// One measured configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRow {
+    pub engine: String,
+    pub dtype: String,
+    pub heads: usize,
+    pub len: usize,
+    pub batch: usize,
+    pub threads: usize,
+    pub steps: u64,
+    pub seconds: f64,
+    pub steps_per_s: f64,
+    pub us_per_step: f64,
+    pub split_us: Option<Split>,
+    pub rss_kb_start: u64,
+    pub rss_kb_end: u64,
+    pub final_loss: f64,
+}
+
+/// Largest thread count a measurement accepts.
+pub const MAX_THREADS: usize = 1024;
+
+/// Resident set size of this process in KiB (0 where /proc is unavailable).
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
+        .map(|pages| pages * 4)
+        .unwrap_or(0)
+}
+
+/// Time the config `cfg` with engine `engine` in precision `T` in a pool of `threads` threads.
+pub fn measure<T: RunScalar>(
+    cfg: &Config,
+    engine: &str,
+    threads: usize,
+    b: &Budget,
+) -> Result<BenchRow> {
+    if threads == 0 || threads > MAX_THREADS {
+        return Err(RunError::Refused(format!(
+            "thread count {threads} is outside 1..={MAX_THREADS}"
+        )));
+    }
+    if !(b.max_seconds > 0.0) || !b.max_seconds.is_finite() {
+        return Err(RunError::Refused(format!(
+            "the time budget must be a positive number of seconds, got {}",
+            b.max_seconds
+        )));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| RunError::Engine(format!("thread pool: {e}")))?;
+    let engines = Engines(engine.to_string());
+    pool.install(|| -> Result<BenchRow> {
+        drop(T::engine(engine)?);
+        let mut tr = Trainer::<T>::with_model(
+            cfg,
+            icl_core::Model::init(cfg)?,
+            &engines,
+            &Options::default(),
+        )?;
+        for _ in 0..20 {
+            tr.step()?;
+        }
+        let rss0 = rss_kb();
+        let t0 = Instant::now();
+        let mut steps = 0;
+        let mut loss = 0.0;
+        while steps < b.steps.max(1) {
+            loss = tr.step()?;
+            steps += 1;
+            if steps >= 50 && t0.elapsed().as_secs_f64() > b.max_seconds {
+                break;
+            }
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let rss1 = rss_kb();
+        let us = 1e6 * secs / steps as f64;
+        let split_us = if b.split {
+            let (data, optim) = split::<T>(cfg, engine, &mut tr, steps.min(500))?;
+            Some(Split {
+                data,
+                optim,
+                forward_backward: (us - data - optim).max(0.0),
+            })
+        } else {
+            None
+        };
+        Ok(BenchRow {
+            engine: engine.to_string(),
+            dtype: T::NAME.into(),
+            heads: cfg.model.heads,
+            len: cfg.task.len,
+            batch: cfg.train.batch,
+            threads,
+            steps,
+            seconds: secs,
+            steps_per_s: steps as f64 / secs,
+            us_per_step: us,
+            split_us,
+            rss_kb_start: rss0,
+            rss_kb_end: rss1,
+            final_loss: loss,
+        })
+    })
+}
+
+/// Microseconds per step spent generating the data (the engine's own generator for `simd`, the
+/// task sampler otherwise) and in the optimiser (circuits, circuit -> parameter chain rule, Adam).
+fn split<T: RunScalar>(
+    cfg: &Config,
+    engine: &str,
+    tr: &mut Trainer<T>,
+    steps: u64,
+) -> Result<(f64, f64)> {
+    let (seed, n, len) = (cfg.train.seed, cfg.train.batch, cfg.task.len);
+    let spec = tr.model.spec.clone();
+    let t0 = Instant::now();
+    let mut sink = 0.0;
+    if engine == "simd" {
+        let mut g = SimdEngine::<T>::new();
+        for s in 0..steps {
+            sink += g.generate_only(&spec, &tr.task, seed, s, n, len).to_f64();
+        }
+    } else {
+        let mut b = Batch::<T>::zeros(n, len, tr.task.d, tr.task.n_out);
+        let mut scratch = Vec::new();
+        for s in 0..steps {
+            tr.task
+                .sample_into(seed, Domain::Train, s, 0, &mut b, &mut scratch);
+            sink += b.y[0].to_f64();
+        }
+    }
+    let data = 1e6 * t0.elapsed().as_secs_f64() / steps as f64;
+    // the optimiser on a copy (the timed run's state is left alone)
+    let mut model = tr.model.clone();
+    let mut opt = tr.opt.clone();
+    let mut circ = Circuits::zeros(&spec);
+    let mut gcirc = Circuits::zeros(&spec);
+    gcirc
+        .kq
+        .iter_mut()
+        .chain(gcirc.ov.iter_mut())
+        .for_each(|x| *x = T::of(1e-3));
+    let mut grad = vec![T::zero(); model.params.len()];
+    let t1 = Instant::now();
+    for _ in 0..steps {
+        model.circuits_into(&mut circ);
+        model.backprop_circuits(&gcirc, &mut grad);
+        opt.step(&mut model.params, &grad)?;
+    }
+    let optim = 1e6 * t1.elapsed().as_secs_f64() / steps as f64;
+    if !sink.is_finite() {
+        return Err(RunError::Engine("non-finite data in the benchmark".into()));
+    }
+    Ok((data, optim))
+}
+
+/// The Vulkan engine's prediction throughput at L' = 2000 (256 sequences) and its GPU-only
+/// loss + gradient rate, from `icl_vulkan::bench` (device options from ICL_VULKAN_*).
+pub fn vulkan_predict(cfg: &Config) -> Result<icl_vulkan::bench::BenchReport> {
+    let p = icl_vulkan::bench::BenchParams {
+        steps: 5,
+        ..Default::default()
+    };
+    Ok(icl_vulkan::bench::bench(
+        cfg,
+        &icl_vulkan::Options::from_env(),
+        &p,
+    )?)
+}

@@ -1,0 +1,555 @@
+//! Checkpoints in safetensors:
+//!
+//! * `model.safetensors`: the model's named tensors ([`icl_core::ModelSpec::tensors`]) in its
+//!   dtype, with metadata `format = "icl-checkpoint"`, `version = "1"`, `dtype`, `step` and the run
+//!   `config` as TOML text; optionally the trainer's state for resuming (tensors `train.*`, see
+//!   [`save`]).
+//! * `snapshots.safetensors`: KQ snapshots, one tensor `kq.step_<N>` [H, E, E] (f64) each.
+//!
+//! Writing is deterministic (the header's keys are sorted, so the same run gives the same bytes)
+//! and atomic. Reading is strict: an unknown format or version, a dtype that disagrees with the
+//! tensors, a missing, extra, misshapen or non-finite tensor, an unparsable step, or a config
+//! whose sizes would not fit in memory are errors, checked before anything large is allocated.
+use crate::any::{AnyModel, Either};
+use crate::error::{Result, RunError};
+use crate::folder::{atomic_write, read};
+use icl_core::config::{Config, Dtype};
+use icl_core::model::{Model, ModelSpec};
+use icl_core::optim::Optimizer;
+use icl_core::train::{LogRow, Snapshot, TrainState};
+use icl_core::Scalar;
+use safetensors::tensor::{Dtype as StDtype, SafeTensors, TensorView};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// The checkpoint format version this build reads and writes.
+pub const VERSION: &str = "1";
+
+fn corrupt(path: &Path, m: impl Into<String>) -> RunError {
+    RunError::Corrupt(path.to_path_buf(), m.into())
+}
+
+fn le_bytes<T: Scalar>(xs: &[T]) -> (StDtype, Vec<u8>) {
+    if T::NAME == "f32" {
+        (
+            StDtype::F32,
+            xs.iter()
+                .flat_map(|x| (x.to_f64() as f32).to_le_bytes())
+                .collect(),
+        )
+    } else {
+        (
+            StDtype::F64,
+            xs.iter().flat_map(|x| x.to_f64().to_le_bytes()).collect(),
+        )
+    }
+}
+
+/// One tensor to write: name, shape, dtype and little-endian bytes.
+pub struct Raw {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub dtype: StDtype,
+    pub bytes: Vec<u8>,
+}
+
+impl Raw {
+    /// A tensor of scalars `T` (stored as F32 or F64).
+    pub fn new<T: Scalar>(name: impl Into<String>, shape: Vec<usize>, xs: &[T]) -> Raw {
+        let (dtype, bytes) = le_bytes(xs);
+        Raw {
+            name: name.into(),
+            shape,
+            dtype,
+            bytes,
+        }
+    }
+}
+
+/// Encode tensors and metadata as safetensors bytes with a sorted header (deterministic).
+pub fn encode(tensors: &[Raw], meta: &BTreeMap<String, String>) -> Result<Vec<u8>> {
+    let views: Vec<(String, TensorView)> = tensors
+        .iter()
+        .map(|t| {
+            TensorView::new(t.dtype, t.shape.clone(), &t.bytes)
+                .map(|v| (t.name.clone(), v))
+                .map_err(|e| corrupt(Path::new(&t.name), e.to_string()))
+        })
+        .collect::<Result<_>>()?;
+    let meta: HashMap<String, String> = meta.clone().into_iter().collect();
+    let bytes = safetensors::serialize(views, &Some(meta))
+        .map_err(|e| corrupt(Path::new("safetensors"), e.to_string()))?;
+    // re-write the JSON header with sorted keys: the metadata map's order is random
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8])) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n])
+        .map_err(|e| corrupt(Path::new("safetensors"), e.to_string()))?;
+    let mut h = serde_json::to_vec(&sorted(header))
+        .map_err(|e| corrupt(Path::new("safetensors"), e.to_string()))?;
+    while h.len() % 8 != 0 {
+        h.push(b' ');
+    }
+    let mut out = Vec::with_capacity(8 + h.len() + bytes.len() - 8 - n);
+    out.extend((h.len() as u64).to_le_bytes());
+    out.extend(h);
+    out.extend(&bytes[8 + n..]);
+    Ok(out)
+}
+
+/// A JSON value with every object's keys in sorted order.
+fn sorted(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => {
+            let b: BTreeMap<String, serde_json::Value> =
+                m.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+            serde_json::Value::Object(b.into_iter().collect())
+        }
+        other => other,
+    }
+}
+
+/// Values of a tensor as f64 (F32 or F64 storage), checked for shape and finiteness.
+fn tensor_f64(path: &Path, st: &SafeTensors, name: &str, shape: &[usize]) -> Result<Vec<f64>> {
+    let t = st
+        .tensor(name)
+        .map_err(|_| corrupt(path, format!("tensor {name} missing")))?;
+    if t.shape() != shape {
+        return Err(corrupt(
+            path,
+            format!(
+                "tensor {name} has shape {:?}, expected {shape:?}",
+                t.shape()
+            ),
+        ));
+    }
+    let d = t.data();
+    let v: Vec<f64> = match t.dtype() {
+        StDtype::F32 => d
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect(),
+        StDtype::F64 => d
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect(),
+        other => {
+            return Err(corrupt(
+                path,
+                format!("tensor {name} has dtype {other:?}; F32 or F64 expected"),
+            ))
+        }
+    };
+    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+        return Err(corrupt(
+            path,
+            format!("tensor {name} has a non-finite value at {i}"),
+        ));
+    }
+    Ok(v)
+}
+
+/// The metadata of a checkpoint file, read without allocating its tensors.
+struct Header {
+    meta: HashMap<String, String>,
+}
+
+impl Header {
+    fn read(path: &Path, bytes: &[u8]) -> Result<Header> {
+        let (_, m) = SafeTensors::read_metadata(bytes).map_err(|e| corrupt(path, e.to_string()))?;
+        let meta = m
+            .metadata()
+            .clone()
+            .ok_or_else(|| corrupt(path, "no metadata"))?;
+        Ok(Header { meta })
+    }
+    fn get(&self, path: &Path, key: &str) -> Result<&str> {
+        self.meta
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| corrupt(path, format!("metadata has no {key}")))
+    }
+    fn number<N: std::str::FromStr>(&self, path: &Path, key: &str) -> Result<N> {
+        let v = self.get(path, key)?;
+        v.parse()
+            .map_err(|_| corrupt(path, format!("metadata {key} = {v:?} is not a number")))
+    }
+}
+
+/// What a checkpoint holds.
+pub struct Loaded {
+    pub config: Config,
+    pub model: AnyModel,
+    pub step: u64,
+    /// The trainer's state, when the checkpoint has one (a run that can be resumed or extended).
+    pub state: Option<Either<TrainState<f32>, TrainState<f64>>>,
+}
+
+fn model_tensors<T: Scalar>(model: &Model<T>) -> Vec<Raw> {
+    model
+        .spec
+        .tensors()
+        .into_iter()
+        .map(|t| {
+            Raw::new(
+                t.name,
+                t.shape.clone(),
+                &model.params[t.offset..t.offset + t.len()],
+            )
+        })
+        .collect()
+}
+
+fn base_meta(cfg: &Config, dtype: &str, step: u64) -> BTreeMap<String, String> {
+    let mut meta = BTreeMap::new();
+    meta.insert("format".into(), "icl-checkpoint".into());
+    meta.insert("version".into(), VERSION.into());
+    meta.insert("dtype".into(), dtype.into());
+    meta.insert("step".into(), step.to_string());
+    meta.insert("config".into(), cfg.to_toml());
+    meta
+}
+
+/// Save a model with its config (no trainer state).
+pub fn save_model<T: Scalar>(path: &Path, model: &Model<T>, cfg: &Config, step: u64) -> Result<()> {
+    let meta = base_meta(cfg, T::NAME, step);
+    atomic_write(path, &encode(&model_tensors(model), &meta)?)
+}
+
+/// Save a model with the trainer state that continues it: the optimiser buffers
+/// (`train.opt.<name>`, the model's dtype), the log (`train.log` [rows, 2 + columns] f64: step,
+/// loss, values), the snapshots (`train.snapshots` [n, 1 + H E E] f64: step, KQ), each probe's
+/// state (`train.probe.<i>` f64), and metadata `train.opt_counter`, `train.window_sum`,
+/// `train.window_count`, `train.columns`, `train.probes`.
+pub fn save<T: Scalar>(
+    path: &Path,
+    cfg: &Config,
+    state: &TrainState<T>,
+    model: &Model<T>,
+    columns: &[String],
+) -> Result<()> {
+    let mut tensors = model_tensors(model);
+    let mut meta = base_meta(cfg, T::NAME, state.step);
+    let n = model.params.len();
+    for (name, buf) in state.opt.state() {
+        tensors.push(Raw::new(format!("train.opt.{name}"), vec![n], buf));
+    }
+    let width = 2 + columns.len();
+    let mut log = Vec::with_capacity(state.log.len() * width);
+    for r in &state.log {
+        if r.values.len() != columns.len() {
+            return Err(RunError::Refused(
+                "log rows do not match the columns".into(),
+            ));
+        }
+        log.push(r.step as f64);
+        log.push(r.loss);
+        log.extend(&r.values);
+    }
+    tensors.push(Raw::new("train.log", vec![state.log.len(), width], &log));
+    let kq = state.snapshots.first().map(|s| s.kq.len()).unwrap_or(0);
+    let mut snaps = Vec::with_capacity(state.snapshots.len() * (1 + kq));
+    for s in &state.snapshots {
+        snaps.push(s.step as f64);
+        snaps.extend(&s.kq);
+    }
+    tensors.push(Raw::new(
+        "train.snapshots",
+        vec![state.snapshots.len(), 1 + kq],
+        &snaps,
+    ));
+    for (i, p) in state.probes.iter().enumerate() {
+        tensors.push(Raw::new(format!("train.probe.{i}"), vec![p.len()], p));
+    }
+    meta.insert("train.opt_counter".into(), state.opt.counter().to_string());
+    meta.insert("train.window_sum".into(), format!("{:?}", state.window.0));
+    meta.insert("train.window_count".into(), state.window.1.to_string());
+    meta.insert("train.columns".into(), columns.join(","));
+    meta.insert("train.probes".into(), state.probes.len().to_string());
+    atomic_write(path, &encode(&tensors, &meta)?)
+}
+
+/// Load a checkpoint: config, model (in its stored precision), step, and the trainer state if
+/// present.
+pub fn load(path: &Path) -> Result<Loaded> {
+    let bytes = read(path)?;
+    let h = Header::read(path, &bytes)?;
+    if h.get(path, "format")? != "icl-checkpoint" {
+        return Err(corrupt(path, "metadata format is not icl-checkpoint"));
+    }
+    let version = h.get(path, "version")?;
+    if version != VERSION {
+        return Err(corrupt(
+            path,
+            format!("checkpoint version {version:?}; this build reads version {VERSION}"),
+        ));
+    }
+    let config = Config::from_toml(h.get(path, "config")?)
+        .map_err(|e| corrupt(path, format!("its config: {e}")))?;
+    let step: u64 = h.number(path, "step")?;
+    let dtype = match h.get(path, "dtype")? {
+        "f32" => Dtype::F32,
+        "f64" => Dtype::F64,
+        other => {
+            return Err(corrupt(
+                path,
+                format!("metadata dtype {other:?}; f32 or f64 expected"),
+            ))
+        }
+    };
+    let st = SafeTensors::deserialize(&bytes).map_err(|e| corrupt(path, e.to_string()))?;
+    let spec = ModelSpec::from_config(&config)?;
+    let want_dtype = match dtype {
+        Dtype::F32 => StDtype::F32,
+        Dtype::F64 => StDtype::F64,
+    };
+    let mut params = Vec::with_capacity(spec.n_params());
+    let mut known: Vec<String> = Vec::new();
+    for t in spec.tensors() {
+        let got = st
+            .tensor(t.name)
+            .map_err(|_| corrupt(path, format!("tensor {} missing", t.name)))?
+            .dtype();
+        if got != want_dtype {
+            return Err(corrupt(
+                path,
+                format!(
+                    "tensor {} is {got:?} but the metadata says dtype {dtype:?}",
+                    t.name
+                ),
+            ));
+        }
+        params.extend(tensor_f64(path, &st, t.name, &t.shape)?);
+        known.push(t.name.to_string());
+    }
+    let model = AnyModel::from_f64(spec, params, dtype)?;
+    let state = if h.meta.contains_key("train.opt_counter") {
+        Some(match &model {
+            Either::F32(m) => Either::F32(load_state(path, &h, &st, &config, m, step, &mut known)?),
+            Either::F64(m) => Either::F64(load_state(path, &h, &st, &config, m, step, &mut known)?),
+        })
+    } else {
+        None
+    };
+    if let Some(extra) = st
+        .names()
+        .into_iter()
+        .find(|n| !known.iter().any(|k| k == *n))
+    {
+        return Err(corrupt(path, format!("unexpected tensor {extra}")));
+    }
+    Ok(Loaded {
+        config,
+        model,
+        step,
+        state,
+    })
+}
+
+fn load_state<T: Scalar>(
+    path: &Path,
+    h: &Header,
+    st: &SafeTensors,
+    cfg: &Config,
+    model: &Model<T>,
+    step: u64,
+    known: &mut Vec<String>,
+) -> Result<TrainState<T>> {
+    let n = model.params.len();
+    let names: Vec<&str> = Optimizer::<T>::new(&cfg.train, 0)
+        .state()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    let mut bufs = Vec::new();
+    for name in names {
+        let full = format!("train.opt.{name}");
+        bufs.push(
+            tensor_f64(path, st, &full, &[n])?
+                .into_iter()
+                .map(T::of)
+                .collect::<Vec<T>>(),
+        );
+        known.push(full);
+    }
+    let refs: Vec<&[T]> = bufs.iter().map(|b| b.as_slice()).collect();
+    let counter: u64 = h.number(path, "train.opt_counter")?;
+    let opt = Optimizer::restore(&cfg.train, n, counter, &refs)?;
+    let columns = h.get(path, "train.columns")?;
+    let ncols = if columns.is_empty() {
+        0
+    } else {
+        columns.split(',').count()
+    };
+    let shape_of = |name: &str| -> Result<Vec<usize>> {
+        Ok(st
+            .tensor(name)
+            .map_err(|_| corrupt(path, format!("tensor {name} missing")))?
+            .shape()
+            .to_vec())
+    };
+    let ls = shape_of("train.log")?;
+    if ls.len() != 2 || ls[1] != 2 + ncols {
+        return Err(corrupt(path, format!("train.log has shape {ls:?}")));
+    }
+    let flat = tensor_f64(path, st, "train.log", &ls)?;
+    let log = flat
+        .chunks_exact(2 + ncols)
+        .map(|r| LogRow {
+            step: r[0] as u64,
+            loss: r[1],
+            values: r[2..].to_vec(),
+        })
+        .collect();
+    known.push("train.log".into());
+    let ss = shape_of("train.snapshots")?;
+    if ss.len() != 2 || ss[1] < 1 {
+        return Err(corrupt(path, format!("train.snapshots has shape {ss:?}")));
+    }
+    let flat = tensor_f64(path, st, "train.snapshots", &ss)?;
+    let snapshots = flat
+        .chunks_exact(ss[1])
+        .map(|r| Snapshot {
+            step: r[0] as u64,
+            kq: r[1..].to_vec(),
+        })
+        .collect();
+    known.push("train.snapshots".into());
+    let nprobes: usize = h.number(path, "train.probes")?;
+    let mut probes = Vec::with_capacity(nprobes.min(64));
+    for i in 0..nprobes {
+        let name = format!("train.probe.{i}");
+        let s = shape_of(&name)?;
+        probes.push(tensor_f64(path, st, &name, &s)?);
+        known.push(name);
+    }
+    let window_sum: f64 = h.number(path, "train.window_sum")?;
+    let window_count: u64 = h.number(path, "train.window_count")?;
+    Ok(TrainState {
+        step,
+        params: model.params.clone(),
+        opt,
+        log,
+        snapshots,
+        window: (window_sum, window_count),
+        probes,
+    })
+}
+
+/// Import a PyTorch `state_dict` saved as safetensors in the reference code's layout
+/// (`q_proj.weight` [H(d+1), d+1], `k_proj.weight`, `v_proj.weight`, `o_proj.weight` [n_out, H(d+1)]).
+/// The config must describe a full-parametrisation model of the same shape.
+pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
+    let bytes = read(path)?;
+    let st = SafeTensors::deserialize(&bytes).map_err(|e| corrupt(path, e.to_string()))?;
+    let spec = ModelSpec::from_config(cfg)?;
+    if spec.param != icl_core::config::Param::Full {
+        return Err(RunError::Core(icl_core::Error::Unsupported(
+            "torch import needs model.param = full".into(),
+        )));
+    }
+    let mut params = Vec::with_capacity(spec.n_params());
+    for t in spec.tensors() {
+        params.extend(tensor_f64(path, &st, t.name, &t.shape)?);
+    }
+    AnyModel::from_f64(spec, params, cfg.train.dtype)
+}
+
+/// Write `snapshots.safetensors`: one tensor `kq.step_<N>` [H, E, E] (f64) per snapshot.
+pub fn save_snapshots(path: &Path, snaps: &[Snapshot], heads: usize, e: usize) -> Result<()> {
+    let tensors: Vec<Raw> = snaps
+        .iter()
+        .map(|s| Raw::new(format!("kq.step_{:09}", s.step), vec![heads, e, e], &s.kq))
+        .collect();
+    let mut meta = BTreeMap::new();
+    meta.insert("format".into(), "icl-snapshots".into());
+    atomic_write(path, &encode(&tensors, &meta)?)
+}
+
+/// Read a config file.
+pub fn load_config(path: &Path) -> Result<Config> {
+    Ok(Config::from_toml(&crate::folder::read_text(path)?)?)
+}
+
+/// A path that names no file (for messages about in-memory data).
+pub fn nowhere() -> PathBuf {
+    PathBuf::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("icl-run-ckpt-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn round_trip_determinism_and_corruption() {
+        let dir = tmp("rt");
+        let mut cfg = icl_core::presets::preset("he2025").unwrap();
+        cfg.set("model.heads", "3").unwrap();
+        let m = Model::<f32>::init(&cfg).unwrap();
+        let p = dir.join("m.safetensors");
+        save_model(&p, &m, &cfg, 7).unwrap();
+        let first = std::fs::read(&p).unwrap();
+        save_model(&p, &m, &cfg, 7).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), first, "same model, same bytes");
+        let l = load(&p).unwrap();
+        assert_eq!(l.config, cfg);
+        assert_eq!(l.step, 7);
+        assert_eq!(l.model, Either::F32(m.clone()));
+        assert!(l.state.is_none());
+        std::fs::write(&p, &first[..first.len() / 2]).unwrap();
+        assert!(matches!(load(&p), Err(RunError::Corrupt(..))));
+        assert!(matches!(
+            load(&dir.join("missing")),
+            Err(RunError::NotFound(_))
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Rewrite one metadata entry of a checkpoint.
+    fn with_meta(cfg: &Config, m: &Model<f32>, key: &str, value: &str) -> Vec<u8> {
+        let mut meta = base_meta(cfg, "f32", 3);
+        meta.insert(key.into(), value.into());
+        encode(&model_tensors(m), &meta).unwrap()
+    }
+
+    #[test]
+    fn strict_metadata() {
+        let dir = tmp("strict");
+        let cfg = icl_core::presets::preset("quick").unwrap();
+        let m = Model::<f32>::init(&cfg).unwrap();
+        let p = dir.join("m.safetensors");
+        for (k, v) in [
+            ("version", "99"),
+            ("dtype", "f64"),
+            ("dtype", "f16"),
+            ("step", "minus one"),
+            ("format", "other"),
+        ] {
+            std::fs::write(&p, with_meta(&cfg, &m, k, v)).unwrap();
+            match load(&p) {
+                Err(RunError::Corrupt(_, msg)) => assert!(
+                    msg.contains(k) || msg.contains("version") || msg.contains("dtype"),
+                    "{k}: {msg}"
+                ),
+                Err(e) => panic!("{k} = {v}: {e}"),
+                Ok(_) => panic!("{k} = {v} accepted"),
+            }
+        }
+        // an extra tensor
+        let mut t = model_tensors(&m);
+        t.push(Raw::new("extra", vec![1], &[1.0f32]));
+        std::fs::write(&p, encode(&t, &base_meta(&cfg, "f32", 0)).unwrap()).unwrap();
+        assert!(matches!(load(&p), Err(RunError::Corrupt(_, m)) if m.contains("extra")));
+        // a config whose sizes would not fit in memory is refused before any allocation
+        let mut big = cfg.clone();
+        big.task.d = 4096;
+        big.model.heads = 1024;
+        std::fs::write(&p, with_meta(&big, &m, "step", "1")).unwrap();
+        assert!(load(&p).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,85 @@
+//! The engine registry: the names every front end accepts for `--engine` / `engine=`, the default,
+//! and engine factories for the one trainer.
+use crate::error::{Result, RunError};
+use icl_core::{Engine, EngineFactory, Scalar, ScalarEngine};
+
+/// Engines built in, fastest first.
+pub const ENGINES: &[&str] = &["simd", "scalar", "vulkan"];
+
+/// The default engine: the fastest one built in.
+pub fn default_engine() -> &'static str {
+    ENGINES[0]
+}
+
+fn unknown(name: &str) -> RunError {
+    RunError::UnknownName(format!(
+        "unknown engine {name:?}; built-in engines: {}",
+        ENGINES.join(", ")
+    ))
+}
+
+/// Scalars the run layer computes in (f32, f64), each with its engines.
+pub trait RunScalar: Scalar + icl_simd::SimdScalar + Send + Sync {
+    /// The named engine for this scalar type.
+    fn engine(name: &str) -> Result<Box<dyn Engine<Self>>>;
+}
+
+impl RunScalar for f32 {
+    fn engine(name: &str) -> Result<Box<dyn Engine<f32>>> {
+        match name {
+            "simd" => Ok(icl_simd::SimdEngine::<f32>::boxed()),
+            "scalar" => Ok(ScalarEngine::<f32>::boxed()),
+            "vulkan" => icl_vulkan::VulkanEngine::from_env()
+                .map(|e| Box::new(e) as Box<dyn Engine<f32>>)
+                .map_err(|e| RunError::Engine(e.to_string())),
+            _ => Err(unknown(name)),
+        }
+    }
+}
+
+impl RunScalar for f64 {
+    fn engine(name: &str) -> Result<Box<dyn Engine<f64>>> {
+        match name {
+            "simd" => Ok(icl_simd::SimdEngine::<f64>::boxed()),
+            "scalar" => Ok(ScalarEngine::<f64>::boxed()),
+            "vulkan" => Err(RunError::Refused(
+                "the vulkan engine computes in f32: set train.dtype = f32, or use another engine for f64".into(),
+            )),
+            _ => Err(unknown(name)),
+        }
+    }
+}
+
+/// Check that an engine name exists and can run in `dtype` (without starting it).
+pub fn check(name: &str, dtype: icl_core::config::Dtype) -> Result<()> {
+    if !ENGINES.contains(&name) {
+        return Err(unknown(name));
+    }
+    if name == "vulkan" && dtype == icl_core::config::Dtype::F64 {
+        return f64::engine(name).map(|_| ());
+    }
+    Ok(())
+}
+
+/// The engines of one name, as the trainer's factory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Engines(pub String);
+
+impl Engines {
+    /// The named engines, or the default.
+    pub fn named(name: Option<&str>) -> Self {
+        Engines(name.unwrap_or(default_engine()).to_string())
+    }
+}
+
+impl<T: RunScalar> EngineFactory<T> for Engines {
+    fn name(&self) -> &str {
+        &self.0
+    }
+    fn attention(&self) -> icl_core::Result<Box<dyn Engine<T>>> {
+        T::engine(&self.0).map_err(|e| match e {
+            RunError::Core(c) => c,
+            other => icl_core::Error::Unsupported(other.to_string()),
+        })
+    }
+}

@@ -1,0 +1,62 @@
+//! The run layer's error: what went wrong, classified so that every front end maps it the same
+//! way (the CLI to exit codes 2 / 1, the C API to status codes, Python to exception types).
+use std::fmt;
+use std::path::PathBuf;
+
+/// What went wrong in a run-layer operation.
+#[derive(Debug)]
+pub enum RunError {
+    /// Invalid input for the core (configuration, shapes, options), or a numerical failure.
+    Core(icl_core::Error),
+    /// A file or folder is missing.
+    NotFound(PathBuf),
+    /// A file exists but cannot be decoded.
+    Corrupt(PathBuf, String),
+    /// The operating system refused (permissions, full disk, ...).
+    Os(PathBuf, std::io::Error),
+    /// A request that cannot be carried out as asked (an existing run folder without `force`,
+    /// an unknown engine, an engine that cannot run here).
+    Refused(String),
+    /// An engine failed at run time (no device, driver error).
+    Engine(String),
+    /// An unknown name (engine, preset).
+    UnknownName(String),
+}
+
+impl RunError {
+    /// Whether the error is the caller's input (bad arguments, configs or files) rather than a
+    /// failure while running (diverged training, OS errors, engine failures).
+    pub fn is_input(&self) -> bool {
+        match self {
+            RunError::Core(icl_core::Error::Numerical(_)) => false,
+            RunError::Core(_) | RunError::NotFound(_) | RunError::Corrupt(..) => true,
+            RunError::Refused(_) | RunError::UnknownName(_) => true,
+            RunError::Os(..) | RunError::Engine(_) => false,
+        }
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Core(e) => write!(f, "{e}"),
+            RunError::NotFound(p) => write!(f, "{}: no such file or folder", p.display()),
+            RunError::Corrupt(p, m) => {
+                write!(f, "{}: corrupt or not an icl file: {m}", p.display())
+            }
+            RunError::Os(p, e) => write!(f, "{}: {e}", p.display()),
+            RunError::Refused(m) | RunError::Engine(m) | RunError::UnknownName(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl From<icl_core::Error> for RunError {
+    fn from(e: icl_core::Error) -> Self {
+        RunError::Core(e)
+    }
+}
+
+/// Result alias.
+pub type Result<T> = std::result::Result<T, RunError>;

@@ -1,0 +1,37 @@
+//! # icl-run
+//!
+//! The library layer under every front end (the `icl` CLI, the C and C++ API, Python): everything
+//! a front end needs besides parsing its arguments and printing, written once.
+//!
+//! * [`engines`]: the engine registry (`simd`, `scalar`, `vulkan`) and the default engine;
+//! * [`any`]: dtype dispatch ([`AnyModel`], [`AnyTrainer`]) for models and trainers of either
+//!   precision;
+//! * [`folder`]: run folders (file names, atomic writes);
+//! * [`checkpoint`]: safetensors checkpoints (deterministic bytes, strict reading), PyTorch
+//!   import, KQ snapshots;
+//! * [`train`]: a training run from a config to a complete run folder;
+//! * [`summary`], [`analyze`], [`eval`]: the typed JSON contracts (`summary.json`,
+//!   `icl analyze --json`, `icl eval --json`) and the computations behind them;
+//! * [`plot`]: the figures (SVG);
+//! * [`bench`]: training throughput of the engines.
+//!
+//! The science lives in `icl-core`; this crate does I/O and orchestration.
+// `!(x > 0.0)` is how this crate rejects NaN along with out-of-range values.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+pub mod analyze;
+pub mod any;
+pub mod bench;
+pub mod checkpoint;
+pub mod engines;
+pub mod error;
+pub mod eval;
+pub mod folder;
+pub mod plot;
+pub mod summary;
+pub mod train;
+
+pub use any::{AnyModel, AnyTrainer};
+pub use engines::{default_engine, Engines, RunScalar, ENGINES};
+pub use error::{Result, RunError};
+pub use folder::RunDir;

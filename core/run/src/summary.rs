@@ -1,0 +1,191 @@
+//! The JSON contracts as types: `summary.json` of a run folder, `icl analyze --json`,
+//! `icl eval --json`. Every front end produces and reads these structs, so the contracts cannot
+//! drift apart.
+use icl_core::analysis::Report;
+use icl_core::config::Config;
+use serde::{Deserialize, Serialize};
+
+/// The config as a JSON object of dotted key -> typed value.
+pub fn config_json(cfg: &Config) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (section, entries) in cfg.to_table() {
+        if let toml::Value::Table(entries) = entries {
+            for (k, v) in entries {
+                m.insert(
+                    format!("{section}.{k}"),
+                    serde_json::to_value(&v).unwrap_or(serde_json::Value::Null),
+                );
+            }
+        }
+    }
+    serde_json::Value::Object(m)
+}
+
+/// Pretty JSON text of a value.
+pub fn pretty<T: Serialize>(v: &T) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// Monte Carlo risk at one length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Risk {
+    #[serde(rename = "L")]
+    pub len: usize,
+    pub risk: f64,
+    pub stderr: f64,
+    pub samples: usize,
+}
+
+/// One head in `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadSummary {
+    pub omega: f64,
+    pub mu: f64,
+    pub kind: String,
+}
+
+/// One plateau of a Zhang et al. (2025) run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlateauSummary {
+    pub loss: f64,
+    pub theory: f64,
+    pub m: usize,
+    pub start_step: f64,
+    pub end_step: f64,
+    pub at_step: f64,
+    pub pcr_distance: f64,
+}
+
+/// What a run of the `eigs` task adds to its summary (Zhang et al. 2025).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinattnSummary {
+    pub theory_levels: Vec<f64>,
+    pub inv_n: f64,
+    pub eigenvalues: Vec<f64>,
+    pub plateaus: Vec<PlateauSummary>,
+    pub drops: usize,
+    pub crossings: Vec<Option<f64>>,
+    pub final_values: Option<Vec<f64>>,
+    /// Heads whose |v| grew to at least a quarter of the largest.
+    pub grown_values: Option<usize>,
+    pub v_star: Vec<f64>,
+    pub final_pcr_distance: Option<f64>,
+    pub conservation_drift: Option<f64>,
+    pub tests: serde_json::Map<String, serde_json::Value>,
+    pub cubic_mlp_max_abs_diff: Option<f64>,
+}
+
+/// `summary.json` of a trained run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub preset: Option<String>,
+    pub config: serde_json::Value,
+    pub engine: String,
+    pub dtype: String,
+    pub protocol: String,
+    pub steps: u64,
+    pub seconds: f64,
+    pub setup_seconds: f64,
+    pub steps_per_second: f64,
+    pub final_loss: f64,
+    /// Set when the run continued an earlier one (`--resume`): the step it started from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heads: Vec<HeadSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sign_matching: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_eff: Option<f64>,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub linattn: Option<LinattnSummary>,
+}
+
+/// `summary.json` of an imported model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportSummary {
+    pub imported_from: String,
+    pub config: serde_json::Value,
+}
+
+/// One head of `icl analyze --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadAnalysis {
+    pub omega: f64,
+    pub mu: f64,
+    pub kind: String,
+    pub mu_all: Vec<f64>,
+    pub omega_diag: Vec<f64>,
+    pub offdiag_ratio: f64,
+    pub kq21_norm: f64,
+    pub ov21_norm: f64,
+    pub sign_match: bool,
+}
+
+/// `icl analyze --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    pub step: u64,
+    pub heads: Vec<HeadAnalysis>,
+    pub sign_matching: bool,
+    pub omega_homogeneity: f64,
+    pub gamma: f64,
+    pub mu_plus: f64,
+    pub mu_minus: f64,
+    pub mu_sum: f64,
+    pub zero_sum_ratio: f64,
+    pub eta_eff: Option<f64>,
+}
+
+impl Analysis {
+    /// From the core's report of a model after `step` steps.
+    pub fn of(rep: &Report, step: u64) -> Self {
+        Analysis {
+            step,
+            heads: rep
+                .heads
+                .iter()
+                .map(|h| HeadAnalysis {
+                    omega: h.omega,
+                    mu: h.mu,
+                    kind: h.kind.as_str().into(),
+                    mu_all: h.mu_all.clone(),
+                    omega_diag: h.omega_diag.clone(),
+                    offdiag_ratio: h.offdiag_ratio,
+                    kq21_norm: h.kq21_norm,
+                    ov21_norm: h.ov21_norm,
+                    sign_match: h.sign_match,
+                })
+                .collect(),
+            sign_matching: rep.sign_matching,
+            omega_homogeneity: rep.omega_homogeneity,
+            gamma: rep.gamma,
+            mu_plus: rep.mu_plus,
+            mu_minus: rep.mu_minus,
+            mu_sum: rep.mu_sum,
+            zero_sum_ratio: rep.zero_sum_ratio,
+            eta_eff: rep.eta_eff,
+        }
+    }
+}
+
+/// One row of `icl eval --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalRow {
+    pub estimator: String,
+    #[serde(rename = "L")]
+    pub len: usize,
+    pub risk: f64,
+    pub stderr: f64,
+}
+
+/// `icl eval --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalRows {
+    pub rows: Vec<EvalRow>,
+    pub samples: usize,
+    pub seed: u64,
+    pub engine: String,
+}

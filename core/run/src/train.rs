@@ -1,0 +1,726 @@
+//! A training run, from a config to a complete run folder: the one run-folder writer.
+//!
+//! The folder appears complete or not at all. Everything is written into a hidden sibling
+//! `.NAME.partial/` (locked while a process writes it, so two runs cannot write one folder), with
+//! `summary.json` last, and renamed into place at the end (an existing run is replaced only with
+//! `force`, by swapping the folders). During training the trainer's whole state is checkpointed
+//! into the staging folder (every `checkpoint_every` steps and every `checkpoint_seconds`), and
+//! when the caller interrupts (its progress callback returns `false`, e.g. on SIGINT); a killed or
+//! interrupted run continues with [`resume`] to the same bytes as an uninterrupted one. A finished
+//! run keeps its optimiser state in `model.safetensors`, so [`resume`] can also extend it.
+use crate::any::{AnyTrainer, Start};
+use crate::checkpoint;
+use crate::dispatch;
+use crate::engines::{Engines, RunScalar};
+use crate::error::{Result, RunError};
+use crate::folder::RunDir;
+use crate::plot::{lines_svg, Series};
+use crate::summary::{
+    config_json, pretty, HeadSummary, LinattnSummary, PlateauSummary, Risk, Summary,
+};
+use icl_core::analysis::analyze;
+use icl_core::config::{Config, LinNorm, TaskKind};
+use icl_core::eval::mc_risk;
+use icl_core::linattn::metrics::{detect_plateaus, nearest_level, rel_dist, PlateauOptions};
+use icl_core::linattn::LinattnTheory;
+use icl_core::theory::zhang2025::{crossings, v_star};
+use icl_core::train::{Options, Trainer};
+use icl_core::{Runner, Scalar};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// How to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainOptions {
+    /// Engine name (default: the fastest built in).
+    pub engine: Option<String>,
+    /// The preset the config came from (recorded in the summary).
+    pub preset: Option<String>,
+    /// Replace an existing run folder (or discard an interrupted one).
+    pub force: bool,
+    /// Monte Carlo samples for the risk at the training length in the summary (< 2: skip).
+    pub eval_samples: usize,
+    /// Checkpoint every this many steps (0: only by time and on interruption).
+    pub checkpoint_every: u64,
+    /// Checkpoint every this many seconds of training (0: only by steps and on interruption).
+    pub checkpoint_seconds: f64,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            engine: None,
+            preset: None,
+            force: false,
+            eval_samples: 20_000,
+            checkpoint_every: 0,
+            checkpoint_seconds: 300.0,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The folder is complete.
+    Finished { dir: RunDir, summary: Box<Summary> },
+    /// The caller stopped the run; its state is in `checkpoint`, [`resume`] continues it.
+    Interrupted { step: u64, checkpoint: PathBuf },
+}
+
+/// Progress reports: `(steps done, total steps, last loss)`; returning `false` interrupts the
+/// run (it is checkpointed first).
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64, f64) -> bool;
+
+/// Train `cfg` into the run folder `out`.
+pub fn train(cfg: &Config, out: &Path, o: &TrainOptions, progress: Progress) -> Result<Outcome> {
+    cfg.validate()?;
+    let engines = Engines::named(o.engine.as_deref());
+    crate::engines::check(&engines.0, cfg.train.dtype)?;
+    let stage = Stage::open(out, o.force, false)?;
+    stage.check_space(cfg)?;
+    let t0 = Instant::now();
+    let tr = AnyTrainer::new(cfg, &engines, Start::Fresh, &Options::default())?;
+    let setup = t0.elapsed().as_secs_f64();
+    run(stage, tr, o, None, setup, progress)
+}
+
+/// Continue the run of `out`: an interrupted run from its last checkpoint, or a finished one
+/// (extended to `steps`, which must be larger than the steps done).
+pub fn resume(
+    out: &Path,
+    steps: Option<u64>,
+    o: &TrainOptions,
+    progress: Progress,
+) -> Result<Outcome> {
+    let stage = Stage::open(out, false, true)?;
+    let (path, finished) = if stage.checkpoint().is_file() {
+        (stage.checkpoint(), false)
+    } else if RunDir::new(out).model().is_file() {
+        (RunDir::new(out).model(), true)
+    } else {
+        return Err(RunError::Refused(format!(
+            "{} has no interrupted or finished run to resume",
+            out.display()
+        )));
+    };
+    let loaded = checkpoint::load(&path)?;
+    let Some(state) = loaded.state else {
+        return Err(RunError::Refused(format!(
+            "{} holds no trainer state (a run from an older icl, or an imported model): it cannot be resumed",
+            path.display()
+        )));
+    };
+    let mut cfg = loaded.config;
+    if let Some(s) = steps {
+        cfg.train.steps = s;
+    }
+    if finished && cfg.train.steps <= loaded.step {
+        return Err(RunError::Refused(format!(
+            "the run in {} is finished at step {}; give --steps N with N > {} to extend it",
+            out.display(),
+            loaded.step,
+            loaded.step
+        )));
+    }
+    if cfg.train.steps < loaded.step {
+        return Err(RunError::Refused(format!(
+            "the run is at step {}, beyond --steps {}",
+            loaded.step, cfg.train.steps
+        )));
+    }
+    cfg.validate()?;
+    let engines = Engines::named(o.engine.as_deref());
+    crate::engines::check(&engines.0, cfg.train.dtype)?;
+    stage.check_space(&cfg)?;
+    // keep the preset name the run was started from
+    let mut o = o.clone();
+    if o.preset.is_none() {
+        let earlier = [stage.dir.summary(), RunDir::new(out).summary()];
+        o.preset = earlier.iter().find_map(|p| {
+            let s: Summary = serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+            s.preset
+        });
+    }
+    let t0 = Instant::now();
+    let tr = AnyTrainer::resume(&cfg, &engines, state, &Options::default())?;
+    let setup = t0.elapsed().as_secs_f64();
+    run(stage, tr, &o, Some(loaded.step), setup, progress)
+}
+
+fn run(
+    stage: Stage,
+    mut tr: AnyTrainer,
+    o: &TrainOptions,
+    resumed_from: Option<u64>,
+    setup_seconds: f64,
+    progress: Progress,
+) -> Result<Outcome> {
+    let cfg = tr.config().clone();
+    stage.dir.write_text("config.toml", &cfg.to_toml())?;
+    let t0 = Instant::now();
+    let finished = dispatch!(&mut tr, t => train_loop(t, &stage, o, progress)?);
+    if !finished {
+        return Ok(Outcome::Interrupted {
+            step: tr.step(),
+            checkpoint: stage.checkpoint(),
+        });
+    }
+    let seconds = t0.elapsed().as_secs_f64();
+    let summary =
+        dispatch!(&mut tr, t => write_outputs(t, &stage, o, resumed_from, seconds, setup_seconds)?);
+    let dir = stage.commit()?;
+    Ok(Outcome::Finished {
+        dir,
+        summary: Box::new(summary),
+    })
+}
+
+fn column_names<T: Scalar>(t: &Trainer<T>) -> Vec<String> {
+    t.columns().iter().map(|c| c.name.clone()).collect()
+}
+
+fn save_checkpoint<T: Scalar>(t: &Trainer<T>, stage: &Stage) -> Result<()> {
+    checkpoint::save(
+        &stage.checkpoint(),
+        &t.cfg,
+        &t.state(),
+        &t.model,
+        &column_names(t),
+    )
+}
+
+/// Steps to the end (`true`) or until the caller interrupts (`false`, after a checkpoint).
+fn train_loop<T: Scalar>(
+    t: &mut Trainer<T>,
+    stage: &Stage,
+    o: &TrainOptions,
+    progress: Progress,
+) -> Result<bool> {
+    let total = t.cfg.train.steps;
+    let mut last_ckpt = Instant::now();
+    while t.step < total {
+        let loss = t.step()?;
+        let by_steps = o.checkpoint_every > 0 && t.step.is_multiple_of(o.checkpoint_every);
+        let by_time =
+            o.checkpoint_seconds > 0.0 && last_ckpt.elapsed().as_secs_f64() >= o.checkpoint_seconds;
+        if (by_steps || by_time) && t.step < total {
+            save_checkpoint(t, stage)?;
+            last_ckpt = Instant::now();
+        }
+        if !progress(t.step, total, loss) {
+            save_checkpoint(t, stage)?;
+            return Ok(false);
+        }
+    }
+    t.finish()?;
+    Ok(true)
+}
+
+fn csv_row(s: &mut String, step: u64, loss: f64, values: &[f64], short: bool) {
+    if short {
+        let _ = write!(s, "{step},{loss:.8e}");
+        for x in values {
+            let _ = write!(s, ",{x:.8e}");
+        }
+    } else {
+        let _ = write!(s, "{step},{loss:e}");
+        for x in values {
+            let _ = write!(s, ",{x:e}");
+        }
+    }
+    s.push('\n');
+}
+
+/// `metrics.csv`: step, loss and every probe column.
+fn metrics_csv<T: Scalar>(t: &Trainer<T>) -> String {
+    let mut s = String::from("step,loss");
+    for c in t.columns() {
+        s.push(',');
+        s.push_str(&c.name);
+    }
+    s.push('\n');
+    for r in &t.log {
+        csv_row(&mut s, r.step, r.loss, &r.values, true);
+    }
+    s
+}
+
+/// A CSV of one probe group: step and the group's columns.
+fn group_csv<T: Scalar>(t: &Trainer<T>, group: &str) -> String {
+    let mut s = String::from("step");
+    for c in t.columns().iter().filter(|c| c.group == group) {
+        s.push(',');
+        s.push_str(&c.name);
+    }
+    s.push('\n');
+    for r in &t.log {
+        let _ = write!(s, "{}", r.step);
+        for x in t.group(r, group) {
+            let _ = write!(s, ",{x:e}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn write_outputs<T: RunScalar>(
+    t: &mut Trainer<T>,
+    stage: &Stage,
+    o: &TrainOptions,
+    resumed_from: Option<u64>,
+    seconds: f64,
+    setup_seconds: f64,
+) -> Result<Summary> {
+    let cfg = t.cfg.clone();
+    let dir = &stage.dir;
+    checkpoint::save(&dir.model(), &cfg, &t.state(), &t.model, &column_names(t))?;
+    dir.write_text("metrics.csv", &metrics_csv(t))?;
+    if !t.snapshots.is_empty() {
+        checkpoint::save_snapshots(
+            &dir.snapshots(),
+            &t.snapshots,
+            t.model.spec.heads,
+            t.model.spec.e(),
+        )?;
+    }
+    let steps_done = t.step - resumed_from.unwrap_or(0);
+    let final_loss = t.log.last().map(|r| r.loss).unwrap_or(f64::NAN);
+    let mut summary = Summary {
+        preset: o.preset.clone(),
+        config: config_json(&cfg),
+        engine: t.engine_name().to_string(),
+        dtype: T::NAME.into(),
+        protocol: t.protocol().into(),
+        steps: t.step,
+        seconds,
+        setup_seconds,
+        steps_per_second: steps_done as f64 / seconds.max(1e-9),
+        final_loss,
+        resumed_from,
+        risk: None,
+        heads: Vec::new(),
+        sign_matching: None,
+        eta_eff: None,
+        linattn: None,
+    };
+    let curve = t.curve();
+    if cfg.task.kind == TaskKind::Eigs {
+        summary.linattn = Some(linattn_outputs(t, dir, &curve)?);
+    } else {
+        let rep = analyze(&t.model.spec, &t.model.circuits());
+        summary.heads = rep
+            .heads
+            .iter()
+            .map(|h| HeadSummary {
+                omega: h.omega,
+                mu: h.mu,
+                kind: h.kind.as_str().into(),
+            })
+            .collect();
+        summary.sign_matching = Some(rep.sign_matching);
+        summary.eta_eff = rep.eta_eff;
+        if o.eval_samples >= 2 {
+            let mut runner = Runner::new(T::engine(&Engines::named(o.engine.as_deref()).0)?);
+            let r = mc_risk(
+                &t.task,
+                cfg.task.len,
+                o.eval_samples,
+                cfg.train.seed,
+                Some((&t.model, &mut runner)),
+                &[],
+            )?[0];
+            summary.risk = Some(Risk {
+                len: cfg.task.len,
+                risk: r.risk,
+                stderr: r.stderr,
+                samples: r.n,
+            });
+        }
+        if curve.len() >= 2 {
+            let series = vec![Series {
+                name: "train loss".into(),
+                points: curve,
+                dashed: false,
+            }];
+            lines_svg(
+                &dir.file("loss.svg"),
+                "training loss",
+                "step",
+                "MSE",
+                &series,
+                true,
+            )?;
+        }
+    }
+    dir.write_text("summary.json", &pretty(&summary))?;
+    Ok(summary)
+}
+
+/// The Zhang et al. (2025) outputs: plateaus against the theory levels, group CSVs and plots.
+fn linattn_outputs<T: Scalar>(
+    t: &Trainer<T>,
+    dir: &RunDir,
+    curve: &[(f64, f64)],
+) -> Result<LinattnSummary> {
+    let cfg = &t.cfg;
+    let th = LinattnTheory::of(cfg, &t.task);
+    let levels = th.levels.clone();
+    let plateaus = detect_plateaus(curve, &PlateauOptions::default());
+    let vstar = v_star(&th.spectrum.lambda, th.inv_n).unwrap_or_default();
+    let pl: Vec<PlateauSummary> = plateaus
+        .iter()
+        .map(|p| {
+            let (m, theory) = nearest_level(&levels, p.loss);
+            let mm = th.spectrum.pcr_matrix(m, th.inv_n);
+            PlateauSummary {
+                loss: p.loss,
+                theory,
+                m,
+                start_step: p.start_step,
+                end_step: p.end_step,
+                at_step: p.mid_step,
+                pcr_distance: rel_dist(&t.group(&t.log[p.mid_index], "m"), &mm),
+            }
+        })
+        .collect();
+    let last = t.log.last();
+    let tests: Vec<String> = t
+        .columns()
+        .iter()
+        .filter(|c| c.group == "test")
+        .map(|c| c.name.clone())
+        .collect();
+    let twin = t.column("cubic_mlp");
+    let twin_diff = twin.as_ref().map(|tw| {
+        tw.iter()
+            .zip(&t.log)
+            .map(|(l, r)| (l - r.loss).abs())
+            .fold(0.0f64, f64::max)
+    });
+    // loss.csv: step, loss, test losses, the twin, the theory levels
+    let mut csv = String::from("step,loss");
+    for n in &tests {
+        let _ = write!(csv, ",{n}");
+    }
+    if twin.is_some() {
+        csv.push_str(",cubic_mlp");
+    }
+    for m in 0..levels.len() {
+        let _ = write!(csv, ",theory_L{m}");
+    }
+    csv.push('\n');
+    for r in &t.log {
+        let mut vals = t.group(r, "test");
+        vals.extend(t.group(r, "cubic_mlp"));
+        vals.extend(&levels);
+        csv_row(&mut csv, r.step, r.loss, &vals, false);
+    }
+    dir.write_text("loss.csv", &csv)?;
+    dir.write_text("values.csv", &group_csv(t, "values"))?;
+    dir.write_text("alignment.csv", &group_csv(t, "align"))?;
+    dir.write_text("m.csv", &group_csv(t, "m"))?;
+
+    let x_end = curve.last().map(|p| p.0).unwrap_or(1.0).max(1.0);
+    let mut series = vec![Series {
+        name: "train loss".into(),
+        points: curve.to_vec(),
+        dashed: false,
+    }];
+    for n in &tests {
+        let pts = t.column(n).unwrap_or_default();
+        series.push(Series {
+            name: n.replace('_', " "),
+            points: t
+                .log
+                .iter()
+                .zip(pts)
+                .map(|(r, l)| (r.step as f64, l))
+                .collect(),
+            dashed: false,
+        });
+    }
+    if let Some(tw) = &twin {
+        series.push(Series {
+            name: "cubic-feature MLP".into(),
+            points: t
+                .log
+                .iter()
+                .zip(tw)
+                .map(|(r, l)| (r.step as f64, *l))
+                .collect(),
+            dashed: false,
+        });
+    }
+    for (m, l) in levels.iter().enumerate() {
+        series.push(Series {
+            name: format!("L(M_{m}) = {l:.4}"),
+            points: vec![(0.0, *l), (x_end, *l)],
+            dashed: true,
+        });
+    }
+    if curve.len() >= 2 {
+        lines_svg(
+            &dir.file("loss.svg"),
+            "loss and theory plateaus",
+            "step",
+            "loss",
+            &series,
+            false,
+        )?;
+        let mut vs: Vec<Series> = (0..t.model.spec.heads)
+            .map(|h| Series {
+                name: format!("v_{}", h + 1),
+                points: t
+                    .log
+                    .iter()
+                    .map(|r| (r.step as f64, t.group(r, "values")[h]))
+                    .collect(),
+                dashed: false,
+            })
+            .collect();
+        if cfg.model.lin_norm == LinNorm::Len {
+            for (d, v) in vstar.iter().enumerate() {
+                vs.push(Series {
+                    name: format!("v*_{} = {v:.3}", d + 1),
+                    points: vec![(0.0, *v), (x_end, *v)],
+                    dashed: true,
+                });
+            }
+        }
+        lines_svg(
+            &dir.file("values.svg"),
+            "value weights v_h(t)",
+            "step",
+            "v",
+            &vs,
+            false,
+        )?;
+    }
+    let final_values = last.map(|r| t.group(r, "values"));
+    Ok(LinattnSummary {
+        theory_levels: levels.clone(),
+        inv_n: th.inv_n,
+        eigenvalues: th.spectrum.lambda.clone(),
+        drops: pl.len().saturating_sub(1),
+        plateaus: pl,
+        crossings: crossings(&levels, curve),
+        grown_values: final_values.as_ref().map(|v| {
+            let vmax = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            v.iter().filter(|x| x.abs() > 0.25 * vmax).count()
+        }),
+        final_values,
+        v_star: vstar,
+        final_pcr_distance: last.map(|r| {
+            rel_dist(
+                &t.group(r, "m"),
+                &th.spectrum.pcr_matrix(levels.len() - 1, th.inv_n),
+            )
+        }),
+        conservation_drift: last.and_then(|r| t.group(r, "drift").first().copied()),
+        tests: tests
+            .iter()
+            .map(|n| {
+                let v = last
+                    .and_then(|r| {
+                        t.columns()
+                            .iter()
+                            .position(|c| &c.name == n)
+                            .map(|k| r.values[k])
+                    })
+                    .map(serde_json::Value::from)
+                    .unwrap_or(serde_json::Value::Null);
+                (n.clone(), v)
+            })
+            .collect(),
+        cubic_mlp_max_abs_diff: twin_diff,
+    })
+}
+
+/// The staging folder of a run: `.NAME.partial/` beside `out`, locked while we write it.
+struct Stage {
+    out: PathBuf,
+    dir: RunDir,
+    _lock: File,
+}
+
+fn staging_path(out: &Path) -> Result<PathBuf> {
+    let name = out.file_name().ok_or_else(|| {
+        RunError::Refused(format!(
+            "{} names no folder (give a folder name, e.g. runs/he2025)",
+            out.display()
+        ))
+    })?;
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Ok(parent.join(format!(".{}.partial", name.to_string_lossy())))
+}
+
+impl Stage {
+    /// Open (and lock) the staging folder of `out`. A fresh run refuses an existing run folder
+    /// unless `force`, and an interrupted one unless `force` (which discards it); `resume` keeps
+    /// both.
+    fn open(out: &Path, force: bool, resume: bool) -> Result<Stage> {
+        let run = RunDir::new(out);
+        if out.exists() && !out.is_dir() {
+            return Err(RunError::Refused(format!(
+                "{} exists and is not a folder",
+                out.display()
+            )));
+        }
+        if out.is_dir() && !run.model().is_file() {
+            let empty = std::fs::read_dir(out)
+                .map_err(|e| RunError::Os(out.into(), e))?
+                .next()
+                .is_none();
+            if !empty {
+                return Err(RunError::Refused(format!(
+                    "{} exists and is not an icl run folder; choose another --out",
+                    out.display()
+                )));
+            }
+        }
+        if run.model().is_file() && !force && !resume {
+            return Err(RunError::Refused(format!(
+                "{} already holds a run (use --force to replace it, or --resume --steps N to extend it)",
+                out.display()
+            )));
+        }
+        let path = staging_path(out)?;
+        let parent = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| RunError::Os(parent.into(), e))?;
+        std::fs::create_dir_all(&path).map_err(|e| RunError::Os(path.clone(), e))?;
+        let lock_path = path.join(".lock");
+        let lock = File::create(&lock_path).map_err(|e| RunError::Os(lock_path.clone(), e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(RunError::Refused(format!(
+                    "another icl process is writing {} (its staging folder {} is locked)",
+                    out.display(),
+                    path.display()
+                )))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(RunError::Os(lock_path, e)),
+        }
+        let stage = Stage {
+            out: out.to_path_buf(),
+            dir: RunDir::new(&path),
+            _lock: lock,
+        };
+        if !resume && stage.checkpoint().is_file() {
+            if !force {
+                return Err(RunError::Refused(format!(
+                    "{} has an interrupted run (in {}): continue it with --resume, or start over with --force",
+                    out.display(),
+                    path.display()
+                )));
+            }
+            stage.clear()?;
+        } else if !resume {
+            stage.clear()?;
+        }
+        Ok(stage)
+    }
+
+    /// The in-progress checkpoint.
+    fn checkpoint(&self) -> PathBuf {
+        self.dir.file("checkpoint.safetensors")
+    }
+
+    /// Remove everything but the lock from the staging folder.
+    fn clear(&self) -> Result<()> {
+        let entries =
+            std::fs::read_dir(&self.dir.dir).map_err(|e| RunError::Os(self.dir.dir.clone(), e))?;
+        for e in entries.flatten() {
+            if e.file_name() == ".lock" {
+                continue;
+            }
+            let p = e.path();
+            let r = if p.is_dir() {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+            r.map_err(|e| RunError::Os(p.clone(), e))?;
+        }
+        Ok(())
+    }
+
+    /// Refuse to start when the file system has clearly less room than the outputs need.
+    fn check_space(&self, cfg: &Config) -> Result<()> {
+        let spec = icl_core::ModelSpec::from_config(cfg)?;
+        let params = spec.n_params() as u64 * 8 * 3;
+        let rows = cfg.train.steps / cfg.train.log_every.max(1) + 2;
+        let cols = 2 + 2 * spec.heads as u64 + (spec.d * spec.d) as u64;
+        let snaps = cfg
+            .train
+            .steps
+            .checked_div(cfg.train.snapshot_every)
+            .map_or(0, |k| {
+                (k + 1) * (spec.heads * spec.e() * spec.e()) as u64 * 16
+            });
+        let need = 2 * (params + rows * cols * 40 + snaps) + (1 << 20);
+        if let Some(avail) = available_bytes(&self.dir.dir) {
+            if avail < need {
+                return Err(RunError::Refused(format!(
+                    "not enough disk space in {}: the run needs about {}, {} is available",
+                    self.dir.dir.display(),
+                    icl_core::config::human_bytes(need),
+                    icl_core::config::human_bytes(avail)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Move the finished folder into place (swapping out a replaced run).
+    fn commit(self) -> Result<RunDir> {
+        let _ = std::fs::remove_file(self.checkpoint());
+        let _ = std::fs::remove_file(self.dir.file(".lock"));
+        let out = &self.out;
+        let os = |p: &Path, e| RunError::Os(p.to_path_buf(), e);
+        if out.is_dir() && std::fs::remove_dir(out).is_err() {
+            // a run (or other files) is there: swap it out, then remove it
+            let old = staging_path(out)?.with_extension(format!("old-{}", std::process::id()));
+            std::fs::rename(out, &old).map_err(|e| os(out, e))?;
+            std::fs::rename(&self.dir.dir, out).map_err(|e| os(out, e))?;
+            let _ = std::fs::remove_dir_all(&old);
+        } else {
+            std::fs::rename(&self.dir.dir, out).map_err(|e| os(out, e))?;
+        }
+        Ok(RunDir::new(out))
+    }
+}
+
+/// Free bytes for unprivileged writes on the file system of `path`.
+fn available_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `s` a writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return None;
+    }
+    Some(s.f_bavail as u64 * s.f_frsize as u64)
+}
+
+/// A run folder from a PyTorch `state_dict` (see [`checkpoint::import_torch`]): `config.toml`,
+/// `model.safetensors` (step 0, no trainer state) and `summary.json`, written like a trained run.
+pub fn import(torch: &Path, cfg: &Config, out: &Path, force: bool) -> Result<RunDir> {
+    cfg.validate()?;
+    let model = checkpoint::import_torch(torch, cfg)?;
+    let stage = Stage::open(out, force, false)?;
+    stage.dir.write_text("config.toml", &cfg.to_toml())?;
+    dispatch!(&model, m => checkpoint::save_model(&stage.dir.model(), m, cfg, 0)?);
+    let summary = crate::summary::ImportSummary {
+        imported_from: torch.display().to_string(),
+        config: config_json(cfg),
+    };
+    stage.dir.write_text("summary.json", &pretty(&summary))?;
+    stage.commit()
+}

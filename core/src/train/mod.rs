@@ -1,0 +1,347 @@
+//! The one trainer: flat parameters, an optimiser, an [`Objective`] (the loss and its parameter
+//! gradient at step t) and [`Probe`]s (the logged columns), with one log window and one divergence
+//! check. Which objective and probes a configuration gets is decided here, in the core
+//! ([`objective::build`]), so every front end (CLI, C, C++, Python) runs the same protocol for the
+//! same config.
+//!
+//! Logging conventions:
+//! * fresh data every step (online): after update s, a row when s = 1, s is a multiple of
+//!   `train.log_every`, or s = `train.steps`, with the mean batch loss since the previous row and
+//!   the probes at the updated parameters;
+//! * full batch (fixed set): at step t a row when t is a multiple of `train.log_every`, with the
+//!   loss of the parameters before update t and the probes at those parameters; [`Trainer::run`]
+//!   adds a final row for the parameters after the last update.
+//!
+//! Resumable: [`Trainer::state`] is everything the trainer does not rebuild from its config
+//! (step, parameters, optimiser moments, log, window, snapshots, probe states), and
+//! [`Trainer::from_state`] continues bit for bit where it stopped.
+pub mod objective;
+pub mod probe;
+
+pub use objective::{Objective, Options};
+pub use probe::Probe;
+
+use crate::config::Config;
+use crate::engine::{EngineFactory, Runner};
+use crate::model::{Circuits, Model, ModelSpec};
+use crate::optim::Optimizer;
+use crate::task::{Batch, Task};
+use crate::{Error, Result, Scalar};
+use alloc::boxed::Box;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// One logged row: the step, the loss, and one value per [`Column`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogRow {
+    /// Steps completed.
+    pub step: u64,
+    /// Training loss (see the module's logging conventions).
+    pub loss: f64,
+    /// The probes' values, in [`Trainer::columns`] order.
+    pub values: Vec<f64>,
+}
+
+/// A logged column: the probe group it belongs to (`omega`, `mu`, `values`, ...) and its name
+/// (`omega_0`, `v1`, `icl_test`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub group: &'static str,
+    pub name: String,
+}
+
+/// The effective KQ of every head after `step` steps ([H, E, E]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub step: u64,
+    pub kq: Vec<f64>,
+}
+
+/// Everything a trainer needs besides its config to continue a run bit for bit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainState<T> {
+    pub step: u64,
+    pub params: Vec<T>,
+    pub opt: Optimizer<T>,
+    pub log: Vec<LogRow>,
+    pub snapshots: Vec<Snapshot>,
+    /// Sum and count of the batch losses since the last row (online objectives).
+    pub window: (f64, u64),
+    /// Each probe's own state (e.g. the cubic twin's parameters and optimiser), in probe order.
+    pub probes: Vec<Vec<f64>>,
+}
+
+/// Loss and parameter gradient of `model` on `batch` (overwrites `grad`).
+pub fn loss_and_grad<T: Scalar>(
+    runner: &mut Runner<T>,
+    model: &Model<T>,
+    batch: &Batch<T>,
+    grad: &mut [T],
+) -> Result<T> {
+    if grad.len() != model.params.len() {
+        return Err(Error::Shape(format!(
+            "gradient buffer has {} values, {} needed",
+            grad.len(),
+            model.params.len()
+        )));
+    }
+    let circ = model.circuits();
+    let mut g = Circuits::zeros(&model.spec);
+    let loss = runner.loss_grad(&model.spec, &circ, batch, &mut g)?;
+    model.backprop_circuits(&g, grad);
+    Ok(loss)
+}
+
+/// A training run in precision `T`.
+pub struct Trainer<T: Scalar> {
+    pub cfg: Config,
+    pub task: Task,
+    pub model: Model<T>,
+    pub opt: Optimizer<T>,
+    /// Steps completed.
+    pub step: u64,
+    pub log: Vec<LogRow>,
+    pub snapshots: Vec<Snapshot>,
+    columns: Vec<Column>,
+    objective: Box<dyn Objective<T>>,
+    probes: Vec<Box<dyn Probe<T>>>,
+    grad: Vec<T>,
+    circ: Circuits<T>,
+    window: (f64, u64),
+}
+
+impl<T: Scalar> core::fmt::Debug for Trainer<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Trainer({}, {}, step {})",
+            self.model.describe(),
+            self.objective.protocol(),
+            self.step
+        )
+    }
+}
+
+impl<T: Scalar> Trainer<T> {
+    /// A trainer with a freshly initialised model and the default [`Options`].
+    pub fn new(cfg: &Config, engines: &dyn EngineFactory<T>) -> Result<Self> {
+        Self::with_model(cfg, Model::init(cfg)?, engines, &Options::default())
+    }
+
+    /// A trainer starting from `model` (its spec must match the config).
+    pub fn with_model(
+        cfg: &Config,
+        model: Model<T>,
+        engines: &dyn EngineFactory<T>,
+        opts: &Options,
+    ) -> Result<Self> {
+        let task = Task::new(cfg)?;
+        let spec = ModelSpec::from_config(cfg)?;
+        if spec != model.spec {
+            return Err(Error::Shape("model does not match the config".into()));
+        }
+        let (objective, probes) = objective::build(cfg, &task, &model, engines, opts)?;
+        let columns = probes.iter().flat_map(|p| p.columns()).collect();
+        let n = model.params.len();
+        Ok(Trainer {
+            cfg: cfg.clone(),
+            opt: Optimizer::new(&cfg.train, n),
+            grad: vec![T::zero(); n],
+            circ: Circuits::zeros(&spec),
+            task,
+            model,
+            step: 0,
+            log: Vec::new(),
+            snapshots: Vec::new(),
+            columns,
+            objective,
+            probes,
+            window: (0.0, 0),
+        })
+    }
+
+    /// A trainer that continues from `state` (taken with [`Trainer::state`] from a trainer of
+    /// the same config). Probes that keep state (the cubic twin) are rebuilt from the initial
+    /// model of the config and then restored.
+    pub fn from_state(
+        cfg: &Config,
+        state: TrainState<T>,
+        engines: &dyn EngineFactory<T>,
+        opts: &Options,
+    ) -> Result<Self> {
+        let mut tr = Self::with_model(cfg, Model::init(cfg)?, engines, opts)?;
+        let n = tr.model.params.len();
+        if state.params.len() != n || state.opt.len() != n {
+            return Err(Error::Shape(format!(
+                "the saved state has {} parameters and optimiser state for {}, the config's model {n}",
+                state.params.len(),
+                state.opt.len()
+            )));
+        }
+        if state.probes.len() != tr.probes.len() {
+            return Err(Error::Shape(format!(
+                "the saved state has {} probe states, the config's protocol {}",
+                state.probes.len(),
+                tr.probes.len()
+            )));
+        }
+        crate::scalar::check_finite("params", &state.params)?;
+        for (p, s) in tr.probes.iter_mut().zip(&state.probes) {
+            p.restore(s)?;
+        }
+        tr.model.params = state.params;
+        tr.opt = state.opt;
+        tr.step = state.step;
+        tr.log = state.log;
+        tr.snapshots = state.snapshots;
+        tr.window = state.window;
+        Ok(tr)
+    }
+
+    /// The state [`Trainer::from_state`] continues from.
+    pub fn state(&self) -> TrainState<T> {
+        TrainState {
+            step: self.step,
+            params: self.model.params.clone(),
+            opt: self.opt.clone(),
+            log: self.log.clone(),
+            snapshots: self.snapshots.clone(),
+            window: self.window,
+            probes: self.probes.iter().map(|p| p.state()).collect(),
+        }
+    }
+
+    /// The logged columns, in [`LogRow::values`] order.
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+
+    /// The values of a row that belong to a probe group (`values`, `m`, `omega`, ...), in column
+    /// order (empty if no such group).
+    pub fn group(&self, row: &LogRow, group: &str) -> Vec<f64> {
+        self.columns
+            .iter()
+            .zip(&row.values)
+            .filter(|(c, _)| c.group == group)
+            .map(|(_, v)| *v)
+            .collect()
+    }
+
+    /// The values of one column over the log (`None` if no such column).
+    pub fn column(&self, name: &str) -> Option<Vec<f64>> {
+        let k = self.columns.iter().position(|c| c.name == name)?;
+        Some(self.log.iter().map(|r| r.values[k]).collect())
+    }
+
+    /// The protocol, e.g. "fresh data every step", "full-batch GD on a fixed set".
+    pub fn protocol(&self) -> &'static str {
+        self.objective.protocol()
+    }
+
+    /// The engine that computes the loss ("moments" where sufficient statistics replace it).
+    pub fn engine_name(&self) -> &str {
+        self.objective.engine()
+    }
+
+    /// Whether the objective is full batch (see the module's logging conventions).
+    pub fn full_batch(&self) -> bool {
+        self.objective.full_batch()
+    }
+
+    /// The parameter gradient of the last step.
+    pub fn last_grad(&self) -> &[T] {
+        &self.grad
+    }
+
+    /// One optimiser step; returns the loss it computed (the batch loss, or the full-batch loss of
+    /// the parameters before the update).
+    pub fn step(&mut self) -> Result<f64> {
+        let t = self.step;
+        let loss = self
+            .objective
+            .loss_grad(t, &self.model.params, &mut self.grad)?;
+        if !loss.is_finite() {
+            return Err(Error::Numerical(format!(
+                "training diverged at step {t} (loss {loss})"
+            )));
+        }
+        let full = self.objective.full_batch();
+        let every = self.cfg.train.log_every.max(1);
+        if full && t.is_multiple_of(every) {
+            self.push_row(loss)?;
+        }
+        self.opt.step(&mut self.model.params, &self.grad)?;
+        for p in self.probes.iter_mut() {
+            p.after_step(t)?;
+        }
+        self.step += 1;
+        let s = self.step;
+        if !full {
+            self.window.0 += loss;
+            self.window.1 += 1;
+            if s == 1 || s.is_multiple_of(every) || s == self.cfg.train.steps {
+                let mean = self.window.0 / self.window.1.max(1) as f64;
+                self.window = (0.0, 0);
+                self.push_row(mean)?;
+            }
+        }
+        let snap = self.cfg.train.snapshot_every;
+        if snap > 0 && (s == 1 || s.is_multiple_of(snap)) {
+            self.model.circuits_into(&mut self.circ);
+            self.snapshots.push(Snapshot {
+                step: s,
+                kq: self.circ.kq.iter().map(|x| x.to_f64()).collect(),
+            });
+        }
+        Ok(loss)
+    }
+
+    fn push_row(&mut self, loss: f64) -> Result<()> {
+        let mut values = Vec::with_capacity(self.columns.len());
+        for p in self.probes.iter_mut() {
+            p.record(&self.model, &mut values)?;
+        }
+        self.log.push(LogRow {
+            step: self.step,
+            loss,
+            values,
+        });
+        Ok(())
+    }
+
+    /// The loss of the current parameters on the training objective (full batch), or `None`
+    /// (online objectives have no such loss).
+    pub fn current_loss(&mut self) -> Result<Option<f64>> {
+        self.objective.loss(&self.model.params)
+    }
+
+    /// Run until `train.steps` steps are done, calling `progress(step, loss)` after each step
+    /// (`false` stops early; the state stays consistent), then [`Trainer::finish`].
+    pub fn run(&mut self, progress: &mut dyn FnMut(u64, f64) -> bool) -> Result<()> {
+        while self.step < self.cfg.train.steps {
+            let loss = self.step()?;
+            if !progress(self.step, loss) {
+                return Ok(());
+            }
+        }
+        self.finish()
+    }
+
+    /// For full-batch objectives, log the parameters after the last update if that row is not
+    /// there yet (online objectives log at the last step already).
+    pub fn finish(&mut self) -> Result<()> {
+        if self.objective.full_batch() && self.log.last().map(|r| r.step) != Some(self.step) {
+            if let Some(l) = self.current_loss()? {
+                self.push_row(l)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The loss curve (step, loss) of the log.
+    pub fn curve(&self) -> Vec<(f64, f64)> {
+        self.log.iter().map(|r| (r.step as f64, r.loss)).collect()
+    }
+}

@@ -1,0 +1,13 @@
+//! The engine conformance suite on the Vulkan engine (lavapipe in CI), for both workgroup
+//! variants (16: the CPU driver's, 64: a GPU's), f32 only.
+mod vulkan_common;
+
+use icl_core::Engine;
+use vulkan_common::engine_wg;
+
+icl_core::engine_conformance!(vulkan_wg16, f32, 2e-5, || -> Box<dyn Engine<f32>> {
+    Box::new(engine_wg(false, None, Some(16)))
+});
+icl_core::engine_conformance!(vulkan_wg64, f32, 2e-5, || -> Box<dyn Engine<f32>> {
+    Box::new(engine_wg(false, None, Some(64)))
+});
