@@ -21,6 +21,11 @@ pub enum Error {
     Unsupported(String),
     /// A checkpoint or serialised config that cannot be decoded.
     Checkpoint(String),
+    /// An argument of a computation (a theory quantity's parameter, an option) that is out of
+    /// range or malformed.
+    InvalidArgument(String),
+    /// A name (of a theory quantity, an engine, ...) that does not exist.
+    UnknownName(String),
 }
 
 /// Result alias used throughout the core.
@@ -37,6 +42,8 @@ impl fmt::Display for Error {
             Error::Numerical(m) => write!(f, "numerical failure: {m}"),
             Error::Unsupported(m) => write!(f, "unsupported: {m}"),
             Error::Checkpoint(m) => write!(f, "bad checkpoint: {m}"),
+            Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            Error::UnknownName(m) => write!(f, "unknown name: {m}"),
         }
     }
 }

@@ -369,76 +369,36 @@ icl_status icl_task_sample(const icl_task *task, uint64_t seed, uint32_t domain,
 void icl_task_free(icl_task *task);
 
 /**
- * eta* = L / (d (1 + sigma^2) + L), the optimal debiased one-step GD step (He et al. 2025
- * Thm 4.2(ii)).
+ * Copy the list of every theory quantity as JSON into `buf` (capacity `cap` bytes, NUL included;
+ * `needed`, optional, receives the size required; call with `cap` = 0 to ask for it):
+ * `[{"name", "paper", "about", "params": [{"flag", "default", "help", "accepts"}]}]`, the same
+ * text as `icl theory --list --json`. `default` is null for a required parameter. Statuses:
+ * `ICL_ERR_SIZE` (buffer too small; nothing written), `ICL_ERR_NULL` (`buf` NULL with `cap` >=
+ * the size). Thread-safe.
  */
-icl_status icl_theory_eta_star(size_t d, size_t l, double sigma2, double *out);
+icl_status icl_theory_list(char *buf, size_t cap, size_t *needed);
 
 /**
- * eta_vgd* = L / (d (1 + sigma^2) + L + 1), the optimal vanilla one-step GD step (He et al. 2025
- * F.25-F.29).
+ * Evaluate the theory quantity `name` with `n` parameters given as text (`keys[i]` =
+ * `values[i]`, names without the leading `--`; parameters not given take their defaults), and copy
+ * the result as JSON into `buf` (capacity `cap`, NUL included; `needed` as in
+ * [`icl_theory_list`]): `{"name", "value", <extra outputs>, "params"}`, the same text as
+ * `icl theory NAME --json`. Statuses: `ICL_ERR_UNKNOWN_NAME` (no such quantity),
+ * `ICL_ERR_ARGUMENT` (an unknown, repeated or missing parameter, or a value outside its kind or
+ * range, e.g. `xi` = -1), `ICL_ERR_NONFINITE` (NaN or infinity), `ICL_ERR_NUMERICAL` (the
+ * computation failed, e.g. a singular matrix), `ICL_ERR_NULL`, `ICL_ERR_UTF8`, `ICL_ERR_SIZE`.
+ * Thread-safe.
  */
-icl_status icl_theory_eta_vgd_star(size_t d, size_t l, double sigma2, double *out);
+icl_status icl_theory_eval(const char *name, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
 /**
- * mu_gamma = gamma / (2 (gamma^2 + lambda sinh(d gamma^2))), lambda = (1 + sigma^2)/L: the
- * positive heads' OV value on the solution manifold S_gamma (He et al. 2025 eq. (4.5)); gamma > 0.
+ * Evaluate like [`icl_theory_eval`] and copy the quantity's main value as numbers into `out`
+ * (capacity `out_len`): one number for a scalar quantity, the list for a list-valued one.
+ * `count` (optional) receives the number of values. Statuses: those of [`icl_theory_eval`], and
+ * `ICL_ERR_SIZE` when `out_len` is too small (nothing written; `count` says how many are needed),
+ * `ICL_ERR_UNSUPPORTED` when the value is not numeric. Thread-safe.
  */
-icl_status icl_theory_mu_gamma(size_t d, size_t l, double sigma2, double gamma, double *out);
-
-/**
- * Risk of vanilla one-step GD yhat = eta/L sum_l y_l x_l.x_q:
- * 1 + sigma^2 - 2 eta + eta^2 (d (1 + sigma^2) + L + 1) / L (He et al. 2025 F.25-F.29).
- */
-icl_status icl_theory_vanilla_gd_risk(size_t d, size_t l, double sigma2, double eta, double *out);
-
-/**
- * Exact finite-L risk of debiased one-step GD yhat = eta/L sum_l y_l (x_l - xbar).x_q:
- * 1 + sigma^2 - 2 eta (L-1)/L + eta^2 (L-1)(d (1 + sigma^2) + L)/L^2, minimised at eta*.
- */
-icl_status icl_theory_debiased_gd_risk(size_t d, size_t l, double sigma2, double eta, double *out);
-
-/**
- * OLS risk sigma^2 (1 + d / (L - d - 1)); needs L > d + 1 (`ICL_ERR_CONFIG` otherwise).
- */
-icl_status icl_theory_ols_risk(size_t d, size_t l, double sigma2, double *out);
-
-/**
- * Infimum of the approximate loss over the solution manifold,
- * sigma^2 + (1 + sigma^2) d / ((1 + sigma^2) d + L) (He et al. 2025 Thm 4.2(ii)).
- */
-icl_status icl_theory_approx_loss_star(size_t d, size_t l, double sigma2, double *out);
-
-/**
- * Approximate loss on the manifold S_gamma with the optimal ||mu||_1 (He et al. 2025
- * Thm 4.2(ii)); gamma > 0.
- */
-icl_status icl_theory_manifold_loss(size_t d, size_t l, double sigma2, double gamma, double *out);
-
-/**
- * Single-head optimum of the approximate loss: omega* = 1/sqrt(d), mu* = sqrt(d) / (1 + e (1 +
- * sigma^2) d / L) (Chen et al. 2024a).
- */
-icl_status icl_theory_nw_optimum(size_t d, size_t l, double sigma2, double *omega, double *mu);
-
-/**
- * Approximate loss of H reduced heads, sigma^2 + (1 - mu.omega)^2 + lambda mu^T E mu with
- * E_hh' = exp(d omega_h omega_h') (He et al. 2025 eq. (4.1)), from `omega` and `mu` (`heads`
- * values each). `grad_omega` and `grad_mu` (optional, `heads` values each, both or neither)
- * receive its gradient.
- */
-icl_status icl_theory_approx_loss(size_t d, size_t l, double sigma2, const double *omega, const double *mu, size_t heads, double *out, double *grad_omega, double *grad_mu);
-
-/**
- * L -> infinity limit (d/L -> xi > 0) of the GD risk at step eta:
- * 1 + sigma^2 - 2 eta + eta^2 (xi (1 + sigma^2) + 1) (He et al. 2025 F.33).
- */
-icl_status icl_theory_gd_risk_asymptotic(double xi, double sigma2, double eta, double *out);
-
-/**
- * Asymptotic Bayes risk (He et al. 2025 F.36), xi = d/L > 0.
- */
-icl_status icl_theory_bayes_risk_asymptotic(double xi, double sigma2, double *out);
+icl_status icl_theory_value(const char *name, const char *const *keys, const char *const *values, size_t n, double *out, size_t out_len, size_t *count);
 
 /**
  * Create a trainer for a configuration into `*out`: the model initialised from `train.seed`, the

@@ -225,20 +225,13 @@ pub mod bridge {
         #[cxx_name = "log"]
         fn cpp_log(self: &icl_trainer) -> Vec<LogRow>;
 
-        /// eta* (He et al. 2025 Thm 4.2(ii)).
-        fn theory_eta_star(d: usize, l: usize, sigma2: f64) -> Result<f64>;
-        /// Optimal vanilla-GD step.
-        fn theory_eta_vgd_star(d: usize, l: usize, sigma2: f64) -> Result<f64>;
-        /// mu_gamma (He et al. 2025 eq. (4.5)).
-        fn theory_mu_gamma(d: usize, l: usize, sigma2: f64, gamma: f64) -> Result<f64>;
-        /// Vanilla one-step GD risk.
-        fn theory_vanilla_gd_risk(d: usize, l: usize, sigma2: f64, eta: f64) -> Result<f64>;
-        /// Debiased one-step GD risk.
-        fn theory_debiased_gd_risk(d: usize, l: usize, sigma2: f64, eta: f64) -> Result<f64>;
-        /// OLS risk (L > d + 1).
-        fn theory_ols_risk(d: usize, l: usize, sigma2: f64) -> Result<f64>;
-        /// Infimum of the approximate loss.
-        fn theory_approx_loss_star(d: usize, l: usize, sigma2: f64) -> Result<f64>;
+        /// Every theory quantity as JSON (`icl theory --list --json`).
+        fn theory_list() -> Result<String>;
+        /// Evaluate a theory quantity with parameters as text; the result as JSON
+        /// (`icl theory NAME --json`).
+        fn theory_eval(name: &str, keys: &Vec<String>, values: &Vec<String>) -> Result<String>;
+        /// Evaluate a theory quantity; its main value as numbers (one for a scalar quantity).
+        fn theory_value(name: &str, keys: &Vec<String>, values: &Vec<String>) -> Result<Vec<f64>>;
     }
 }
 
@@ -504,24 +497,35 @@ impl icl_trainer {
     }
 }
 
-fn theory_eta_star(d: usize, l: usize, sigma2: f64) -> FfiResult<f64> {
-    guard_cxx(|| crate::theory::eta_star(d, l, sigma2))
+fn theory_args(keys: &[String], values: &[String]) -> FfiResult<Vec<(String, String)>> {
+    if keys.len() != values.len() {
+        return Err(crate::status::FfiError::size(format!(
+            "{} keys but {} values",
+            keys.len(),
+            values.len()
+        )));
+    }
+    Ok(keys.iter().cloned().zip(values.iter().cloned()).collect())
 }
-fn theory_eta_vgd_star(d: usize, l: usize, sigma2: f64) -> FfiResult<f64> {
-    guard_cxx(|| crate::theory::eta_vgd_star(d, l, sigma2))
+fn theory_list() -> FfiResult<String> {
+    guard_cxx(|| Ok(icl_run::theory::list_json().to_string()))
 }
-fn theory_mu_gamma(d: usize, l: usize, sigma2: f64, gamma: f64) -> FfiResult<f64> {
-    guard_cxx(|| crate::theory::mu_gamma(d, l, sigma2, gamma))
+#[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
+fn theory_eval(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
+    guard_cxx(|| {
+        let (out, vals) = icl_core::theory::registry::evaluate(name, &theory_args(keys, values)?)?;
+        Ok(icl_run::theory::result_json(name, &out, &vals).to_string())
+    })
 }
-fn theory_vanilla_gd_risk(d: usize, l: usize, sigma2: f64, eta: f64) -> FfiResult<f64> {
-    guard_cxx(|| crate::theory::vanilla_gd_risk(d, l, sigma2, eta))
-}
-fn theory_debiased_gd_risk(d: usize, l: usize, sigma2: f64, eta: f64) -> FfiResult<f64> {
-    guard_cxx(|| crate::theory::debiased_gd_risk(d, l, sigma2, eta))
-}
-fn theory_ols_risk(d: usize, l: usize, sigma2: f64) -> FfiResult<f64> {
-    guard_cxx(|| crate::theory::ols_risk(d, l, sigma2))
-}
-fn theory_approx_loss_star(d: usize, l: usize, sigma2: f64) -> FfiResult<f64> {
-    guard_cxx(|| crate::theory::approx_loss_star(d, l, sigma2))
+#[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
+fn theory_value(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<Vec<f64>> {
+    guard_cxx(|| {
+        let (out, _) = icl_core::theory::registry::evaluate(name, &theory_args(keys, values)?)?;
+        out.value.as_f64s().ok_or_else(|| {
+            crate::status::FfiError::new(
+                crate::status::icl_status::ICL_ERR_UNSUPPORTED,
+                format!("{name}: its value is not a number or a list of numbers"),
+            )
+        })
+    })
 }

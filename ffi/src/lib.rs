@@ -16,7 +16,6 @@ pub mod c;
 pub mod cxx;
 pub mod handles;
 pub mod status;
-pub mod theory;
 
 pub use c::*;
 pub use c::{config::*, model::*, task::*, theory::*, trainer::*};

@@ -122,6 +122,8 @@ impl From<icl_core::Error> for FfiError {
             E::Numerical(_) => ICL_ERR_NUMERICAL,
             E::Unsupported(_) => ICL_ERR_UNSUPPORTED,
             E::Checkpoint(_) => ICL_ERR_CHECKPOINT,
+            E::InvalidArgument(_) => ICL_ERR_ARGUMENT,
+            E::UnknownName(_) => ICL_ERR_UNKNOWN_NAME,
         };
         FfiError::new(status, e.to_string())
     }

@@ -12,6 +12,8 @@ use icl_core::rng::Domain;
 use icl_core::train::{loss_and_grad, Trainer};
 use icl_core::{Batch, Model, Task};
 use icl_ffi::*;
+
+mod ffi_common;
 use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 
@@ -435,69 +437,160 @@ fn circuits_of_the_reduced_model_are_its_parameters() {
     }
 }
 
+/// The main value of a theory quantity through the C API.
+fn theory(name: &str, kv: &[(&str, &str)]) -> Vec<f64> {
+    let keys: Vec<CString> = kv.iter().map(|(k, _)| c(k)).collect();
+    let vals: Vec<CString> = kv.iter().map(|(_, v)| c(v)).collect();
+    let kp: Vec<*const std::ffi::c_char> = keys.iter().map(|k| k.as_ptr()).collect();
+    let vp: Vec<*const std::ffi::c_char> = vals.iter().map(|v| v.as_ptr()).collect();
+    let mut out = vec![0.0; 64];
+    let mut n = 0;
+    check(unsafe {
+        icl_theory_value(
+            c(name).as_ptr(),
+            kp.as_ptr(),
+            vp.as_ptr(),
+            kv.len(),
+            out.as_mut_ptr(),
+            out.len(),
+            &mut n,
+        )
+    });
+    out.truncate(n);
+    out
+}
+
+fn theory1(name: &str, kv: &[(&str, &str)]) -> f64 {
+    let v = theory(name, kv);
+    assert_eq!(v.len(), 1, "{name}");
+    v[0]
+}
+
 #[test]
 fn theory_gives_the_closed_forms() {
-    let get = |f: &dyn Fn(*mut f64) -> icl_status| {
-        let mut v = f64::NAN;
-        check(f(&mut v));
-        v
-    };
-    let (d, l, s2) = (5usize, 40usize, 0.1f64);
     // eta* = L / (d (1 + sigma^2) + L) = 40 / 45.5 (He et al. 2025 Thm 4.2(ii)).
-    let eta = get(&|o| unsafe { icl_theory_eta_star(d, l, s2, o) });
+    let eta = theory1("eta-star", &[]);
     assert!((eta - 40.0 / 45.5).abs() < 1e-15, "{eta}");
-    let eta_v = get(&|o| unsafe { icl_theory_eta_vgd_star(d, l, s2, o) });
+    let eta_v = theory1(
+        "eta-vgd-star",
+        &[("d", "5"), ("L", "40"), ("sigma2", "0.1")],
+    );
     assert!((eta_v - 40.0 / 46.5).abs() < 1e-15, "{eta_v}");
     // Debiased GD risk is minimal at eta*, vanilla at eta_vgd*.
-    for (f, at) in [
-        (
-            icl_theory_debiased_gd_risk
-                as unsafe extern "C" fn(usize, usize, f64, f64, *mut f64) -> icl_status,
-            eta,
-        ),
-        (icl_theory_vanilla_gd_risk, eta_v),
-    ] {
-        let r0 = get(&|o| unsafe { f(d, l, s2, at, o) });
+    for (variant, at) in [("debiased", eta), ("vanilla", eta_v)] {
+        let r = |e: f64| theory1("gd-risk", &[("variant", variant), ("eta", &e.to_string())]);
+        let r0 = r(at);
         for dx in [-1e-3, 1e-3] {
-            assert!(get(&|o| unsafe { f(d, l, s2, at + dx, o) }) > r0);
+            assert!(r(at + dx) > r0, "{variant}");
         }
     }
     // Vanilla risk at eta: 1 + s2 - 2 eta + eta^2 (d (1 + s2) + L + 1) / L, by hand at eta = 0.5.
-    let rv = get(&|o| unsafe { icl_theory_vanilla_gd_risk(d, l, s2, 0.5, o) });
+    let rv = theory1("gd-risk", &[("variant", "vanilla"), ("eta", "0.5")]);
     assert!(
         (rv - (1.1 - 1.0 + 0.25 * 46.5 / 40.0)).abs() < 1e-15,
         "{rv}"
     );
     // OLS: sigma^2 (1 + d / (L - d - 1)) = 0.1 (1 + 5/34).
-    let ols = get(&|o| unsafe { icl_theory_ols_risk(d, l, s2, o) });
+    let ols = theory1("ols-risk", &[]);
     assert!((ols - 0.1 * (1.0 + 5.0 / 34.0)).abs() < 1e-15, "{ols}");
     // 2 gamma mu_gamma -> eta* as gamma -> 0 (the manifold's GD limit, Thm 4.2(ii)).
-    let g = 1e-4;
-    let mg = get(&|o| unsafe { icl_theory_mu_gamma(d, l, s2, g, o) });
-    assert!((2.0 * g * mg - eta).abs() < 1e-6, "{}", 2.0 * g * mg);
+    let mg = theory1("mu-gamma", &[("gamma", "1e-4")]);
+    assert!((2.0 * 1e-4 * mg - eta).abs() < 1e-6, "{}", 2.0 * 1e-4 * mg);
     // mu_gamma by hand at gamma = 0.3: 0.3 / (2 (0.09 + (1.1/40) sinh(0.45))).
-    let mg = get(&|o| unsafe { icl_theory_mu_gamma(d, l, s2, 0.3, o) });
+    let mg = theory1("mu-gamma", &[("gamma", "0.3")]);
     assert!(
         (mg - 0.3 / (2.0 * (0.09 + 0.0275 * 0.45f64.sinh()))).abs() < 1e-14,
         "{mg}"
     );
-    // The manifold loss tends to its infimum as gamma -> 0.
-    let star = get(&|o| unsafe { icl_theory_approx_loss_star(d, l, s2, o) });
-    assert!((star - (0.1 + 5.5 / 45.5)).abs() < 1e-15);
-    let near = get(&|o| unsafe { icl_theory_manifold_loss(d, l, s2, 1e-4, o) });
-    assert!((near - star).abs() < 1e-6, "{near} vs {star}");
-    // One head at the NW optimum: omega* = 1/sqrt(d); the gradient of L~ vanishes in mu there.
-    let (mut om, mut mu) = (0.0, 0.0);
-    check(unsafe { icl_theory_nw_optimum(d, l, s2, &mut om, &mut mu) });
-    assert!((om - 1.0 / 5f64.sqrt()).abs() < 1e-15);
-    let (mut go, mut gm, mut loss) = (0.0, 0.0, 0.0);
-    check(unsafe { icl_theory_approx_loss(d, l, s2, &om, &mu, 1, &mut loss, &mut go, &mut gm) });
-    assert!(gm.abs() < 1e-12 && go.abs() < 1e-12, "grad ({go}, {gm})");
-    // Asymptotics: GD risk at eta = 1/(xi(1+s2)+1) equals the optimum s2 + a/(a+1), a = xi(1+s2).
-    let xi = 0.125;
-    let a = xi * 1.1;
-    let r = get(&|o| unsafe { icl_theory_gd_risk_asymptotic(xi, s2, 1.0 / (a + 1.0), o) });
-    assert!((r - (0.1 + a / (a + 1.0))).abs() < 1e-14, "{r}");
-    let b = get(&|o| unsafe { icl_theory_bayes_risk_asymptotic(xi, s2, o) });
-    assert!(b > s2 && b < r, "Bayes {b} between sigma^2 and GD {r}");
+    // One head at the NW optimum: omega* = 1/sqrt(d).
+    let nw = theory("nw-optimum", &[]);
+    assert!((nw[0] - 1.0 / 5f64.sqrt()).abs() < 1e-15);
+    // A list-valued quantity: the plateau levels of Zhang et al. (2025).
+    let pl = theory("plateaus", &[("eigs", "0.4,0.3,0.2,0.1"), ("N", "31")]);
+    assert_eq!(pl.len(), 5);
+    assert!((pl[1] - 0.640580).abs() < 1e-6);
+}
+
+#[test]
+fn theory_through_c_equals_icl_theory_json_for_every_quantity() {
+    let exe = &ffi_common::built().icl;
+    let mut list = vec![0u8; 1 << 20];
+    let mut need = 0;
+    check(unsafe { icl_theory_list(list.as_mut_ptr() as *mut _, list.len(), &mut need) });
+    let list: serde_json::Value = serde_json::from_str(
+        CStr::from_bytes_with_nul(&list[..need])
+            .unwrap()
+            .to_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let names: Vec<String> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(names.len() >= 31, "{names:?}");
+    for name in &names {
+        // cheap arguments for the quantities with required parameters or long defaults
+        let kv: &[(&str, &str)] = match name.as_str() {
+            "mu-gamma" | "manifold-loss" => &[("gamma", "0.1267")],
+            "mu-star" => &[("omega", "0.1,-0.1")],
+            "approx-loss" => &[("omega", "0.1,-0.1"), ("mu", "3,-3")],
+            "he2025-gd" => &[("omega", "0.1,-0.1"), ("mu", "1,-1"), ("steps", "100")],
+            "plateaus" | "zhang-m-star" | "v-star" | "scalar-ode" | "plateau-time" => {
+                &[("eigs", "0.4,0.3,0.2,0.1")]
+            }
+            "linattn-flow" => &[("eigs", "0.4,0.3,0.2,0.1"), ("t-end", "100")],
+            "he2025-flow" => &[("t-end", "20")],
+            "alg1-risk" | "gd-steps-risk" | "regression-baselines" | "iv-risk" => &[("n", "50")],
+            "bayes-risk-mc" => &[("n", "500")],
+            _ => &[],
+        };
+        let keys: Vec<CString> = kv.iter().map(|(k, _)| c(k)).collect();
+        let vals: Vec<CString> = kv.iter().map(|(_, v)| c(v)).collect();
+        let kp: Vec<*const std::ffi::c_char> = keys.iter().map(|k| k.as_ptr()).collect();
+        let vp: Vec<*const std::ffi::c_char> = vals.iter().map(|v| v.as_ptr()).collect();
+        let mut need = 0;
+        let s = unsafe {
+            icl_theory_eval(
+                c(name).as_ptr(),
+                kp.as_ptr(),
+                vp.as_ptr(),
+                kv.len(),
+                null_mut(),
+                0,
+                &mut need,
+            )
+        };
+        assert_eq!(s, icl_status::ICL_ERR_SIZE, "{name}: size query");
+        let mut buf = vec![0u8; need];
+        check(unsafe {
+            icl_theory_eval(
+                c(name).as_ptr(),
+                kp.as_ptr(),
+                vp.as_ptr(),
+                kv.len(),
+                buf.as_mut_ptr() as *mut _,
+                need,
+                null_mut(),
+            )
+        });
+        let from_c: serde_json::Value =
+            serde_json::from_str(CStr::from_bytes_with_nul(&buf).unwrap().to_str().unwrap())
+                .unwrap();
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(["theory", name, "--json"]);
+        for (k, v) in kv {
+            cmd.arg(format!("--{k}")).arg(v);
+        }
+        let o = cmd.output().unwrap();
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let from_cli: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(from_c, from_cli, "{name}");
+    }
 }

@@ -1015,232 +1015,66 @@ fn diverging_training_is_an_error_not_a_nan() {
 
 #[test]
 fn theory_functions() {
-    let mut out = 0.0;
-    let o = &mut out as *mut f64;
-    type F3 = unsafe extern "C" fn(usize, usize, f64, *mut f64) -> icl_status;
-    type F4 = unsafe extern "C" fn(usize, usize, f64, f64, *mut f64) -> icl_status;
-    let f3: [(&str, F3); 5] = [
-        ("eta_star", icl_theory_eta_star),
-        ("eta_vgd_star", icl_theory_eta_vgd_star),
-        ("ols_risk", icl_theory_ols_risk),
-        ("approx_loss_star", icl_theory_approx_loss_star),
-        ("approx_loss_star", icl_theory_approx_loss_star),
-    ];
-    for (name, f) in f3 {
-        assert_eq!(unsafe { f(5, 40, 0.1, o) }, ICL_OK, "{name}: {}", last());
-        assert_eq!(unsafe { f(0, 40, 0.1, o) }, ICL_ERR_CONFIG, "{name} d=0");
-        assert_eq!(unsafe { f(5, 0, 0.1, o) }, ICL_ERR_CONFIG, "{name} L=0");
-        assert_eq!(
-            unsafe { f(5, 40, -1.0, o) },
-            ICL_ERR_CONFIG,
-            "{name} sigma2<0"
-        );
-        assert_eq!(
-            unsafe { f(5, 40, f64::NAN, o) },
-            ICL_ERR_NONFINITE,
-            "{name} sigma2 NaN"
-        );
-        assert_eq!(
-            unsafe { f(5, 40, f64::INFINITY, o) },
-            ICL_ERR_NONFINITE,
-            "{name} sigma2 inf"
-        );
-        assert_eq!(
-            unsafe { f(5, 40, 0.1, null_mut()) },
-            ICL_ERR_NULL,
-            "{name} out NULL"
-        );
+    let q = |name: &str, kv: &[(&str, &str)], out: *mut f64, len: usize| {
+        let keys: Vec<CString> = kv.iter().map(|(k, _)| c(k)).collect();
+        let vals: Vec<CString> = kv.iter().map(|(_, v)| c(v)).collect();
+        let kp: Vec<*const std::ffi::c_char> = keys.iter().map(|k| k.as_ptr()).collect();
+        let vp: Vec<*const std::ffi::c_char> = vals.iter().map(|v| v.as_ptr()).collect();
+        let mut n = 0;
+        unsafe {
+            icl_theory_value(
+                c(name).as_ptr(),
+                kp.as_ptr(),
+                vp.as_ptr(),
+                kv.len(),
+                out,
+                len,
+                &mut n,
+            )
+        }
+    };
+    let mut out = [0.0f64; 8];
+    let o = out.as_mut_ptr();
+    assert_eq!(q("eta-star", &[], o, 8), ICL_OK, "{}", last());
+    assert_eq!(q("no-such-quantity", &[], o, 8), ICL_ERR_UNKNOWN_NAME);
+    for kv in [
+        vec![("d", "0")],
+        vec![("L", "0")],
+        vec![("sigma2", "-1")],
+        vec![("dd", "3")],
+        vec![("d", "5"), ("d", "6")],
+        vec![("d", "five")],
+    ] {
+        assert_eq!(q("eta-star", &kv, o, 8), ICL_ERR_ARGUMENT, "{kv:?}");
     }
-    fails!(ICL_ERR_CONFIG, icl_theory_ols_risk(5, 6, 0.1, o));
-    let f4: [(&str, F4, f64); 4] = [
-        ("mu_gamma", icl_theory_mu_gamma, 0.3),
-        ("vanilla_gd_risk", icl_theory_vanilla_gd_risk, 0.8),
-        ("debiased_gd_risk", icl_theory_debiased_gd_risk, 0.8),
-        ("manifold_loss", icl_theory_manifold_loss, 0.3),
-    ];
-    for (name, f, a) in f4 {
-        assert_eq!(unsafe { f(5, 40, 0.1, a, o) }, ICL_OK, "{name}: {}", last());
-        assert_eq!(unsafe { f(0, 40, 0.1, a, o) }, ICL_ERR_CONFIG, "{name} d=0");
-        assert_eq!(unsafe { f(5, 0, 0.1, a, o) }, ICL_ERR_CONFIG, "{name} L=0");
-        assert_eq!(
-            unsafe { f(5, 40, f64::NAN, a, o) },
-            ICL_ERR_NONFINITE,
-            "{name} sigma2 NaN"
-        );
-        assert_eq!(
-            unsafe { f(5, 40, 0.1, f64::NAN, o) },
-            ICL_ERR_NONFINITE,
-            "{name} arg NaN"
-        );
-        assert_eq!(
-            unsafe { f(5, 40, 0.1, f64::NEG_INFINITY, o) },
-            ICL_ERR_NONFINITE,
-            "{name} arg -inf"
-        );
-        assert_eq!(
-            unsafe { f(5, 40, 0.1, a, null_mut()) },
-            ICL_ERR_NULL,
-            "{name} out NULL"
-        );
-    }
-    fails!(ICL_ERR_CONFIG, icl_theory_mu_gamma(5, 40, 0.1, 0.0, o));
-    fails!(
-        ICL_ERR_CONFIG,
-        icl_theory_manifold_loss(5, 40, 0.1, -1.0, o)
+    assert_eq!(q("eta-star", &[("sigma2", "nan")], o, 8), ICL_ERR_NONFINITE);
+    assert_eq!(
+        q("gd-risk-asymptotic", &[("xi", "-1")], o, 8),
+        ICL_ERR_ARGUMENT
     );
-    fails!(
-        ICL_ERR_NUMERICAL,
-        icl_theory_vanilla_gd_risk(5, 40, 0.1, 1e300, o)
+    assert_eq!(q("sigma-tilde", &[("rho", "5")], o, 8), ICL_ERR_ARGUMENT);
+    assert_eq!(q("sigma-tilde", &[("d", "100000")], o, 8), ICL_ERR_ARGUMENT);
+    assert_eq!(
+        q("mu-gamma", &[], o, 8),
+        ICL_ERR_ARGUMENT,
+        "required --gamma"
     );
-
-    let (mut om, mut mu) = (0.0, 0.0);
-    ok!(icl_theory_nw_optimum(5, 40, 0.1, &mut om, &mut mu));
-    fails!(
-        ICL_ERR_NULL,
-        icl_theory_nw_optimum(5, 40, 0.1, null_mut(), &mut mu)
+    assert_eq!(q("eta-star", &[], null_mut(), 8), ICL_ERR_NULL);
+    // a list value does not fit a short buffer: ICL_ERR_SIZE, and the count says how many
+    assert_eq!(
+        q("plateaus", &[("eigs", "0.4,0.3,0.2,0.1")], o, 2),
+        ICL_ERR_SIZE
     );
-    fails!(
-        ICL_ERR_NULL,
-        icl_theory_nw_optimum(5, 40, 0.1, &mut om, null_mut())
+    assert_eq!(
+        unsafe { icl_theory_value(null(), null(), null(), 0, o, 8, null_mut()) },
+        ICL_ERR_NULL
     );
-    fails!(
-        ICL_ERR_NONFINITE,
-        icl_theory_nw_optimum(5, 40, f64::NAN, &mut om, &mut mu)
+    assert_eq!(
+        unsafe { icl_theory_value(c("eta-star").as_ptr(), null(), null(), 1, o, 8, null_mut()) },
+        ICL_ERR_NULL
     );
-
-    let w = [0.3, -0.3];
-    let m = [1.0, -1.0];
-    let (mut go, mut gm) = ([0.0; 2], [0.0; 2]);
-    ok!(icl_theory_approx_loss(
-        5,
-        40,
-        0.1,
-        w.as_ptr(),
-        m.as_ptr(),
-        2,
-        o,
-        go.as_mut_ptr(),
-        gm.as_mut_ptr()
-    ));
-    ok!(icl_theory_approx_loss(
-        5,
-        40,
-        0.1,
-        w.as_ptr(),
-        m.as_ptr(),
-        2,
-        o,
-        null_mut(),
-        null_mut()
-    ));
-    fails!(
-        ICL_ERR_SIZE,
-        icl_theory_approx_loss(
-            5,
-            40,
-            0.1,
-            w.as_ptr(),
-            m.as_ptr(),
-            0,
-            o,
-            null_mut(),
-            null_mut()
-        )
-    );
-    fails!(
-        ICL_ERR_NULL,
-        icl_theory_approx_loss(5, 40, 0.1, null(), m.as_ptr(), 2, o, null_mut(), null_mut())
-    );
-    fails!(
-        ICL_ERR_NULL,
-        icl_theory_approx_loss(5, 40, 0.1, w.as_ptr(), null(), 2, o, null_mut(), null_mut())
-    );
-    fails!(
-        ICL_ERR_NULL,
-        icl_theory_approx_loss(
-            5,
-            40,
-            0.1,
-            w.as_ptr(),
-            m.as_ptr(),
-            2,
-            null_mut(),
-            null_mut(),
-            null_mut()
-        )
-    );
-    fails!(
-        ICL_ERR_NULL,
-        icl_theory_approx_loss(
-            5,
-            40,
-            0.1,
-            w.as_ptr(),
-            m.as_ptr(),
-            2,
-            o,
-            go.as_mut_ptr(),
-            null_mut()
-        )
-    );
-    let wn = [f64::NAN, 0.3];
-    fails!(
-        ICL_ERR_NONFINITE,
-        icl_theory_approx_loss(
-            5,
-            40,
-            0.1,
-            wn.as_ptr(),
-            m.as_ptr(),
-            2,
-            o,
-            null_mut(),
-            null_mut()
-        )
-    );
-    fails!(
-        ICL_ERR_CONFIG,
-        icl_theory_approx_loss(
-            0,
-            40,
-            0.1,
-            w.as_ptr(),
-            m.as_ptr(),
-            2,
-            o,
-            null_mut(),
-            null_mut()
-        )
-    );
-
-    ok!(icl_theory_gd_risk_asymptotic(0.125, 0.1, 0.8, o));
-    fails!(
-        ICL_ERR_NONFINITE,
-        icl_theory_gd_risk_asymptotic(f64::NAN, 0.1, 0.8, o)
-    );
-    fails!(
-        ICL_ERR_NONFINITE,
-        icl_theory_gd_risk_asymptotic(0.125, 0.1, f64::INFINITY, o)
-    );
-    fails!(
-        ICL_ERR_CONFIG,
-        icl_theory_gd_risk_asymptotic(0.0, 0.1, 0.8, o)
-    );
-    fails!(
-        ICL_ERR_NULL,
-        icl_theory_gd_risk_asymptotic(0.125, 0.1, 0.8, null_mut())
-    );
-    ok!(icl_theory_bayes_risk_asymptotic(0.125, 0.1, o));
-    fails!(
-        ICL_ERR_NONFINITE,
-        icl_theory_bayes_risk_asymptotic(0.125, f64::NAN, o)
-    );
-    fails!(
-        ICL_ERR_CONFIG,
-        icl_theory_bayes_risk_asymptotic(-1.0, 0.1, o)
-    );
-    fails!(
-        ICL_ERR_NULL,
-        icl_theory_bayes_risk_asymptotic(0.125, 0.1, null_mut())
+    assert_eq!(
+        unsafe { icl_theory_list(null_mut(), 0, null_mut()) },
+        ICL_ERR_SIZE
     );
 }

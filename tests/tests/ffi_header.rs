@@ -35,7 +35,9 @@ fn c_header_matches_the_rust_definitions() {
         "icl_last_error",
         "icl_model_predict",
         "icl_trainer_train",
-        "icl_theory_eta_star",
+        "icl_theory_eval",
+        "icl_theory_value",
+        "icl_theory_list",
     ] {
         assert!(
             generated.contains(&format!("{f}(")),

@@ -29,6 +29,7 @@ pub mod eval;
 pub mod folder;
 pub mod plot;
 pub mod summary;
+pub mod theory;
 pub mod train;
 
 pub use any::{AnyModel, AnyTrainer};

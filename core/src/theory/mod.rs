@@ -15,5 +15,6 @@
 pub mod he2025;
 pub mod multilayer;
 pub mod ode;
+pub mod registry;
 pub mod temperature;
 pub mod zhang2025;

@@ -1238,26 +1238,15 @@ private:
 // A trainer continuing from a checkpoint (fresh optimiser state).
 ::rust::Box<::icl::Trainer> trainer_from_checkpoint(::rust::Str path, ::rust::Str engine);
 
-// eta* (He et al. 2025 Thm 4.2(ii)).
-double theory_eta_star(::std::size_t d, ::std::size_t l, double sigma2);
+// Every theory quantity as JSON (`icl theory --list --json`).
+::rust::String theory_list();
 
-// Optimal vanilla-GD step.
-double theory_eta_vgd_star(::std::size_t d, ::std::size_t l, double sigma2);
+// Evaluate a theory quantity with parameters as text; the result as JSON
+// (`icl theory NAME --json`).
+::rust::String theory_eval(::rust::Str name, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
 
-// mu_gamma (He et al. 2025 eq. (4.5)).
-double theory_mu_gamma(::std::size_t d, ::std::size_t l, double sigma2, double gamma);
-
-// Vanilla one-step GD risk.
-double theory_vanilla_gd_risk(::std::size_t d, ::std::size_t l, double sigma2, double eta);
-
-// Debiased one-step GD risk.
-double theory_debiased_gd_risk(::std::size_t d, ::std::size_t l, double sigma2, double eta);
-
-// OLS risk (L > d + 1).
-double theory_ols_risk(::std::size_t d, ::std::size_t l, double sigma2);
-
-// Infimum of the approximate loss.
-double theory_approx_loss_star(::std::size_t d, ::std::size_t l, double sigma2);
+// Evaluate a theory quantity; its main value as numbers (one for a scalar quantity).
+::rust::Vec<double> theory_value(::rust::Str name, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
 } // namespace icl
 
 #ifdef __clang__

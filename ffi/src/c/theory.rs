@@ -1,184 +1,123 @@
-//! Closed forms of He et al. (2025) that take plain numbers (isotropic setting d, L, sigma^2).
-//! Each writes its result to `*out`; d = 0, L = 0, negative or non-finite sigma^2 and non-finite
-//! arguments are errors.
-use super::{guard, put, slice, slice_mut};
-use crate::status::icl_status;
-use crate::theory as th;
+//! The theory registry through C: every quantity of `icl theory`, by name, with its parameters as
+//! text (the same names, defaults, kinds and ranges; `icl theory --list` or
+//! [`icl_theory_list`] shows them).
+use super::{copy_str, guard, put_opt, slice_mut, text};
+use crate::status::{icl_status, FfiError, FfiResult};
+use std::ffi::c_char;
 
-/// eta* = L / (d (1 + sigma^2) + L), the optimal debiased one-step GD step (He et al. 2025
-/// Thm 4.2(ii)).
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_eta_star(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::eta_star(d, l, sigma2)?, "out"))
+/// Read `n` (key, value) string pairs.
+unsafe fn pairs(
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n: usize,
+) -> FfiResult<Vec<(String, String)>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if keys.is_null() || values.is_null() {
+        return Err(FfiError::null("keys/values"));
+    }
+    if n > 1024 {
+        return Err(FfiError::size(format!("{n} parameters; at most 1024")));
+    }
+    (0..n)
+        .map(|i| {
+            let k = text(*keys.add(i), "keys[i]")?;
+            let v = text(*values.add(i), "values[i]")?;
+            Ok((k.to_string(), v.to_string()))
+        })
+        .collect()
 }
 
-/// eta_vgd* = L / (d (1 + sigma^2) + L + 1), the optimal vanilla one-step GD step (He et al. 2025
-/// F.25-F.29).
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_eta_vgd_star(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::eta_vgd_star(d, l, sigma2)?, "out"))
+fn eval(
+    name: &str,
+    args: &[(String, String)],
+) -> FfiResult<(
+    icl_core::theory::registry::Out,
+    std::collections::BTreeMap<String, String>,
+)> {
+    Ok(icl_core::theory::registry::evaluate(name, args)?)
 }
 
-/// mu_gamma = gamma / (2 (gamma^2 + lambda sinh(d gamma^2))), lambda = (1 + sigma^2)/L: the
-/// positive heads' OV value on the solution manifold S_gamma (He et al. 2025 eq. (4.5)); gamma > 0.
+/// Copy the list of every theory quantity as JSON into `buf` (capacity `cap` bytes, NUL included;
+/// `needed`, optional, receives the size required; call with `cap` = 0 to ask for it):
+/// `[{"name", "paper", "about", "params": [{"flag", "default", "help", "accepts"}]}]`, the same
+/// text as `icl theory --list --json`. `default` is null for a required parameter. Statuses:
+/// `ICL_ERR_SIZE` (buffer too small; nothing written), `ICL_ERR_NULL` (`buf` NULL with `cap` >=
+/// the size). Thread-safe.
 #[no_mangle]
-pub unsafe extern "C" fn icl_theory_mu_gamma(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    gamma: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::mu_gamma(d, l, sigma2, gamma)?, "out"))
-}
-
-/// Risk of vanilla one-step GD yhat = eta/L sum_l y_l x_l.x_q:
-/// 1 + sigma^2 - 2 eta + eta^2 (d (1 + sigma^2) + L + 1) / L (He et al. 2025 F.25-F.29).
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_vanilla_gd_risk(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    eta: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::vanilla_gd_risk(d, l, sigma2, eta)?, "out"))
-}
-
-/// Exact finite-L risk of debiased one-step GD yhat = eta/L sum_l y_l (x_l - xbar).x_q:
-/// 1 + sigma^2 - 2 eta (L-1)/L + eta^2 (L-1)(d (1 + sigma^2) + L)/L^2, minimised at eta*.
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_debiased_gd_risk(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    eta: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::debiased_gd_risk(d, l, sigma2, eta)?, "out"))
-}
-
-/// OLS risk sigma^2 (1 + d / (L - d - 1)); needs L > d + 1 (`ICL_ERR_CONFIG` otherwise).
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_ols_risk(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::ols_risk(d, l, sigma2)?, "out"))
-}
-
-/// Infimum of the approximate loss over the solution manifold,
-/// sigma^2 + (1 + sigma^2) d / ((1 + sigma^2) d + L) (He et al. 2025 Thm 4.2(ii)).
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_approx_loss_star(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::approx_loss_star(d, l, sigma2)?, "out"))
-}
-
-/// Approximate loss on the manifold S_gamma with the optimal ||mu||_1 (He et al. 2025
-/// Thm 4.2(ii)); gamma > 0.
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_manifold_loss(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    gamma: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::manifold_loss(d, l, sigma2, gamma)?, "out"))
-}
-
-/// Single-head optimum of the approximate loss: omega* = 1/sqrt(d), mu* = sqrt(d) / (1 + e (1 +
-/// sigma^2) d / L) (Chen et al. 2024a).
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_nw_optimum(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    omega: *mut f64,
-    mu: *mut f64,
+pub unsafe extern "C" fn icl_theory_list(
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
 ) -> icl_status {
     guard(|| {
-        super::hmut(omega, "omega")?;
-        let (o, m) = th::nw_optimum(d, l, sigma2)?;
-        put(mu, m, "mu")?;
-        put(omega, o, "omega")
+        let s = serde_json::to_string(&icl_run::theory::list_json())
+            .map_err(|e| FfiError::argument(e.to_string()))?;
+        copy_str(&s, buf, cap, needed)
     })
 }
 
-/// Approximate loss of H reduced heads, sigma^2 + (1 - mu.omega)^2 + lambda mu^T E mu with
-/// E_hh' = exp(d omega_h omega_h') (He et al. 2025 eq. (4.1)), from `omega` and `mu` (`heads`
-/// values each). `grad_omega` and `grad_mu` (optional, `heads` values each, both or neither)
-/// receive its gradient.
+/// Evaluate the theory quantity `name` with `n` parameters given as text (`keys[i]` =
+/// `values[i]`, names without the leading `--`; parameters not given take their defaults), and copy
+/// the result as JSON into `buf` (capacity `cap`, NUL included; `needed` as in
+/// [`icl_theory_list`]): `{"name", "value", <extra outputs>, "params"}`, the same text as
+/// `icl theory NAME --json`. Statuses: `ICL_ERR_UNKNOWN_NAME` (no such quantity),
+/// `ICL_ERR_ARGUMENT` (an unknown, repeated or missing parameter, or a value outside its kind or
+/// range, e.g. `xi` = -1), `ICL_ERR_NONFINITE` (NaN or infinity), `ICL_ERR_NUMERICAL` (the
+/// computation failed, e.g. a singular matrix), `ICL_ERR_NULL`, `ICL_ERR_UTF8`, `ICL_ERR_SIZE`.
+/// Thread-safe.
 #[no_mangle]
-pub unsafe extern "C" fn icl_theory_approx_loss(
-    d: usize,
-    l: usize,
-    sigma2: f64,
-    omega: *const f64,
-    mu: *const f64,
-    heads: usize,
-    out: *mut f64,
-    grad_omega: *mut f64,
-    grad_mu: *mut f64,
+pub unsafe extern "C" fn icl_theory_eval(
+    name: *const c_char,
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n: usize,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
 ) -> icl_status {
     guard(|| {
-        super::hmut(out, "out")?;
-        if heads == 0 {
-            return Err(crate::status::FfiError::size("heads must be >= 1"));
+        let name = text(name, "name")?;
+        let (out, vals) = eval(name, &pairs(keys, values, n)?)?;
+        let j = icl_run::theory::result_json(name, &out, &vals);
+        let s = serde_json::to_string(&j).map_err(|e| FfiError::argument(e.to_string()))?;
+        copy_str(&s, buf, cap, needed)
+    })
+}
+
+/// Evaluate like [`icl_theory_eval`] and copy the quantity's main value as numbers into `out`
+/// (capacity `out_len`): one number for a scalar quantity, the list for a list-valued one.
+/// `count` (optional) receives the number of values. Statuses: those of [`icl_theory_eval`], and
+/// `ICL_ERR_SIZE` when `out_len` is too small (nothing written; `count` says how many are needed),
+/// `ICL_ERR_UNSUPPORTED` when the value is not numeric. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn icl_theory_value(
+    name: *const c_char,
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n: usize,
+    out: *mut f64,
+    out_len: usize,
+    count: *mut usize,
+) -> icl_status {
+    guard(|| {
+        let name = text(name, "name")?;
+        let (res, _) = eval(name, &pairs(keys, values, n)?)?;
+        let v = res.value.as_f64s().ok_or_else(|| {
+            FfiError::new(
+                icl_status::ICL_ERR_UNSUPPORTED,
+                format!("{name}: its value is not a number or a list of numbers"),
+            )
+        })?;
+        put_opt(count, v.len());
+        if out_len < v.len() {
+            return Err(FfiError::size(format!(
+                "out has {out_len} values; {} needed",
+                v.len()
+            )));
         }
-        let (o, m) = (slice(omega, heads, "omega")?, slice(mu, heads, "mu")?);
-        let v = match (grad_omega.is_null(), grad_mu.is_null()) {
-            (true, true) => th::approx_loss(d, l, sigma2, o, m, None)?,
-            (false, false) => {
-                let go = slice_mut(grad_omega, heads, "grad_omega")?;
-                let gm = slice_mut(grad_mu, heads, "grad_mu")?;
-                th::approx_loss(d, l, sigma2, o, m, Some((go, gm)))?
-            }
-            _ => {
-                return Err(crate::status::FfiError::null(
-                    "one of grad_omega and grad_mu (give both or neither)",
-                ))
-            }
-        };
-        put(out, v, "out")
+        slice_mut(out, v.len(), "out")?.copy_from_slice(&v);
+        Ok(())
     })
-}
-
-/// L -> infinity limit (d/L -> xi > 0) of the GD risk at step eta:
-/// 1 + sigma^2 - 2 eta + eta^2 (xi (1 + sigma^2) + 1) (He et al. 2025 F.33).
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_gd_risk_asymptotic(
-    xi: f64,
-    sigma2: f64,
-    eta: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::gd_risk_asymptotic(xi, sigma2, eta)?, "out"))
-}
-
-/// Asymptotic Bayes risk (He et al. 2025 F.36), xi = d/L > 0.
-#[no_mangle]
-pub unsafe extern "C" fn icl_theory_bayes_risk_asymptotic(
-    xi: f64,
-    sigma2: f64,
-    out: *mut f64,
-) -> icl_status {
-    guard(|| put(out, th::bayes_risk_asymptotic(xi, sigma2)?, "out"))
 }

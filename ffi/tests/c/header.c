@@ -14,7 +14,7 @@ int main(void) {
     if (icl_config_preset("quick", &cfg) != ICL_OK) return 2;
     icl_config_free(cfg);
     if (icl_config_preset("nope", &cfg) != ICL_ERR_UNKNOWN_NAME || cfg != NULL) return 3;
-    if (icl_theory_eta_star(5, 40, 0.1, &eta) != ICL_OK) return 4;
+    if (icl_theory_value("eta-star", NULL, NULL, 0, &eta, 1, NULL) != ICL_OK) return 4;
     printf("icl %s eta* %.17g default engine %s\n", icl_version(), eta, icl_default_engine());
     return 0;
 }

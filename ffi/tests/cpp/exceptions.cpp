@@ -53,8 +53,18 @@ int main() {
     expect_throw("zero problems", [&] { model->predict(0, 2, sl(x), sl(y), sl(xq)); }, "n >= 1");
     std::vector<double> params = {1.0, 2.0};
     expect_throw("wrong parameter count", [&] { model->set_params(sl(params)); }, "params");
-    expect_throw("theory NaN", [] { icl::theory_eta_star(5, 40, NAN); }, "sigma2");
-    expect_throw("theory d = 0", [] { icl::theory_mu_gamma(0, 40, 0.1, 0.3); }, "d >= 1");
+    expect_throw("theory NaN", [] {
+        rust::Vec<rust::String> k, v;
+        k.push_back("sigma2");
+        v.push_back("nan");
+        icl::theory_value("eta-star", k, v);
+    }, "sigma2");
+    expect_throw("theory d = 0", [] {
+        rust::Vec<rust::String> k, v;
+        k.push_back("d");
+        v.push_back("0");
+        icl::theory_value("mu-gamma", k, v);
+    }, "--d = 0");
     rust::Box<icl::TaskSampler> task = icl::task_sampler(*cfg);
     icl::Batch b = task->sample(1, false, 0, 4, 10);
     b.z[0] = INFINITY;

@@ -1,0 +1,97 @@
+//! The theory registry ([`icl_core::theory::registry`]) for front ends: JSON forms of a quantity's
+//! result and of the list of quantities (the contracts of `icl theory --json` and
+//! `icl theory --list --json`, also returned by the C API), and trajectory files.
+use crate::error::{Result, RunError};
+use crate::plot::{lines_svg, Series};
+use icl_core::theory::registry::{registry, Out, Traj, Value};
+use serde_json::{json, Map};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A registry value as JSON.
+pub fn to_json(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Num(x) => json!(x),
+        Value::Text(s) => json!(s),
+        Value::List(l) => serde_json::Value::Array(l.iter().map(to_json).collect()),
+    }
+}
+
+/// `{"name", "value", <extra outputs>..., "params": {name: value}}`.
+pub fn result_json(name: &str, out: &Out, params: &BTreeMap<String, String>) -> serde_json::Value {
+    let mut m = Map::new();
+    m.insert("name".into(), json!(name));
+    m.insert("value".into(), to_json(&out.value));
+    for (k, v) in &out.extra {
+        m.insert((*k).into(), to_json(v));
+    }
+    m.insert("params".into(), json!(params));
+    serde_json::Value::Object(m)
+}
+
+/// Every quantity: `[{"name", "paper", "about", "params": [{"flag", "default", "help", "accepts"}]}]`.
+pub fn list_json() -> serde_json::Value {
+    let v: Vec<_> = registry()
+        .iter()
+        .map(|q| {
+            json!({"name": q.name, "paper": q.paper, "about": q.about,
+                   "params": q.param_kinds().iter().map(|(p, k)| json!({
+                       "flag": p.0, "default": p.1, "help": p.2, "accepts": k.describe(),
+                   })).collect::<Vec<_>>()})
+        })
+        .collect();
+    serde_json::Value::Array(v)
+}
+
+/// A value in plain text (numbers, lists joined by commas, `none`).
+pub fn to_text(v: &Value) -> String {
+    match v {
+        Value::Null => "none".into(),
+        Value::Num(x) => format!("{x}"),
+        Value::Text(s) => s.clone(),
+        Value::List(l) => l.iter().map(to_text).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// Write a trajectory as CSV (header = column names).
+pub fn write_csv(path: &Path, t: &Traj) -> Result<()> {
+    let mut s = t.columns.join(",");
+    s.push('\n');
+    for r in &t.rows {
+        s.push_str(
+            &r.iter()
+                .map(|v| format!("{v}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        s.push('\n');
+    }
+    crate::folder::atomic_write(path, s.as_bytes())
+}
+
+/// Plot a trajectory as SVG (its plotted columns against column 0, reference lines dashed).
+pub fn write_svg(path: &Path, t: &Traj) -> Result<()> {
+    if t.rows.is_empty() {
+        return Err(RunError::Refused("the trajectory is empty".into()));
+    }
+    let mut series: Vec<Series> = t
+        .plot
+        .iter()
+        .map(|&j| Series {
+            name: t.columns[j].clone(),
+            points: t.rows.iter().map(|r| (r[0], r[j])).collect(),
+            dashed: false,
+        })
+        .collect();
+    if let (Some(first), Some(last)) = (t.rows.first(), t.rows.last()) {
+        for (name, y) in &t.refs {
+            series.push(Series {
+                name: name.clone(),
+                points: vec![(first[0], *y), (last[0], *y)],
+                dashed: true,
+            });
+        }
+    }
+    lines_svg(path, &t.title, &t.columns[0], "value", &series, t.log_y)
+}
