@@ -1,4 +1,4 @@
-//! Circuit analysis of a trained model (He et al. 2025 §3, Obs. 1–3; spec §2.3, §8.2–8.3).
+//! Circuit analysis of a trained model (He et al. 2025 §3, Obs. 1–3, eqs. (3.1)–(3.2), App. E).
 use crate::model::{Circuits, ModelSpec};
 use crate::Scalar;
 use alloc::vec::Vec;

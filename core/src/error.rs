@@ -49,11 +49,3 @@ impl fmt::Display for Error {
 }
 
 impl core::error::Error for Error {}
-
-/// `Err(Error::InvalidConfig(format!(..)))` shorthand.
-#[macro_export]
-macro_rules! bail {
-    ($variant:ident, $($arg:tt)*) => {
-        return Err($crate::error::Error::$variant(alloc::format!($($arg)*)))
-    };
-}

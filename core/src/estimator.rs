@@ -1,4 +1,4 @@
-//! Classical in-context estimators (He et al. 2025 §3; spec §3). Each predicts y_q for every output
+//! Classical in-context estimators (He et al. 2025 §3, App. F). Each predicts y_q for every output
 //! of a sequence from its context (x_l, y_l), l = 1..L, and x_q. Computed in f64.
 //!
 //! * vanilla GD(eta):    yhat = eta/L sum_l y_l x_l^T x_q

@@ -1,6 +1,6 @@
 //! Monte Carlo risk at any test length L' (length generalisation), for models and estimators.
 //!
-//! Risk = E[(y_q - yhat_q)^2] averaged over outputs, including the query noise (spec §3.1).
+//! Risk = E[(y_q - yhat_q)^2] averaged over outputs, including the query noise (He et al. 2025 App. F).
 //! All estimators and the model at a given L' see the same samples (stream (seed, Eval, L', i)),
 //! so their differences have small paired error.
 use crate::engine::Runner;

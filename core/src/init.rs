@@ -1,4 +1,4 @@
-//! Parameter initialisation (spec §2.1): PyTorch's `nn.Linear` default, the reference code's
+//! Parameter initialisation: PyTorch's `nn.Linear` default, the reference code's
 //! small-identity variants, and scaled Gaussian. All draws come from stream (seed, Init, 0, 0) in
 //! tensor order, row-major.
 use crate::config::{Config, InitKind, Param};
@@ -127,7 +127,7 @@ pub fn init_params<T: Scalar>(spec: &ModelSpec, cfg: &Config) -> Result<Vec<T>> 
     Ok(p.into_iter().map(T::of).collect())
 }
 
-/// Zhang et al. (2025) initialisations (spec §2.5), with `w` = init scale. Draws N(0, 1) for every
+/// Zhang et al. (2025) initialisations (App. C.2), with `w` = init scale. Draws N(0, 1) for every
 /// parameter in tensor order, scales the relevant blocks and sets the zero blocks (the key's y
 /// column kappa / u, the value's x columns, the query's y column, cross-output value entries) to 0.
 ///

@@ -80,6 +80,9 @@ pub fn from_f16_storage<T: Scalar>(xs: &[f16]) -> alloc::vec::Vec<T> {
 pub fn check_finite<T: Scalar>(what: &str, xs: &[T]) -> crate::Result<()> {
     match xs.iter().position(|x| !x.finite()) {
         None => Ok(()),
-        Some(i) => Err(crate::Error::NonFinite(alloc::format!("{what}[{i}]"))),
+        Some(i) => Err(crate::Error::NonFinite(alloc::format!(
+            "{what}[{i}] = {} is not finite",
+            xs[i].to_f64()
+        ))),
     }
 }

@@ -1,4 +1,4 @@
-//! Data samplers for in-context linear regression (He et al. 2025 §1; spec §1.1–1.3).
+//! Data samplers for in-context linear regression (He et al. 2025 §1, §B.3–B.4).
 //!
 //! A sequence is embedded as `Z = [z_1 .. z_L z_q]`, columns `z_l = [x_l; y_l]` of length
 //! `E = d + n_out`, and the query column `z_q = [x_q; 0]` last. Its target is `y_q` (n_out values).
@@ -183,7 +183,7 @@ pub struct Task {
     pub w_star: Vec<f64>,
 }
 
-/// Which task vector a sequence of the `eigs` task uses (Zhang et al. 2025 App. G; spec §1.3).
+/// Which task vector a sequence of the `eigs` task uses (Zhang et al. 2025 App. G).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskVector {
     /// w ~ N(0, I_d) from the sequence's stream.

@@ -93,7 +93,7 @@ fn attn_s_rank1_saddle_to_saddle() {
     let tr = train(&cfg);
     let curve = tr.curve();
     let pl = detect_plateaus(&curve, &PlateauOptions::default());
-    // levels 1, 0.640580, 0.377372, 0.209805, 0.135995 (spec §5)
+    // levels 1, 0.640580, 0.377372, 0.209805, 0.135995 (eqs. 19, 63)
     let want = [1.0, 0.640580, 0.377372, 0.209805, 0.135995];
     for (a, b) in tr.levels.iter().zip(want) {
         assert!((a - b).abs() < 1e-6, "{:?}", tr.levels);
@@ -142,7 +142,7 @@ fn attn_s_rank1_saddle_to_saddle() {
 
 #[test]
 fn attn_s_rank_r_value_weights() {
-    // ceil(D / R) value weights grow (spec §3.5, AT14): R = 2 -> 2, R = 4 -> 1.
+    // ceil(D / R) value weights grow (§5, App. F): R = 2 -> 2, R = 4 -> 1.
     for (r, want) in [(2usize, 2usize), (4, 1)] {
         let tr = train(&base("separate_reduced", 5, r, 0.1, 0.25, 4_000, 80_000));
         assert_eq!(grown(&tr), want, "R = {r}: {:?}", tr.last_values());

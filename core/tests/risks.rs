@@ -1,4 +1,4 @@
-//! Monte Carlo risks from the samplers against the closed forms of He et al. (2025), spec §3.1,
+//! Monte Carlo risks from the samplers against the closed forms of He et al. (2025), App. F,
 //! and the reduced-model risks against the spec's independently computed table (§5.1).
 use icl_core::config::Config;
 use icl_core::engine::Runner;
@@ -21,7 +21,7 @@ fn vanilla(d: f64, l: f64, s2: f64, eta: f64) -> f64 {
     1.0 + s2 - 2.0 * eta + eta * eta / l * (d * (1.0 + s2) + l + 1.0)
 }
 
-/// Debiased GD risk, exact finite L (spec §3.1):
+/// Debiased GD risk, exact finite L (derived in icl):
 /// 1 + s2 - 2 eta (L-1)/L + eta^2 (L-1)(d(1+s2)+L)/L^2.
 fn debiased(d: f64, l: f64, s2: f64, eta: f64) -> f64 {
     1.0 + s2 - 2.0 * eta * (l - 1.0) / l + eta * eta * (l - 1.0) * (d * (1.0 + s2) + l) / (l * l)
@@ -104,7 +104,7 @@ fn reduced_model(omega: &[f64], mu: &[f64]) -> Model<f64> {
 
 #[test]
 fn reduced_models_match_spec_table() {
-    // spec §5.1 table (MC with 2e5 samples, tolerance +-0.003 there): L' -> risk
+    // a reference table (MC with 2e5 samples, tolerance +-0.003): L' -> risk
     let task = Task::new(&cfg(5, 40, 0.1)).unwrap();
     let two = reduced_model(&[0.1267, -0.1267], &[3.5006, -3.5006]);
     let one = reduced_model(&[0.52], &[1.42]);

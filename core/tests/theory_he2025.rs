@@ -149,7 +149,7 @@ fn approx_loss_reference_values() {
     let (mut go, mut gm) = ([0.0; 3], [0.0; 3]);
     s.approx_loss_grad(&om, &ms, &mut go, &mut gm).unwrap();
     assert!(gm.iter().all(|g| g.abs() < 1e-12), "{gm:?}");
-    // the exact Taylor expansion of spec §4.1
+    // the exact Taylor expansion behind eq. (4.1)
     let mu = [0.7, -1.1, 0.4];
     let dot: f64 = mu.iter().zip(&om).map(|(a, b)| a * b).sum();
     let lam = s.lambda();

@@ -10,7 +10,7 @@ fn rel(a: f64, b: f64) -> f64 {
 
 #[test]
 fn golden_isotropic_table() {
-    // (d, l, alpha, beta, sigma) -> a, b, c, tau_opt, G(1), G_min (spec §7.1, sigma_tr = 0.1)
+    // (d, l, alpha, beta, sigma) -> a, b, c, tau_opt, G(1), G_min (isotropic reduction, sigma_tr = 0.1)
     let table: [(usize, usize, f64, f64, f64, [f64; 6]); 12] = [
         (
             50,
@@ -303,7 +303,7 @@ struct Mc {
     plain: Vec<f64>,
 }
 
-/// Sample X ~ N(mu_x, diag(var_x)) and compute the conditional moments of u and r (spec §10),
+/// Sample X ~ N(mu_x, diag(var_x)) and compute the conditional moments of u and r (the variance-reduced estimator),
 /// plus a plain-MC squared error at `tau_plain` (sampling w and the noise too).
 fn simulate(
     p: &Params,
@@ -441,7 +441,7 @@ fn theorem_46_47_against_monte_carlo() {
         let (ur, _) = mean_se(&mc.ur);
         let (rr, _) = mean_se(&mc.rr);
         let g_mc = |tau: f64| uu / (tau * tau) + 2.0 * ur / tau + rr;
-        // closed form vs simulation: the asymptotic formula is within a few percent (spec §10 test 6)
+        // closed form vs simulation: the asymptotic formula is within a few percent (Thm 4.6 is leading order in d and l)
         for tau in [1.0, t_opt] {
             let r = g_mc(tau) / c.g(tau) - 1.0;
             assert!(r.abs() < 0.05, "case {ci}: G({tau}) MC/CF - 1 = {r}");

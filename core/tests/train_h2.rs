@@ -30,7 +30,7 @@ fn two_heads_split_with_sign_matching() {
     let mut kinds: Vec<HeadKind> = rep.heads.iter().map(|h| h.kind).collect();
     kinds.sort_by_key(|k| *k as u8);
     assert_eq!(kinds, [HeadKind::Positive, HeadKind::Negative]);
-    // zero-sum OV and homogeneous |omega| (spec §5.1: |mu+ + mu-| <= 0.05 mu+, ratio in [0.9, 1.1])
+    // zero-sum OV and homogeneous |omega| (He et al. 2025 Obs. 1–3: |mu+ + mu-| <= 0.05 mu+, ratio in [0.9, 1.1])
     assert!(rep.zero_sum_ratio < 0.05, "{}", rep.zero_sum_ratio);
     assert!(rep.omega_homogeneity < 1.1, "{}", rep.omega_homogeneity);
     // the loss has come down from ~1.5 to near the debiased-GD level (0.243 at the optimum)

@@ -168,13 +168,7 @@ pub fn check_len(what: &str, got: usize, want: usize) -> FfiResult<()> {
 
 /// Fail with `ICL_ERR_NONFINITE` at the first NaN or infinity.
 pub fn check_finite(what: &str, xs: &[f64]) -> FfiResult<()> {
-    match xs.iter().position(|x| !x.is_finite()) {
-        None => Ok(()),
-        Some(i) => Err(FfiError::nonfinite(format!(
-            "{what}[{i}] = {} is not finite",
-            xs[i]
-        ))),
-    }
+    Ok(icl_core::scalar::check_finite(what, xs)?)
 }
 
 fn cast<T: Scalar>(xs: &[f64]) -> Vec<T> {

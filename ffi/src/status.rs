@@ -43,25 +43,59 @@ pub enum icl_status {
 }
 
 impl icl_status {
-    /// The enumerator's name, e.g. `"ICL_ERR_SIZE"`.
-    pub fn name(self) -> &'static str {
+    /// Every status, in code order (the codes are 0, 1, 2, ...).
+    pub const ALL: [icl_status; 14] = {
+        use icl_status::*;
+        [
+            ICL_OK,
+            ICL_ERR_NULL,
+            ICL_ERR_SIZE,
+            ICL_ERR_NONFINITE,
+            ICL_ERR_CONFIG,
+            ICL_ERR_UNKNOWN_KEY,
+            ICL_ERR_UNKNOWN_NAME,
+            ICL_ERR_NUMERICAL,
+            ICL_ERR_UNSUPPORTED,
+            ICL_ERR_IO,
+            ICL_ERR_CHECKPOINT,
+            ICL_ERR_UTF8,
+            ICL_ERR_ARGUMENT,
+            ICL_ERR_PANIC,
+        ]
+    };
+
+    /// The status of a code, if there is one.
+    pub fn from_code(code: i32) -> Option<icl_status> {
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| Self::ALL.get(i).copied())
+            .filter(|s| *s as i32 == code)
+    }
+
+    /// The enumerator's name as a C string, e.g. `c"ICL_ERR_SIZE"`.
+    pub fn name_c(self) -> &'static std::ffi::CStr {
         use icl_status::*;
         match self {
-            ICL_OK => "ICL_OK",
-            ICL_ERR_NULL => "ICL_ERR_NULL",
-            ICL_ERR_SIZE => "ICL_ERR_SIZE",
-            ICL_ERR_NONFINITE => "ICL_ERR_NONFINITE",
-            ICL_ERR_CONFIG => "ICL_ERR_CONFIG",
-            ICL_ERR_UNKNOWN_KEY => "ICL_ERR_UNKNOWN_KEY",
-            ICL_ERR_UNKNOWN_NAME => "ICL_ERR_UNKNOWN_NAME",
-            ICL_ERR_NUMERICAL => "ICL_ERR_NUMERICAL",
-            ICL_ERR_UNSUPPORTED => "ICL_ERR_UNSUPPORTED",
-            ICL_ERR_IO => "ICL_ERR_IO",
-            ICL_ERR_CHECKPOINT => "ICL_ERR_CHECKPOINT",
-            ICL_ERR_UTF8 => "ICL_ERR_UTF8",
-            ICL_ERR_ARGUMENT => "ICL_ERR_ARGUMENT",
-            ICL_ERR_PANIC => "ICL_ERR_PANIC",
+            ICL_OK => c"ICL_OK",
+            ICL_ERR_NULL => c"ICL_ERR_NULL",
+            ICL_ERR_SIZE => c"ICL_ERR_SIZE",
+            ICL_ERR_NONFINITE => c"ICL_ERR_NONFINITE",
+            ICL_ERR_CONFIG => c"ICL_ERR_CONFIG",
+            ICL_ERR_UNKNOWN_KEY => c"ICL_ERR_UNKNOWN_KEY",
+            ICL_ERR_UNKNOWN_NAME => c"ICL_ERR_UNKNOWN_NAME",
+            ICL_ERR_NUMERICAL => c"ICL_ERR_NUMERICAL",
+            ICL_ERR_UNSUPPORTED => c"ICL_ERR_UNSUPPORTED",
+            ICL_ERR_IO => c"ICL_ERR_IO",
+            ICL_ERR_CHECKPOINT => c"ICL_ERR_CHECKPOINT",
+            ICL_ERR_UTF8 => c"ICL_ERR_UTF8",
+            ICL_ERR_ARGUMENT => c"ICL_ERR_ARGUMENT",
+            ICL_ERR_PANIC => c"ICL_ERR_PANIC",
         }
+    }
+
+    /// The enumerator's name, e.g. `"ICL_ERR_SIZE"`.
+    pub fn name(self) -> &'static str {
+        self.name_c().to_str().unwrap_or("ICL_UNKNOWN_STATUS")
     }
 }
 

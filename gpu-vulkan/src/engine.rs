@@ -224,6 +224,20 @@ impl VulkanEngine {
         Ok(eng)
     }
 
+    /// The device buffers (made by the first `fit_buffers`).
+    fn bufs(&self) -> Result<&Buffers, VkError> {
+        self.bufs.as_ref().ok_or_else(|| {
+            VkError::Unsupported("internal: buffers used before they were made".into())
+        })
+    }
+
+    /// The device buffers, mutably.
+    fn bufs_mut(&mut self) -> Result<&mut Buffers, VkError> {
+        self.bufs.as_mut().ok_or_else(|| {
+            VkError::Unsupported("internal: buffers used before they were made".into())
+        })
+    }
+
     /// [`VulkanEngine::new`] with [`Options::from_env`].
     pub fn from_env() -> Result<VulkanEngine, VkError> {
         VulkanEngine::new(&Options::from_env())
@@ -386,16 +400,19 @@ impl VulkanEngine {
                     }
                 }
             }
-            let mut it = made.into_iter();
-            let mut next = || it.next().expect("six arrays");
+            let Ok([circ, z, y, seqout, partials, grad]) = <[GpuArray; 6]>::try_from(made) else {
+                return Err(VkError::Unsupported(
+                    "internal: six buffers expected".into(),
+                ));
+            };
             self.bufs = Some(Buffers {
                 params,
-                circ: next(),
-                z: next(),
-                y: next(),
-                seqout: next(),
-                partials: next(),
-                grad: next(),
+                circ,
+                z,
+                y,
+                seqout,
+                partials,
+                grad,
             });
             changed = true;
         } else if let Some(b) = self.bufs.as_mut() {
@@ -419,7 +436,7 @@ impl VulkanEngine {
             }
         }
         if changed {
-            let b = self.bufs.as_ref().expect("buffers exist");
+            let b = self.bufs()?;
             let infos: Vec<[vk::DescriptorBufferInfo; 1]> = [
                 &b.params,
                 &b.circ.dev,
@@ -460,12 +477,14 @@ impl VulkanEngine {
     }
 
     /// Write the circuits (KQ then OV) to the host side of the circuit buffer.
-    fn write_circuits(&mut self, circ: &Circuits<f32>) {
-        self.circ_host.clear();
-        self.circ_host.extend_from_slice(&circ.kq);
-        self.circ_host.extend_from_slice(&circ.ov);
-        let b = self.bufs.as_mut().expect("buffers exist");
-        b.circ.host().write(&self.circ_host);
+    fn write_circuits(&mut self, circ: &Circuits<f32>) -> Result<(), VkError> {
+        let mut host = std::mem::take(&mut self.circ_host);
+        host.clear();
+        host.extend_from_slice(&circ.kq);
+        host.extend_from_slice(&circ.ov);
+        self.bufs_mut()?.circ.host().write(&host);
+        self.circ_host = host;
+        Ok(())
     }
 
     /// Write the tokens (and, for training, targets) of sequences start..start+count.
@@ -476,10 +495,12 @@ impl VulkanEngine {
         start: usize,
         count: usize,
         targets: bool,
-    ) {
+    ) -> Result<(), VkError> {
         let w = (batch.len + 1) * batch.e();
         let z = &batch.z[start * w..(start + count) * w];
-        let b = self.bufs.as_mut().expect("buffers exist");
+        let b = self.bufs.as_mut().ok_or_else(|| {
+            VkError::Unsupported("internal: buffers used before they were made".into())
+        })?;
         if plan.variant.f16 {
             self.staging.clear();
             self.staging.extend(z.chunks(2).map(|p| {
@@ -497,6 +518,7 @@ impl VulkanEngine {
             b.y.host()
                 .write(&batch.y[start * plan.no..(start + count) * plan.no]);
         }
+        Ok(())
     }
 
     fn begin(&self) -> Result<(), VkError> {
@@ -648,9 +670,38 @@ impl VulkanEngine {
         Ok((plan, k))
     }
 
-    fn write_params(&mut self, plan: &Plan, spec: &ModelSpec, base: usize) {
-        let p = plan.params(spec, base);
-        self.bufs.as_mut().expect("buffers exist").params.write(&p);
+    /// Upload chunk `ci` (sequences start..start+count) and open its command buffer: tokens,
+    /// targets (training), the launch parameters, and the circuits with the first chunk; then the
+    /// barrier before compute. Shared by training and prediction.
+    #[allow(clippy::too_many_arguments)]
+    fn upload_chunk(
+        &mut self,
+        plan: &Plan,
+        spec: &ModelSpec,
+        batch: &Batch<f32>,
+        ci: usize,
+        start: usize,
+        count: usize,
+        targets: bool,
+    ) -> Result<(), VkError> {
+        self.write_batch(plan, batch, start, count, targets)?;
+        let p = plan.params(spec, start);
+        self.bufs_mut()?.params.write(&p);
+        self.begin()?;
+        {
+            let b = self.bufs()?;
+            let d = &self.ctx.device;
+            if ci == 0 {
+                b.circ
+                    .record_upload(d, self.cmd, (plan.g_len as u64 - 1) * 4);
+            }
+            b.z.record_upload(d, self.cmd, plan.token_words(count) as u64 * 4);
+            if targets {
+                b.y.record_upload(d, self.cmd, (count * plan.no) as u64 * 4);
+            }
+        }
+        self.barrier_to_compute();
+        Ok(())
     }
 
     fn run_loss_grad(
@@ -661,23 +712,10 @@ impl VulkanEngine {
         grad: &mut Circuits<f32>,
     ) -> Result<f32, VkError> {
         let (plan, k) = self.prepare(spec, batch.n, batch.len)?;
-        self.write_circuits(circ);
+        self.write_circuits(circ)?;
         let chunks: Vec<(usize, usize)> = plan.chunks().collect();
         for (ci, &(start, count)) in chunks.iter().enumerate() {
-            self.write_batch(&plan, batch, start, count, true);
-            self.write_params(&plan, spec, start);
-            self.begin()?;
-            {
-                let b = self.bufs.as_ref().expect("buffers exist");
-                let d = &self.ctx.device;
-                if ci == 0 {
-                    b.circ
-                        .record_upload(d, self.cmd, (plan.g_len as u64 - 1) * 4);
-                }
-                b.z.record_upload(d, self.cmd, plan.token_words(count) as u64 * 4);
-                b.y.record_upload(d, self.cmd, (count * plan.no) as u64 * 4);
-            }
-            self.barrier_to_compute();
+            self.upload_chunk(&plan, spec, batch, ci, start, count, true)?;
             self.dispatch(k, Entry::FwdBwd, count as u32);
             if ci + 1 == chunks.len() {
                 self.barrier_compute();
@@ -689,22 +727,17 @@ impl VulkanEngine {
                     (plan.g_len as u32).div_ceil(plan.variant.wg),
                 );
                 self.barrier_to_host();
-                self.bufs
-                    .as_ref()
-                    .expect("buffers exist")
-                    .grad
-                    .record_download(&self.ctx.device, self.cmd, plan.g_len as u64 * 4);
+                self.bufs()?.grad.record_download(
+                    &self.ctx.device,
+                    self.cmd,
+                    plan.g_len as u64 * 4,
+                );
                 self.barrier_copy_to_host();
             }
             self.submit_wait()?;
         }
         let mut out = vec![0.0f32; plan.g_len];
-        self.bufs
-            .as_mut()
-            .expect("buffers exist")
-            .grad
-            .host()
-            .read(&mut out);
+        self.bufs_mut()?.grad.host().read(&mut out);
         let nkq = plan.heads * plan.e * plan.e;
         grad.kq.copy_from_slice(&out[..nkq]);
         grad.ov.copy_from_slice(&out[nkq..plan.g_len - 1]);
@@ -719,34 +752,21 @@ impl VulkanEngine {
         out: &mut [f32],
     ) -> Result<(), VkError> {
         let (plan, k) = self.prepare(spec, batch.n, batch.len)?;
-        self.write_circuits(circ);
+        self.write_circuits(circ)?;
         let no = plan.no;
-        for (ci, (start, count)) in plan.chunks().enumerate() {
-            self.write_batch(&plan, batch, start, count, false);
-            self.write_params(&plan, spec, start);
-            self.begin()?;
-            {
-                let b = self.bufs.as_ref().expect("buffers exist");
-                let d = &self.ctx.device;
-                if ci == 0 {
-                    b.circ
-                        .record_upload(d, self.cmd, (plan.g_len as u64 - 1) * 4);
-                }
-                b.z.record_upload(d, self.cmd, plan.token_words(count) as u64 * 4);
-            }
-            self.barrier_to_compute();
+        let chunks: Vec<(usize, usize)> = plan.chunks().collect();
+        for (ci, &(start, count)) in chunks.iter().enumerate() {
+            self.upload_chunk(&plan, spec, batch, ci, start, count, false)?;
             self.dispatch(k, Entry::Predict, count as u32);
             self.barrier_to_host();
-            self.bufs
-                .as_ref()
-                .expect("buffers exist")
-                .seqout
-                .record_download(&self.ctx.device, self.cmd, (count * no) as u64 * 4);
+            self.bufs()?.seqout.record_download(
+                &self.ctx.device,
+                self.cmd,
+                (count * no) as u64 * 4,
+            );
             self.barrier_copy_to_host();
             self.submit_wait()?;
-            self.bufs
-                .as_mut()
-                .expect("buffers exist")
+            self.bufs_mut()?
                 .seqout
                 .host()
                 .read(&mut out[start * no..(start + count) * no]);

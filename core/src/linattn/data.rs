@@ -1,4 +1,4 @@
-//! Data of the Zhang et al. (2025) protocol (spec §1): a finite training set of P sequences from
+//! Data of the Zhang et al. (2025) protocol (§2.1, App. A.3, App. G): a finite training set of P sequences from
 //! the `eigs` task, with the reference code's finite-sample options, next-token-prediction
 //! prefixes, and the in-context / in-weight test sets (App. G).
 //!

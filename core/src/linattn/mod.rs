@@ -10,7 +10,7 @@
 //!   whitening, the in-context / in-weight mix, next-token-prediction prefixes, test sets;
 //! * [`moments`]: the sufficient-statistics objective of any linear-attention model on a fixed set
 //!   (exact: the prediction is linear in the features `S z_q^T / L_0`), whose cost per step does not
-//!   depend on P (spec §8, engine B);
+//!   depend on P;
 //! * [`mlp`]: the two-layer network on the cubic feature `z = vec(beta x_q^T)`, ATTN_M's twin (eqs. 6-7);
 //! * [`metrics`]: effective matrix M, plateau and drop detection, PCR distance, alignment of the
 //!   keys with the eigenvectors, conservation-law residuals;
@@ -104,7 +104,7 @@ impl Spectrum {
         self.lambda.len()
     }
 
-    /// Principal component regression with m components (spec §3.6, eq. 22):
+    /// Principal component regression with m components (§3.4, eq. 22):
     /// `M_m = sum_{d<=m} lambda_d / a_d e_d e_d^T`, `a_d = lambda_d^2 + inv_n (lambda_d + tr) lambda_d`
     /// (row-major D x D). `inv_n` is 1/N, or E(1/N) for next-token prediction.
     pub fn pcr_matrix(&self, m: usize, inv_n: f64) -> Vec<f64> {

@@ -1,4 +1,4 @@
-//! Sufficient statistics of linear attention on a fixed set (spec §8, engine B).
+//! Sufficient statistics of linear attention on a fixed set (Zhang et al. 2025: the prediction is linear in cubic features, eqs. 6–7).
 //!
 //! For linear attention every head computes `yhat_o += OV_h[o] . (S KQ_h z_q) / L_0` with
 //! `S = sum_{keys l} z_l z_l^T`, so the whole model is linear in the cubic features

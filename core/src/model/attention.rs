@@ -1,5 +1,5 @@
 //! One head of one-layer attention for the query column, forward and backward on the effective
-//! circuits (He et al. 2025 eq. (2.2)/(E.1); spec §2.1–2.8).
+//! circuits (He et al. 2025 eq. (2.2)/(E.1), App. B).
 //!
 //! For one sequence with tokens z_1..z_L and query z_q (E = d + n_out values each):
 //!

@@ -102,7 +102,7 @@ impl ModelSpec {
         }
     }
 
-    /// First-order coefficient C_f of the activation (f ~ 1 + C_f x; spec §2.8), or `None` for linear attention.
+    /// First-order coefficient C_f of the activation (f ~ 1 + C_f x; He et al. 2025 §B.2, Table 1), or `None` for linear attention.
     pub fn c_f(&self) -> Option<f64> {
         match (self.attention, self.activation) {
             (AttentionKind::Linear, _) => None,

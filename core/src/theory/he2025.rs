@@ -23,12 +23,7 @@ pub struct Setting {
     pub sigma2: f64,
 }
 
-fn check_finite(what: &str, v: &[f64]) -> Result<()> {
-    match v.iter().find(|x| !x.is_finite()) {
-        Some(x) => Err(Error::NonFinite(format!("{what} = {x}"))),
-        None => Ok(()),
-    }
-}
+use crate::scalar::check_finite;
 
 impl Setting {
     /// Validated setting: d >= 1, L >= 1, sigma^2 >= 0 finite.
@@ -74,7 +69,7 @@ impl Setting {
         self.approx_loss_grad(omega, mu, &mut go, &mut gm)
     }
 
-    /// `L~` and its gradient (spec §4.1), returns the loss and writes
+    /// `L~` and its gradient (Prop. 4.1, eq. (4.1)), returns the loss and writes
     /// `grad_mu = -2 (1 - mu^T omega) omega + 2 lambda E mu` and
     /// `grad_omega = -2 (1 - mu^T omega) mu + 2 d lambda (E o mu mu^T) omega`.
     pub fn approx_loss_grad(
@@ -121,7 +116,7 @@ impl Setting {
         Ok(loss)
     }
 
-    /// The minimiser over mu of `L~` at fixed omega (spec §3): `mu*(omega) = (omega omega^T + lambda E)^{-1} omega`.
+    /// The minimiser over mu of `L~` at fixed omega (minimising eq. (4.1) in mu): `mu*(omega) = (omega omega^T + lambda E)^{-1} omega`.
     pub fn mu_star(&self, omega: &[f64]) -> Result<Vec<f64>> {
         let h = omega.len();
         if h == 0 {
@@ -141,7 +136,7 @@ impl Setting {
     }
 
     /// mu_gamma = gamma / (2 (gamma^2 + lambda sinh(d gamma^2))): the positive-head OV value on the
-    /// solution manifold S_gamma (spec §4.2, eq. 4.5 with the squared ||mu||_1 of the errata).
+    /// solution manifold S_gamma (eq. (4.5), with the squared ||mu||_1 the derivation needs).
     pub fn mu_gamma(&self, gamma: f64) -> Result<f64> {
         if !(gamma > 0.0 && gamma.is_finite()) {
             return Err(Error::InvalidConfig(format!(
@@ -169,7 +164,7 @@ impl Setting {
         self.sigma2 + a / (a + self.lf())
     }
 
-    /// Single-head `L~` optimum (Chen et al. 2024a; spec §3): omega* = 1/sqrt(d),
+    /// Single-head `L~` optimum (Chen et al. 2024a): omega* = 1/sqrt(d),
     /// mu* = sqrt(d) / (1 + e (1 + sigma^2) d / L). Returns (omega*, mu*).
     pub fn nw_optimum(&self) -> (f64, f64) {
         let d = self.df();
@@ -180,7 +175,7 @@ impl Setting {
     }
 
     // ------------------------------------------------------------------------------------------
-    // Closed-form risks (spec §3.1).
+    // Closed-form risks (App. F).
 
     /// eta* = L / (d (1 + sigma^2) + L), the optimal debiased-GD step (Thm 4.2(ii)); also lim 2 gamma mu_gamma.
     pub fn eta_star(&self) -> f64 {
@@ -199,7 +194,7 @@ impl Setting {
         1.0 + s2 - 2.0 * eta + eta * eta / l * (d * (1.0 + s2) + l + 1.0)
     }
 
-    /// Exact finite-L risk of debiased GD `yhat = eta/L sum_l y_l (x_l - xbar)^T x_q` (spec §3.1, derived):
+    /// Exact finite-L risk of debiased GD `yhat = eta/L sum_l y_l (x_l - xbar)^T x_q` (derived in icl; checked against Monte Carlo in core/tests/risks.rs):
     /// `1 + sigma^2 - 2 eta (L-1)/L + eta^2 (L-1)(d (1 + sigma^2) + L) / L^2`; minimised at eta*.
     pub fn debiased_gd_risk(&self, eta: f64) -> f64 {
         let (d, l, s2) = (self.df(), self.lf(), self.sigma2);

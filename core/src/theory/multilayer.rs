@@ -31,7 +31,7 @@ fn check(x: &[f64], y: &[f64], xq: &[f64]) -> Result<(usize, usize)> {
     Ok((l, d))
 }
 
-/// Algorithm 1 in token form (spec §4.4, as printed): with `x^(0) = x`, `y^(0) = y`, `y_q^(0) = 0`,
+/// Algorithm 1 in token form (Algorithm 1 of the paper, as printed): with `x^(0) = x`, `y^(0) = y`, `y_q^(0) = 0`,
 /// for t = 0..T-1 and all tokens l in [L] + {q} simultaneously,
 /// `x_l <- x_l - eta_x/L sum_{l'<=L} x_l' x_l'^T x_l` and `y_l <- y_l + eta_y/L sum_{l'<=L} y_l' x_l'^T x_l`.
 /// Returns `y_q^(t)` for t = 1..=T.
@@ -89,7 +89,7 @@ pub struct Alg1 {
     pub w_eff: Vec<f64>,
 }
 
-/// Algorithm 1 in summary-statistics form (spec §4.5): `C_0 = 1/L sum x x^T`, `b_0 = 1/L sum y x`;
+/// Algorithm 1 in summary-statistics form (derived in icl; equal to the token form to 1e-12 in the tests): `C_0 = 1/L sum x x^T`, `b_0 = 1/L sum y x`;
 /// `A_t = I - eta_x C_t`, `yhat^(t+1) = yhat^(t) + eta_y b_t^T x_q^(t)`, `b_{t+1} = A_t (I + eta_y C_t) b_t`,
 /// `C_{t+1} = A_t C_t A_t`, `x_q^(t+1) = A_t x_q^(t)`. O(T d^3) per sequence.
 pub fn algorithm1(
@@ -126,7 +126,7 @@ pub fn algorithm1(
     })
 }
 
-/// Standard K-step GD from w_0 = 0 (spec §5): `w_{k+1} = w_k - eta/L X^T (X w_k - y)`.
+/// Standard K-step GD from w_0 = 0 (§4.1 baselines): `w_{k+1} = w_k - eta/L X^T (X w_k - y)`.
 /// Returns the predictions `w_k^T x_q` for k = 1..=K.
 pub fn gd_steps(x: &[f64], y: &[f64], xq: &[f64], eta: f64, steps: usize) -> Result<Vec<f64>> {
     let (l, d) = check(x, y, xq)?;
@@ -182,7 +182,7 @@ pub fn ols_excess_risk(d: usize, l: usize, sigma2: f64) -> Result<f64> {
     Ok(sigma2 * d as f64 / (l - d - 1) as f64)
 }
 
-/// Two-stage least squares (spec §6.3) from instruments `z` (L x q), regressors `x` (L x p), `y` (L):
+/// Two-stage least squares (§5) from instruments `z` (L x q), regressors `x` (L x p), `y` (L):
 /// `theta_hat = (Z^T Z)^{-1} Z^T X`, `X_hat = Z theta_hat`, `beta_2sls = (X_hat^T X_hat)^{-1} X_hat^T y`.
 /// Returns (beta_2sls (p), theta_hat (q x p row-major)).
 pub fn two_sls(
@@ -240,7 +240,7 @@ pub fn haar_orthogonal(rng: &mut Rng, d: usize) -> Vec<f64> {
     q
 }
 
-/// One varying-covariance regression sequence (spec §1).
+/// One varying-covariance regression sequence (§3.1, §4.1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sequence {
     /// Context covariates, L x d row-major.
@@ -305,7 +305,7 @@ pub fn varying_cov_sequence(
     }
 }
 
-/// One IV sequence (spec §6.1, Liang et al. conventions): `z ~ N(0, I_q)`, confounder `u ~ N(0, I_p)`,
+/// One IV sequence (eq. 8, Liang et al. 2024 conventions): `z ~ N(0, I_q)`, confounder `u ~ N(0, I_p)`,
 /// `x = theta^T z + Phi^T u + omega`, `y = beta^T x + phi^T u + eps`, with theta (q x p) iid N(0,1)
 /// rescaled to ||theta||_F = sqrt(q p), Phi iid N(0,1), phi ~ N(0, I_p), beta ~ N(0, I_p/p),
 /// omega ~ N(0, I_p), eps ~ N(0, 1). Query: z_q ~ N(0, I_q), noise-free x_q = theta^T z_q, y_q = beta^T x_q.

@@ -149,7 +149,7 @@ pub fn lemma41_with_cov(train: &Gaussian, l: usize, xx: &[f64]) -> Result<Params
     })
 }
 
-/// Finite-m estimate of `X^T X/(m l)` for Lemma 4.1 (spec §3, per-prompt centring): the average
+/// Finite-m estimate of `X^T X/(m l)` for Lemma 4.1 (App. F eq. 57, per-prompt centring): the average
 /// over m pretraining prompts of `C_xx = 1/l sum_i x_i x_i^T - s_x s_x^T` (l tokens each, query
 /// included), x ~ N(mu_x, Sigma_x) of `train`. Prompt k draws from `stream(seed, Train, 0, k)`.
 /// Its expectation is (l-1)/l Sigma_x.
@@ -258,7 +258,7 @@ pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
     Ok(Coeffs { a, b, c })
 }
 
-/// Isotropic reduction (spec §7.1): train isotropic (v21 = 0, v22 M11 = k I), test Sigma_x = alpha I,
+/// Isotropic reduction of Thm 4.6 (derived in icl): train isotropic (v21 = 0, v22 M11 = k I), test Sigma_x = alpha I,
 /// Sigma_w = beta I, zero means, noise sigma^2:
 /// `a = k^2 alpha^2 d (alpha beta + (sigma^2 + alpha beta d)/l)`, `b = 2 k alpha^2 beta d`, `c = alpha beta d + sigma^2`,
 /// so `tau_opt = k (alpha + (sigma^2/beta + alpha d)/l)`.
@@ -294,7 +294,7 @@ pub fn tau_heuristic(p: &Params, test: &Gaussian, l: usize) -> Result<f64> {
 /// `yhat = u/tau + b_att`: returns `(u, b_att)` with `u = w_att^T x_l`,
 /// `w_att = M11^T (C_xx v21 + v22 C_xy) + (v21^T C_xy + v22 C_yy) m21`, `b_att = v21^T s_x + v22 s_y`.
 /// `x` holds the l tokens' covariates row by row (query last), `y` the l - 1 context labels.
-/// The statistics divide by l and s_x, C_xx include the query (spec §2.5).
+/// The statistics divide by l and s_x, C_xx include the query (App. E, eqs. 44–47).
 pub fn predict_parts(p: &Params, x: &[f64], y: &[f64]) -> Result<(f64, f64)> {
     let d = p.d;
     let l = y.len() + 1;

@@ -76,7 +76,7 @@ pub fn plateau_losses_inv_n(eigs: &[f64], e_inv_n: f64) -> Vec<f64> {
     out
 }
 
-/// `E(1/N)` for `N` uniform on `{1, .., n_max}`: the harmonic number `H_{n_max} / n_max` (spec §1.2).
+/// `E(1/N)` for `N` uniform on `{1, .., n_max}`: the harmonic number `H_{n_max} / n_max` (App. A.3, eq. 23).
 pub fn mean_inv_uniform(n_max: usize) -> f64 {
     if n_max == 0 {
         return f64::NAN;
@@ -122,7 +122,7 @@ pub fn min_norm(eigs: &[f64], inv_n: f64, m: usize) -> Result<(Vec<f64>, f64)> {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Population loss of the effective matrix (spec §3.2).
+// Population loss of the effective matrix (App. E.4).
 
 /// Population statistics of a covariance `Lambda` and context length (through `E(1/N)`).
 #[derive(Debug, Clone)]
@@ -204,7 +204,7 @@ impl Population {
         Ok(DMatrix::from_row_slice(self.d, self.d, m))
     }
 
-    /// Population loss (spec §3.2): `L(M) = tr Lambda - 2 tr(Lambda^2 M) + tr(M^T E(Lambda_hat^2) M Lambda)`.
+    /// Population loss (App. E.4): `L(M) = tr Lambda - 2 tr(Lambda^2 M) + tr(M^T E(Lambda_hat^2) M Lambda)`.
     pub fn loss(&self, m: &[f64]) -> Result<f64> {
         let m = self.mat(m)?;
         Ok(self.loss_mat(&m))
@@ -225,7 +225,7 @@ impl Population {
         &self.lambda2 - &self.e_lhat2 * m * &self.lambda
     }
 
-    /// Global minimiser `M* = E(Lambda_hat^2)^{-1} Lambda` (spec §3.2), row-major.
+    /// Global minimiser `M* = E(Lambda_hat^2)^{-1} Lambda` (App. E.4), row-major.
     pub fn m_star(&self) -> Result<Vec<f64>> {
         let inv = self
             .e_lhat2
@@ -314,7 +314,7 @@ pub fn scalar_ode_rhs(v: f64, lambda: f64, a: f64) -> f64 {
     lambda * lambda * v * v - lambda * a * v * v * v * v * v
 }
 
-/// Loss along the ansatz (spec §3.4, derived): `L = L(M_m) - 2 lambda^2 v^3 + lambda a v^6`.
+/// Loss along the ansatz (§4, App. E, derived): `L = L(M_m) - 2 lambda^2 v^3 + lambda a v^6`.
 pub fn ansatz_loss(loss_m: f64, v: f64, lambda: f64, a: f64) -> f64 {
     loss_m - 2.0 * lambda * lambda * v * v * v + lambda * a * v * v * v * v * v * v
 }
@@ -396,7 +396,7 @@ pub fn attn_s_plateau_times(eigs: &[f64], v_start: &[f64]) -> Result<Vec<f64>> {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Exact population gradient flow in weight space (spec §8, Engine A).
+// Exact population gradient flow in weight space (App. C).
 
 /// Reduced architectures of Zhang et al. (2025).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -592,7 +592,7 @@ pub fn simulate(
     Ok(y)
 }
 
-/// Ordered crossings of the midpoints between consecutive plateau levels (spec §8 metrics):
+/// Ordered crossings of the midpoints between consecutive plateau levels (the drop times of Figs. 3–4):
 /// `levels` is `L(M_0) > .. > L(M_D)`; returns, for each m, the first time the loss falls below
 /// `(L(M_m) + L(M_{m+1}))/2`, from a trajectory of (t, loss) rows.
 pub fn crossings(levels: &[f64], traj: &[(f64, f64)]) -> Vec<Option<f64>> {

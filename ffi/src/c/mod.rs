@@ -208,24 +208,9 @@ pub extern "C" fn icl_last_error() -> *const c_char {
 /// string. Thread-safe.
 #[no_mangle]
 pub extern "C" fn icl_status_name(status: i32) -> *const c_char {
-    let s: &'static str = match status {
-        0 => "ICL_OK\0",
-        1 => "ICL_ERR_NULL\0",
-        2 => "ICL_ERR_SIZE\0",
-        3 => "ICL_ERR_NONFINITE\0",
-        4 => "ICL_ERR_CONFIG\0",
-        5 => "ICL_ERR_UNKNOWN_KEY\0",
-        6 => "ICL_ERR_UNKNOWN_NAME\0",
-        7 => "ICL_ERR_NUMERICAL\0",
-        8 => "ICL_ERR_UNSUPPORTED\0",
-        9 => "ICL_ERR_IO\0",
-        10 => "ICL_ERR_CHECKPOINT\0",
-        11 => "ICL_ERR_UTF8\0",
-        12 => "ICL_ERR_ARGUMENT\0",
-        13 => "ICL_ERR_PANIC\0",
-        _ => "ICL_UNKNOWN_STATUS\0",
-    };
-    s.as_ptr() as *const c_char
+    icl_status::from_code(status)
+        .map_or(c"ICL_UNKNOWN_STATUS", icl_status::name_c)
+        .as_ptr()
 }
 
 /// The name of the default engine, the one `icl train` uses without `--engine` (a static string).

@@ -63,7 +63,7 @@ int main() {
         rust::Vec<rust::String> k, v;
         k.push_back("d");
         v.push_back("0");
-        icl::theory_value("mu-gamma", k, v);
+        icl::theory_value("eta-star", k, v);
     }, "--d = 0");
     rust::Box<icl::TaskSampler> task = icl::task_sampler(*cfg);
     icl::Batch b = task->sample(1, false, 0, 4, 10);
