@@ -83,6 +83,21 @@ impl Range {
         }
     }
 
+    /// Check a number against the range (an integer range takes whole numbers within it):
+    /// [`Error::NonFinite`] for NaN or infinity, [`Error::InvalidConfig`] naming `key` and the
+    /// range otherwise.
+    pub fn check(&self, key: &str, x: f64) -> Result<()> {
+        match *self {
+            Range::Int { .. } if x.is_finite() && x >= 0.0 && libm::trunc(x) == x => {
+                self.check_int(key, x as u64)
+            }
+            Range::Int { .. } if x.is_finite() => Err(Error::InvalidConfig(format!(
+                "{key} = {x} is not a whole number in {self}"
+            ))),
+            _ => self.check_real(key, x),
+        }
+    }
+
     fn check_int(&self, key: &str, x: u64) -> Result<()> {
         match *self {
             Range::Int { min, max } if x < min || x > max => Err(Error::InvalidConfig(format!(

@@ -115,25 +115,22 @@ fn library_functions() {
         unsafe { CStr::from_ptr(icl_version()) }.to_str().unwrap(),
         env!("CARGO_PKG_VERSION")
     );
-    let all = [
-        ICL_OK,
-        ICL_ERR_NULL,
-        ICL_ERR_SIZE,
-        ICL_ERR_NONFINITE,
-        ICL_ERR_CONFIG,
-        ICL_ERR_UNKNOWN_KEY,
-        ICL_ERR_UNKNOWN_NAME,
-        ICL_ERR_NUMERICAL,
-        ICL_ERR_UNSUPPORTED,
-        ICL_ERR_IO,
-        ICL_ERR_CHECKPOINT,
-        ICL_ERR_UTF8,
-        ICL_ERR_ARGUMENT,
-        ICL_ERR_PANIC,
-    ];
-    for s in all {
-        let n = unsafe { CStr::from_ptr(icl_status_name(s as i32)) };
+    // every status the header declares is in ALL, with its code, and icl_status_name names it
+    let header =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ffi/include/icl.h"))
+            .unwrap();
+    let declared: Vec<&str> = header
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("ICL_OK") || w.starts_with("ICL_ERR_"))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(declared.len(), icl_status::ALL.len(), "{declared:?}");
+    for (code, s) in icl_status::ALL.iter().enumerate() {
+        assert_eq!(*s as usize, code);
+        let n = unsafe { CStr::from_ptr(icl_status_name(*s as i32)) };
         assert_eq!(n.to_str().unwrap(), s.name());
+        assert!(declared.contains(&s.name()), "{}", s.name());
     }
     for bad in [-1, 14, 1000] {
         let n = unsafe { CStr::from_ptr(icl_status_name(bad)) };

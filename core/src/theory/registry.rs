@@ -183,27 +183,10 @@ impl Kind {
 }
 
 fn check_range(name: &str, x: f64, r: &Range) -> Result<()> {
-    if !x.is_finite() {
-        return Err(Error::NonFinite(format!("--{name} = {x}")));
-    }
-    let ok = match *r {
-        Range::Any => true,
-        Range::Int { min, max } => x >= min as f64 && x <= max as f64,
-        Range::Real {
-            min,
-            max,
-            min_open,
-            max_open,
-        } => {
-            (if min_open { x > min } else { x >= min })
-                && (if max_open { x < max } else { x <= max })
-        }
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(bad(format!("--{name} = {x} is outside its range {r}")))
-    }
+    r.check(&format!("--{name}"), x).map_err(|e| match e {
+        Error::InvalidConfig(m) => bad(m),
+        other => other,
+    })
 }
 
 /// Longest list parameter (a 4096 x 4096 matrix).
@@ -353,16 +336,22 @@ pub struct Q {
     pub paper: &'static str,
     pub about: &'static str,
     pub params: &'static [P],
+    /// Parameters shared with other quantities, after `params` (e.g. d, L, sigma^2).
+    pub shared: &'static [P],
     pub run: fn(&Ctx) -> Result<Out>,
 }
 
 impl Q {
     /// The parameters with their kinds.
     pub fn param_kinds(&self) -> Vec<(&'static P, Kind)> {
-        self.params
-            .iter()
+        self.all_params()
             .map(|p| (p, kind_of(self.name, p)))
             .collect()
+    }
+
+    /// Every parameter: its own, then the shared ones.
+    pub fn all_params(&self) -> impl Iterator<Item = &'static P> {
+        self.params.iter().chain(self.shared)
     }
 }
 
@@ -419,8 +408,8 @@ pub fn evaluate(name: &str, args: &[(String, String)]) -> Result<(Out, BTreeMap<
     })?;
     let mut vals = BTreeMap::new();
     for (k, v) in args {
-        if !q.params.iter().any(|p| p.0 == k) {
-            let known: Vec<String> = q.params.iter().map(|p| format!("--{}", p.0)).collect();
+        if !q.all_params().any(|p| p.0 == k) {
+            let known: Vec<String> = q.all_params().map(|p| format!("--{}", p.0)).collect();
             return Err(Error::InvalidArgument(format!(
                 "{name}: unknown parameter --{k} (takes {})",
                 known.join(", ")
@@ -464,13 +453,14 @@ macro_rules! params {
 pub fn registry() -> Vec<Q> {
     let mut v = vec![
         // ---------------- He et al. (2025)
-        Q { name: "eta-star", paper: "he2025", about: "optimal debiased-GD step eta* = L/(d(1+sigma^2)+L) (Thm 4.2(ii))", params: HE, run: |c| Ok(Out::num(c.he()?.eta_star())) },
-        Q { name: "eta-vgd-star", paper: "he2025", about: "optimal vanilla-GD step L/(d(1+sigma^2)+L+1)", params: HE, run: |c| Ok(Out::num(c.he()?.eta_vgd_star())) },
+        Q { name: "eta-star", paper: "he2025", about: "optimal debiased-GD step eta* = L/(d(1+sigma^2)+L) (Thm 4.2(ii))", params: &[], shared: HE, run: |c| Ok(Out::num(c.he()?.eta_star())) },
+        Q { name: "eta-vgd-star", paper: "he2025", about: "optimal vanilla-GD step L/(d(1+sigma^2)+L+1)", params: &[], shared: HE, run: |c| Ok(Out::num(c.he()?.eta_vgd_star())) },
         Q {
             name: "mu-gamma",
             paper: "he2025",
             about: "OV value on the solution manifold, gamma/(2(gamma^2+lambda sinh(d gamma^2))) (eq. 4.5, corrected)",
-            params: params!(P("gamma", None, "KQ scale gamma > 0"), P("d", Some("5"), "covariate dimension"), P("L", Some("40"), "context length"), P("sigma2", Some("0.1"), "label noise variance")),
+            params: params!(P("gamma", None, "KQ scale gamma > 0")),
+            shared: HE,
             run: |c| {
                 let s = c.he()?;
                 let g = c.f("gamma")?;
@@ -482,14 +472,16 @@ pub fn registry() -> Vec<Q> {
             name: "mu-star",
             paper: "he2025",
             about: "minimiser over mu of L~ at fixed omega: (omega omega^T + lambda E)^{-1} omega",
-            params: params!(P("omega", None, "per-head omega, comma-separated"), P("d", Some("5"), "covariate dimension"), P("L", Some("40"), "context length"), P("sigma2", Some("0.1"), "label noise variance")),
+            params: params!(P("omega", None, "per-head omega, comma-separated")),
+            shared: HE,
             run: |c| Ok(Out::list(&c.he()?.mu_star(&c.list("omega")?)?)),
         },
         Q {
             name: "approx-loss",
             paper: "he2025",
             about: "approximate loss L~(omega, mu) (eq. 4.1); also its gradient",
-            params: params!(P("omega", None, "per-head omega"), P("mu", None, "per-head mu"), P("d", Some("5"), "covariate dimension"), P("L", Some("40"), "context length"), P("sigma2", Some("0.1"), "label noise variance")),
+            params: params!(P("omega", None, "per-head omega"), P("mu", None, "per-head mu")),
+            shared: HE,
             run: |c| {
                 let (om, mu) = (c.list("omega")?, c.list("mu")?);
                 let (mut go, mut gm) = (vec![0.0; om.len()], vec![0.0; om.len()]);
@@ -501,7 +493,8 @@ pub fn registry() -> Vec<Q> {
             name: "manifold-loss",
             paper: "he2025",
             about: "L~ on S_gamma with optimal ||mu||_1: sigma^2 + 1 - (1 + lambda sinh(d gamma^2)/gamma^2)^-1",
-            params: params!(P("gamma", None, "KQ scale"), P("d", Some("5"), "covariate dimension"), P("L", Some("40"), "context length"), P("sigma2", Some("0.1"), "label noise variance")),
+            params: params!(P("gamma", None, "KQ scale")),
+            shared: HE,
             run: |c| {
                 let s = c.he()?;
                 Ok(Out::num(s.manifold_loss(c.f("gamma")?)?).with("infimum", Value::from(s.approx_loss_star())))
@@ -512,6 +505,7 @@ pub fn registry() -> Vec<Q> {
             paper: "he2025",
             about: "single-head L~ optimum [omega*, mu*] = [1/sqrt(d), sqrt(d)/(1+e(1+sigma^2)d/L)] and its L~",
             params: HE,
+            shared: &[],
             run: |c| {
                 let s = c.he()?;
                 let (w, m) = s.nw_optimum();
@@ -522,7 +516,8 @@ pub fn registry() -> Vec<Q> {
             name: "gd-risk",
             paper: "he2025",
             about: "exact finite-L risk of one-step GD (F.25-F.29; debiased: spec 3.1); eta defaults to the variant's optimum",
-            params: params!(P("variant", Some("debiased"), "vanilla | debiased"), P("eta", Some("opt"), "step size or `opt`"), P("d", Some("5"), "covariate dimension"), P("L", Some("40"), "context length"), P("sigma2", Some("0.1"), "label noise variance")),
+            params: params!(P("variant", Some("debiased"), "vanilla | debiased"), P("eta", Some("opt"), "step size or `opt`")),
+            shared: HE,
             run: |c| {
                 let s = c.he()?;
                 let vanilla = match c.s("variant")?.as_str() {
@@ -540,6 +535,7 @@ pub fn registry() -> Vec<Q> {
             paper: "he2025",
             about: "L -> inf, d/L -> xi limit of the GD risk (F.33) at eta (default eta* limit)",
             params: params!(P("xi", Some("0.125"), "d/L"), P("sigma2", Some("0.1"), "noise variance"), P("eta", Some("opt"), "step size or `opt`")),
+            shared: &[],
             run: |c| {
                 let (xi, s2) = (c.f("xi")?, c.f("sigma2")?);
                 if c.raw("eta")? == "opt" {
@@ -549,19 +545,21 @@ pub fn registry() -> Vec<Q> {
                 }
             },
         },
-        Q { name: "ols-risk", paper: "he2025", about: "OLS risk sigma^2 (1 + d/(L-d-1))", params: HE, run: |c| Ok(Out::num(c.he()?.ols_risk()?)) },
+        Q { name: "ols-risk", paper: "he2025", about: "OLS risk sigma^2 (1 + d/(L-d-1))", params: &[], shared: HE, run: |c| Ok(Out::num(c.he()?.ols_risk()?)) },
         Q {
             name: "bayes-risk",
             paper: "he2025",
             about: "asymptotic Bayes risk (F.36) at xi = d/L",
             params: params!(P("xi", Some("0.125"), "d/L"), P("sigma2", Some("0.1"), "noise variance")),
+            shared: &[],
             run: |c| Ok(Out::num(he2025::bayes_risk_asymptotic(c.f("xi")?, c.f("sigma2")?)?)),
         },
         Q {
             name: "bayes-risk-mc",
             paper: "he2025",
             about: "finite-L Bayes risk sigma^2(1 + E tr((X^T X + d sigma^2 I)^-1)) by Monte Carlo: [mean, stderr]",
-            params: params!(P("n", Some("20000"), "samples"), P("seed", Some("0"), "seed"), P("d", Some("5"), "covariate dimension"), P("L", Some("40"), "context length"), P("sigma2", Some("0.1"), "label noise variance")),
+            params: params!(P("n", Some("20000"), "samples"), P("seed", Some("0"), "seed")),
+            shared: HE,
             run: |c| {
                 let (m, se) = c.he()?.bayes_risk_mc(c.u("n")?, c.u64("seed")?)?;
                 Ok(Out::list(&[m, se]))
@@ -572,6 +570,7 @@ pub fn registry() -> Vec<Q> {
             paper: "he2025",
             about: "Thm 4.2(iii) bound on E(gd(eta*))/BayesRisk; also the actual asymptotic ratio",
             params: params!(P("xi", Some("0.125"), "d/L"), P("sigma2", Some("0.1"), "noise variance")),
+            shared: &[],
             run: |c| {
                 let (xi, s2) = (c.f("xi")?, c.f("sigma2")?);
                 let ratio = he2025::gd_risk_star_asymptotic(xi, s2) / he2025::bayes_risk_asymptotic(xi, s2)?;
@@ -582,7 +581,8 @@ pub fn registry() -> Vec<Q> {
             name: "sigma-tilde",
             paper: "he2025",
             about: "Sigma~ = (1+1/L)Sigma + (tr Sigma + d sigma^2)/L I (B.6) for KMS(rho) (row-major); also its inverse",
-            params: params!(P("rho", Some("0.5"), "KMS correlation"), P("d", Some("5"), "covariate dimension"), P("L", Some("40"), "context length"), P("sigma2", Some("0.1"), "label noise variance")),
+            params: params!(P("rho", Some("0.5"), "KMS correlation")),
+            shared: HE,
             run: |c| {
                 let s = c.he()?;
                 let st = he2025::sigma_tilde(&crate::task::kms(s.d, c.f("rho")?), s.d, s.l, s.sigma2)?;
@@ -594,7 +594,8 @@ pub fn registry() -> Vec<Q> {
             name: "precond-gd-risk",
             paper: "he2025",
             about: "exact risk of preconditioned vanilla GD with Gamma in {sigma-tilde, sigma, identity}, x ~ N(0, KMS(rho)) (Lemma G.4)",
-            params: params!(P("gamma", Some("sigma-tilde"), "sigma-tilde | sigma | identity"), P("eta", Some("1"), "step size"), P("rho", Some("0.5"), "KMS correlation"), P("d", Some("5"), "covariate dimension"), P("L", Some("40"), "context length"), P("sigma2", Some("0.1"), "label noise variance")),
+            params: params!(P("gamma", Some("sigma-tilde"), "sigma-tilde | sigma | identity"), P("eta", Some("1"), "step size"), P("rho", Some("0.5"), "KMS correlation")),
+            shared: HE,
             run: |c| {
                 let s = c.he()?;
                 let d = s.d;
@@ -619,11 +620,8 @@ pub fn registry() -> Vec<Q> {
                 P("t-end", Some("2000"), "final time"),
                 P("dt", Some("0.01"), "RK4 step (ignored with --adaptive)"),
                 P("adaptive", Some("false"), "use Dormand-Prince RK45 (true/false)"),
-                P("sample-dt", Some("0.1"), "trajectory spacing"),
-                P("d", Some("5"), "covariate dimension"),
-                P("L", Some("40"), "context length"),
-                P("sigma2", Some("0.1"), "label noise variance")
-            ),
+                P("sample-dt", Some("0.1"), "trajectory spacing")),
+            shared: HE,
             run: |c| {
                 let s = c.he()?;
                 let method = if bool_flag(c, "adaptive")? {
@@ -659,11 +657,8 @@ pub fn registry() -> Vec<Q> {
                 P("mu", None, "initial per-head mu"),
                 P("lr", Some("0.01"), "step size"),
                 P("steps", Some("100000"), "GD steps"),
-                P("every", Some("100"), "trajectory spacing (steps)"),
-                P("d", Some("5"), "covariate dimension"),
-                P("L", Some("40"), "context length"),
-                P("sigma2", Some("0.1"), "label noise variance")
-            ),
+                P("every", Some("100"), "trajectory spacing (steps)")),
+            shared: HE,
             run: |c| {
                 let s = c.he()?;
                 let (om0, mu0) = (c.list("omega")?, c.list("mu")?);
@@ -697,6 +692,7 @@ pub fn registry() -> Vec<Q> {
             paper: "zhang2025",
             about: "plateau losses L(M_0..M_D) = tr(Lambda) - sum_{d<=m} lambda_d/(1+(1+tr/lambda_d)/N) (eqs. 19, 63); --n-max uses E(1/N) (eq. 26)",
             params: params!(P("eigs", None, "eigenvalues of Lambda"), P("N", Some("31"), "context length"), P("n-max", Some("0"), "if > 0: NTP training with N uniform on 1..n-max")),
+            shared: &[],
             run: |c| {
                 let (eigs, inv) = (c.list("eigs")?, inv_n(c)?);
                 zhang2025::a_coeffs(&eigs, inv)?; // validates the eigenvalues
@@ -749,6 +745,7 @@ fn zhang_quantities() -> Vec<Q> {
             paper: "zhang2025",
             about: "global minimiser M* = E(Lambda_hat^2)^-1 Lambda in the eigenbasis (diagonal lambda_d/a_d); also L* and a_d",
             params: params!(P("eigs", None, "eigenvalues of Lambda"), P("N", Some("31"), "context length"), P("n-max", Some("0"), "if > 0: E(1/N) of N uniform on 1..n-max")),
+            shared: &[],
             run: |c| {
                 let (eigs, inv) = (c.list("eigs")?, inv_n(c)?);
                 let a = zhang2025::a_coeffs(&eigs, inv)?;
@@ -764,6 +761,7 @@ fn zhang_quantities() -> Vec<Q> {
             paper: "zhang2025",
             about: "grown value weights v*_d = (lambda_d/a_d)^(1/3) (Eq. 20); also the minimum norm 3 sum v*^2 (App. E.7)",
             params: params!(P("eigs", None, "eigenvalues of Lambda"), P("N", Some("31"), "context length"), P("n-max", Some("0"), "if > 0: E(1/N) of N uniform on 1..n-max")),
+            shared: &[],
             run: |c| {
                 let (eigs, inv) = (c.list("eigs")?, inv_n(c)?);
                 let v = zhang2025::v_star(&eigs, inv)?;
@@ -783,6 +781,7 @@ fn zhang_quantities() -> Vec<Q> {
                 P("w-init", Some("0.001"), "init scale (s0 = w^2)"),
                 P("sample-dt", Some("0.05"), "trajectory spacing")
             ),
+            shared: &[],
             run: |c| {
                 let (t, d, n, cc, w) = (c.f("t")?, c.u("D")?, c.f("N")?, c.f("c")?, c.f("w-init")?);
                 let (sig, l) = zhang2025::white_time_course(t, d, n, cc, w * w)?;
@@ -818,6 +817,7 @@ fn zhang_quantities() -> Vec<Q> {
                 P("w-init", Some("0.000001"), "merged: init scale"),
                 P("v0", Some("0.05"), "separate: value weight of each escaping head at the start of its plateau")
             ),
+            shared: &[],
             run: |c| {
                 let eigs = c.list("eigs")?;
                 match c.s("model")?.as_str() {
@@ -848,6 +848,7 @@ fn zhang_quantities() -> Vec<Q> {
                 P("t", Some("200"), "time (tau)"),
                 P("sample-dt", Some("1"), "trajectory spacing")
             ),
+            shared: &[],
             run: |c| {
                 let (eigs, inv, m) = (c.list("eigs")?, inv_n(c)?, c.u("m")?);
                 let a = zhang2025::a_coeffs(&eigs, inv)?;
@@ -900,6 +901,7 @@ fn zhang_quantities() -> Vec<Q> {
                 P("t-end", Some("12000"), "final time (tau)"),
                 P("every", Some("10"), "trajectory spacing (steps)")
             ),
+            shared: &[],
             run: |c| {
                 let (eigs, inv) = (c.list("eigs")?, inv_n(c)?);
                 let pop = zhang2025::Population::diagonal(&eigs, inv)?;
@@ -1018,30 +1020,6 @@ const TEMP: &[P] = &[
     P("test-sigma-w", Some("1"), "test task covariance"),
 ];
 
-const TEMP_TAU: &[P] = &[
-    P("tau", Some("1"), "temperature"),
-    P("d", Some("50"), "dimension"),
-    P(
-        "l",
-        Some("100"),
-        "tokens per prompt (l-1 context pairs + query)",
-    ),
-    P("train-sigma", Some("0.1"), "train noise std"),
-    P("train-mu-x", Some("0"), "train x mean (1 or d values)"),
-    P(
-        "train-sigma-x",
-        Some("1"),
-        "train x covariance (1, d or d*d values)",
-    ),
-    P("train-mu-w", Some("0"), "train task mean"),
-    P("train-sigma-w", Some("1"), "train task covariance"),
-    P("test-sigma", Some("0.1"), "test noise std"),
-    P("test-mu-x", Some("0"), "test x mean"),
-    P("test-sigma-x", Some("1"), "test x covariance"),
-    P("test-mu-w", Some("0"), "test task mean"),
-    P("test-sigma-w", Some("1"), "test task covariance"),
-];
-
 fn temp_coeffs(
     c: &Ctx,
 ) -> Result<(
@@ -1063,7 +1041,8 @@ fn temperature_quantities() -> Vec<Q> {
             name: "optimal-temperature",
             paper: "temperature",
             about: "tau_opt = 2a/b (Thm 4.7) for Lemma-4.1 parameters trained on the train distribution, tested on the test one; a, b, c, G(1), G_min, heuristic",
-            params: TEMP,
+            params: &[],
+            shared: TEMP,
             run: |c| {
                 let (p, test, k) = temp_coeffs(c)?;
                 let t = k.tau_opt()?;
@@ -1080,7 +1059,8 @@ fn temperature_quantities() -> Vec<Q> {
             name: "temperature-error",
             paper: "temperature",
             about: "G(tau) = a/tau^2 - b/tau + c (Thm 4.6, corrected) at --tau",
-            params: TEMP_TAU,
+            params: &[P("tau", Some("1"), "temperature")],
+            shared: TEMP,
             run: |c| {
                 let (_, _, k) = temp_coeffs(c)?;
                 let tau = c.f("tau")?;
@@ -1102,6 +1082,7 @@ fn temperature_quantities() -> Vec<Q> {
                 P("sigma", Some("0.1"), "test noise std"),
                 P("train-sigma", Some("0.1"), "train noise std")
             ),
+            shared: &[],
             run: |c| {
                 let (d, l) = (c.u("d")?, c.u("l")?);
                 let ts = c.f("train-sigma")?;
@@ -1158,6 +1139,17 @@ fn ml_mc(
     Ok((m, se))
 }
 
+/// The parameters of the varying-covariance Monte Carlo quantities.
+const ML_MC: &[P] = &[
+    P("d", Some("5"), "dimension"),
+    P("L", Some("120"), "context length"),
+    P("sigma2", Some("0.1"), "noise variance"),
+    P("lmin", Some("0.8"), "eigenvalues of Sigma ~ U(lmin, lmax)"),
+    P("lmax", Some("1.2"), "see lmin"),
+    P("n", Some("4000"), "Monte Carlo sequences"),
+    P("seed", Some("0"), "seed"),
+];
+
 fn multilayer_quantities() -> Vec<Q> {
     vec![
         Q {
@@ -1167,15 +1159,9 @@ fn multilayer_quantities() -> Vec<Q> {
             params: params!(
                 P("eta-x", Some("0.6128"), "covariate step eta_x = -<u1, omega>"),
                 P("eta-y", Some("0.7193"), "label step eta_y = <u2, omega>"),
-                P("steps", Some("6"), "steps"),
-                P("d", Some("5"), "dimension"),
-                P("L", Some("120"), "context length"),
-                P("sigma2", Some("0.1"), "noise variance"),
-                P("lmin", Some("0.8"), "eigenvalues of Sigma ~ U(lmin, lmax)"),
-                P("lmax", Some("1.2"), ""),
-                P("n", Some("4000"), "Monte Carlo sequences"),
-                P("seed", Some("0"), "seed")
+                P("steps", Some("6"), "steps")
             ),
+            shared: ML_MC,
             run: |c| {
                 let (ex, ey, t) = (c.f("eta-x")?, c.f("eta-y")?, c.u("steps")?);
                 let (m, se) = ml_mc(c, &|q| Ok(multilayer::algorithm1(&q.x, &q.y, &q.xq, ex, ey, t)?.preds))?;
@@ -1188,15 +1174,9 @@ fn multilayer_quantities() -> Vec<Q> {
             about: "MC error of K-step GD w <- w - eta/L X^T(Xw - y) on varying-covariance data: list over k = 1..steps",
             params: params!(
                 P("eta", Some("0.9"), "step size"),
-                P("steps", Some("4"), "steps"),
-                P("d", Some("5"), "dimension"),
-                P("L", Some("120"), "context length"),
-                P("sigma2", Some("0.1"), "noise variance"),
-                P("lmin", Some("0.8"), "eigenvalues of Sigma ~ U(lmin, lmax)"),
-                P("lmax", Some("1.2"), ""),
-                P("n", Some("4000"), "Monte Carlo sequences"),
-                P("seed", Some("0"), "seed")
+                P("steps", Some("4"), "steps")
             ),
+            shared: ML_MC,
             run: |c| {
                 let (eta, t) = (c.f("eta")?, c.u("steps")?);
                 let (m, se) = ml_mc(c, &|q| multilayer::gd_steps(&q.x, &q.y, &q.xq, eta, t))?;
@@ -1207,16 +1187,8 @@ fn multilayer_quantities() -> Vec<Q> {
             name: "regression-baselines",
             paper: "multilayer",
             about: "MC error [OLS, ridge(lambda)] on varying-covariance data; closed-form OLS excess risk sigma^2 d/(L-d-1)",
-            params: &[
-                P("lambda", Some("0.1"), "ridge penalty"),
-                P("d", Some("5"), "dimension"),
-                P("L", Some("120"), "context length"),
-                P("sigma2", Some("0.1"), "noise variance"),
-                P("lmin", Some("0.8"), "eigenvalues of Sigma ~ U(lmin, lmax)"),
-                P("lmax", Some("1.2"), ""),
-                P("n", Some("4000"), "Monte Carlo sequences"),
-                P("seed", Some("0"), "seed"),
-            ],
+            params: &[P("lambda", Some("0.1"), "ridge penalty")],
+            shared: ML_MC,
             run: |c| {
                 let (d, lam) = (c.u("d")?, c.f("lambda")?);
                 let (m, se) = ml_mc(c, &|q| {
@@ -1238,6 +1210,7 @@ fn multilayer_quantities() -> Vec<Q> {
                 P("n", Some("2000"), "Monte Carlo sequences"),
                 P("seed", Some("0"), "seed")
             ),
+            shared: &[],
             run: |c| {
                 let (q, p, l, n, seed) = (c.u("q")?, c.u("p")?, c.u("L")?, c.u("n")?, c.u64("seed")?);
                 if q == 0 || p == 0 || l <= q.max(p) || n < 2 {
