@@ -47,6 +47,8 @@ impl Acc {
 }
 
 const CHUNK: usize = 1024;
+/// Token values of one chunk at the most (128 MiB in f64), so long test lengths stay in memory.
+const CHUNK_VALUES: usize = 1 << 24;
 
 /// Evaluate the model (if given) and each estimator on `n` sequences of context length `len`.
 /// Returns the model's estimate first (if any), then one per estimator, in order.
@@ -78,9 +80,12 @@ pub fn mc_risk<T: Scalar>(
     let mut pred = vec![T::zero(); CHUNK * no];
     let mut est = vec![0.0; no];
     let mut first = 0;
+    // sequences per chunk: up to CHUNK, fewer at long lengths (about 2^24 token values a chunk)
+    let per_seq = (len.saturating_add(1)).saturating_mul(task.d + no).max(1);
+    let chunk = (CHUNK_VALUES / per_seq).clamp(1, CHUNK);
     while first < n {
-        let m = CHUNK.min(n - first);
-        let mut batch: Batch<T> = Batch::zeros(m, len, task.d, no);
+        let m = chunk.min(n - first);
+        let mut batch: Batch<T> = Batch::try_zeros(m, len, task.d, no)?;
         task.sample_into(
             seed,
             Domain::Eval,

@@ -336,7 +336,7 @@ impl icl_task {
         let (zn, yn) = batch_sizes(n, len, d, no)?;
         check_len("z", z.len(), zn)?;
         check_len("y", y.len(), yn)?;
-        let mut b = Batch::<f64>::zeros(n, len, d, no);
+        let mut b = Batch::<f64>::try_zeros(n, len, d, no)?;
         self.task
             .sample_into(seed, domain, step, 0, &mut b, &mut Vec::new());
         z.copy_from_slice(&b.z);

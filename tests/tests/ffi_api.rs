@@ -594,3 +594,92 @@ fn theory_through_c_equals_icl_theory_json_for_every_quantity() {
         assert_eq!(from_c, from_cli, "{name}");
     }
 }
+
+#[test]
+fn a_trainer_checkpoint_resumes_bit_for_bit() {
+    // issue 15 class 8: through icl.h, save after 30 steps, continue 20 from the file, and get the
+    // parameters and log of 50 uninterrupted steps
+    let sets = [
+        ("task.L", "10"),
+        ("train.batch", "16"),
+        ("train.log_every", "7"),
+    ];
+    let (h, _) = config(&sets);
+    let dir = std::env::temp_dir().join(format!("icl-ffi-resume-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = c(dir.join("t.safetensors").to_str().unwrap());
+    let (mut a, mut b, mut full) = (null_mut(), null_mut(), null_mut());
+    check(unsafe { icl_trainer_new(h, null(), &mut a) });
+    check(unsafe { icl_trainer_train(a, 30, null_mut(), 0, null_mut()) });
+    check(unsafe { icl_trainer_save(a, path.as_ptr()) });
+    unsafe { icl_trainer_free(a) };
+    check(unsafe { icl_trainer_from_checkpoint(path.as_ptr(), null(), &mut b) });
+    check(unsafe { icl_trainer_train(b, 20, null_mut(), 0, null_mut()) });
+    check(unsafe { icl_trainer_new(h, null(), &mut full) });
+    check(unsafe { icl_trainer_train(full, 50, null_mut(), 0, null_mut()) });
+    assert_eq!(trainer_params(b), trainer_params(full));
+    let log = |t: *mut icl_trainer| {
+        let mut n = 0;
+        check(unsafe { icl_trainer_log_len(t, &mut n) });
+        (0..n)
+            .map(|i| {
+                let (mut s, mut l) = (0u64, 0.0f64);
+                let (mut om, mut mu) = ([0.0; 2], [0.0; 2]);
+                check(unsafe {
+                    icl_trainer_log_row(
+                        t,
+                        i,
+                        &mut s,
+                        &mut l,
+                        om.as_mut_ptr(),
+                        2,
+                        mu.as_mut_ptr(),
+                        2,
+                    )
+                });
+                (s, l.to_bits(), om.map(f64::to_bits), mu.map(f64::to_bits))
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(log(b), log(full));
+    unsafe {
+        icl_trainer_free(b);
+        icl_trainer_free(full);
+        icl_config_free(h);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sizes_that_would_not_fit_are_errors_not_aborts() {
+    // issue 19 class 3: a risk at a length whose batches would need terabytes, a sample of 2^40
+    let (h, _) = config(&[]);
+    let (mut m, mut task) = (null_mut(), null_mut());
+    check(unsafe { icl_model_new(h, &mut m) });
+    check(unsafe { icl_task_new(h, &mut task) });
+    let (mut r, mut se) = (0.0, 0.0);
+    let s = unsafe { icl_model_risk(m, null(), 1 << 40, 10, 0, &mut r, &mut se) };
+    assert_ne!(s, icl_status::ICL_OK);
+    let mut z = [0.0; 4];
+    let mut y = [0.0; 1];
+    let s = unsafe {
+        icl_task_sample(
+            task,
+            0,
+            ICL_DOMAIN_TRAIN,
+            0,
+            1 << 20,
+            1 << 20,
+            z.as_mut_ptr(),
+            z.len(),
+            y.as_mut_ptr(),
+            y.len(),
+        )
+    };
+    assert_eq!(s, icl_status::ICL_ERR_SIZE);
+    unsafe {
+        icl_task_free(task);
+        icl_model_free(m);
+        icl_config_free(h);
+    }
+}

@@ -270,8 +270,12 @@ pub fn save<T: Scalar>(
 /// Load a checkpoint: config, model (in its stored precision), step, and the trainer state if
 /// present.
 pub fn load(path: &Path) -> Result<Loaded> {
-    let bytes = read(path)?;
-    let h = Header::read(path, &bytes)?;
+    decode(path, &read(path)?)
+}
+
+/// [`load`] from bytes in memory (`path` names them in messages).
+pub fn decode(path: &Path, bytes: &[u8]) -> Result<Loaded> {
+    let h = Header::read(path, bytes)?;
     if h.get(path, "format")? != "icl-checkpoint" {
         return Err(corrupt(path, "metadata format is not icl-checkpoint"));
     }
@@ -295,7 +299,7 @@ pub fn load(path: &Path) -> Result<Loaded> {
             ))
         }
     };
-    let st = SafeTensors::deserialize(&bytes).map_err(|e| corrupt(path, e.to_string()))?;
+    let st = SafeTensors::deserialize(bytes).map_err(|e| corrupt(path, e.to_string()))?;
     let spec = ModelSpec::from_config(&config)?;
     let want_dtype = match dtype {
         Dtype::F32 => StDtype::F32,
@@ -438,8 +442,12 @@ fn load_state<T: Scalar>(
 /// (`q_proj.weight` [H(d+1), d+1], `k_proj.weight`, `v_proj.weight`, `o_proj.weight` [n_out, H(d+1)]).
 /// The config must describe a full-parametrisation model of the same shape.
 pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
-    let bytes = read(path)?;
-    let st = SafeTensors::deserialize(&bytes).map_err(|e| corrupt(path, e.to_string()))?;
+    import_torch_bytes(path, &read(path)?, cfg)
+}
+
+/// [`import_torch`] from bytes in memory (`path` names them in messages).
+pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<AnyModel> {
+    let st = SafeTensors::deserialize(bytes).map_err(|e| corrupt(path, e.to_string()))?;
     let spec = ModelSpec::from_config(cfg)?;
     if spec.param != icl_core::config::Param::Full {
         return Err(RunError::Core(icl_core::Error::Unsupported(

@@ -100,6 +100,20 @@ pub fn resume(
         (stage.checkpoint(), false)
     } else if RunDir::new(out).model().is_file() {
         (RunDir::new(out).model(), true)
+    } else if stage.dir.config().is_file() {
+        // interrupted before its first checkpoint: start it again from its config
+        let mut cfg = checkpoint::load_config(&stage.dir.config())?;
+        if let Some(s) = steps {
+            cfg.train.steps = s;
+        }
+        cfg.validate()?;
+        let engines = Engines::named(o.engine.as_deref());
+        crate::engines::check(&engines.0, cfg.train.dtype)?;
+        stage.check_space(&cfg)?;
+        let t0 = Instant::now();
+        let tr = AnyTrainer::new(&cfg, &engines, Start::Fresh, &Options::default())?;
+        let setup = t0.elapsed().as_secs_f64();
+        return run(stage, tr, o, None, setup, progress);
     } else {
         return Err(RunError::Refused(format!(
             "{} has no interrupted or finished run to resume",

@@ -1,0 +1,455 @@
+//! Reliability of the `icl` binary, one test per class of failure a hostile but realistic user
+//! finds: one-line errors with exit 2 for every bad input (parser errors too), sizes that would not
+//! fit in memory refused with the key and the memory, nothing silently accepted, output errors
+//! reported, run folders that appear complete or not at all, runs that survive kill -9 and resume
+//! to the same bytes, and the same bytes for the same seed.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn icl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_icl"))
+        .args(args)
+        .output()
+        .expect("run icl")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("icl-rel-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// One line `icl: error: ...` on stderr, nothing on stdout, exit code `code`.
+fn one_line_error(o: &Output, code: i32, what: &str) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(code), "{what}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
+    assert!(err.starts_with("icl: error: "), "{what}: {err}");
+    assert!(
+        o.stdout.is_empty(),
+        "{what}: stdout {:?}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    err
+}
+
+/// Files in a folder, hidden ones included.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn class1_argument_errors_are_one_line_exit_2() {
+    let d = tmp("c1");
+    let out = d.join("run");
+    let file = d.join("file.txt");
+    std::fs::write(&file, "x").unwrap();
+    for args in [
+        vec!["train", "--nope"],
+        vec!["train", "--steps"],
+        vec!["train", "--steps", "-1", "--out", s(&out)],
+        vec!["train", "--steps", "ten", "--out", s(&out)],
+        vec![],
+        vec!["frobnicate"],
+        vec!["train", "--config", s(&d), "--out", s(&out)],
+        vec!["eval", s(&file)],
+        vec!["analyze", s(&file)],
+    ] {
+        one_line_error(&icl(&args), 2, &format!("{args:?}"));
+    }
+    let e = one_line_error(&icl(&["eval", s(&file)]), 2, "eval FILE");
+    assert!(e.contains("is a file"), "{e}");
+    // import --out an existing file
+    let o = icl(&["import", "--torch", s(&file), "--out", s(&file)]);
+    one_line_error(&o, 2, "import --out FILE");
+    assert_eq!(entries(&d), ["file.txt"]);
+    // --help and --version are not errors
+    assert!(icl(&["--help"]).status.success());
+    assert!(icl(&["train", "--help"]).status.success());
+    assert!(icl(&["--version"]).status.success());
+}
+
+#[test]
+fn class2_huge_sizes_are_refused_with_the_key_and_the_memory() {
+    let d = tmp("c2");
+    let out = d.join("run");
+    for (args, needle) in [
+        (vec!["--set", "task.L=1000000000"], "task.L"),
+        (vec!["--set", "train.batch=1000000000"], "train.batch"),
+        (
+            vec!["--set", "task.d=4096", "--set", "model.heads=1024"],
+            "GiB",
+        ),
+        (vec!["--set", "task.L=5000000"], "GiB"),
+        (
+            vec!["--preset", "zhang2025-fig3", "--set", "task.P=1000000000"],
+            "task.P",
+        ),
+    ] {
+        let mut a = vec!["train", "--out", s(&out)];
+        a.extend(args.iter().copied());
+        let e = one_line_error(&icl(&a), 2, &format!("{args:?}"));
+        assert!(e.contains(needle), "{args:?}: {e}");
+    }
+    for args in [
+        vec!["theory", "sigma-tilde", "--d", "100000"],
+        vec!["bench", "--lens", "1000000000", "--steps", "1"],
+        vec!["bench", "--threads", "100000", "--steps", "1"],
+    ] {
+        one_line_error(&icl(&args), 2, &format!("{args:?}"));
+    }
+    // eval at a length that would need too much memory
+    let run = d.join("small");
+    assert!(icl(&[
+        "train",
+        "--preset",
+        "quick",
+        "--steps",
+        "5",
+        "--eval-samples",
+        "0",
+        "-q",
+        "--out",
+        s(&run)
+    ])
+    .status
+    .success());
+    one_line_error(
+        &icl(&["eval", s(&run), "--lengths", "1000000000"]),
+        2,
+        "eval huge L",
+    );
+    assert_eq!(entries(&d), ["small"]);
+}
+
+#[test]
+fn class3_nothing_is_silently_accepted() {
+    let d = tmp("c3");
+    let cfg = d.join("dup.toml");
+    std::fs::write(&cfg, "[task]\nd = 3\nd = 4\n").unwrap();
+    let out = d.join("run");
+    one_line_error(
+        &icl(&["train", "--config", s(&cfg), "--out", s(&out)]),
+        2,
+        "duplicate key",
+    );
+    std::fs::write(&cfg, "[task]\nd = 3\n[task]\nL = 4\n").unwrap();
+    one_line_error(
+        &icl(&["train", "--config", s(&cfg), "--out", s(&out)]),
+        2,
+        "duplicate section",
+    );
+    let run = d.join("small");
+    assert!(icl(&[
+        "train",
+        "--preset",
+        "quick",
+        "--steps",
+        "5",
+        "--eval-samples",
+        "0",
+        "-q",
+        "--out",
+        s(&run)
+    ])
+    .status
+    .success());
+    for l in ["", ",,,", "0", "-3"] {
+        one_line_error(
+            &icl(&["eval", s(&run), "--lengths", l]),
+            2,
+            &format!("--lengths {l:?}"),
+        );
+    }
+    for args in [
+        vec!["theory", "gd-risk-asymptotic", "--xi", "-1"],
+        vec!["theory", "sigma-tilde", "--rho", "5"],
+        vec![
+            "bench",
+            "--max-seconds",
+            "nan",
+            "--steps",
+            "1",
+            "--heads",
+            "1",
+            "--dtypes",
+            "f32",
+            "--threads",
+            "1",
+        ],
+    ] {
+        one_line_error(&icl(&args), 2, &format!("{args:?}"));
+    }
+}
+
+#[test]
+fn class4_output_errors_are_reported() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let Ok(full) = full else {
+        eprintln!("no /dev/full here: nothing to check");
+        return;
+    };
+    for args in [
+        vec!["presets"],
+        vec!["presets", "--keys"],
+        vec!["theory", "eta-star"],
+        vec!["theory", "--list"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_icl"))
+            .args(&args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {:?}", o.status);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.starts_with("icl: error: ") && err.contains("stdout"),
+            "{args:?}: {err}"
+        );
+    }
+    // a closed pipe stays quiet
+    let mut child = Command::new(env!("CARGO_BIN_EXE_icl"))
+        .args(["theory", "--list"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn train(out: &Path, extra: &[&str]) -> Output {
+    let mut a = vec![
+        "train",
+        "--preset",
+        "quick",
+        "--eval-samples",
+        "0",
+        "-q",
+        "--out",
+        s(out),
+    ];
+    a.extend_from_slice(extra);
+    icl(&a)
+}
+
+#[test]
+fn class5_run_folders_are_transactional() {
+    let d = tmp("c5");
+    let out = d.join("run");
+    assert!(train(&out, &["--steps", "200"]).status.success());
+    // files of the earlier run (analyze's circuits.svg) do not survive --force
+    assert!(icl(&["analyze", s(&out)]).status.success());
+    assert!(out.join("circuits.svg").is_file());
+    assert!(train(
+        &out,
+        &[
+            "--steps",
+            "100",
+            "--force",
+            "--set",
+            "train.snapshot_every=0"
+        ]
+    )
+    .status
+    .success());
+    assert!(!out.join("circuits.svg").exists());
+    assert!(!out.join("snapshots.safetensors").exists());
+    assert_eq!(entries(&d), ["run"], "no staging or temporary files left");
+    // two processes writing one new folder: the second is refused while the first runs
+    let both = d.join("both");
+    let mut first = Command::new(env!("CARGO_BIN_EXE_icl"))
+        .args([
+            "train",
+            "--preset",
+            "quick",
+            "--steps",
+            "200000",
+            "--eval-samples",
+            "0",
+            "-q",
+            "--out",
+            s(&both),
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let o = train(&both, &["--steps", "10"]);
+    let e = one_line_error(&o, 2, "second writer");
+    assert!(e.contains("another icl process"), "{e}");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(!both.exists(), "a killed run leaves no half folder");
+}
+
+/// Train into `out`, killing the process (SIGKILL) after each of `kills` delays and continuing
+/// with `--resume` (or afresh when the kill came before anything was written), until done.
+/// Returns how many kills hit a running process.
+fn train_with_kills(out: &Path, steps: &str, kills: &[u64]) -> usize {
+    let fresh = vec![
+        "train",
+        "--preset",
+        "quick",
+        "--steps",
+        steps,
+        "--eval-samples",
+        "0",
+        "-q",
+        "--checkpoint-every",
+        "37",
+        "--out",
+        s(out),
+    ];
+    let resume = vec![
+        "train",
+        "--resume",
+        s(out),
+        "-q",
+        "--eval-samples",
+        "0",
+        "--checkpoint-every",
+        "37",
+    ];
+    let staging = out.with_file_name(format!(
+        ".{}.partial",
+        out.file_name().unwrap().to_string_lossy()
+    ));
+    let args = || {
+        if staging.exists() || out.exists() {
+            resume.clone()
+        } else {
+            fresh.clone()
+        }
+    };
+    let mut hits = 0;
+    for &ms in kills {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_icl"))
+            .args(args())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        if child.try_wait().unwrap().is_none() {
+            hits += 1;
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        if out.join("model.safetensors").is_file() {
+            return hits;
+        }
+    }
+    let o = icl(&args());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    hits
+}
+
+#[test]
+fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
+    let d = tmp("c6");
+    let straight = d.join("straight");
+    assert!(train(&straight, &["--steps", "6000"]).status.success());
+    // instants from a fixed pseudo-random sequence (kill timing itself is what varies)
+    let mut x: u64 = 0x9E3779B97F4A7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        80 + x % 700
+    };
+    for trial in 0..3 {
+        let out = d.join(format!("killed{trial}"));
+        let kills: Vec<u64> = (0..3).map(|_| next()).collect();
+        let hits = train_with_kills(&out, "6000", &kills);
+        assert!(
+            hits >= 1,
+            "trial {trial}: no kill hit a running process ({kills:?} ms)"
+        );
+        for f in [
+            "model.safetensors",
+            "metrics.csv",
+            "snapshots.safetensors",
+            "config.toml",
+        ] {
+            assert_eq!(
+                std::fs::read(straight.join(f)).unwrap(),
+                std::fs::read(out.join(f)).unwrap(),
+                "trial {trial} (kills after {kills:?} ms): {f} differs"
+            );
+        }
+    }
+    // extending a finished run equals training the longer run at once
+    let longer = d.join("longer");
+    assert!(train(&longer, &["--steps", "7000"]).status.success());
+    let o = icl(&[
+        "train",
+        "--resume",
+        s(&straight),
+        "--steps",
+        "7000",
+        "-q",
+        "--eval-samples",
+        "0",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read(longer.join("model.safetensors")).unwrap(),
+        std::fs::read(straight.join("model.safetensors")).unwrap()
+    );
+    let hidden: Vec<String> = entries(&d)
+        .into_iter()
+        .filter(|e| e.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "left behind: {hidden:?}");
+}
+
+#[test]
+fn class7_same_seed_same_bytes() {
+    let d = tmp("c7");
+    let (a, b) = (d.join("a"), d.join("b"));
+    assert!(train(&a, &["--steps", "300"]).status.success());
+    assert!(train(&b, &["--steps", "300"]).status.success());
+    for f in [
+        "model.safetensors",
+        "snapshots.safetensors",
+        "metrics.csv",
+        "config.toml",
+        "loss.svg",
+    ] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // summary.json differs only in timings
+    let strip = |p: &Path| -> serde_json::Value {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        for k in ["seconds", "setup_seconds", "steps_per_second"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    assert_eq!(
+        strip(&a.join("summary.json")),
+        strip(&b.join("summary.json"))
+    );
+}
