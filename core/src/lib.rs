@@ -25,6 +25,7 @@ pub mod fd;
 pub mod init;
 pub mod linattn;
 pub mod model;
+pub mod multilayer;
 pub mod optim;
 pub mod presets;
 pub mod rng;

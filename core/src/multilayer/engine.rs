@@ -1,0 +1,181 @@
+//! The engine seam of multi-layer transformers: batched loss + circuit gradient and batched
+//! forward passes. Callers go through a [`StackRunner`], which checks every input once; engines
+//! ([`StackScalar`] here, the SIMD engine in `icl-simd`) may assume valid inputs and run the one
+//! [`super::conformance`] suite.
+use super::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
+use crate::task::Batch;
+use crate::{Error, Result, Scalar};
+use alloc::boxed::Box;
+use alloc::format;
+
+/// A way of running transformer stacks over a batch. Loss convention as for one-layer engines:
+/// `sum_b sum_o (yhat_bo - y_bo)^2 / (n n_out)`.
+pub trait StackEngine<T: Scalar>: Send {
+    /// Short name (`scalar`, `simd`).
+    fn name(&self) -> &'static str;
+    /// Loss on `batch` and its gradient with respect to the circuits (overwrites `g`).
+    fn loss_grad(
+        &mut self,
+        spec: &StackSpec,
+        c: &StackCircuits<T>,
+        batch: &Batch<T>,
+        g: &mut StackCircuits<T>,
+    ) -> Result<T>;
+    /// The final tokens of every sequence after `pass` (`out` has the batch's `z` shape).
+    fn forward(
+        &mut self,
+        spec: &StackSpec,
+        c: &StackCircuits<T>,
+        pass: Pass,
+        batch: &Batch<T>,
+        out: &mut [T],
+    ) -> Result<()>;
+}
+
+/// The scalar reference: one sequence after another.
+#[derive(Debug, Default)]
+pub struct StackScalar<T> {
+    ws: Workspace<T>,
+}
+
+impl<T: Scalar> StackScalar<T> {
+    pub fn new() -> Self {
+        StackScalar {
+            ws: Workspace::default(),
+        }
+    }
+}
+
+impl<T: Scalar> StackEngine<T> for StackScalar<T> {
+    fn name(&self) -> &'static str {
+        "scalar"
+    }
+
+    fn loss_grad(
+        &mut self,
+        spec: &StackSpec,
+        c: &StackCircuits<T>,
+        batch: &Batch<T>,
+        g: &mut StackCircuits<T>,
+    ) -> Result<T> {
+        g.clear();
+        let w = T::one() / T::of((batch.n * batch.n_out) as f64);
+        let mut loss = T::zero();
+        for b in 0..batch.n {
+            loss += stack::sequence_loss_grad(
+                spec,
+                c,
+                batch.seq(b),
+                batch.target(b),
+                w,
+                &mut self.ws,
+                g,
+            );
+        }
+        Ok(loss)
+    }
+
+    fn forward(
+        &mut self,
+        spec: &StackSpec,
+        c: &StackCircuits<T>,
+        pass: Pass,
+        batch: &Batch<T>,
+        out: &mut [T],
+    ) -> Result<()> {
+        let w = (batch.len + 1) * batch.e();
+        for b in 0..batch.n {
+            stack::forward_sequence(spec, c, pass, batch.seq(b), batch.len + 1, &mut self.ws);
+            out[b * w..(b + 1) * w].copy_from_slice(&self.ws.zs[pass.layers]);
+        }
+        Ok(())
+    }
+}
+
+/// An engine behind its checks.
+pub struct StackRunner<T: Scalar> {
+    engine: Box<dyn StackEngine<T>>,
+}
+
+impl<T: Scalar> core::fmt::Debug for StackRunner<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "StackRunner({})", self.engine.name())
+    }
+}
+
+impl<T: Scalar> StackRunner<T> {
+    pub fn new(engine: Box<dyn StackEngine<T>>) -> Self {
+        StackRunner { engine }
+    }
+    /// The scalar reference.
+    pub fn scalar() -> Self {
+        Self::new(Box::new(StackScalar::new()))
+    }
+    pub fn name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// Loss and circuit gradient on `batch` (overwrites `g`).
+    pub fn loss_grad(
+        &mut self,
+        spec: &StackSpec,
+        c: &StackCircuits<T>,
+        batch: &Batch<T>,
+        g: &mut StackCircuits<T>,
+    ) -> Result<T> {
+        stack::check_batch(spec, c, batch)?;
+        stack::check_batch(spec, g, batch)?;
+        self.engine.loss_grad(spec, c, batch, g)
+    }
+
+    /// Final tokens after `pass` (`out`: the batch's `z` shape).
+    pub fn forward(
+        &mut self,
+        spec: &StackSpec,
+        c: &StackCircuits<T>,
+        pass: Pass,
+        batch: &Batch<T>,
+        out: &mut [T],
+    ) -> Result<()> {
+        stack::check_batch(spec, c, batch)?;
+        if pass.layers == 0 {
+            return Err(Error::InvalidArgument(
+                "a pass needs at least one layer".into(),
+            ));
+        }
+        if out.len() != batch.z.len() {
+            return Err(Error::Shape(format!(
+                "output buffer has {} values, {} needed",
+                out.len(),
+                batch.z.len()
+            )));
+        }
+        self.engine.forward(spec, c, pass, batch, out)
+    }
+
+    /// Predictions (the last n_out rows of every query column) into `out` (n n_out values).
+    pub fn predict(
+        &mut self,
+        spec: &StackSpec,
+        c: &StackCircuits<T>,
+        pass: Pass,
+        batch: &Batch<T>,
+        out: &mut [T],
+    ) -> Result<()> {
+        if out.len() != batch.n * batch.n_out {
+            return Err(Error::Shape(format!(
+                "prediction buffer has {} values, {} needed",
+                out.len(),
+                batch.n * batch.n_out
+            )));
+        }
+        let mut toks = alloc::vec![T::zero(); batch.z.len()];
+        self.forward(spec, c, pass, batch, &mut toks)?;
+        let (w, e, no) = ((batch.len + 1) * batch.e(), batch.e(), batch.n_out);
+        for b in 0..batch.n {
+            let q = b * w + batch.len * e + e - no;
+            out[b * no..(b + 1) * no].copy_from_slice(&toks[q..q + no]);
+        }
+        Ok(())
+    }
+}
