@@ -437,6 +437,38 @@ choice! {
         /// x ~ N(0, Lambda) with Lambda = Q diag(eigs) Q^T, task vector w ~ N(0, I_d) (not scaled),
         /// optionally a fixed task vector for a fraction of sequences (Zhang et al. 2025 §2.1, App. G).
         Eigs = "eigs",
+        /// The multilayer paper's regression (§1): Sigma per sequence (`task.covariance`),
+        /// beta ~ N(0, I_d) not normalised; for `model.arch = transformer`.
+        Varying = "varying",
+        /// In-context IV regression (eq. (8), §6.1): q = `task.iv_q` instruments, p = `task.d`
+        /// regressors, noise-free query of Algorithm 2.
+        Iv = "iv",
+    }
+}
+
+choice! {
+    /// The covariance of the `varying` task (multilayer paper §1, C.3, C.5).
+    pub enum CovFamily {
+        /// Sigma = U diag(lambda) U^T, U Haar and lambda_i ~ U(task.lambda_min, task.lambda_max) per sequence.
+        Varying = "varying",
+        /// Sigma = U diag(task.eigs) U^T, U Haar per sequence (C.5's fixed eigenvalues).
+        Rotated = "rotated",
+        /// Sigma = I_d for every sequence (C.3).
+        Identity = "identity",
+        /// Sigma = KMS(task.rho) for every sequence (C.3).
+        Kms = "kms",
+    }
+}
+
+choice! {
+    /// The model architecture.
+    pub enum Arch {
+        /// One attention layer reading the query's outputs (He et al. 2025, Zhang et al. 2025).
+        Attention = "attention",
+        /// T attention-only layers with residuals, looped or not (multilayer paper §3.2).
+        Transformer = "transformer",
+        /// The two-block CoT model of in-context IV regression (multilayer paper §6.2).
+        Iv2Stage = "iv2stage",
     }
 }
 
@@ -664,6 +696,8 @@ pub const MAX_D: u64 = 4096;
 pub const MAX_L: u64 = 1 << 24;
 /// Largest number of heads.
 pub const MAX_HEADS: u64 = 1024;
+/// Most transformer layers.
+pub const MAX_LAYERS: u64 = 64;
 /// Largest batch (sequences per step).
 pub const MAX_BATCH: u64 = 1 << 24;
 /// Largest fixed training set (sequences).
@@ -698,12 +732,19 @@ section! {
         centre: bool = false => "centre", Range::Any, "eigs task: centre x across the training set at every position";
         whiten: bool = false => "whiten", Range::Any, "eigs task: whiten the training set's task vectors (mean 0, covariance I)";
         ntp: bool = false => "ntp", Range::Any, "eigs task: next-token-prediction loss over all prefixes (lengths 1..=L)";
+        covariance: CovFamily = CovFamily::Varying => "covariance", Range::Any, "varying task: the covariance family (varying, rotated = task.eigs under a random rotation, identity, kms)";
+        lambda_min: f64 = 0.8 => "lambda_min", POSITIVE, "varying task: lower end of the eigenvalue range";
+        lambda_max: f64 = 1.2 => "lambda_max", POSITIVE, "varying task: upper end of the eigenvalue range";
+        iv_q: usize = 6 => "iv_q", Range::int(1, MAX_D), "iv task: number of instruments q (task.d is p)";
     }
 }
 
 section! {
     /// Model settings (`model.*`).
     pub struct ModelConfig in "model" {
+        arch: Arch = Arch::Attention => "arch", Range::Any, "architecture: one attention layer, a multi-layer transformer, or the two-block IV model";
+        layers: usize = 1 => "layers", Range::int(1, MAX_LAYERS), "transformer: number of layers T (applications of the block when looped; stage 2 of iv2stage)";
+        looped: bool = true => "looped", Range::Any, "transformer: one parameter set applied T times (false: one set per layer)";
         attention: AttentionKind = AttentionKind::Softmax => "attention", Range::Any, "attention kind";
         param: Param = Param::Full => "param", Range::Any, "parametrisation of the per-head circuits";
         heads: usize = 2 => "heads", Range::int(1, MAX_HEADS), "number of heads H";
@@ -971,6 +1012,16 @@ impl Config {
                     .max((m.rank as u64).checked_mul(e)?.checked_mul(2)?),
             )?
             .checked_mul(8 * 4)?;
+        // transformers keep every layer's tokens of a sequence for the backward pass
+        let layers = (m.layers as u64).checked_add(1)?;
+        let batch = batch.checked_add(
+            (tr.batch as u64)
+                .checked_mul(toks)?
+                .checked_mul(e.checked_add(t.iv_q as u64)?)?
+                .checked_mul(layers)?
+                .checked_mul(8)?,
+        )?;
+        let params = params.checked_mul(layers)?;
         let total = batch.checked_add(set)?.checked_add(params)?;
         let key = if set >= batch && set >= params {
             "task.P x task.L"
@@ -1032,6 +1083,74 @@ impl Config {
                 }
             }
             TaskKind::Isotropic => {}
+            TaskKind::Varying => {
+                if t.lambda_min > t.lambda_max {
+                    return bad(format!(
+                        "task.lambda_min = {} exceeds task.lambda_max = {}",
+                        t.lambda_min, t.lambda_max
+                    ));
+                }
+                if t.covariance == CovFamily::Rotated && t.eigs.len() != t.d {
+                    return bad(format!(
+                        "task.covariance = rotated needs task.eigs with d = {} eigenvalues (got {})",
+                        t.d,
+                        t.eigs.len()
+                    ));
+                }
+            }
+            TaskKind::Iv => {}
+        }
+        let ml_task = matches!(t.kind, TaskKind::Varying | TaskKind::Iv);
+        match m.arch {
+            Arch::Attention if ml_task => {
+                return bad(format!(
+                    "task.kind = {} is the multilayer paper's task: set model.arch = transformer{}",
+                    t.kind.as_str(),
+                    if t.kind == TaskKind::Iv {
+                        " or iv2stage"
+                    } else {
+                        ""
+                    }
+                ))
+            }
+            Arch::Transformer | Arch::Iv2Stage if !ml_task => {
+                return bad(format!(
+                    "model.arch = {} trains on task.kind = varying or iv (got {})",
+                    m.arch.as_str(),
+                    t.kind.as_str()
+                ))
+            }
+            Arch::Iv2Stage if t.kind != TaskKind::Iv => {
+                return bad("model.arch = iv2stage needs task.kind = iv".into())
+            }
+            _ => {}
+        }
+        if m.arch != Arch::Attention {
+            if t.len < 2 {
+                return bad(format!(
+                    "a transformer needs at least 2 context tokens (task.L = {})",
+                    t.len
+                ));
+            }
+            if m.param != Param::Full {
+                return bad(format!(
+                    "model.param = {}: transformers have full K, Q, V, O per head (model.param = full)",
+                    m.param.as_str()
+                ));
+            }
+            if m.self_attend.is_some() {
+                return bad("model.self_attend: in a transformer the query is never a key and every context token attends to itself (leave it auto)".into());
+            }
+            if m.activation != Activation::Exp {
+                return bad(
+                    "model.activation: transformers use softmax (exp) or linear attention".into(),
+                );
+            }
+        } else if m.layers != 1 || !m.looped {
+            return bad(
+                "model.layers and model.looped apply to model.arch = transformer or iv2stage"
+                    .into(),
+            );
         }
         if t.kind != TaskKind::Eigs && (t.p > 0 || t.ntp || t.icl_fraction != 1.0) {
             return bad(

@@ -2,7 +2,7 @@
 //! small-identity variants, and scaled Gaussian. All draws come from stream (seed, Init, 0, 0) in
 //! tensor order, row-major.
 use crate::config::{Config, InitKind, Param};
-use crate::model::ModelSpec;
+use crate::model::{ModelSpec, Net};
 use crate::rng::{self, Domain};
 use crate::{Error, Result, Scalar};
 use alloc::vec;
@@ -22,6 +22,31 @@ pub fn init_params<T: Scalar>(spec: &ModelSpec, cfg: &Config) -> Result<Vec<T>> 
         }
     };
     let kind = cfg.model.init;
+    if spec.net != Net::Attention {
+        // transformers: every K, Q, V, O is a D x D `nn.Linear` (fan-in D), or N(0, init_scale^2)
+        match kind {
+            InitKind::Torch => {
+                for t in &tensors {
+                    let b = 1.0 / libm::sqrt(*t.shape.last().unwrap_or(&1) as f64);
+                    for x in &mut p[t.offset..t.offset + t.len()] {
+                        *x = b * (2.0 * rng::uniform(&mut r) - 1.0);
+                    }
+                }
+            }
+            InitKind::Gaussian => {
+                let s = cfg.model.init_scale.unwrap_or(0.05);
+                rng::fill_normal(&mut r, &mut p);
+                p.iter_mut().for_each(|x| *x *= s);
+            }
+            other => {
+                return Err(Error::Unsupported(alloc::format!(
+                    "model.init = {}: transformers start from torch or gaussian",
+                    other.as_str()
+                )))
+            }
+        }
+        return Ok(p.iter().map(|&x| T::of(x)).collect());
+    }
     match kind {
         InitKind::Torch | InitKind::SmallIdQk => {
             for t in &tensors {

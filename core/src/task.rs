@@ -6,7 +6,8 @@
 //! Each sequence draws all its normals in one call to [`crate::rng::fill_normal`] from its own
 //! stream, in this order: task vector(s), then the L+1 covariates (query last), then the L+1 noise
 //! vectors (query last). Fast engines reproduce this order exactly.
-use crate::config::{Basis, Config, MultiTaskVariant, TaskKind};
+use crate::config::{Basis, Config, CovFamily, MultiTaskVariant, TaskKind};
+use crate::multilayer::data::{Cov, Iv, Regression};
 use crate::rng::{self, Domain, Rng};
 use crate::{Error, Result, Scalar};
 use alloc::format;
@@ -181,6 +182,17 @@ pub struct Task {
     /// `eigs` task: fraction of sequences with a random task vector, and the fixed w* (norm sqrt(d)).
     pub icl_fraction: f64,
     pub w_star: Vec<f64>,
+    /// The multilayer paper's samplers (`varying` and `iv` tasks), `None` otherwise.
+    pub ml: Option<MlTask>,
+}
+
+/// A task of the multilayer paper.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MlTask {
+    /// Regression with a covariance per sequence (§1).
+    Regression(Regression),
+    /// IV regression (§6.1); batches of the task are the one-stage view `[x; y]` ("TF Ref").
+    Iv(Iv),
 }
 
 /// Which task vector a sequence of the `eigs` task uses (Zhang et al. 2025 App. G).
@@ -315,6 +327,24 @@ impl Task {
         };
         let query_noise = t.query_noise
             && !(t.kind == TaskKind::MultiTask && t.variant == MultiTaskVariant::Code);
+        let ml = match t.kind {
+            TaskKind::Varying => Some(MlTask::Regression(Regression {
+                d: t.d,
+                sigma: libm::sqrt(t.sigma2),
+                cov: match t.covariance {
+                    CovFamily::Varying => Cov::Varying {
+                        lmin: t.lambda_min,
+                        lmax: t.lambda_max,
+                    },
+                    CovFamily::Rotated => Cov::Rotated(t.eigs.clone()),
+                    CovFamily::Identity => Cov::Fixed(cholesky(t.d, &kms(t.d, 0.0))?),
+                    CovFamily::Kms => Cov::Fixed(cholesky(t.d, &kms(t.d, t.rho))?),
+                },
+                query_noise: t.query_noise,
+            })),
+            TaskKind::Iv => Some(MlTask::Iv(Iv { q: t.iv_q, p: t.d })),
+            _ => None,
+        };
         Ok(Task {
             kind: t.kind,
             d: t.d,
@@ -332,6 +362,7 @@ impl Task {
             icl_fraction: t.icl_fraction,
             eigs,
             basis,
+            ml,
         })
     }
 
@@ -387,6 +418,11 @@ impl Task {
         z: &mut [T],
         y: &mut [T],
     ) {
+        match &self.ml {
+            Some(MlTask::Regression(r)) => return r.sample(rng, len, normals, z, y, None),
+            Some(MlTask::Iv(iv)) => return iv.one_stage(&iv.draw(rng, len), len, z, y),
+            None => {}
+        }
         let tv = if self.w_star.is_empty() || rng::uniform(rng) < self.icl_fraction {
             TaskVector::Random
         } else if self.icl_fraction == 0.0 {

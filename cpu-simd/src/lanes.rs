@@ -57,7 +57,7 @@ pub trait Lanes:
 }
 
 /// The scalars the SIMD engine runs in, with their lane type.
-pub trait SimdScalar: Scalar + Send + Sync {
+pub trait SimdScalar: Scalar + crate::multilayer::MlScalar + Send + Sync {
     /// The vector type.
     type V: Lanes<T = Self>;
 

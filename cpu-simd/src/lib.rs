@@ -10,10 +10,14 @@
 //! 1, 2 or 16 threads give bit-identical results. Equal to [`icl_core::ScalarEngine`] up to
 //! floating-point rounding (summation order, fused multiply-add, vectorised `exp`/`ln`/`sin_cos`).
 pub mod data;
+pub mod dispatch;
 pub mod engine;
 pub mod gauss;
 pub mod kernel;
+pub mod lane;
 pub mod lanes;
+pub mod multilayer;
 
 pub use engine::{SimdEngine, CHUNK};
 pub use lanes::{Lanes, SimdScalar};
+pub use multilayer::{MlScalar, MlSimd, ML_CHUNK};

@@ -1,6 +1,7 @@
 //! The engine registry: the names every front end accepts for `--engine` / `engine=`, the default,
 //! and engine factories for the one trainer.
 use crate::error::{Result, RunError};
+use icl_core::multilayer::{StackEngine, StackScalar};
 use icl_core::{Engine, EngineFactory, Scalar, ScalarEngine};
 
 /// Engines built in, fastest first.
@@ -22,6 +23,17 @@ fn unknown(name: &str) -> RunError {
 pub trait RunScalar: Scalar + icl_simd::SimdScalar + Send + Sync {
     /// The named engine for this scalar type.
     fn engine(name: &str) -> Result<Box<dyn Engine<Self>>>;
+    /// The named engine for multi-layer transformers.
+    fn stack_engine(name: &str) -> Result<Box<dyn StackEngine<Self>>> {
+        match name {
+            "simd" => Ok(Box::new(icl_simd::MlSimd::<Self>::new())),
+            "scalar" => Ok(Box::new(StackScalar::<Self>::new())),
+            "vulkan" => Err(RunError::Refused(
+                "the vulkan engine runs one-layer attention; use --engine simd or scalar for multi-layer transformers".into(),
+            )),
+            _ => Err(unknown(name)),
+        }
+    }
 }
 
 impl RunScalar for f32 {
@@ -78,6 +90,12 @@ impl<T: RunScalar> EngineFactory<T> for Engines {
     }
     fn attention(&self) -> icl_core::Result<Box<dyn Engine<T>>> {
         T::engine(&self.0).map_err(|e| match e {
+            RunError::Core(c) => c,
+            other => icl_core::Error::Unsupported(other.to_string()),
+        })
+    }
+    fn stack(&self) -> icl_core::Result<Box<dyn StackEngine<T>>> {
+        T::stack_engine(&self.0).map_err(|e| match e {
             RunError::Core(c) => c,
             other => icl_core::Error::Unsupported(other.to_string()),
         })

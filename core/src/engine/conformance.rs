@@ -40,6 +40,9 @@ impl<T: Scalar> EngineFactory<T> for Factory<'_, T> {
     fn attention(&self) -> Result<Box<dyn Engine<T>>> {
         Ok((self.0)())
     }
+    fn stack(&self) -> Result<Box<dyn crate::multilayer::StackEngine<T>>> {
+        Ok(Box::new(crate::multilayer::StackScalar::new()))
+    }
 }
 
 /// The suite's base configuration (L = 13, Gaussian init of scale 0.5, seed 7) with overrides.

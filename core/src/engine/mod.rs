@@ -246,6 +246,8 @@ pub trait EngineFactory<T: Scalar> {
     fn name(&self) -> &str;
     /// A new engine for one-layer attention.
     fn attention(&self) -> Result<Box<dyn Engine<T>>>;
+    /// A new engine for multi-layer transformer stacks.
+    fn stack(&self) -> Result<Box<dyn crate::multilayer::StackEngine<T>>>;
 }
 
 /// The scalar reference engine as a factory.
@@ -258,5 +260,8 @@ impl<T: Scalar> EngineFactory<T> for ScalarFactory {
     }
     fn attention(&self) -> Result<Box<dyn Engine<T>>> {
         Ok(Box::new(ScalarEngine::new()))
+    }
+    fn stack(&self) -> Result<Box<dyn crate::multilayer::StackEngine<T>>> {
+        Ok(Box::new(crate::multilayer::StackScalar::new()))
     }
 }

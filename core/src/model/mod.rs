@@ -11,7 +11,10 @@
 pub mod attention;
 pub mod param;
 
-use crate::config::{Activation, AttentionKind, Config, LinNorm, Param};
+use crate::config::{Activation, Arch, AttentionKind, Config, LinNorm, Param};
+use crate::multilayer::data::Iv;
+use crate::multilayer::iv::IvSpec;
+use crate::multilayer::StackSpec;
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::string::String;
@@ -37,6 +40,19 @@ pub struct ModelSpec {
     pub lin_norm: f64,
     /// Rank R of the separate key/query parametrisations (1 otherwise).
     pub rank: usize,
+    /// The architecture: one attention layer (the fields above), or a multilayer stack.
+    pub net: Net,
+}
+
+/// What the parameters of a model are.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Net {
+    /// One attention layer with per-head circuits (He et al. 2025, Zhang et al. 2025).
+    Attention,
+    /// A multi-layer transformer (multilayer paper §3.2).
+    Stack(StackSpec),
+    /// The two-block IV model (multilayer paper §6.2).
+    Iv(IvSpec),
 }
 
 /// A named view into the flat parameter buffer.
@@ -71,7 +87,28 @@ impl ModelSpec {
     /// The model a (validated) config describes.
     pub fn from_config(cfg: &Config) -> Result<Self> {
         cfg.validate()?;
+        let m = &cfg.model;
+        let stack = |e: usize, n_out: usize, layers: usize, looped: bool| StackSpec {
+            e,
+            n_out,
+            heads: m.heads,
+            layers,
+            looped,
+            attention: m.attention,
+            scale: m.scale.unwrap_or(1.0 / libm::sqrt(e as f64)),
+        };
+        let (d, q) = (cfg.task.d, cfg.task.iv_q);
+        let net = match m.arch {
+            Arch::Attention => Net::Attention,
+            Arch::Transformer => Net::Stack(stack(d + 1, 1, m.layers, m.looped)),
+            Arch::Iv2Stage => Net::Iv(IvSpec {
+                iv: Iv { q, p: d },
+                st1: stack(q + d, d, 1, true),
+                st2: stack(d + 1, 1, m.layers, m.looped),
+            }),
+        };
         Ok(ModelSpec {
+            net,
             d: cfg.task.d,
             n_out: cfg.n_out(),
             heads: cfg.model.heads,
@@ -152,6 +189,22 @@ impl ModelSpec {
                 ("v", vec![h, no]),
             ],
         };
+        let shapes = match &self.net {
+            Net::Attention => shapes,
+            Net::Stack(s) => ["k", "q", "v", "o"]
+                .into_iter()
+                .map(|n| (n, s.tensor_shape()))
+                .collect(),
+            Net::Iv(iv) => ["st1.k", "st1.q", "st1.v", "st1.o"]
+                .into_iter()
+                .map(|n| (n, iv.st1.tensor_shape()))
+                .chain(
+                    ["st2.k", "st2.q", "st2.v", "st2.o"]
+                        .into_iter()
+                        .map(|n| (n, iv.st2.tensor_shape())),
+                )
+                .collect(),
+        };
         let mut off = 0;
         shapes
             .into_iter()
@@ -176,6 +229,9 @@ impl ModelSpec {
     /// parametrisation's forward ([`param`]).
     pub fn circuits_into<T: Scalar>(&self, params: &[T], out: &mut Circuits<T>) {
         out.clear();
+        if self.net != Net::Attention {
+            return; // stacks have their own circuits (multilayer::stack)
+        }
         match self.param {
             Param::Full => param::full::forward(self, params, out),
             Param::Merged => param::merged::forward(self, params, out),
@@ -190,6 +246,9 @@ impl ModelSpec {
     /// parametrisation's backward ([`param`]).
     pub fn backprop_circuits<T: Scalar>(&self, params: &[T], g: &Circuits<T>, grad: &mut [T]) {
         grad.iter_mut().for_each(|x| *x = T::zero());
+        if self.net != Net::Attention {
+            return;
+        }
         match self.param {
             Param::Full => param::full::backward(self, params, g, grad),
             Param::Merged => param::merged::backward(self, params, g, grad),
@@ -339,6 +398,22 @@ impl<T: Scalar> Model<T> {
 
     /// A short description, e.g. "softmax/full H=2 d=5".
     pub fn describe(&self) -> String {
+        if let Net::Stack(s) = &self.spec.net {
+            return format!(
+                "{:?} transformer T={}{} H={} d={}",
+                s.attention,
+                s.layers,
+                if s.looped { " looped" } else { "" },
+                s.heads,
+                self.spec.d
+            );
+        }
+        if let Net::Iv(s) = &self.spec.net {
+            return format!(
+                "IV two-stage q={} p={} H={} T2={}",
+                s.iv.q, s.iv.p, s.st2.heads, s.st2.layers
+            );
+        }
         format!(
             "{:?}/{:?} H={} d={} n_out={}",
             self.spec.attention, self.spec.param, self.spec.heads, self.spec.d, self.spec.n_out

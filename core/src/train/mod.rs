@@ -52,7 +52,8 @@ pub struct Column {
     pub name: String,
 }
 
-/// The effective KQ of every head after `step` steps ([H, E, E]).
+/// The effective KQ of every head after `step` steps ([H, E, E]; for transformers Phi of every
+/// parameter set and head, [sets H, D, D], of stage 2 for the IV model).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
     pub step: u64,
@@ -289,11 +290,14 @@ impl<T: Scalar> Trainer<T> {
         }
         let snap = self.cfg.train.snapshot_every;
         if snap > 0 && (s == 1 || s.is_multiple_of(snap)) {
-            self.model.circuits_into(&mut self.circ);
-            self.snapshots.push(Snapshot {
-                step: s,
-                kq: self.circ.kq.iter().map(|x| x.to_f64()).collect(),
-            });
+            let kq = match crate::multilayer::analysis::readout_circuits(&self.model) {
+                Some((_, c)) => c.phi,
+                None => {
+                    self.model.circuits_into(&mut self.circ);
+                    self.circ.kq.iter().map(|x| x.to_f64()).collect()
+                }
+            };
+            self.snapshots.push(Snapshot { step: s, kq });
         }
         Ok(loss)
     }

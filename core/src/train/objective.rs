@@ -8,13 +8,15 @@
 //!   §2, `task.P > 0`), by exact sufficient statistics for linear attention
 //!   ([`crate::linattn::moments`]) or token by token through an engine otherwise.
 //!
-//! Room for more: the multi-layer and IV objectives implement the same trait.
+//! * [`Multilayer`]: fresh data every step for the multilayer paper's transformers and the
+//!   two-block IV model (stage-1 + stage-2 loss with the stop-gradient of §6.2).
 use super::probe::{self, Probe};
 use crate::config::{AttentionKind, Config, LinNorm, Param, TaskKind};
 use crate::engine::{EngineFactory, Runner, Sampling};
 use crate::linattn::data::{generate, SetKind};
 use crate::linattn::moments::{ntp_batches, Moments};
-use crate::model::{lin_norm_of, Circuits, Model, ModelSpec};
+use crate::model::{lin_norm_of, Circuits, Model, ModelSpec, Net};
+use crate::multilayer::{iv, stack, StackCircuits, StackRunner};
 use crate::rng::Domain;
 use crate::task::{Batch, Task};
 use crate::{Result, Scalar};
@@ -67,6 +69,10 @@ pub fn build<T: Scalar>(
 ) -> Result<(Box<dyn Objective<T>>, Vec<Box<dyn Probe<T>>>)> {
     let spec = model.spec.clone();
     let t = &cfg.task;
+    if spec.net != Net::Attention {
+        let obj = Multilayer::new(cfg, task, &spec, StackRunner::new(engines.stack()?))?;
+        return Ok((Box::new(obj), vec![Box::new(probe::Pattern::new(&spec))]));
+    }
     if t.kind != TaskKind::Eigs {
         let obj = Online::new(cfg, task, &spec, Runner::new(engines.attention()?), None);
         return Ok((Box::new(obj), vec![Box::new(probe::Circuits::new(&spec))]));
@@ -364,5 +370,86 @@ impl<T: Scalar> Objective<T> for FixedSet<T> {
     fn loss(&mut self, params: &[T]) -> Result<Option<f64>> {
         self.spec.circuits_into(params, &mut self.circ);
         self.set.eval(&self.circ, None).map(Some)
+    }
+}
+
+/// Fresh data every step for multilayer transformers (spec §3: batches of n sequences from
+/// streams (seed, Train, t, b)) and for the two-block IV model (loss (11): stage 1 + stage 2).
+pub struct Multilayer<T: Scalar> {
+    net: Net,
+    task: Task,
+    runner: StackRunner<T>,
+    seed: u64,
+    n: usize,
+    len: usize,
+    batch: Batch<T>,
+    normals: Vec<f64>,
+}
+
+impl<T: Scalar> Multilayer<T> {
+    /// The objective of `cfg` for a model of `spec` (a stack or the IV model).
+    pub fn new(
+        cfg: &Config,
+        task: &Task,
+        spec: &ModelSpec,
+        runner: StackRunner<T>,
+    ) -> Result<Self> {
+        let (n, len) = (cfg.train.batch, cfg.task.len);
+        Ok(Multilayer {
+            net: spec.net.clone(),
+            task: task.clone(),
+            runner,
+            seed: cfg.train.seed,
+            n,
+            len,
+            batch: Batch::try_zeros(n, len, task.d, 1)?,
+            normals: Vec::new(),
+        })
+    }
+}
+
+impl<T: Scalar> Objective<T> for Multilayer<T> {
+    fn protocol(&self) -> &'static str {
+        "fresh data every step"
+    }
+    fn engine(&self) -> &str {
+        self.runner.name()
+    }
+    fn full_batch(&self) -> bool {
+        false
+    }
+    fn loss_grad(&mut self, step: u64, params: &[T], grad: &mut [T]) -> Result<f64> {
+        match &self.net {
+            Net::Stack(sp) => {
+                self.task.sample_into(
+                    self.seed,
+                    Domain::Train,
+                    step,
+                    0,
+                    &mut self.batch,
+                    &mut self.normals,
+                );
+                let mut c = StackCircuits::zeros(sp);
+                let mut g = StackCircuits::zeros(sp);
+                stack::circuits_forward(sp, params, &mut c);
+                let l = self.runner.loss_grad(sp, &c, &self.batch, &mut g)?;
+                stack::circuits_backward(sp, params, &g, grad);
+                Ok(l.to_f64())
+            }
+            Net::Iv(sp) => {
+                let b = sp
+                    .iv
+                    .sample_batch(self.seed, Domain::Train, step, 0, self.n, self.len)?;
+                Ok(iv::loss_grad(sp, params, &b, &mut self.runner, grad)?
+                    .0
+                    .to_f64())
+            }
+            Net::Attention => Err(crate::Error::Unsupported(
+                "the multilayer objective trains transformers".into(),
+            )),
+        }
+    }
+    fn loss(&mut self, _params: &[T]) -> Result<Option<f64>> {
+        Ok(None)
     }
 }

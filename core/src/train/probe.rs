@@ -222,3 +222,58 @@ impl<T: Scalar> Probe<T> for CubicTwin {
         Ok(())
     }
 }
+
+/// The multilayer paper's inner products <u1, omega>, <u2, omega> (eq. 5, Table 1) of the looped
+/// block, of every layer of a non-looped stack (`u1_omega_1`, ...), or of the IV model's stage 2.
+pub struct Pattern {
+    sets: usize,
+}
+
+impl Pattern {
+    /// For models of `spec`.
+    pub fn new(spec: &ModelSpec) -> Self {
+        let sets = match &spec.net {
+            crate::model::Net::Stack(s) => s.sets(),
+            crate::model::Net::Iv(s) => s.st2.sets(),
+            crate::model::Net::Attention => 0,
+        };
+        Pattern { sets }
+    }
+}
+
+impl<T: Scalar> Probe<T> for Pattern {
+    fn columns(&self) -> Vec<Column> {
+        let suffix = |s: usize| {
+            if self.sets == 1 {
+                String::new()
+            } else {
+                format!("_{}", s + 1)
+            }
+        };
+        (0..self.sets)
+            .flat_map(|s| {
+                [
+                    Column {
+                        group: "pattern",
+                        name: format!("u1_omega{}", suffix(s)),
+                    },
+                    Column {
+                        group: "pattern",
+                        name: format!("u2_omega{}", suffix(s)),
+                    },
+                ]
+            })
+            .collect()
+    }
+    fn record(&mut self, model: &Model<T>, out: &mut Vec<f64>) -> Result<()> {
+        let Some((sp, c)) = crate::multilayer::analysis::readout_circuits(model) else {
+            return Ok(());
+        };
+        for s in 0..sp.sets() {
+            let p = crate::multilayer::analysis::pattern(&c, s, sp.e - sp.n_out);
+            out.push(p.u1_omega);
+            out.push(p.u2_omega);
+        }
+        Ok(())
+    }
+}

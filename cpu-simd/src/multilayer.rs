@@ -1,0 +1,537 @@
+//! [`MlSimd`]: the multi-layer transformer engine. One sequence per lane of [`Lv`] (8 sequences
+//! per group), the token width D a compile-time constant (2..=16; other widths run the scalar
+//! reference), rayon over fixed chunks of [`ML_CHUNK`] sequences whose partial gradients are added
+//! in chunk order, so any thread count gives the same bits. The arithmetic is
+//! [`icl_core::multilayer::layer`]'s, lane-wise; the kernels are compiled at the baseline and
+//! inside AVX2 / AVX-512 entry points ([`crate::dispatch`]).
+use crate::dispatch::{self, Level};
+use crate::lane::{LaneScalar, Lv, W};
+use icl_core::config::AttentionKind;
+use icl_core::multilayer::stack::{Pass, StackCircuits, StackSpec};
+use icl_core::multilayer::{StackEngine, StackScalar};
+use icl_core::{Batch, Result, Scalar};
+use rayon::prelude::*;
+
+/// Sequences per chunk: the unit of parallel work and of the fixed reduction order.
+pub const ML_CHUNK: usize = 16;
+
+/// The scalars the engine runs in.
+pub trait MlScalar: Scalar + LaneScalar {}
+impl MlScalar for f32 {}
+impl MlScalar for f64 {}
+
+/// The SIMD engine for transformer stacks.
+#[derive(Debug, Clone)]
+pub struct MlSimd<T> {
+    level: Level,
+    _t: core::marker::PhantomData<T>,
+}
+
+impl<T: MlScalar> Default for MlSimd<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: MlScalar> MlSimd<T> {
+    /// At the process's [`dispatch::level`].
+    pub fn new() -> Self {
+        Self::with_level(dispatch::level())
+    }
+    /// At `level` (capped at what the CPU has).
+    pub fn with_level(level: Level) -> Self {
+        MlSimd {
+            level: level.min(dispatch::detected()),
+            _t: core::marker::PhantomData,
+        }
+    }
+    /// The level the kernels run at.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+}
+
+/// What one group computes.
+#[derive(Clone, Copy)]
+struct Job<'a, T> {
+    spec: &'a StackSpec,
+    /// Circuits splatted to lanes: phi, psi, each [sets, H, D, D].
+    phi: &'a [Lv<T>],
+    psi: &'a [Lv<T>],
+    pass: Pass,
+    batch: &'a Batch<T>,
+    /// First sequence of the group and how many are real (the rest are padding of weight 0).
+    b0: usize,
+    real: usize,
+    /// Loss weight of a real sequence: 1 / (n n_out).
+    w: T,
+}
+
+/// Per-thread workspace of one group.
+#[derive(Debug, Default)]
+struct Ws<T: LaneScalar> {
+    zs: Vec<Lv<T>>,
+    p: Vec<Lv<T>>,
+    m: Vec<Lv<T>>,
+    a: Vec<Lv<T>>,
+    dz: Vec<Lv<T>>,
+    dz2: Vec<Lv<T>>,
+    dphi: Vec<Lv<T>>,
+    dpsi: Vec<Lv<T>>,
+    loss: Lv<T>,
+}
+
+/// A chunk's partial results.
+struct Partial<T> {
+    loss: T,
+    phi: Vec<T>,
+    psi: Vec<T>,
+}
+
+#[inline(always)]
+fn resize<T: LaneScalar>(v: &mut Vec<Lv<T>>, n: usize) {
+    v.clear();
+    v.resize(n, Lv::zero());
+}
+
+/// Load the group's tokens (lane k = sequence b0 + k, padding repeats the first) into `z`.
+#[inline(always)]
+fn gather<T: LaneScalar, const D: usize>(job: &Job<'_, T>, z: &mut [Lv<T>]) {
+    let b = job.batch;
+    let w = (b.len + 1) * D;
+    for k in 0..W {
+        let s = job.b0 + if k < job.real { k } else { 0 };
+        let src = &b.z[s * w..(s + 1) * w];
+        for (i, v) in src.iter().enumerate() {
+            z[i].0[k] = *v;
+        }
+    }
+}
+
+/// Forward of layer `t` (parameter set `set`) from `zs[t]` to `zs[t+1]`, keeping p, a, m.
+#[inline(always)]
+fn layer_forward<T: LaneScalar, const D: usize>(
+    job: &Job<'_, T>,
+    ws: &mut Ws<T>,
+    t: usize,
+    set: usize,
+    n: usize,
+) {
+    let (l, h_n) = (n - 1, job.spec.heads);
+    let nd = n * D;
+    let (zin, zout) = ws.zs.split_at_mut((t + 1) * nd);
+    let zin = &zin[t * nd..];
+    let zout = &mut zout[..nd];
+    zout.copy_from_slice(&zin[..nd]);
+    let linear = job.spec.attention == AttentionKind::Linear;
+    let excl = job.pass.exclude_self;
+    let mut s = vec![Lv::<T>::zero(); l];
+    for h in 0..h_n {
+        let c = (set * h_n + h) * D * D;
+        let (phi, psi) = (&job.phi[c..c + D * D], &job.psi[c..c + D * D]);
+        let base = (t * h_n + h) * nd;
+        let p = &mut ws.p[base..base + nd];
+        let m = &mut ws.m[base..base + nd];
+        let a = &mut ws.a[(t * h_n + h) * n * l..][..n * l];
+        // p_j = Phi z_j
+        for j in 0..n {
+            for r in 0..D {
+                let mut acc = Lv::zero();
+                for k in 0..D {
+                    acc += phi[r * D + k] * zin[j * D + k];
+                }
+                p[j * D + r] = acc;
+            }
+        }
+        for j in 0..n {
+            let aj = &mut a[j * l..(j + 1) * l];
+            // s_ij = z_i . p_j
+            for i in 0..l {
+                let mut acc = Lv::zero();
+                for k in 0..D {
+                    acc += zin[i * D + k] * p[j * D + k];
+                }
+                s[i] = acc;
+            }
+            if linear {
+                let keys = if excl && j < l { l - 1 } else { l };
+                let inv = Lv::splat(T::lane_of(1.0 / keys as f64));
+                for i in 0..l {
+                    aj[i] = if excl && i == j {
+                        Lv::zero()
+                    } else {
+                        s[i] * inv
+                    };
+                }
+            } else {
+                let mut mx = Lv::splat(T::lane_of(f64::NEG_INFINITY));
+                for i in 0..l {
+                    if !(excl && i == j) {
+                        mx = mx.max(s[i]);
+                    }
+                }
+                let mut tot = Lv::zero();
+                for i in 0..l {
+                    let e = if excl && i == j {
+                        Lv::zero()
+                    } else {
+                        (s[i] - mx).exp()
+                    };
+                    aj[i] = e;
+                    tot += e;
+                }
+                let inv = tot.recip();
+                for v in aj.iter_mut() {
+                    *v = *v * inv;
+                }
+            }
+            // m_j = sum_i a_ij z_i
+            let mut mj = [Lv::<T>::zero(); D];
+            for i in 0..l {
+                let ai = aj[i];
+                for k in 0..D {
+                    mj[k] += ai * zin[i * D + k];
+                }
+            }
+            m[j * D..(j + 1) * D].copy_from_slice(&mj);
+            // out_j += Psi m_j
+            for r in 0..D {
+                let mut acc = Lv::zero();
+                for k in 0..D {
+                    acc += psi[r * D + k] * mj[k];
+                }
+                zout[j * D + r] += acc;
+            }
+        }
+    }
+}
+
+/// Backward of layer `t` from `ws.dz` (gradient of its output) into `ws.dz2` (of its input),
+/// accumulating the circuit gradients of `set`.
+#[inline(always)]
+fn layer_backward<T: LaneScalar, const D: usize>(
+    job: &Job<'_, T>,
+    ws: &mut Ws<T>,
+    t: usize,
+    set: usize,
+    n: usize,
+) {
+    let (l, h_n) = (n - 1, job.spec.heads);
+    let nd = n * D;
+    let zin = &ws.zs[t * nd..(t + 1) * nd];
+    let dzo = &ws.dz[..nd];
+    let dz = &mut ws.dz2[..nd];
+    // zo = z + ...: the residual passes dzo through
+    dz.copy_from_slice(dzo);
+    let linear = job.spec.attention == AttentionKind::Linear;
+    let mut da = vec![Lv::<T>::zero(); l];
+    for h in 0..h_n {
+        let c = (set * h_n + h) * D * D;
+        let (phi, psi) = (&job.phi[c..c + D * D], &job.psi[c..c + D * D]);
+        let base = (t * h_n + h) * nd;
+        let p = &ws.p[base..base + nd];
+        let m = &ws.m[base..base + nd];
+        let a = &ws.a[(t * h_n + h) * n * l..][..n * l];
+        let dphi = &mut ws.dphi[c..c + D * D];
+        let dpsi = &mut ws.dpsi[c..c + D * D];
+        for j in 0..n {
+            let aj = &a[j * l..(j + 1) * l];
+            // out_j = Psi m_j: dPsi += dout_j m_j^T, dm_j = Psi^T dout_j
+            let mut dm = [Lv::<T>::zero(); D];
+            for r in 0..D {
+                let g = dzo[j * D + r];
+                for k in 0..D {
+                    dpsi[r * D + k] += g * m[j * D + k];
+                    dm[k] += psi[r * D + k] * g;
+                }
+            }
+            // m_j = sum_i a_ij z_i: da_ij = dm_j . z_i, dz_i += a_ij dm_j
+            for i in 0..l {
+                let mut acc = Lv::zero();
+                for k in 0..D {
+                    acc += dm[k] * zin[i * D + k];
+                }
+                da[i] = acc;
+                let ai = aj[i];
+                for k in 0..D {
+                    dz[i * D + k] += ai * dm[k];
+                }
+            }
+            // softmax: ds_ij = a_ij (da_ij - sum_i' a_i'j da_i'j); linear: da_ij / K_j
+            if linear {
+                let inv = Lv::splat(T::lane_of(1.0 / l as f64));
+                for v in da.iter_mut() {
+                    *v = *v * inv;
+                }
+            } else {
+                let mut sum = Lv::zero();
+                for i in 0..l {
+                    sum += aj[i] * da[i];
+                }
+                for i in 0..l {
+                    da[i] = aj[i] * (da[i] - sum);
+                }
+            }
+            // s_ij = z_i . p_j: dz_i += ds_ij p_j, dp_j = sum_i ds_ij z_i
+            let mut dp = [Lv::<T>::zero(); D];
+            let pj: [Lv<T>; D] = core::array::from_fn(|k| p[j * D + k]);
+            for i in 0..l {
+                let g = da[i];
+                for k in 0..D {
+                    dz[i * D + k] += g * pj[k];
+                    dp[k] += g * zin[i * D + k];
+                }
+            }
+            // p_j = Phi z_j: dPhi += dp_j z_j^T, dz_j += Phi^T dp_j
+            for r in 0..D {
+                let g = dp[r];
+                for k in 0..D {
+                    dphi[r * D + k] += g * zin[j * D + k];
+                    dz[j * D + k] += phi[r * D + k] * g;
+                }
+            }
+        }
+    }
+}
+
+/// Forward (and with `grad`, loss and backward) of one group.
+#[inline(always)]
+fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: bool) {
+    let sp = job.spec;
+    let n = job.batch.len + 1;
+    let (l, h_n, nl) = (n - 1, sp.heads, job.pass.layers);
+    let nd = n * D;
+    resize(&mut ws.zs, (nl + 1) * nd);
+    resize(&mut ws.p, nl * h_n * nd);
+    resize(&mut ws.m, nl * h_n * nd);
+    resize(&mut ws.a, nl * h_n * n * l);
+    gather::<T, D>(job, &mut ws.zs[..nd]);
+    for t in 0..nl {
+        let set = if sp.looped { 0 } else { t % sp.layers };
+        layer_forward::<T, D>(job, ws, t, set, n);
+    }
+    if !grad {
+        return;
+    }
+    // loss: w sum_o (yhat_o - y_o)^2 at the last n_out rows of the query column
+    let no = sp.n_out;
+    resize(&mut ws.dz, nd);
+    resize(&mut ws.dz2, nd);
+    let out = &ws.zs[nl * nd..];
+    let mut wl = Lv::zero();
+    let mut y = Lv::zero();
+    ws.loss = Lv::zero();
+    for o in 0..no {
+        for k in 0..W {
+            wl.0[k] = if k < job.real { job.w } else { T::ZERO };
+            y.0[k] = job.batch.y[(job.b0 + k.min(job.real - 1)) * no + o];
+        }
+        let q = l * D + D - no + o;
+        let r = out[q] - y;
+        ws.loss += wl * r * r;
+        ws.dz[q] = (wl + wl) * r;
+    }
+    for t in (0..nl).rev() {
+        let set = if sp.looped { 0 } else { t };
+        layer_backward::<T, D>(job, ws, t, set, n);
+        core::mem::swap(&mut ws.dz, &mut ws.dz2);
+    }
+}
+
+macro_rules! entry {
+    ($name:ident, $feat:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feat)]
+        fn $name<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: bool) {
+            group::<T, D>(job, ws, grad)
+        }
+    };
+}
+entry!(group_avx2, "avx2,fma");
+entry!(group_avx512, "avx512f,avx2,fma");
+
+/// One group at `level`.
+fn run_group<T: LaneScalar, const D: usize>(
+    level: Level,
+    job: &Job<'_, T>,
+    ws: &mut Ws<T>,
+    grad: bool,
+) {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `level` is capped at `dispatch::detected()`, so the CPU has these features.
+        Level::Avx512 => unsafe { group_avx512::<T, D>(job, ws, grad) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Level::Avx2 => unsafe { group_avx2::<T, D>(job, ws, grad) },
+        _ => group::<T, D>(job, ws, grad),
+    }
+}
+
+macro_rules! with_d {
+    ($e:expr, $d:ident => $body:expr, $else:expr) => {
+        match $e {
+            2 => { const $d: usize = 2; $body }
+            3 => { const $d: usize = 3; $body }
+            4 => { const $d: usize = 4; $body }
+            5 => { const $d: usize = 5; $body }
+            6 => { const $d: usize = 6; $body }
+            7 => { const $d: usize = 7; $body }
+            8 => { const $d: usize = 8; $body }
+            9 => { const $d: usize = 9; $body }
+            10 => { const $d: usize = 10; $body }
+            11 => { const $d: usize = 11; $body }
+            12 => { const $d: usize = 12; $body }
+            13 => { const $d: usize = 13; $body }
+            14 => { const $d: usize = 14; $body }
+            15 => { const $d: usize = 15; $body }
+            16 => { const $d: usize = 16; $body }
+            _ => $else,
+        }
+    };
+}
+
+impl<T: MlScalar> MlSimd<T> {
+    fn splat(c: &StackCircuits<T>) -> (Vec<Lv<T>>, Vec<Lv<T>>) {
+        (
+            c.phi.iter().map(|&x| Lv::splat(x)).collect(),
+            c.psi.iter().map(|&x| Lv::splat(x)).collect(),
+        )
+    }
+
+    /// Run the groups of chunk `ch` (sequences ch*ML_CHUNK ..).
+    fn chunk<const D: usize>(
+        &self,
+        job: Job<'_, T>,
+        ch: usize,
+        ws: &mut Ws<T>,
+        grad: bool,
+        out: Option<&mut [T]>,
+    ) -> Partial<T> {
+        let nb = job.batch.n;
+        let first = ch * ML_CHUNK;
+        let last = (first + ML_CHUNK).min(nb);
+        let sz = job.phi.len();
+        let mut part = Partial {
+            loss: T::ZERO,
+            phi: vec![T::ZERO; if grad { sz } else { 0 }],
+            psi: vec![T::ZERO; if grad { sz } else { 0 }],
+        };
+        let mut out = out;
+        let mut b0 = first;
+        while b0 < last {
+            let real = (last - b0).min(W);
+            let j = Job { b0, real, ..job };
+            if grad {
+                resize(&mut ws.dphi, sz);
+                resize(&mut ws.dpsi, sz);
+            }
+            run_group::<T, D>(self.level, &j, ws, grad);
+            if grad {
+                // lane partials -> chunk partials, lanes in order
+                part.loss = part.loss + ws.loss.sum();
+                for (d, v) in part.phi.iter_mut().zip(&ws.dphi) {
+                    *d = *d + v.sum();
+                }
+                for (d, v) in part.psi.iter_mut().zip(&ws.dpsi) {
+                    *d = *d + v.sum();
+                }
+            }
+            if let Some(o) = out.as_deref_mut() {
+                let n = job.batch.len + 1;
+                let nl = job.pass.layers;
+                let fin = &ws.zs[nl * n * D..(nl + 1) * n * D];
+                for k in 0..real {
+                    let dst = &mut o[(b0 - first + k) * n * D..(b0 - first + k + 1) * n * D];
+                    for (x, v) in dst.iter_mut().zip(fin) {
+                        *x = v.0[k];
+                    }
+                }
+            }
+            b0 += W;
+        }
+        part
+    }
+}
+
+impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
+    fn name(&self) -> &'static str {
+        "simd"
+    }
+
+    fn loss_grad(
+        &mut self,
+        spec: &StackSpec,
+        c: &StackCircuits<T>,
+        batch: &Batch<T>,
+        g: &mut StackCircuits<T>,
+    ) -> Result<T> {
+        let (phi, psi) = Self::splat(c);
+        let job = Job {
+            spec,
+            phi: &phi,
+            psi: &psi,
+            pass: Pass::of(spec),
+            batch,
+            b0: 0,
+            real: 0,
+            w: T::lane_of(1.0 / (batch.n * batch.n_out) as f64),
+        };
+        let chunks = batch.n.div_ceil(ML_CHUNK);
+        let parts: Option<Vec<Partial<T>>> = with_d!(spec.e, D => Some(
+            (0..chunks)
+                .into_par_iter()
+                .map_init(Ws::default, |ws, ch| self.chunk::<D>(job, ch, ws, true, None))
+                .collect()),
+            None);
+        let Some(parts) = parts else {
+            return StackScalar::new().loss_grad(spec, c, batch, g);
+        };
+        g.clear();
+        let mut loss = T::ZERO;
+        for p in &parts {
+            loss = loss + p.loss;
+            for (d, v) in g.phi.iter_mut().zip(&p.phi) {
+                *d += *v;
+            }
+            for (d, v) in g.psi.iter_mut().zip(&p.psi) {
+                *d += *v;
+            }
+        }
+        Ok(loss)
+    }
+
+    fn forward(
+        &mut self,
+        spec: &StackSpec,
+        c: &StackCircuits<T>,
+        pass: Pass,
+        batch: &Batch<T>,
+        out: &mut [T],
+    ) -> Result<()> {
+        let (phi, psi) = Self::splat(c);
+        let job = Job {
+            spec,
+            phi: &phi,
+            psi: &psi,
+            pass,
+            batch,
+            b0: 0,
+            real: 0,
+            w: T::ZERO,
+        };
+        let per = (batch.len + 1) * spec.e * ML_CHUNK;
+        let done: bool = with_d!(spec.e, D => {
+            out.par_chunks_mut(per)
+                .enumerate()
+                .for_each_init(Ws::default, |ws, (ch, o)| {
+                    self.chunk::<D>(job, ch, ws, false, Some(o));
+                });
+            true
+        }, false);
+        if !done {
+            return StackScalar::new().forward(spec, c, pass, batch, out);
+        }
+        Ok(())
+    }
+}
