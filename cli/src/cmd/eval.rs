@@ -2,7 +2,7 @@
 //! lengths L' (length generalisation, He et al. 2025 figure 3).
 use super::common::{outln, parse_usize_list};
 use crate::error::CliResult;
-use icl_run::eval::{eval_run, EvalOptions};
+use icl_run::eval::{eval_run, EvalOptions, MlEvalOptions};
 use icl_run::summary::pretty;
 use icl_run::RunDir;
 use std::path::PathBuf;
@@ -24,7 +24,23 @@ pub struct Args {
     /// Engine for the model's predictions.
     #[arg(long)]
     pub engine: Option<String>,
-    /// Print JSON: {"rows": [{"estimator", "L", "risk", "stderr"}], ...}.
+    /// Transformer runs: test eigenvalue range MIN,MAX (out of distribution, e.g. 1.1,1.5).
+    #[arg(long, value_name = "MIN,MAX")]
+    pub lambda_range: Option<String>,
+    /// Transformer runs: apply the trained block k times (k T layers).
+    #[arg(long, value_name = "K")]
+    pub stack: Option<usize>,
+    /// Transformer runs: also report the readout after every layer (model_t1.., alg1_t1..).
+    #[arg(long)]
+    pub layers_out: bool,
+    /// Transformer runs: sequences per length for Model Sim / Grad Diff (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub alignment: usize,
+    /// IV two-stage runs: a one-stage run folder to evaluate as "tf_ref" on the same sequences.
+    #[arg(long = "ref", value_name = "DIR")]
+    pub reference: Option<PathBuf>,
+    /// Print JSON: {"rows": [{"estimator", "L", "risk", "stderr"}], ...}; transformer runs add
+    /// "target": "noise-free", "etas", "alignment".
     #[arg(long)]
     pub json: bool,
 }
@@ -35,19 +51,50 @@ pub fn run(a: &Args) -> CliResult {
         samples: a.samples,
         seed: a.seed,
         engine: a.engine.clone(),
+        multilayer: MlEvalOptions {
+            lambda_range: match &a.lambda_range {
+                Some(t) => {
+                    let v: Vec<f64> = t.split(',').filter_map(|p| p.trim().parse().ok()).collect();
+                    if v.len() != 2 || t.split(',').count() != 2 {
+                        return Err(crate::error::CliError::input(format!(
+                            "--lambda-range needs two numbers MIN,MAX (got {t:?})"
+                        )));
+                    }
+                    Some((v[0], v[1]))
+                }
+                None => None,
+            },
+            stack: a.stack,
+            layers_out: a.layers_out,
+            alignment: a.alignment,
+            reference: a.reference.clone(),
+        },
     };
     let res = eval_run(&RunDir::new(&a.dir), &opts)?;
     if a.json {
         return outln(&pretty(&res));
     }
-    let mut s = format!(
+    let mut s = String::new();
+    if let Some(t) = &res.target {
+        s.push_str(&format!(
+            "risks against the {t} target (raw MSE, not divided by d)\n"
+        ));
+    }
+    s.push_str(&format!(
         "{:<14} {:>6} {:>10} {:>10}\n",
         "estimator", "L", "risk", "stderr"
-    );
+    ));
     for r in &res.rows {
+        let eta = r.eta.map(|e| format!("  (eta {e})")).unwrap_or_default();
         s.push_str(&format!(
-            "{:<14} {:>6} {:>10.5} {:>10.5}\n",
+            "{:<14} {:>6} {:>10.5} {:>10.5}{eta}\n",
             r.estimator, r.len, r.risk, r.stderr
+        ));
+    }
+    for a in &res.alignment {
+        s.push_str(&format!(
+            "alignment L={}: model sim {:.4}, grad diff {:.4}, |yhat_TF - yhat_Alg| {:.4} ({} sequences)\n",
+            a.len, a.model_sim, a.grad_diff, a.pred_diff, a.samples
         ));
     }
     super::common::out(&s)

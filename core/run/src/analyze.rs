@@ -5,8 +5,12 @@ use crate::dispatch;
 use crate::error::Result;
 use crate::folder::RunDir;
 use crate::plot::{heatmaps_svg, Heatmap};
-use crate::summary::Analysis;
+use crate::summary::{Analysis, LayerPattern, TransformerAnalysis};
 use icl_core::analysis::{analyze, Report};
+use icl_core::config::{Config, CovFamily, TaskKind};
+use icl_core::model::Net;
+use icl_core::multilayer::analysis::{pattern, preconditioned, readout_circuits};
+use icl_core::multilayer::{StackCircuits, StackSpec};
 use icl_core::ModelSpec;
 
 /// The core's report of a model.
@@ -42,10 +46,101 @@ pub fn circuit_maps(spec: &ModelSpec, rep: &Report) -> Vec<Heatmap> {
     maps
 }
 
+/// The learned pattern of a transformer (or of the IV model's stage 2): per parameter set the
+/// inner products, step sizes and pattern metrics; `None` for one-layer models.
+pub fn transformer_analysis(
+    cfg: &Config,
+    model: &AnyModel,
+) -> Option<(TransformerAnalysis, StackSpec, StackCircuits<f64>)> {
+    let (sp, c) = dispatch!(model, m => readout_circuits(m))?;
+    let d = sp.e - sp.n_out;
+    let constant = (cfg.task.kind == TaskKind::Varying
+        && matches!(cfg.task.covariance, CovFamily::Identity | CovFamily::Kms))
+    .then(|| {
+        icl_core::task::kms(
+            d,
+            if cfg.task.covariance == CovFamily::Kms {
+                cfg.task.rho
+            } else {
+                0.0
+            },
+        )
+    });
+    let layers: Vec<LayerPattern> = (0..sp.sets())
+        .map(|s| {
+            let p = pattern(&c, s, d);
+            LayerPattern {
+                u1_omega: p.u1_omega,
+                u2_omega: p.u2_omega,
+                eta_x: p.eta_x(),
+                eta_y: p.eta_y(),
+                omega: p.omega.clone(),
+                u1: p.u1.clone(),
+                u2: p.u2.clone(),
+                phi_offdiag: p.phi_offdiag,
+                psi_offdiag: p.psi_offdiag,
+                phi_last: p.phi_last,
+                phi_diag_cv: p.phi_diag_cv,
+                preconditioned: constant.as_ref().map(|sig| preconditioned(&c, s, d, sig)),
+            }
+        })
+        .collect();
+    let top = |f: fn(&LayerPattern) -> f64| sp.looped.then(|| f(&layers[0]));
+    let a = TransformerAnalysis {
+        block: if matches!(model.spec().net, Net::Iv(_)) {
+            "iv stage 2".into()
+        } else {
+            "transformer".into()
+        },
+        looped: sp.looped,
+        u1_omega: top(|l| l.u1_omega),
+        u2_omega: top(|l| l.u2_omega),
+        eta_x: top(|l| l.eta_x),
+        eta_y: top(|l| l.eta_y),
+        layers,
+    };
+    Some((a, sp, c))
+}
+
+/// Heatmaps of every head's effective Phi (D x D) and Psi (D x D), per parameter set.
+pub fn stack_maps(sp: &StackSpec, c: &StackCircuits<f64>) -> Vec<Heatmap> {
+    let dd = sp.e;
+    let mut maps = Vec::new();
+    for s in 0..sp.sets() {
+        let layer = if sp.looped {
+            String::new()
+        } else {
+            format!("layer {} ", s + 1)
+        };
+        for h in 0..sp.heads {
+            let off = h * dd * dd;
+            for (name, m) in [("Phi", c.phi_set(s)), ("Psi", c.psi_set(s))] {
+                maps.push(Heatmap {
+                    title: format!("{layer}head {h} {name}"),
+                    rows: dd,
+                    cols: dd,
+                    values: m[off..off + dd * dd].iter().map(|x| Some(*x)).collect(),
+                });
+            }
+        }
+    }
+    maps
+}
+
 /// Analyse the run in `dir`; with `plot`, write `circuits.svg` into it.
 pub fn analyze_run(dir: &RunDir, plot: bool) -> Result<Analysis> {
     dir.check_run()?;
     let loaded = crate::checkpoint::load(&dir.model())?;
+    if let Some((a, sp, c)) = transformer_analysis(&loaded.config, &loaded.model) {
+        if plot {
+            heatmaps_svg(&dir.circuits_svg(), &stack_maps(&sp, &c))?;
+        }
+        return Ok(Analysis {
+            step: loaded.step,
+            attention: None,
+            transformer: Some(a),
+        });
+    }
     let rep = report(&loaded.model);
     if plot {
         heatmaps_svg(

@@ -64,6 +64,21 @@ impl AnyModel {
     pub fn params_f64(&self) -> Vec<f64> {
         dispatch!(self, m => m.params.iter().map(|x| icl_core::Scalar::to_f64(*x)).collect())
     }
+    /// A model of either precision from a typed one.
+    pub fn from_model<T: icl_core::Scalar>(m: &Model<T>) -> AnyModel {
+        let p: Vec<f64> = m.params.iter().map(|x| x.to_f64()).collect();
+        if T::NAME == "f64" {
+            Either::F64(Model {
+                spec: m.spec.clone(),
+                params: p,
+            })
+        } else {
+            Either::F32(Model {
+                spec: m.spec.clone(),
+                params: p.into_iter().map(|x| x as f32).collect(),
+            })
+        }
+    }
     /// The same model in precision `T`.
     pub fn to<T: icl_core::Scalar>(&self) -> Model<T> {
         dispatch!(self, m => m.cast())

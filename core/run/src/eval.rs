@@ -5,10 +5,13 @@ use crate::dispatch;
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
-use crate::summary::{EvalRow, EvalRows};
+use crate::summary::{AlignmentRow, EvalRow, EvalRows};
 use icl_core::config::{Config, TaskKind};
 use icl_core::estimator::Estimator;
 use icl_core::eval::{mc_risk, RiskEstimate};
+use icl_core::model::Net;
+use icl_core::multilayer::eval as ml_eval;
+use icl_core::multilayer::StackRunner;
 use icl_core::task::Task;
 use icl_core::theory::he2025::Setting;
 use icl_core::{Model, Runner};
@@ -17,7 +20,7 @@ use icl_core::{Model, Runner};
 pub const MAX_EVAL_LEN: usize = 1 << 20;
 
 /// What to evaluate.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EvalOptions {
     /// Test context lengths L'.
     pub lengths: Vec<usize>,
@@ -27,6 +30,23 @@ pub struct EvalOptions {
     pub seed: u64,
     /// Engine for the model's predictions.
     pub engine: Option<String>,
+    /// Options of transformer runs (the multilayer paper).
+    pub multilayer: MlEvalOptions,
+}
+
+/// What `icl eval` can add for transformer runs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MlEvalOptions {
+    /// Test eigenvalue range (C.7's out-of-distribution tests).
+    pub lambda_range: Option<(f64, f64)>,
+    /// Apply the trained block k times (Fig. 4b).
+    pub stack: Option<usize>,
+    /// Report the readout after every layer (Fig. 4a).
+    pub layers_out: bool,
+    /// Sequences per length for Model Sim / Grad Diff (0: none).
+    pub alignment: usize,
+    /// A one-stage "TF Ref" run folder evaluated on the IV sequences (§6.3).
+    pub reference: Option<std::path::PathBuf>,
 }
 
 /// The baselines: vanilla and debiased GD at eta* (of the training length), Bayes ridge
@@ -112,6 +132,7 @@ pub fn eval_model(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eva
                 len,
                 risk: r.risk,
                 stderr: r.stderr,
+                eta: None,
             });
         }
     }
@@ -120,7 +141,101 @@ pub fn eval_model(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eva
         samples: o.samples,
         seed: o.seed,
         engine: engines.0,
+        target: None,
+        etas: Vec::new(),
+        alignment: Vec::new(),
+        lambda_range: None,
+        stack: None,
     })
+}
+
+fn ml_options(o: &EvalOptions) -> ml_eval::Options {
+    ml_eval::Options {
+        lens: o.lengths.clone(),
+        samples: o.samples,
+        seed: o.seed,
+        lambda: o.multilayer.lambda_range,
+        stack: o.multilayer.stack.unwrap_or(1),
+        layers_out: o.multilayer.layers_out,
+        alignment: o.multilayer.alignment,
+    }
+}
+
+fn ml_rows(rep: ml_eval::Report, o: &EvalOptions, engine: String) -> EvalRows {
+    EvalRows {
+        rows: rep
+            .rows
+            .into_iter()
+            .map(|r| EvalRow {
+                estimator: r.estimator,
+                len: r.len,
+                risk: r.risk,
+                stderr: r.stderr,
+                eta: r.eta,
+            })
+            .collect(),
+        samples: o.samples,
+        seed: o.seed,
+        engine,
+        target: Some("noise-free".into()),
+        etas: rep.etas,
+        alignment: rep
+            .alignment
+            .into_iter()
+            .map(|a| AlignmentRow {
+                len: a.len,
+                samples: a.samples,
+                model_sim: a.model_sim,
+                grad_diff: a.grad_diff,
+                pred_diff: a.pred_diff,
+            })
+            .collect(),
+        lambda_range: o.multilayer.lambda_range,
+        stack: o.multilayer.stack,
+    }
+}
+
+fn ml_eval_typed<T: RunScalar>(
+    cfg: &Config,
+    m: &Model<T>,
+    reference: Option<&AnyModel>,
+    engines: &Engines,
+    o: &EvalOptions,
+) -> Result<ml_eval::Report> {
+    let mut runner = StackRunner::new(T::stack_engine(&engines.0)?);
+    let mo = ml_options(o);
+    Ok(match &m.spec.net {
+        Net::Iv(_) => {
+            let r = reference.map(|r| r.to::<T>());
+            ml_eval::iv(
+                cfg,
+                m,
+                r.as_ref().map(|model| ml_eval::Reference { model }),
+                &mut runner,
+                &mo,
+            )?
+        }
+        _ => ml_eval::regression(cfg, m, &mut runner, &mo)?,
+    })
+}
+
+/// Risks of a transformer run (the multilayer paper's estimators), against the noise-free target.
+pub fn eval_transformer(
+    cfg: &Config,
+    model: &AnyModel,
+    reference: Option<&AnyModel>,
+    o: &EvalOptions,
+) -> Result<EvalRows> {
+    check(o)?;
+    let engines = Engines::named(o.engine.as_deref());
+    crate::engines::check(&engines.0, model.dtype())?;
+    if reference.is_some() && !matches!(model.spec().net, Net::Iv(_)) {
+        return Err(RunError::Refused(
+            "--ref applies to IV two-stage runs (model.arch = iv2stage)".into(),
+        ));
+    }
+    let rep = dispatch!(model, m => ml_eval_typed(cfg, m, reference, &engines, o)?);
+    Ok(ml_rows(rep, o, engines.0))
 }
 
 /// [`eval_model`] for the run in `dir`.
@@ -128,5 +243,27 @@ pub fn eval_run(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
     check(o)?;
     dir.check_run()?;
     let loaded = crate::checkpoint::load(&dir.model())?;
+    if loaded.model.spec().net != Net::Attention {
+        let reference = match &o.multilayer.reference {
+            Some(p) => {
+                let rd = RunDir::new(p);
+                rd.check_run()?;
+                Some(crate::checkpoint::load(&rd.model())?.model)
+            }
+            None => None,
+        };
+        return eval_transformer(&loaded.config, &loaded.model, reference.as_ref(), o);
+    }
+    let m = &o.multilayer;
+    if m.lambda_range.is_some()
+        || m.stack.is_some()
+        || m.layers_out
+        || m.alignment > 0
+        || m.reference.is_some()
+    {
+        return Err(RunError::Refused(
+            "--lambda-range, --stack, --layers-out, --alignment and --ref apply to transformer runs (model.arch = transformer or iv2stage)".into(),
+        ));
+    }
     eval_model(&loaded.config, &loaded.model, o)
 }

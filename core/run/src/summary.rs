@@ -101,6 +101,13 @@ pub struct Summary {
     pub eta_eff: Option<f64>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub linattn: Option<LinattnSummary>,
+    /// Transformer runs: the learned pattern (as `icl analyze`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transformer: Option<TransformerAnalysis>,
+    /// Transformer runs: risks of the model and the baselines at the training length against the
+    /// noise-free target (as `icl eval`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub risks: Vec<EvalRow>,
 }
 
 /// `summary.json` of an imported model.
@@ -124,10 +131,63 @@ pub struct HeadAnalysis {
     pub sign_match: bool,
 }
 
-/// `icl analyze --json`.
+/// `icl analyze --json`: the step, and the analysis of a one-layer model or of a transformer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     pub step: u64,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub attention: Option<AttentionAnalysis>,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub transformer: Option<TransformerAnalysis>,
+}
+
+/// The eq.-5 pattern of one parameter set (the looped block, or one layer) of a transformer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerPattern {
+    pub u1_omega: f64,
+    pub u2_omega: f64,
+    pub eta_x: f64,
+    pub eta_y: f64,
+    /// Per head: omega (mean of Phi's first d diagonal entries), u1, u2.
+    pub omega: Vec<f64>,
+    pub u1: Vec<f64>,
+    pub u2: Vec<f64>,
+    /// max |off-diagonal| / max |diagonal| of Phi and of Psi (acceptance test 9: < 0.15).
+    pub phi_offdiag: f64,
+    pub psi_offdiag: f64,
+    /// |Phi[D, D]| / max |omega| (< 0.15).
+    pub phi_last: f64,
+    /// Coefficient of variation of Phi's first d diagonal entries (< 0.2).
+    pub phi_diag_cv: f64,
+    /// Under a constant covariance Sigma (C.3): per head omega = mean diag of Phi_11 Sigma and the
+    /// relative distance ||Phi_11 Sigma - omega I|| / ||omega I||.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preconditioned: Option<Vec<(f64, f64)>>,
+}
+
+/// `icl analyze --json` of a transformer (multilayer paper §4.2, Table 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransformerAnalysis {
+    /// `transformer`, or `iv stage 2` for the two-block IV model.
+    pub block: String,
+    pub looped: bool,
+    /// <u1, omega>, <u2, omega>, eta_x, eta_y of the looped block (absent for non-looped stacks:
+    /// see `layers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub u1_omega: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub u2_omega: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_x: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_y: Option<f64>,
+    /// One entry per parameter set (one for a looped block, T otherwise).
+    pub layers: Vec<LayerPattern>,
+}
+
+/// `icl analyze --json` of a one-layer attention model (He et al. 2025 §4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttentionAnalysis {
     pub heads: Vec<HeadAnalysis>,
     pub sign_matching: bool,
     pub omega_homogeneity: f64,
@@ -144,6 +204,16 @@ impl Analysis {
     pub fn of(rep: &Report, step: u64) -> Self {
         Analysis {
             step,
+            attention: Some(AttentionAnalysis::of(rep)),
+            transformer: None,
+        }
+    }
+}
+
+impl AttentionAnalysis {
+    /// From the core's report of a one-layer model.
+    pub fn of(rep: &Report) -> Self {
+        AttentionAnalysis {
             heads: rep
                 .heads
                 .iter()
@@ -179,6 +249,20 @@ pub struct EvalRow {
     pub len: usize,
     pub risk: f64,
     pub stderr: f64,
+    /// The step size of a GD estimator (transformer runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta: Option<f64>,
+}
+
+/// Model Sim / Grad Diff at one length (multilayer paper §4.7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlignmentRow {
+    #[serde(rename = "L")]
+    pub len: usize,
+    pub samples: usize,
+    pub model_sim: f64,
+    pub grad_diff: f64,
+    pub pred_diff: f64,
 }
 
 /// `icl eval --json`.
@@ -188,4 +272,19 @@ pub struct EvalRows {
     pub samples: usize,
     pub seed: u64,
     pub engine: String,
+    /// What the risks are measured against (`noise-free` for transformer runs: add sigma^2 for
+    /// the noisy target; the errors are raw, not divided by d).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Algorithm 1's (eta_x, eta_y) per layer, taken from the model (transformer runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub etas: Vec<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alignment: Vec<AlignmentRow>,
+    /// The test eigenvalue range, when it differs from the training range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda_range: Option<(f64, f64)>,
+    /// How many times the trained block was applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<usize>,
 }

@@ -13,6 +13,7 @@ use crate::checkpoint;
 use crate::dispatch;
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
+use crate::eval::EvalOptions;
 use crate::folder::RunDir;
 use crate::plot::{lines_svg, Series};
 use crate::summary::{
@@ -23,6 +24,8 @@ use icl_core::config::{Config, LinNorm, TaskKind};
 use icl_core::eval::mc_risk;
 use icl_core::linattn::metrics::{detect_plateaus, nearest_level, rel_dist, PlateauOptions};
 use icl_core::linattn::LinattnTheory;
+use icl_core::model::{Model, Net};
+use icl_core::multilayer::iv::IvSpec;
 use icl_core::theory::zhang2025::{crossings, v_star};
 use icl_core::train::{Options, Trainer};
 use icl_core::{Runner, Scalar};
@@ -293,12 +296,12 @@ fn write_outputs<T: RunScalar>(
     checkpoint::save(&dir.model(), &cfg, &t.state(), &t.model, &column_names(t))?;
     dir.write_text("metrics.csv", &metrics_csv(t))?;
     if !t.snapshots.is_empty() {
-        checkpoint::save_snapshots(
-            &dir.snapshots(),
-            &t.snapshots,
-            t.model.spec.heads,
-            t.model.spec.e(),
-        )?;
+        // transformers: Phi of every parameter set and head, each D x D
+        let (heads, e) = match &t.model.spec.net {
+            Net::Stack(s) | Net::Iv(IvSpec { st2: s, .. }) => (s.sets() * s.heads, s.e),
+            Net::Attention => (t.model.spec.heads, t.model.spec.e()),
+        };
+        checkpoint::save_snapshots(&dir.snapshots(), &t.snapshots, heads, e)?;
     }
     let steps_done = t.step - resumed_from.unwrap_or(0);
     let final_loss = t.log.last().map(|r| r.loss).unwrap_or(f64::NAN);
@@ -319,9 +322,34 @@ fn write_outputs<T: RunScalar>(
         sign_matching: None,
         eta_eff: None,
         linattn: None,
+        transformer: None,
+        risks: Vec::new(),
     };
     let curve = t.curve();
-    if cfg.task.kind == TaskKind::Eigs {
+    if t.model.spec.net != Net::Attention {
+        let model = crate::any::Either::<Model<f32>, Model<f64>>::from_model(&t.model);
+        summary.transformer = crate::analyze::transformer_analysis(&cfg, &model).map(|x| x.0);
+        if o.eval_samples >= 2 {
+            let eo = EvalOptions {
+                lengths: vec![cfg.task.len],
+                samples: o.eval_samples,
+                seed: cfg.train.seed,
+                engine: o.engine.clone(),
+                multilayer: Default::default(),
+            };
+            let rows = crate::eval::eval_transformer(&cfg, &model, None, &eo)?.rows;
+            if let Some(r) = rows.iter().find(|r| r.estimator == "model") {
+                summary.risk = Some(Risk {
+                    len: cfg.task.len,
+                    risk: r.risk,
+                    stderr: r.stderr,
+                    samples: o.eval_samples,
+                });
+            }
+            summary.risks = rows;
+        }
+        loss_plot(dir, &curve)?;
+    } else if cfg.task.kind == TaskKind::Eigs {
         summary.linattn = Some(linattn_outputs(t, dir, &curve)?);
     } else {
         let rep = analyze(&t.model.spec, &t.model.circuits());
@@ -353,24 +381,30 @@ fn write_outputs<T: RunScalar>(
                 samples: r.n,
             });
         }
-        if curve.len() >= 2 {
-            let series = vec![Series {
-                name: "train loss".into(),
-                points: curve,
-                dashed: false,
-            }];
-            lines_svg(
-                &dir.file("loss.svg"),
-                "training loss",
-                "step",
-                "MSE",
-                &series,
-                true,
-            )?;
-        }
+        loss_plot(dir, &curve)?;
     }
     dir.write_text("summary.json", &pretty(&summary))?;
     Ok(summary)
+}
+
+/// `loss.svg`: the training loss curve (log scale).
+fn loss_plot(dir: &RunDir, curve: &[(f64, f64)]) -> Result<()> {
+    if curve.len() >= 2 {
+        let series = vec![Series {
+            name: "train loss".into(),
+            points: curve.to_vec(),
+            dashed: false,
+        }];
+        lines_svg(
+            &dir.file("loss.svg"),
+            "training loss",
+            "step",
+            "MSE",
+            &series,
+            true,
+        )?;
+    }
+    Ok(())
 }
 
 /// The Zhang et al. (2025) outputs: plateaus against the theory levels, group CSVs and plots.

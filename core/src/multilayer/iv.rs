@@ -60,6 +60,15 @@ impl IvSpec {
     }
 }
 
+/// An all-zero batch of both views for `n` sequences of length `len`.
+pub fn empty_batch<T: Scalar>(spec: &IvSpec, n: usize, len: usize) -> Result<IvBatch<T>> {
+    Ok(IvBatch {
+        st1: Batch::try_zeros(n, len, spec.iv.q, spec.iv.p)?,
+        y: vec![T::zero(); n * len],
+        yq: vec![T::zero(); n],
+    })
+}
+
 /// Stage 1's fitted covariates for every column (n x (L+1) x p): the x-rows of the attention
 /// output under the inference mask, residual excluded.
 pub fn xhat<T: Scalar>(

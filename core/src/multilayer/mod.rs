@@ -22,6 +22,7 @@ pub mod analysis;
 pub mod conformance;
 pub mod data;
 pub mod engine;
+pub mod eval;
 
 pub mod iv;
 pub mod layer;

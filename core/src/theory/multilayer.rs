@@ -100,6 +100,13 @@ pub fn algorithm1(
     eta_y: f64,
     steps: usize,
 ) -> Result<Alg1> {
+    algorithm1_schedule(x, y, xq, &vec![(eta_x, eta_y); steps])
+}
+
+/// [`algorithm1`] with step sizes `(eta_x^t, eta_y^t)` per step (non-looped "structured" models
+/// take each layer's own, C.1).
+pub fn algorithm1_schedule(x: &[f64], y: &[f64], xq: &[f64], etas: &[(f64, f64)]) -> Result<Alg1> {
+    let steps = etas.len();
     let (l, d) = check(x, y, xq)?;
     let xm = DMatrix::from_row_slice(l, d, x);
     let mut c = xm.transpose() * &xm / l as f64;
@@ -110,7 +117,7 @@ pub fn algorithm1(
     let mut yhat = 0.0;
     let mut preds = Vec::with_capacity(steps);
     let eye = DMatrix::<f64>::identity(d, d);
-    for _ in 0..steps {
+    for &(eta_x, eta_y) in etas {
         let a = &eye - &c * eta_x;
         yhat += eta_y * b.dot(&q);
         w += &prod * &b * eta_y;
