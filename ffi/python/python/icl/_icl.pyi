@@ -1,0 +1,160 @@
+"""Type stubs of the extension module ``icl._icl`` (re-exported by ``icl``)."""
+
+from os import PathLike
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+ENGINES: Tuple[str, ...]
+"""Engines built in, fastest first: ``("simd", "scalar", "vulkan")``."""
+DEFAULT_ENGINE: str
+"""The default engine (the fastest built in)."""
+
+_Value = Union[bool, int, float, str, Sequence[Union[bool, int, float, str]], npt.NDArray[Any]]
+_Path = Union[str, PathLike]
+_Progress = Union[bool, Callable[[int, int, float], Any]]
+_Rows = Any  # pandas.DataFrame if pandas is installed, else List[Dict[str, Any]]
+
+class Config:
+    """A run configuration: every key of ``[task]``, ``[model]`` and ``[train]``
+    (``Config.keys()`` lists them), range-checked when it is set."""
+
+    def __init__(self) -> None:
+        """The defaults (the he2025 setting: d = 5, L = 40, sigma2 = 0.1, two heads)."""
+    @staticmethod
+    def preset(name: str) -> "Config":
+        """The named preset (``icl.presets()`` lists them). Raises ``icl.UnknownNameError``."""
+    @staticmethod
+    def from_toml(text: str) -> "Config":
+        """A TOML text (``[task]``, ``[model]``, ``[train]``) on top of the defaults, validated."""
+    @staticmethod
+    def load(path: _Path) -> "Config":
+        """A ``config.toml`` file, as ``icl train --config FILE`` reads it."""
+    @staticmethod
+    def keys() -> List[Dict[str, Any]]:
+        """Every key: ``[{"key", "aliases", "doc", "accepts"}]``."""
+    def set(self, key: str, value: _Value) -> "Config":
+        """Set ``key`` (e.g. ``"model.heads"``) in place and return this config (calls chain).
+        Text is read as ``icl train --set key=TEXT`` reads it. Raises ``icl.InputError`` or
+        ``icl.UnknownNameError`` (the config is then unchanged)."""
+    def get(self, key: str) -> Any:
+        """The value of ``key``."""
+    def __getitem__(self, key: str) -> Any: ...
+    def __setitem__(self, key: str, value: _Value) -> None: ...
+    def validate(self) -> None:
+        """Check the rules between keys. Raises ``icl.InputError``."""
+    def to_toml(self) -> str:
+        """The config as TOML text (reads back with ``Config.from_toml``, floats bit for bit)."""
+    def to_dict(self) -> Dict[str, Any]:
+        """Dotted key -> value (as in ``summary.json``)."""
+    @property
+    def preset_name(self) -> Optional[str]:
+        """The preset this config started from, if any."""
+    def copy(self) -> "Config": ...
+    def __copy__(self) -> "Config": ...
+    def __deepcopy__(self, memo: Any) -> "Config": ...
+    def __eq__(self, other: object) -> bool: ...
+
+class Run:
+    """A finished run folder with its model loaded."""
+
+    def __init__(self, dir: _Path) -> None:
+        """Open the run folder ``dir`` (same as ``icl.load(dir)``)."""
+    @property
+    def dir(self) -> Path:
+        """The run folder."""
+    @property
+    def config(self) -> Config:
+        """The run's configuration (a copy)."""
+    @property
+    def step(self) -> int:
+        """Optimiser steps behind the model."""
+    @property
+    def dtype(self) -> str:
+        """Compute precision of the model: ``"f32"`` or ``"f64"``."""
+    @property
+    def summary(self) -> Dict[str, Any]:
+        """``summary.json`` as a dict."""
+    def metrics(self, as_frame: Optional[bool] = None) -> Union[_Rows, Dict[str, npt.NDArray[np.float64]]]:
+        """The training log (``metrics.csv``): ``step``, ``loss``, ``omega_h``, ``mu_h``, ...;
+        a DataFrame when pandas is installed (unless ``as_frame=False``), else a dict of arrays."""
+    def analyze(self, plot: bool = False) -> Dict[str, Any]:
+        """The dict ``icl analyze --json`` prints; ``plot=True`` also writes ``circuits.svg``."""
+    def circuits(self) -> Dict[str, npt.NDArray[np.float64]]:
+        """``{"kq": (H, E, E), "ov": (H, n_out, E), "omega": (H,), "mu": (H, n_out)}``."""
+    def params(self) -> Dict[str, npt.NDArray[np.float64]]:
+        """The parameters in the checkpoint layout (``q_proj.weight``, ...)."""
+    def eval(
+        self,
+        lengths: Sequence[int] = ...,
+        samples: int = 20000,
+        seed: int = 0,
+        engine: Optional[str] = None,
+        as_frame: Optional[bool] = None,
+    ) -> _Rows:
+        """Rows ``{"estimator", "L", "risk", "stderr"}`` as ``icl eval --json`` computes them
+        (default lengths 10, 20, 40, 100); a DataFrame when pandas is installed (unless
+        ``as_frame=False``), else a list of dicts."""
+    def predict(self, z: npt.NDArray[Union[np.float64, np.float32]], engine: Optional[str] = None) -> npt.NDArray[np.float64]:
+        """Predictions for token-major ``z`` of shape ``(n, L+1, E)`` (or ``(L+1, E)``),
+        C-contiguous float64/float32; returns ``(n, n_out)`` (or ``(n_out,)``). Raises
+        ``TypeError`` (not an array, wrong dtype), ``icl.ShapeError`` (shape, layout),
+        ``icl.InputError`` (non-finite values)."""
+
+def presets() -> Dict[str, str]:
+    """``{name: description}`` of every preset."""
+
+def train(
+    config: Union[Config, str],
+    *,
+    steps: Optional[int] = None,
+    seed: Optional[int] = None,
+    engine: Optional[str] = None,
+    out: Optional[_Path] = None,
+    progress: _Progress = True,
+    force: bool = False,
+    eval_samples: int = 20000,
+    checkpoint_every: int = 0,
+    checkpoint_minutes: float = 5.0,
+) -> Run:
+    """Train into the run folder ``out`` (a new temporary folder when ``None``) and return the
+    finished ``Run``; the same folder ``icl train`` writes (same seed, same bytes). The GIL is
+    released while training; Ctrl-C checkpoints the run and raises ``KeyboardInterrupt``
+    (``icl.resume(out)`` continues it)."""
+
+def resume(
+    dir: _Path,
+    *,
+    steps: Optional[int] = None,
+    engine: Optional[str] = None,
+    progress: _Progress = True,
+    eval_samples: int = 20000,
+    checkpoint_every: int = 0,
+    checkpoint_minutes: float = 5.0,
+) -> Run:
+    """Continue an interrupted run, or extend a finished one to ``steps``."""
+
+def load(dir: _Path) -> Run:
+    """Open a run folder. Raises ``icl.RunNotFoundError`` or ``icl.CorruptFileError``."""
+
+def sample(
+    config: Union[Config, str],
+    n: int,
+    L: Optional[int] = None,
+    *,
+    seed: Optional[int] = None,
+    step: Optional[int] = None,
+    domain: str = "train",
+) -> Tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """``(z, y)`` of shapes ``(n, L+1, E)`` and ``(n, n_out)``: the training batch of ``step``
+    (``domain="train"``) or ``icl eval``'s samples at length L (``domain="eval"``)."""
+
+def theory(name: str, **params: Any) -> Dict[str, Any]:
+    """A theory quantity: the dict ``icl theory NAME --json`` prints (``"value"``, extra outputs,
+    ``"params"``), plus ``"trajectory"`` for ODE and simulator quantities."""
+
+def theories() -> List[Dict[str, Any]]:
+    """Every theory quantity with its parameters (``icl theory --list --json``)."""
