@@ -232,6 +232,7 @@ impl Run {
             samples,
             seed,
             engine,
+            multilayer: Default::default(),
         };
         let dir = RunDir::new(&self.dir);
         let res = py.detach(|| icl_run::eval::eval_run(&dir, &o)).or_py()?;
