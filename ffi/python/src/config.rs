@@ -117,10 +117,7 @@ impl Config {
 
     /// The config as a dict of dotted key -> value (as in `summary.json`).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        Ok(
-            crate::values::json_to_py(py, &icl_run::summary::config_json(&self.cfg))?
-                .cast_into()?,
-        )
+        Ok(to_py(py, &icl_run::summary::config_json(&self.cfg))?.cast_into()?)
     }
 
     /// The preset this config started from (`None` for TOML, files and the defaults).

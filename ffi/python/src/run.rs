@@ -5,7 +5,7 @@
 use crate::arrays::{new_f64, read_tokens};
 use crate::config::Config;
 use crate::errors::{input_err, py_err, OrPy};
-use crate::values::{json_to_py, to_py};
+use crate::values::to_py;
 use icl_core::{Batch, Model, Runner};
 use icl_run::eval::EvalOptions;
 use icl_run::train::{Outcome, TrainOptions};
@@ -125,13 +125,13 @@ impl Run {
     #[getter]
     fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let text = icl_run::folder::read_text(&RunDir::new(&self.dir).summary()).or_py()?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            py_err(icl_run::RunError::Corrupt(
+        if let Err(e) = serde_json::from_str::<serde_json::Value>(&text) {
+            return Err(py_err(icl_run::RunError::Corrupt(
                 RunDir::new(&self.dir).summary(),
                 e.to_string(),
-            ))
-        })?;
-        json_to_py(py, &v)
+            )));
+        }
+        py.import("json")?.call_method1("loads", (text,))
     }
 
     /// The training log (`metrics.csv`): step, loss and one column per probe (omega_h, mu_h for

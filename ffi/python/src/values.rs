@@ -2,46 +2,15 @@
 //! `--json`), TOML config values, and the text of theory parameters.
 use crate::errors::type_err;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-/// A JSON value as plain Python objects (dict, list, str, int, float, bool, None).
-pub fn json_to_py<'py>(py: Python<'py>, v: &serde_json::Value) -> PyResult<Bound<'py, PyAny>> {
-    use serde_json::Value as J;
-    Ok(match v {
-        J::Null => py.None().into_bound(py),
-        J::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        J::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.into_pyobject(py)?.into_any()
-            } else if let Some(u) = n.as_u64() {
-                u.into_pyobject(py)?.into_any()
-            } else {
-                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
-            }
-        }
-        J::String(s) => PyString::new(py, s).into_any(),
-        J::Array(a) => {
-            let items = a
-                .iter()
-                .map(|x| json_to_py(py, x))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)?.into_any()
-        }
-        J::Object(m) => {
-            let d = PyDict::new(py);
-            for (k, x) in m {
-                d.set_item(k, json_to_py(py, x)?)?;
-            }
-            d.into_any()
-        }
-    })
-}
-
-/// A serialisable value (a `--json` contract) as Python objects.
+/// A serialisable value (a `--json` contract) as Python objects: its JSON text read by Python's
+/// `json` module, so dicts keep the field order of `--json` output and every number reads back
+/// to the same double.
 pub fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
-    let j = serde_json::to_value(v)
+    let text = serde_json::to_string(v)
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
-    json_to_py(py, &j)
+    py.import("json")?.call_method1("loads", (text,))
 }
 
 fn describe(v: &Bound<'_, PyAny>) -> String {
