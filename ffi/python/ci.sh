@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The Python package's CI: build the wheel (maturin, from PyPI) in a fresh venv, install it, and
+# run its pytest suite against the `icl` CLI built from the same tree.
+# Usage: bash ffi/python/ci.sh   (from anywhere; uses target/pyvenv and target/wheels)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+venv=target/pyvenv
+python3 -m venv --clear "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy pytest pandas
+rm -f target/wheels/icl-*.whl
+"$venv/bin/maturin" build --release --locked -m ffi/python/Cargo.toml -o target/wheels \
+  --interpreter "$venv/bin/python"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps target/wheels/icl-*.whl
+cargo build --release --locked -p icl-cli
+# run from the tests folder so that `import icl` is the installed wheel, not the source tree
+cd ffi/python/tests
+ICL_CLI="$OLDPWD/target/release/icl" "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider .
