@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=target/pyvenv
 python3 -m venv --clear "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy pytest pandas
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy pytest pandas matplotlib
 rm -f target/wheels/icl-*.whl
 "$venv/bin/maturin" build --release --locked -m ffi/python/Cargo.toml -o target/wheels \
   --interpreter "$venv/bin/python"
