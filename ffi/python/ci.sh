@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=target/pyvenv
 python3 -m venv --clear "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy pytest pandas matplotlib
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy pytest pandas matplotlib mypy
 rm -f target/wheels/icl-*.whl
 "$venv/bin/maturin" build --release --locked -m ffi/python/Cargo.toml -o target/wheels \
   --interpreter "$venv/bin/python"
@@ -15,3 +15,5 @@ cargo build --release --locked -p icl-cli
 # run from the tests folder so that `import icl` is the installed wheel, not the source tree
 cd ffi/python/tests
 ICL_CLI="$OLDPWD/target/release/icl" "$OLDPWD/$venv/bin/python" -m pytest -q -p no:cacheprovider .
+# the type stubs match the extension (names, signatures, defaults)
+"$OLDPWD/$venv/bin/python" -m mypy.stubtest icl._icl

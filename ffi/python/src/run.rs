@@ -421,7 +421,10 @@ fn train_options(
 /// Ctrl-C (SIGINT) stops training within 0.1 s: the run is checkpointed and `KeyboardInterrupt`
 /// raised; `icl.resume(out)` continues it to the same bytes as an uninterrupted run.
 #[pyfunction]
-#[pyo3(signature = (config, *, steps = None, seed = None, engine = None, out = None, progress = ProgressArg::Flag(true), force = false, eval_samples = 20_000, checkpoint_every = 0, checkpoint_minutes = 5.0))]
+#[pyo3(
+    signature = (config, *, steps = None, seed = None, engine = None, out = None, progress = ProgressArg::Flag(true), force = false, eval_samples = 20_000, checkpoint_every = 0, checkpoint_minutes = 5.0),
+    text_signature = "(config, *, steps=None, seed=None, engine=None, out=None, progress=True, force=False, eval_samples=20000, checkpoint_every=0, checkpoint_minutes=5.0)"
+)]
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     py: Python<'_>,
@@ -469,7 +472,10 @@ pub fn train(
 /// checkpoint, or a finished one extended to `steps`; ends with the same bytes as an
 /// uninterrupted run (as `icl train --resume DIR`). Other arguments as in `icl.train`.
 #[pyfunction]
-#[pyo3(signature = (dir, *, steps = None, engine = None, progress = ProgressArg::Flag(true), eval_samples = 20_000, checkpoint_every = 0, checkpoint_minutes = 5.0))]
+#[pyo3(
+    signature = (dir, *, steps = None, engine = None, progress = ProgressArg::Flag(true), eval_samples = 20_000, checkpoint_every = 0, checkpoint_minutes = 5.0),
+    text_signature = "(dir, *, steps=None, engine=None, progress=True, eval_samples=20000, checkpoint_every=0, checkpoint_minutes=5.0)"
+)]
 #[allow(clippy::too_many_arguments)]
 pub fn resume(
     py: Python<'_>,

@@ -2,10 +2,25 @@
 
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
+
+__all__ = [
+    "Config",
+    "Run",
+    "DEFAULT_ENGINE",
+    "ENGINES",
+    "load",
+    "presets",
+    "resume",
+    "sample",
+    "theories",
+    "theory",
+    "train",
+    "__version__",
+]
 
 __version__: str
 ENGINES: Tuple[str, ...]
@@ -18,11 +33,12 @@ _Path = Union[str, PathLike]
 _Progress = Union[bool, Callable[[int, int, float], Any]]
 _Rows = Any  # pandas.DataFrame if pandas is installed, else List[Dict[str, Any]]
 
+@final
 class Config:
     """A run configuration: every key of ``[task]``, ``[model]`` and ``[train]``
     (``Config.keys()`` lists them), range-checked when it is set."""
 
-    def __init__(self) -> None:
+    def __new__(cls) -> "Config":
         """The defaults (the he2025 setting: d = 5, L = 40, sigma2 = 0.1, two heads)."""
     @staticmethod
     def preset(name: str) -> "Config":
@@ -42,8 +58,8 @@ class Config:
         ``icl.UnknownNameError`` (the config is then unchanged)."""
     def get(self, key: str) -> Any:
         """The value of ``key``."""
-    def __getitem__(self, key: str) -> Any: ...
-    def __setitem__(self, key: str, value: _Value) -> None: ...
+    def __getitem__(self, key: str, /) -> Any: ...
+    def __setitem__(self, key: str, value: _Value, /) -> None: ...
     def validate(self) -> None:
         """Check the rules between keys. Raises ``icl.InputError``."""
     def to_toml(self) -> str:
@@ -56,12 +72,13 @@ class Config:
     def copy(self) -> "Config": ...
     def __copy__(self) -> "Config": ...
     def __deepcopy__(self, memo: Any) -> "Config": ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
+@final
 class Run:
     """A finished run folder with its model loaded."""
 
-    def __init__(self, dir: _Path) -> None:
+    def __new__(cls, dir: _Path) -> "Run":
         """Open the run folder ``dir`` (same as ``icl.load(dir)``)."""
     @property
     def dir(self) -> Path:
