@@ -26,15 +26,17 @@ def test_gil_released_while_training(tmp_path):
     t = threading.Thread(target=count)
     t.start()
     t0 = time.perf_counter()
-    icl.train("quick", steps=4000, out=tmp_path / "r", progress=False, eval_samples=0)
+    icl.train("quick", steps=20_000, out=tmp_path / "r", progress=False, eval_samples=0)
     t1 = time.perf_counter()
     stop.set()
     t.join()
     during = [x for x in ticks if t0 < x < t1]
-    # the other thread ran all along: no gap longer than the 0.1 s signal-check interval + slack
-    assert len(during) > 10
+    # training takes seconds; the other thread ran all along (a held GIL would stop it for the
+    # whole run, or hand it over every 0.1 s at best)
+    assert t1 - t0 > 1.0
+    assert len(during) > 100
     gaps = [b - a for a, b in zip(during, during[1:])]
-    assert max(gaps) < 0.25, max(gaps)
+    assert max(gaps) < 0.5, max(gaps)
 
 
 def test_progress_callback(tmp_path):
@@ -65,17 +67,20 @@ class Stop(Exception):
 
 def test_callback_exception_stops_and_checkpoints(tmp_path):
     out = tmp_path / "r"
+    stopped = []
 
     def cb(step, total, loss):
         if step >= 500:
+            stopped.append(step)
             raise Stop()
 
     with pytest.raises(Stop):
         icl.train("quick", steps=100_000, out=out, progress=cb, eval_samples=0)
     assert not out.exists()
     assert (tmp_path / ".r.partial" / "checkpoint.safetensors").is_file()
-    run = icl.resume(out, steps=1000, progress=False, eval_samples=0)
-    assert run.step == 1000
+    # the checkpoint is at the step the callback stopped: resume continues from there
+    run = icl.resume(out, steps=stopped[0] + 200, progress=False, eval_samples=0)
+    assert run.step == stopped[0] + 200 and run.summary["resumed_from"] == stopped[0]
 
 
 SCRIPT = textwrap.dedent(

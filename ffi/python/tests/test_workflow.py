@@ -2,6 +2,8 @@
 the same seed, bit for bit."""
 
 import json
+import pathlib
+import shutil
 import struct
 
 import numpy as np
@@ -202,3 +204,33 @@ def test_load_and_resume_extend(tmp_path, cli):
         tmp_path / "b" / "model.safetensors"
     ).read_bytes()
     assert repr(icl.load(tmp_path / "a")).startswith("<icl.Run ")
+
+
+def test_engine_and_dtype_equal_cli(tmp_path, cli):
+    cfg = icl.Config.preset("quick").set("train.dtype", "f64")
+    run = icl.train(cfg, steps=300, engine="scalar", out=tmp_path / "py", progress=False,
+                    eval_samples=500)
+    cli("train", "--preset", "quick", "--set", "train.dtype=f64", "--steps", 300, "--engine",
+        "scalar", "--eval-samples", 500, "--out", tmp_path / "cli", "-q")
+    assert (run.dir / "model.safetensors").read_bytes() == (
+        tmp_path / "cli" / "model.safetensors"
+    ).read_bytes()
+    assert run.dtype == "f64" and run.summary["engine"] == "scalar"
+    assert run.summary["risk"] == json.loads((tmp_path / "cli" / "summary.json").read_text())["risk"]
+    # an f64 model predicts from f64 inputs unrounded
+    z, y = icl.sample(cfg, 200, 40, domain="eval")
+    sq = ((run.predict(z, engine="scalar") - y) ** 2).mean(axis=1).tolist()
+    rows = run.eval(lengths=[40], samples=200, engine="scalar", as_frame=False)
+    assert _risk(sq) == (rows[0]["risk"], rows[0]["stderr"])
+
+
+def test_out_none_trains_into_a_new_temporary_folder():
+    import tempfile
+
+    run = icl.train("quick", steps=10, progress=False, eval_samples=0)
+    assert run.dir.is_dir() and run.dir.parent == pathlib.Path(tempfile.gettempdir())
+    assert run.dir.name.startswith("icl-run-") and (run.dir / "model.safetensors").is_file()
+    other = icl.train("quick", steps=10, progress=False, eval_samples=0)
+    assert other.dir != run.dir
+    shutil.rmtree(run.dir)
+    shutil.rmtree(other.dir)
