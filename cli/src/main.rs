@@ -35,6 +35,8 @@ enum Command {
     Theory(cmd::theory::Args),
     /// Measure training throughput (steps/s) of the engines.
     Bench(cmd::bench::Args),
+    /// What the firmware example computes on a microcontroller, on the host (one JSON line).
+    Embedded(cmd::embedded::Args),
 }
 
 fn main() {
@@ -51,6 +53,7 @@ fn main() {
         Command::Presets(a) => cmd::presets::run(a),
         Command::Theory(a) => cmd::theory::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Embedded(a) => cmd::embedded::run(a),
     };
     if let Err(e) = res {
         let _ = writeln!(std::io::stderr(), "icl: error: {e}");
@@ -73,7 +76,7 @@ fn parse_error(e: clap::Error) -> ! {
             let msg = first.strip_prefix("error: ").unwrap_or(first);
             let hint = match e.kind() {
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-                    "a subcommand is required (train, eval, analyze, import, presets, theory, bench); see `icl --help`".to_string()
+                    "a subcommand is required (train, eval, analyze, import, presets, theory, bench, embedded); see `icl --help`".to_string()
                 }
                 _ => format!("{msg} (see --help)"),
             };

@@ -60,6 +60,20 @@ pub fn mc_risk<T: Scalar>(
     model: Option<(&Model<T>, &mut Runner<T>)>,
     estimators: &[Estimator],
 ) -> Result<Vec<RiskEstimate>> {
+    mc_risk_in_chunks(task, len, n, seed, model, estimators, CHUNK)
+}
+
+/// [`mc_risk`] with at most `max_chunk` sequences in memory at a time (a microcontroller's heap);
+/// the result does not depend on the chunk size.
+pub fn mc_risk_in_chunks<T: Scalar>(
+    task: &Task,
+    len: usize,
+    n: usize,
+    seed: u64,
+    model: Option<(&Model<T>, &mut Runner<T>)>,
+    estimators: &[Estimator],
+    max_chunk: usize,
+) -> Result<Vec<RiskEstimate>> {
     if n < 2 {
         return Err(Error::InvalidConfig(
             "Monte Carlo needs at least 2 samples".into(),
@@ -77,12 +91,12 @@ pub fn mc_risk<T: Scalar>(
     let mut normals = Vec::new();
     let mut model = model;
     let circ = model.as_ref().map(|(m, _)| m.circuits());
-    let mut pred = vec![T::zero(); CHUNK * no];
     let mut est = vec![0.0; no];
     let mut first = 0;
-    // sequences per chunk: up to CHUNK, fewer at long lengths (about 2^24 token values a chunk)
+    // sequences per chunk: up to max_chunk, fewer at long lengths (about 2^24 token values a chunk)
     let per_seq = (len.saturating_add(1)).saturating_mul(task.d + no).max(1);
-    let chunk = (CHUNK_VALUES / per_seq).clamp(1, CHUNK);
+    let chunk = (CHUNK_VALUES / per_seq).clamp(1, max_chunk.clamp(1, CHUNK));
+    let mut pred = vec![T::zero(); chunk * no];
     while first < n {
         let m = chunk.min(n - first);
         let mut batch: Batch<T> = Batch::try_zeros(m, len, task.d, no)?;

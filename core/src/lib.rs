@@ -16,7 +16,9 @@
 extern crate alloc;
 
 pub mod analysis;
+pub mod checkpoint;
 pub mod config;
+pub mod embedded;
 pub mod engine;
 pub mod error;
 pub mod estimator;

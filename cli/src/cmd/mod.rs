@@ -2,6 +2,7 @@
 pub mod analyze;
 pub mod bench;
 pub mod common;
+pub mod embedded;
 pub mod eval;
 pub mod import;
 pub mod presets;

@@ -13,17 +13,18 @@
 use crate::any::{AnyModel, Either};
 use crate::error::{Result, RunError};
 use crate::folder::{atomic_write, read};
-use icl_core::config::{Config, Dtype};
+use icl_core::checkpoint::{decode_model, File};
+use icl_core::config::Config;
 use icl_core::model::{Model, ModelSpec};
 use icl_core::optim::Optimizer;
 use icl_core::train::{LogRow, Snapshot, TrainState};
 use icl_core::Scalar;
-use safetensors::tensor::{Dtype as StDtype, SafeTensors, TensorView};
+use safetensors::tensor::{Dtype as StDtype, TensorView};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// The checkpoint format version this build reads and writes.
-pub const VERSION: &str = "1";
+pub const VERSION: &str = icl_core::checkpoint::VERSION;
 
 fn corrupt(path: &Path, m: impl Into<String>) -> RunError {
     RunError::Corrupt(path.to_path_buf(), m.into())
@@ -107,71 +108,24 @@ fn sorted(v: serde_json::Value) -> serde_json::Value {
     }
 }
 
+/// A core checkpoint error as this layer's (damaged files are [`RunError::Corrupt`]).
+fn from_core(path: &Path, e: icl_core::Error) -> RunError {
+    match e {
+        icl_core::Error::Checkpoint(m) => corrupt(path, m),
+        other => RunError::Core(other),
+    }
+}
+
+/// A metadata value parsed as a number.
+fn number<N: std::str::FromStr>(path: &Path, f: &File, key: &str) -> Result<N> {
+    f.meta_number(key).map_err(|e| from_core(path, e))
+}
+
 /// Values of a tensor as f64 (F32 or F64 storage), checked for shape and finiteness.
-fn tensor_f64(path: &Path, st: &SafeTensors, name: &str, shape: &[usize]) -> Result<Vec<f64>> {
-    let t = st
-        .tensor(name)
-        .map_err(|_| corrupt(path, format!("tensor {name} missing")))?;
-    if t.shape() != shape {
-        return Err(corrupt(
-            path,
-            format!(
-                "tensor {name} has shape {:?}, expected {shape:?}",
-                t.shape()
-            ),
-        ));
-    }
-    let d = t.data();
-    let v: Vec<f64> = match t.dtype() {
-        StDtype::F32 => d
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
-            .collect(),
-        StDtype::F64 => d
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-            .collect(),
-        other => {
-            return Err(corrupt(
-                path,
-                format!("tensor {name} has dtype {other:?}; F32 or F64 expected"),
-            ))
-        }
-    };
-    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-        return Err(corrupt(
-            path,
-            format!("tensor {name} has a non-finite value at {i}"),
-        ));
-    }
-    Ok(v)
-}
-
-/// The metadata of a checkpoint file, read without allocating its tensors.
-struct Header {
-    meta: HashMap<String, String>,
-}
-
-impl Header {
-    fn read(path: &Path, bytes: &[u8]) -> Result<Header> {
-        let (_, m) = SafeTensors::read_metadata(bytes).map_err(|e| corrupt(path, e.to_string()))?;
-        let meta = m
-            .metadata()
-            .clone()
-            .ok_or_else(|| corrupt(path, "no metadata"))?;
-        Ok(Header { meta })
-    }
-    fn get(&self, path: &Path, key: &str) -> Result<&str> {
-        self.meta
-            .get(key)
-            .map(String::as_str)
-            .ok_or_else(|| corrupt(path, format!("metadata has no {key}")))
-    }
-    fn number<N: std::str::FromStr>(&self, path: &Path, key: &str) -> Result<N> {
-        let v = self.get(path, key)?;
-        v.parse()
-            .map_err(|_| corrupt(path, format!("metadata {key} = {v:?} is not a number")))
-    }
+fn tensor_f64(path: &Path, f: &File, name: &str, shape: &[usize]) -> Result<Vec<f64>> {
+    f.tensor_required(name)
+        .and_then(|t| t.to_f64(shape))
+        .map_err(|e| from_core(path, e))
 }
 
 /// What a checkpoint holds.
@@ -273,72 +227,25 @@ pub fn load(path: &Path) -> Result<Loaded> {
     decode(path, &read(path)?)
 }
 
-/// [`load`] from bytes in memory (`path` names them in messages).
+/// [`load`] from bytes in memory (`path` names them in messages). The file and the model are read
+/// by the core's `no_std` reader ([`icl_core::checkpoint`], the one firmware uses); this layer adds
+/// the trainer's state.
 pub fn decode(path: &Path, bytes: &[u8]) -> Result<Loaded> {
-    let h = Header::read(path, bytes)?;
-    if h.get(path, "format")? != "icl-checkpoint" {
-        return Err(corrupt(path, "metadata format is not icl-checkpoint"));
-    }
-    let version = h.get(path, "version")?;
-    if version != VERSION {
-        return Err(corrupt(
-            path,
-            format!("checkpoint version {version:?}; this build reads version {VERSION}"),
-        ));
-    }
-    let config = Config::from_toml(h.get(path, "config")?)
-        .map_err(|e| corrupt(path, format!("its config: {e}")))?;
-    let step: u64 = h.number(path, "step")?;
-    let dtype = match h.get(path, "dtype")? {
-        "f32" => Dtype::F32,
-        "f64" => Dtype::F64,
-        other => {
-            return Err(corrupt(
-                path,
-                format!("metadata dtype {other:?}; f32 or f64 expected"),
-            ))
-        }
-    };
-    let st = SafeTensors::deserialize(bytes).map_err(|e| corrupt(path, e.to_string()))?;
-    let spec = ModelSpec::from_config(&config)?;
-    let want_dtype = match dtype {
-        Dtype::F32 => StDtype::F32,
-        Dtype::F64 => StDtype::F64,
-    };
-    let mut params = Vec::with_capacity(spec.n_params());
-    let mut known: Vec<String> = Vec::new();
-    for t in spec.tensors() {
-        let got = st
-            .tensor(t.name)
-            .map_err(|_| corrupt(path, format!("tensor {} missing", t.name)))?
-            .dtype();
-        if got != want_dtype {
-            return Err(corrupt(
-                path,
-                format!(
-                    "tensor {} is {got:?} but the metadata says dtype {dtype:?}",
-                    t.name
-                ),
-            ));
-        }
-        params.extend(tensor_f64(path, &st, t.name, &t.shape)?);
-        known.push(t.name.to_string());
-    }
-    let model = AnyModel::from_f64(spec, params, dtype)?;
-    let state = if h.meta.contains_key("train.opt_counter") {
+    let f = File::parse(bytes).map_err(|e| from_core(path, e))?;
+    let m = decode_model(&f).map_err(|e| from_core(path, e))?;
+    let mut known: Vec<String> = m.names.iter().map(|n| n.to_string()).collect();
+    let (config, step) = (m.config, m.step);
+    let model = AnyModel::from_f64(m.spec, m.params, m.dtype)?;
+    let state = if f.meta("train.opt_counter").is_some() {
         Some(match &model {
-            Either::F32(m) => Either::F32(load_state(path, &h, &st, &config, m, step, &mut known)?),
-            Either::F64(m) => Either::F64(load_state(path, &h, &st, &config, m, step, &mut known)?),
+            Either::F32(m) => Either::F32(load_state(path, &f, &config, m, step, &mut known)?),
+            Either::F64(m) => Either::F64(load_state(path, &f, &config, m, step, &mut known)?),
         })
     } else {
         None
     };
-    if let Some(extra) = st
-        .names()
-        .into_iter()
-        .find(|n| !known.iter().any(|k| k == *n))
-    {
-        return Err(corrupt(path, format!("unexpected tensor {extra}")));
+    if let Some(extra) = f.tensors.iter().find(|t| !known.contains(&t.name)) {
+        return Err(corrupt(path, format!("unexpected tensor {}", extra.name)));
     }
     Ok(Loaded {
         config,
@@ -350,8 +257,7 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Loaded> {
 
 fn load_state<T: Scalar>(
     path: &Path,
-    h: &Header,
-    st: &SafeTensors,
+    f: &File,
     cfg: &Config,
     model: &Model<T>,
     step: u64,
@@ -367,7 +273,7 @@ fn load_state<T: Scalar>(
     for name in names {
         let full = format!("train.opt.{name}");
         bufs.push(
-            tensor_f64(path, st, &full, &[n])?
+            tensor_f64(path, f, &full, &[n])?
                 .into_iter()
                 .map(T::of)
                 .collect::<Vec<T>>(),
@@ -375,26 +281,27 @@ fn load_state<T: Scalar>(
         known.push(full);
     }
     let refs: Vec<&[T]> = bufs.iter().map(|b| b.as_slice()).collect();
-    let counter: u64 = h.number(path, "train.opt_counter")?;
+    let counter: u64 = number(path, f, "train.opt_counter")?;
     let opt = Optimizer::restore(&cfg.train, n, counter, &refs)?;
-    let columns = h.get(path, "train.columns")?;
+    let columns = f
+        .meta_required("train.columns")
+        .map_err(|e| from_core(path, e))?;
     let ncols = if columns.is_empty() {
         0
     } else {
         columns.split(',').count()
     };
     let shape_of = |name: &str| -> Result<Vec<usize>> {
-        Ok(st
-            .tensor(name)
-            .map_err(|_| corrupt(path, format!("tensor {name} missing")))?
-            .shape()
-            .to_vec())
+        Ok(f.tensor_required(name)
+            .map_err(|e| from_core(path, e))?
+            .shape
+            .clone())
     };
     let ls = shape_of("train.log")?;
     if ls.len() != 2 || ls[1] != 2 + ncols {
         return Err(corrupt(path, format!("train.log has shape {ls:?}")));
     }
-    let flat = tensor_f64(path, st, "train.log", &ls)?;
+    let flat = tensor_f64(path, f, "train.log", &ls)?;
     let log = flat
         .chunks_exact(2 + ncols)
         .map(|r| LogRow {
@@ -408,7 +315,7 @@ fn load_state<T: Scalar>(
     if ss.len() != 2 || ss[1] < 1 {
         return Err(corrupt(path, format!("train.snapshots has shape {ss:?}")));
     }
-    let flat = tensor_f64(path, st, "train.snapshots", &ss)?;
+    let flat = tensor_f64(path, f, "train.snapshots", &ss)?;
     let snapshots = flat
         .chunks_exact(ss[1])
         .map(|r| Snapshot {
@@ -417,16 +324,16 @@ fn load_state<T: Scalar>(
         })
         .collect();
     known.push("train.snapshots".into());
-    let nprobes: usize = h.number(path, "train.probes")?;
+    let nprobes: usize = number(path, f, "train.probes")?;
     let mut probes = Vec::with_capacity(nprobes.min(64));
     for i in 0..nprobes {
         let name = format!("train.probe.{i}");
         let s = shape_of(&name)?;
-        probes.push(tensor_f64(path, st, &name, &s)?);
+        probes.push(tensor_f64(path, f, &name, &s)?);
         known.push(name);
     }
-    let window_sum: f64 = h.number(path, "train.window_sum")?;
-    let window_count: u64 = h.number(path, "train.window_count")?;
+    let window_sum: f64 = number(path, f, "train.window_sum")?;
+    let window_count: u64 = number(path, f, "train.window_count")?;
     Ok(TrainState {
         step,
         params: model.params.clone(),
@@ -447,7 +354,7 @@ pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
 
 /// [`import_torch`] from bytes in memory (`path` names them in messages).
 pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<AnyModel> {
-    let st = SafeTensors::deserialize(bytes).map_err(|e| corrupt(path, e.to_string()))?;
+    let f = File::parse(bytes).map_err(|e| from_core(path, e))?;
     let spec = ModelSpec::from_config(cfg)?;
     if spec.param != icl_core::config::Param::Full {
         return Err(RunError::Core(icl_core::Error::Unsupported(
@@ -456,7 +363,7 @@ pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<Any
     }
     let mut params = Vec::with_capacity(spec.n_params());
     for t in spec.tensors() {
-        params.extend(tensor_f64(path, &st, t.name, &t.shape)?);
+        params.extend(tensor_f64(path, &f, t.name, &t.shape)?);
     }
     AnyModel::from_f64(spec, params, cfg.train.dtype)
 }

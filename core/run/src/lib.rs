@@ -13,7 +13,8 @@
 //! * [`summary`], [`analyze`], [`eval`]: the typed JSON contracts (`summary.json`,
 //!   `icl analyze --json`, `icl eval --json`) and the computations behind them;
 //! * [`plot`]: the figures (SVG);
-//! * [`bench`]: training throughput of the engines.
+//! * [`bench`]: training throughput of the engines;
+//! * [`embedded`]: what the firmware example computes, on the host (`icl embedded`).
 //!
 //! The science lives in `icl-core`; this crate does I/O and orchestration.
 // `!(x > 0.0)` is how this crate rejects NaN along with out-of-range values.
@@ -23,6 +24,7 @@ pub mod analyze;
 pub mod any;
 pub mod bench;
 pub mod checkpoint;
+pub mod embedded;
 pub mod engines;
 pub mod error;
 pub mod eval;

@@ -1,0 +1,23 @@
+//! What the firmware example (`examples/firmware`) computes, on the host: the he2025-mcu config
+//! trained in f32 with the scalar engine, and predictions of a checkpoint, by the same core code
+//! ([`icl_core::embedded`]), as the one JSON line the firmware prints after `result: `.
+use crate::checkpoint;
+use crate::error::Result;
+use icl_core::embedded;
+use std::path::Path;
+
+/// The JSON line for the checkpoint at `path` (read with the run layer's strict reader).
+pub fn report(path: &Path) -> Result<String> {
+    let loaded = checkpoint::load(path)?;
+    let model = loaded.model.to::<f32>();
+    let cfg = embedded::config()?;
+    let rep = embedded::train::<f32>(&cfg, embedded::RISK_SAMPLES, &mut |_| {})?;
+    let pred = embedded::predict(
+        &loaded.config,
+        loaded.step,
+        &model,
+        embedded::PREDICTIONS,
+        embedded::PREDICTIONS,
+    )?;
+    Ok(embedded::json(embedded::NAME, &rep, &pred))
+}
