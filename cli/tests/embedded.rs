@@ -1,6 +1,7 @@
 //! `icl embedded` (the host side of examples/firmware) against `icl train --engine scalar`: the
 //! same training gives the same omega, mu, final loss and risk, bit for bit.
 use serde_json::Value;
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn icl(args: &[&str]) -> Output {
@@ -18,15 +19,14 @@ fn floats(v: &Value) -> Vec<f64> {
         .collect()
 }
 
-#[test]
-fn embedded_equals_icl_train_with_the_scalar_engine() {
-    let out = std::env::temp_dir().join(format!("icl-cli-embedded-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    // the firmware's config (icl_core::embedded::config), trained by icl train
+/// Train `preset` at the firmware's sizes (icl_core::embedded::sized) with icl train and the
+/// scalar engine; returns its summary.json and the checkpoint's path.
+fn train_like_the_firmware(preset: &str, out: &Path) -> Value {
+    let _ = std::fs::remove_dir_all(out);
     let o = icl(&[
         "train",
         "--preset",
-        "he2025",
+        preset,
         "--set",
         "task.L=20",
         "--set",
@@ -46,14 +46,11 @@ fn embedded_equals_icl_train_with_the_scalar_engine() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    let ckpt = out.join("model.safetensors");
-    let o = icl(&["embedded", "--checkpoint", ckpt.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(text.lines().count(), 1, "one JSON line");
-    let e: Value = serde_json::from_str(&text).unwrap();
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+/// The training fields of `icl embedded`'s line equal icl train's summary.
+fn same_training(e: &Value, summary: &Value) {
     let heads = summary["heads"].as_array().unwrap();
     let omega: Vec<f64> = heads.iter().map(|h| h["omega"].as_f64().unwrap()).collect();
     let mu: Vec<f64> = heads.iter().map(|h| h["mu"].as_f64().unwrap()).collect();
@@ -65,11 +62,26 @@ fn embedded_equals_icl_train_with_the_scalar_engine() {
     assert_eq!(last[0].as_u64(), Some(200));
     assert_eq!(last[1].as_f64(), summary["final_loss"].as_f64());
     assert_eq!(e["risk"].as_f64(), summary["risk"]["risk"].as_f64());
-    // predictions of the checkpoint (the same model): 8 finite values and their targets
+}
+
+#[test]
+fn embedded_equals_icl_train_with_the_scalar_engine() {
+    let base = std::env::temp_dir().join(format!("icl-cli-embedded-{}", std::process::id()));
+    let full = train_like_the_firmware("he2025", &base.join("full"));
+    let reduced = train_like_the_firmware("he2025-reduced", &base.join("reduced"));
+    let ckpt = base.join("full").join("model.safetensors");
+    let o = icl(&["embedded", "--checkpoint", ckpt.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "one JSON line");
+    let e: Value = serde_json::from_str(&text).unwrap();
+    same_training(&e, &full);
+    same_training(&e["reduced"], &reduced);
+    // predictions of the checkpoint (the full model): 8 values and their targets
     assert_eq!(e["checkpoint_step"].as_u64(), Some(200));
     assert_eq!(floats(&e["predictions"]).len(), 8);
     assert_eq!(floats(&e["targets"]).len(), 8);
-    std::fs::remove_dir_all(&out).unwrap();
+    std::fs::remove_dir_all(&base).unwrap();
 }
 
 #[test]

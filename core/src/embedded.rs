@@ -9,8 +9,10 @@
 //!    `n` sequences of the evaluation stream at its training length (the sequences
 //!    [`crate::eval::mc_risk`] starts with).
 //!
-//! [`json`] prints both as one JSON line with keys `"preset"`, `"steps"`, `"omega"`, `"mu"`,
-//! `"loss"` ([[step, loss], ...]), `"risk"`, `"checkpoint_step"`, `"predictions"`, `"targets"`.
+//! The full model ([`config`]) and the reduced (omega, mu) model ([`config_reduced`]) are trained.
+//! [`json`] prints everything as one JSON line with keys `"preset"`, `"steps"`, `"omega"`, `"mu"`,
+//! `"loss"` ([[step, loss], ...]), `"risk"` (the full model), `"reduced"` (the same keys for the
+//! reduced model), `"checkpoint_step"`, `"predictions"`, `"targets"`.
 //! Every number is written with Rust's shortest round-trip formatting, so equal text means equal
 //! bits.
 use crate::analysis::analyze;
@@ -29,11 +31,23 @@ use core::fmt::Write;
 
 /// The name of [`config`] (the JSON line's `"preset"`).
 pub const NAME: &str = "he2025-mcu";
+/// The name of [`config_reduced`].
+pub const NAME_REDUCED: &str = "he2025-mcu-reduced";
 
 /// What the firmware trains: `he2025` (H = 2 full softmax attention, d = 5, sigma^2 = 0.1, Adam)
 /// sized for a microcontroller: L = 20, batch 8, 200 steps, lr 1e-2, a log row every 20 steps.
 pub fn config() -> Result<Config> {
-    let mut cfg = crate::presets::preset("he2025")?;
+    sized("he2025")
+}
+
+/// The reduced (omega, mu) model (`he2025-reduced`: small symmetric init) at the sizes of
+/// [`config`].
+pub fn config_reduced() -> Result<Config> {
+    sized("he2025-reduced")
+}
+
+fn sized(preset: &str) -> Result<Config> {
+    let mut cfg = crate::presets::preset(preset)?;
     for (k, v) in [
         ("task.L", "20"),
         ("train.batch", "8"),
@@ -46,6 +60,7 @@ pub fn config() -> Result<Config> {
     cfg.validate()?;
     Ok(cfg)
 }
+
 /// Monte Carlo samples of the risk after training.
 pub const RISK_SAMPLES: usize = 256;
 /// Sequences in memory at a time while estimating the risk.
@@ -189,32 +204,36 @@ fn scalar<T: Scalar>(s: &mut String, x: T) {
     }
 }
 
-/// Both results as one JSON line (see the module's documentation).
-pub fn json<T: Scalar>(preset: &str, t: &TrainReport, p: &Predictions<T>) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "{{\"preset\":\"{preset}\",\"dtype\":\"{}\",\"steps\":{}",
-        T::NAME,
-        t.steps
-    );
-    s.push_str(",\"omega\":");
-    list(&mut s, &t.omega, |x| x);
+/// `"omega":[..],"mu":[..],"loss":[[step,loss],..],"risk":..,"risk_stderr":..`
+fn train_fields(s: &mut String, t: &TrainReport) {
+    let _ = write!(s, "\"steps\":{},\"omega\":", t.steps);
+    list(s, &t.omega, |x| x);
     s.push_str(",\"mu\":");
-    list(&mut s, &t.mu, |x| x);
+    list(s, &t.mu, |x| x);
     s.push_str(",\"loss\":[");
     for (i, &(step, loss)) in t.loss.iter().enumerate() {
         if i > 0 {
             s.push(',');
         }
         let _ = write!(s, "[{step},");
-        num(&mut s, loss);
+        num(s, loss);
         s.push(']');
     }
     s.push_str("],\"risk\":");
-    num(&mut s, t.risk);
+    num(s, t.risk);
     s.push_str(",\"risk_stderr\":");
-    num(&mut s, t.risk_stderr);
+    num(s, t.risk_stderr);
+}
+
+/// All results as one JSON line (see the module's documentation): the full model's fields at the
+/// top level, the reduced model's under `"reduced"`, then the checkpoint's predictions.
+pub fn json<T: Scalar>(t: &TrainReport, reduced: &TrainReport, p: &Predictions<T>) -> String {
+    let mut s = String::new();
+    let _ = write!(s, "{{\"preset\":\"{NAME}\",\"dtype\":\"{}\",", T::NAME);
+    train_fields(&mut s, t);
+    let _ = write!(s, ",\"reduced\":{{\"preset\":\"{NAME_REDUCED}\",");
+    train_fields(&mut s, reduced);
+    s.push('}');
     let _ = write!(s, ",\"checkpoint_step\":{},\"L\":{}", p.step, p.len);
     for (key, xs) in [("predictions", &p.predictions), ("targets", &p.targets)] {
         let _ = write!(s, ",\"{key}\":[");
@@ -277,8 +296,8 @@ mod tests {
             &mut Vec::new(),
         );
         assert_eq!(a.targets, batch.y);
-        let line = json("x", &rep, &a);
-        assert!(line.starts_with("{\"preset\":\"x\"") && line.ends_with("]}"));
+        let line = json(&rep, &rep, &a);
+        assert!(line.starts_with("{\"preset\":\"he2025-mcu\"") && line.ends_with("]}"));
         assert!(!line.contains('\n'));
     }
 }

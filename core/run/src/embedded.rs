@@ -1,5 +1,5 @@
-//! What the firmware example (`examples/firmware`) computes, on the host: the he2025-mcu config
-//! trained in f32 with the scalar engine, and predictions of a checkpoint, by the same core code
+//! What the firmware example (`examples/firmware`) computes, on the host: the he2025-mcu configs (full and
+//! reduced model) trained in f32 with the scalar engine, and predictions of a checkpoint, by the same core code
 //! ([`icl_core::embedded`]), as the one JSON line the firmware prints after `result: `.
 use crate::checkpoint;
 use crate::error::Result;
@@ -10,8 +10,12 @@ use std::path::Path;
 pub fn report(path: &Path) -> Result<String> {
     let loaded = checkpoint::load(path)?;
     let model = loaded.model.to::<f32>();
-    let cfg = embedded::config()?;
-    let rep = embedded::train::<f32>(&cfg, embedded::RISK_SAMPLES, &mut |_| {})?;
+    let full = embedded::train::<f32>(&embedded::config()?, embedded::RISK_SAMPLES, &mut |_| {})?;
+    let reduced = embedded::train::<f32>(
+        &embedded::config_reduced()?,
+        embedded::RISK_SAMPLES,
+        &mut |_| {},
+    )?;
     let pred = embedded::predict(
         &loaded.config,
         loaded.step,
@@ -19,5 +23,5 @@ pub fn report(path: &Path) -> Result<String> {
         embedded::PREDICTIONS,
         embedded::PREDICTIONS,
     )?;
-    Ok(embedded::json(embedded::NAME, &rep, &pred))
+    Ok(embedded::json(&full, &reduced, &pred))
 }

@@ -1,7 +1,8 @@
 //! icl-core on a Cortex-M4F: an STM32F405RG (1 MiB flash, 128 KiB SRAM used), emulated by
 //! `qemu-system-arm -machine netduinoplus2`, output by semihosting.
 //!
-//! 1. trains `he2025-mcu` (he2025 sized for the part, [`icl_core::embedded::config`]) in f32 with the core's one trainer, sampler and Adam, on the
+//! 1. trains `he2025-mcu` (he2025 sized for the part, [`icl_core::embedded::config`]) and its
+//!    reduced (omega, mu) model in f32 with the core's one trainer, sampler and Adam, on the
 //!    scalar reference engine ([`icl_core::embedded::train`]);
 //! 2. reads a checkpoint written by `icl train` on the host, embedded in flash
 //!    (`ICL_CHECKPOINT` at build time), with the core's `no_std` reader, and predicts the first
@@ -219,14 +220,9 @@ fn main() -> ! {
 fn run(tpi: f64) -> icl_core::Result<(String, String)> {
     use icl_core::embedded;
     let cfg = embedded::config()?;
-    // ticks at the end of every step
-    let mut marks: Vec<u64> = Vec::new();
-    marks
-        .try_reserve_exact(cfg.train.steps as usize + 1)
-        .map_err(|_| icl_core::Error::Shape("no heap for the step timings".into()))?;
-    marks.push(ticks());
-    let rep = embedded::train::<f32>(&cfg, embedded::RISK_SAMPLES, &mut |_| marks.push(ticks()))?;
+    let (rep, full_steps) = timed_train(&cfg, tpi)?;
     let heap_train = HEAP.high.load(Ordering::Relaxed);
+    let (reduced, reduced_steps) = timed_train(&embedded::config_reduced()?, tpi)?;
     // the share of a step spent drawing its batch (f64 Box-Muller, soft float on this FPU)
     let task = icl_core::Task::new(&cfg)?;
     let mut batch: icl_core::Batch<f32> =
@@ -252,20 +248,15 @@ fn run(tpi: f64) -> icl_core::Result<(String, String)> {
         embedded::PREDICTIONS,
         embedded::PREDICTIONS,
     )?;
-    let result = embedded::json(embedded::NAME, &rep, &pred);
+    let result = embedded::json(&rep, &reduced, &pred);
 
-    let steps: Vec<u64> = marks.windows(2).map(|w| w[1] - w[0]).collect();
-    let n = steps.len().max(1) as f64;
-    let mean = steps.iter().sum::<u64>() as f64 / n / tpi;
-    let min = steps.iter().copied().min().unwrap_or(0) as f64 / tpi;
-    let max = steps.iter().copied().max().unwrap_or(0) as f64 / tpi;
     let mut stats = String::new();
     let _ = write!(
         stats,
         "{{\"part\":\"STM32F405RG\",\"heap_bytes\":{},\"heap_high_water\":{},\
          \"heap_high_water_training\":{heap_train},\"stack_bytes\":{STACK_BYTES},\
          \"stack_high_water\":{},\"checkpoint_bytes\":{},\"ticks_per_instruction\":{tpi:.4},\
-         \"instructions_per_step\":{{\"mean\":{mean:.0},\"min\":{min:.0},\"max\":{max:.0}}},\
+         \"instructions_per_step\":{full_steps},\"instructions_per_step_reduced\":{reduced_steps},\
          \"instructions_sampling_one_batch\":{sampling:.0},\
          \"batch\":{},\"L\":{},\"heads\":{}}}",
         HEAP_USE.load(Ordering::Relaxed),
@@ -277,6 +268,34 @@ fn run(tpi: f64) -> icl_core::Result<(String, String)> {
         cfg.model.heads,
     );
     Ok((result, stats))
+}
+
+/// Train `cfg` (f32, [`icl_core::embedded::train`]), reading SysTick after every step; returns the
+/// report and `{"mean","min","max"}` instructions per step.
+fn timed_train(
+    cfg: &icl_core::Config,
+    tpi: f64,
+) -> icl_core::Result<(icl_core::embedded::TrainReport, String)> {
+    // ticks at the end of every step
+    let mut marks: Vec<u64> = Vec::new();
+    marks
+        .try_reserve_exact(cfg.train.steps as usize + 1)
+        .map_err(|_| icl_core::Error::Shape("no heap for the step timings".into()))?;
+    marks.push(ticks());
+    let rep = icl_core::embedded::train::<f32>(cfg, icl_core::embedded::RISK_SAMPLES, &mut |_| {
+        marks.push(ticks())
+    })?;
+    let steps: Vec<u64> = marks.windows(2).map(|w| w[1] - w[0]).collect();
+    let n = steps.len().max(1) as f64;
+    let mean = steps.iter().sum::<u64>() as f64 / n / tpi;
+    let min = steps.iter().copied().min().unwrap_or(0) as f64 / tpi;
+    let max = steps.iter().copied().max().unwrap_or(0) as f64 / tpi;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "{{\"mean\":{mean:.0},\"min\":{min:.0},\"max\":{max:.0}}}"
+    );
+    Ok((rep, s))
 }
 
 #[panic_handler]
