@@ -155,10 +155,19 @@ fn fail(msg: &dyn core::fmt::Display) -> ! {
     }
 }
 
-/// The heap to use: `HEAP_BYTES`, or less when the semihosting command line (QEMU's `-append`)
-/// says `heap=N` (how `run.sh` checks that a too-small heap is reported, without a rebuild).
-fn heap_limit() -> usize {
-    let mut buf = [0u8; 128];
+/// Options on the semihosting command line (QEMU's `-append`), read before the heap exists.
+#[derive(Clone, Copy)]
+struct Args {
+    /// `heap=N`: use N bytes of the heap at most (how `run.sh` checks that a too-small heap is
+    /// reported, without a rebuild).
+    heap: usize,
+    /// `bench batch=N L=N steps=N`: train the full model at other sizes and print only the
+    /// statistics (no comparison with the host).
+    bench: Option<(usize, usize, u64)>,
+}
+
+fn args() -> Args {
+    let mut buf = [0u8; 1024];
     let mut block = [buf.as_mut_ptr() as usize, buf.len()];
     // SYS_GET_CMDLINE: fills buf and sets block[1] to the length; 0 on success
     let ok = unsafe {
@@ -174,15 +183,31 @@ fn heap_limit() -> usize {
     } else {
         ""
     };
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix("heap=")?.parse::<usize>().ok())
-        .map_or(HEAP_BYTES, |n| n.min(HEAP_BYTES))
+    let value = |key: &str| {
+        line.split_whitespace().find_map(|w| {
+            w.strip_prefix(key)?
+                .strip_prefix('=')?
+                .parse::<usize>()
+                .ok()
+        })
+    };
+    Args {
+        heap: value("heap").map_or(HEAP_BYTES, |n| n.min(HEAP_BYTES)),
+        bench: line.split_whitespace().any(|w| w == "bench").then(|| {
+            (
+                value("batch").unwrap_or(8),
+                value("L").unwrap_or(20),
+                value("steps").unwrap_or(20) as u64,
+            )
+        }),
+    }
 }
 
 #[entry]
 fn main() -> ! {
     paint_stack();
-    let heap = heap_limit();
+    let args = args();
+    let heap = args.heap;
     HEAP_USE.store(heap, Ordering::Relaxed);
     unsafe {
         HEAP.heap
@@ -201,12 +226,18 @@ fn main() -> ! {
     }
     let tpi = ticks_per_instruction();
 
-    match run(tpi) {
+    let outcome = match args.bench {
+        None => run(tpi),
+        Some((batch, len, steps)) => bench(tpi, batch, len, steps).map(|s| (String::new(), s)),
+    };
+    match outcome {
         Ok((result, stats)) => {
             let Ok(mut out) = hio::hstdout() else {
                 fail(&"no semihosting stdout")
             };
-            let _ = writeln!(out, "result: {result}");
+            if !result.is_empty() {
+                let _ = writeln!(out, "result: {result}");
+            }
             let _ = writeln!(out, "stats: {stats}");
             debug::exit(debug::EXIT_SUCCESS);
         }
@@ -268,6 +299,24 @@ fn run(tpi: f64) -> icl_core::Result<(String, String)> {
         cfg.model.heads,
     );
     Ok((result, stats))
+}
+
+/// The full model of [`icl_core::embedded::config`] at another batch size, length and number of
+/// steps: heap and stack high-water marks and instructions per step.
+fn bench(tpi: f64, batch: usize, len: usize, steps: u64) -> icl_core::Result<String> {
+    let mut cfg = icl_core::embedded::config()?;
+    cfg.set("train.batch", &alloc::format!("{batch}"))?;
+    cfg.set("task.L", &alloc::format!("{len}"))?;
+    cfg.set("train.steps", &alloc::format!("{steps}"))?;
+    cfg.validate()?;
+    let (_, per_step) = timed_train(&cfg, tpi)?;
+    Ok(alloc::format!(
+        "{{\"bench\":{{\"batch\":{batch},\"L\":{len},\"steps\":{steps}}},\"heap_bytes\":{},\
+         \"heap_high_water\":{},\"stack_high_water\":{},\"instructions_per_step\":{per_step}}}",
+        HEAP_USE.load(Ordering::Relaxed),
+        HEAP.high.load(Ordering::Relaxed),
+        stack_high_water(),
+    ))
 }
 
 /// Train `cfg` (f32, [`icl_core::embedded::train`]), reading SysTick after every step; returns the
