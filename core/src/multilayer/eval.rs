@@ -434,10 +434,12 @@ pub fn iv<T: Scalar>(
     let ref_spec = match &reference {
         Some(r) => match &r.model.spec.net {
             Net::Stack(s) if s.e == ivd.p + 1 => Some(s.clone()),
-            _ => return Err(Error::InvalidArgument(format!(
+            _ => {
+                return Err(Error::InvalidArgument(format!(
                 "the reference must be a one-stage transformer on [x; y] with p = {} (d mismatch)",
                 ivd.p
-            ))),
+            )))
+            }
         },
         None => None,
     };
