@@ -145,8 +145,8 @@ impl LaneScalar for f32 {
         const LOG2E: f32 = core::f32::consts::LOG2_E;
         const LN2_HI: f32 = 0.693_145_75;
         const LN2_LO: f32 = 1.428_606_8e-6;
-        for k in 0..W {
-            let v = x[k].clamp(-87.0, 88.0);
+        for xk in x.iter_mut() {
+            let v = xk.clamp(-87.0, 88.0);
             // round to nearest by the 1.5 2^23 trick (no floor call, vectorises on SSE2)
             let n = (v * LOG2E + 12_582_912.0) - 12_582_912.0;
             let r = v - n * LN2_HI - n * LN2_LO;
@@ -160,7 +160,7 @@ impl LaneScalar for f32 {
             p = p * r + 1.0;
             // 2^n: n + 127 + 2^23 has n + 127 in its mantissa bits; shift them to the exponent
             let s = f32::from_bits((n + 8_388_735.0).to_bits() << 23);
-            x[k] = p * s;
+            *xk = p * s;
         }
     }
     #[inline(always)]
@@ -180,8 +180,8 @@ impl LaneScalar for f64 {
     #[inline(always)]
     fn exp_lanes(x: &mut [f64; W]) {
         const LOG2E: f64 = core::f64::consts::LOG2_E;
-        const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
-        const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+        const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+        const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
         const C: [f64; 13] = [
             1.0 / 479_001_600.0,
             1.0 / 39_916_800.0,
@@ -197,8 +197,8 @@ impl LaneScalar for f64 {
             1.0,
             1.0,
         ];
-        for k in 0..W {
-            let v = x[k].clamp(-708.0, 709.0);
+        for xk in x.iter_mut() {
+            let v = xk.clamp(-708.0, 709.0);
             let n = (v * LOG2E + 6_755_399_441_055_744.0) - 6_755_399_441_055_744.0;
             let r = v - n * LN2_HI - n * LN2_LO;
             let mut p = C[0];
@@ -206,7 +206,7 @@ impl LaneScalar for f64 {
                 p = p * r + *c;
             }
             let s = f64::from_bits((n + 4_503_599_627_371_519.0).to_bits() << 52);
-            x[k] = p * s;
+            *xk = p * s;
         }
     }
     #[inline(always)]

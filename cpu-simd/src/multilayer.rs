@@ -173,9 +173,9 @@ fn layer_forward<T: LaneScalar, const D: usize>(
                 }
             } else {
                 let mut mx = Lv::splat(T::lane_of(f64::NEG_INFINITY));
-                for i in 0..l {
+                for (i, si) in s[..l].iter().enumerate() {
                     if !(excl && i == j) {
-                        mx = mx.max(s[i]);
+                        mx = mx.max(*si);
                     }
                 }
                 let mut tot = Lv::zero();
@@ -437,12 +437,12 @@ impl<T: MlScalar> MlSimd<T> {
             run_group::<T, D>(self.level, &j, ws, grad);
             if grad {
                 // lane partials -> chunk partials, lanes in order
-                part.loss = part.loss + ws.loss.sum();
+                part.loss += ws.loss.sum();
                 for (d, v) in part.phi.iter_mut().zip(&ws.dphi) {
-                    *d = *d + v.sum();
+                    *d += v.sum();
                 }
                 for (d, v) in part.psi.iter_mut().zip(&ws.dpsi) {
-                    *d = *d + v.sum();
+                    *d += v.sum();
                 }
             }
             if let Some(o) = out.as_deref_mut() {
@@ -498,7 +498,7 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
         g.clear();
         let mut loss = T::ZERO;
         for p in &parts {
-            loss = loss + p.loss;
+            loss += p.loss;
             for (d, v) in g.phi.iter_mut().zip(&p.phi) {
                 *d += *v;
             }

@@ -90,7 +90,7 @@ pub enum Start {
     /// A fresh model (the config's initialisation).
     Fresh,
     /// A given model.
-    Model(AnyModel),
+    Model(Box<AnyModel>),
 }
 
 fn start<T: RunScalar>(
