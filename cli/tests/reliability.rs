@@ -453,3 +453,109 @@ fn class7_same_seed_same_bytes() {
         strip(&b.join("summary.json"))
     );
 }
+
+/// Small multilayer and IV runs (L = 8, batch 4, 3 steps) for the bad-input tests.
+fn small_ml(out: &Path, preset: &str, extra: &[&str]) {
+    let mut a = vec![
+        "train",
+        "--preset",
+        preset,
+        "--set",
+        "task.L=8",
+        "--set",
+        "train.batch=4",
+        "--steps",
+        "3",
+        "--eval-samples",
+        "20",
+        "-q",
+        "--out",
+        s(out),
+    ];
+    for e in extra {
+        a.extend(["--set", e]);
+    }
+    let o = icl(&a);
+    assert!(
+        o.status.success(),
+        "{preset} {extra:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The multilayer paper's bad input (issue 11): T = 0, L < 2, lambda_min > lambda_max, an IV
+/// reference of another d, a reversed OOD range, --stack 0 and --ref on a non-IV run are one-line
+/// errors with exit 2, and nothing is written (no run folder; the evaluated run unchanged).
+#[test]
+fn class8_multilayer_bad_input() {
+    let d = tmp("c8");
+    let out = d.join("run");
+    for (preset, set) in [
+        ("multilayer-t2", "model.layers=0"),
+        ("multilayer-t2", "task.L=1"),
+        ("multilayer-t2", "task.lambda_min=1.5"),
+        ("multilayer-t2", "task.lambda_max=-1"),
+        ("multilayer-t2", "task.covariance=banana"),
+        ("multilayer-t2", "model.looped=maybe"),
+        ("iv-2stage", "task.iv_q=0"),
+        ("iv-2stage", "task.L=1"),
+    ] {
+        one_line_error(
+            &icl(&["train", "--preset", preset, "--set", set, "--out", s(&out)]),
+            2,
+            &format!("{preset} {set}"),
+        );
+        assert!(entries(&d).is_empty(), "{preset} {set}: {:?}", entries(&d));
+    }
+    let (iv, ref3, t2) = (d.join("iv"), d.join("ref3"), d.join("t2"));
+    small_ml(&iv, "iv-2stage", &[]);
+    // a TF Ref run on its own is evaluated on the IV task (model, 2sls, ols)
+    small_ml(&ref3, "iv-tf-ref", &["task.d=3"]);
+    small_ml(&t2, "multilayer-t2", &[]);
+    let before: Vec<_> = [&iv, &t2]
+        .iter()
+        .map(|r| {
+            entries(r)
+                .into_iter()
+                .map(|f| (f.clone(), std::fs::read(r.join(&f)).unwrap()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["eval", s(&iv), "--ref", s(&ref3)], "p = 4"),
+        (vec!["eval", s(&iv), "--ref", s(&t2)], "d mismatch"),
+        (vec!["eval", s(&t2), "--ref", s(&iv)], "--ref"),
+        (
+            vec!["eval", s(&t2), "--lambda-range", "1.5,1.1"],
+            "0 < min <= max",
+        ),
+        (vec!["eval", s(&t2), "--lambda-range", "nan,1"], "0 < min"),
+        (vec!["eval", s(&t2), "--lambda-range", "1"], "MIN,MAX"),
+        (vec!["eval", s(&t2), "--stack", "0"], "--stack"),
+        (vec!["eval", s(&t2), "--lengths", "1"], "L"),
+    ];
+    for (args, want) in cases {
+        let mut a = args.clone();
+        a.extend(["--samples", "10"]);
+        let e = one_line_error(&icl(&a), 2, &format!("{args:?}"));
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    let after: Vec<_> = [&iv, &t2]
+        .iter()
+        .map(|r| {
+            entries(r)
+                .into_iter()
+                .map(|f| (f.clone(), std::fs::read(r.join(&f)).unwrap()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(before == after, "a failed eval changed a run folder");
+    // the TF Ref run's own summary carries the IV estimators
+    let sum: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ref3.join("summary.json")).unwrap()).unwrap();
+    let text = sum.to_string();
+    assert!(
+        text.contains("\"2sls\"") && text.contains("\"ols\""),
+        "{text}"
+    );
+}

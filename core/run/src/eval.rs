@@ -204,8 +204,8 @@ fn ml_eval_typed<T: RunScalar>(
 ) -> Result<ml_eval::Report> {
     let mut runner = StackRunner::new(T::stack_engine(&engines.0)?);
     let mo = ml_options(o);
-    Ok(match &m.spec.net {
-        Net::Iv(_) => {
+    Ok(match cfg.task.kind {
+        TaskKind::Iv => {
             let r = reference.map(|r| r.to::<T>());
             ml_eval::iv(
                 cfg,
@@ -215,7 +215,13 @@ fn ml_eval_typed<T: RunScalar>(
                 &mo,
             )?
         }
-        _ => ml_eval::regression(cfg, m, &mut runner, &mo)?,
+        TaskKind::Varying => ml_eval::regression(cfg, m, &mut runner, &mo)?,
+        k => {
+            return Err(icl_core::Error::Unsupported(format!(
+                "transformer evaluation of task.kind = {k:?}"
+            ))
+            .into())
+        }
     })
 }
 

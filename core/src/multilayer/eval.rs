@@ -413,7 +413,8 @@ pub struct Reference<'a, T: Scalar> {
     pub model: &'a Model<T>,
 }
 
-/// Evaluate the two-stage IV model (and a one-stage reference) against 2SLS and OLS.
+/// Evaluate a model of the IV task against 2SLS and OLS: the two-stage model, or a one-stage
+/// transformer on `[x; y]` (a "TF Ref" run on its own), plus an optional one-stage reference.
 pub fn iv<T: Scalar>(
     cfg: &Config,
     model: &Model<T>,
@@ -422,25 +423,30 @@ pub fn iv<T: Scalar>(
     o: &Options,
 ) -> Result<Report> {
     check(o)?;
-    let Net::Iv(spec) = &model.spec.net else {
+    if cfg.task.kind != TaskKind::Iv {
         return Err(Error::Unsupported(
-            "IV evaluation needs model.arch = iv2stage".into(),
+            "IV evaluation needs task.kind = iv".into(),
         ));
-    };
+    }
     let ivd = Iv {
         q: cfg.task.iv_q,
         p: cfg.task.d,
     };
-    let ref_spec = match &reference {
-        Some(r) => match &r.model.spec.net {
-            Net::Stack(s) if s.e == ivd.p + 1 => Some(s.clone()),
-            _ => {
-                return Err(Error::InvalidArgument(format!(
-                "the reference must be a one-stage transformer on [x; y] with p = {} (d mismatch)",
+    let one_stage = |m: &Model<T>, what: &str| -> Result<StackSpec> {
+        match &m.spec.net {
+            Net::Stack(s) if s.e == ivd.p + 1 && s.n_out == 1 => Ok(s.clone()),
+            _ => Err(Error::InvalidArgument(format!(
+                "{what} must be a one-stage transformer on [x; y] with p = {} (d mismatch)",
                 ivd.p
-            )))
-            }
-        },
+            ))),
+        }
+    };
+    let main = match &model.spec.net {
+        Net::Iv(spec) => IvModel::TwoStage(spec),
+        _ => IvModel::OneStage(one_stage(model, "the model")?),
+    };
+    let ref_spec = match &reference {
+        Some(r) => Some(one_stage(r.model, "the reference")?),
         None => None,
     };
     let mut rep = Report {
@@ -466,26 +472,30 @@ pub fn iv<T: Scalar>(
                 )
             })
             .collect();
-        let mut ivb = iv::empty_batch::<T>(spec, n, len)?;
-        let w1 = (len + 1) * (ivd.q + ivd.p);
-        for (b, s) in seqs.iter().enumerate() {
-            ivd.stage1(
-                s,
-                len,
-                &mut ivb.st1.z[b * w1..(b + 1) * w1],
-                &mut ivb.st1.y[b * ivd.p..(b + 1) * ivd.p],
-            );
-            for l in 0..len {
-                ivb.y[b * len + l] = T::of(s.y[l]);
+        let e = match &main {
+            IvModel::TwoStage(spec) => {
+                let mut ivb = iv::empty_batch::<T>(spec, n, len)?;
+                let w1 = (len + 1) * (ivd.q + ivd.p);
+                for (b, s) in seqs.iter().enumerate() {
+                    ivd.stage1(
+                        s,
+                        len,
+                        &mut ivb.st1.z[b * w1..(b + 1) * w1],
+                        &mut ivb.st1.y[b * ivd.p..(b + 1) * ivd.p],
+                    );
+                    for l in 0..len {
+                        ivb.y[b * len + l] = T::of(s.y[l]);
+                    }
+                    ivb.yq[b] = T::of(s.yq);
+                }
+                let p = iv::predict(spec, &model.params, &ivb, runner)?;
+                p.iter()
+                    .zip(&seqs)
+                    .map(|(a, s)| (a.to_f64() - s.yq).powi2())
+                    .collect()
             }
-            ivb.yq[b] = T::of(s.yq);
-        }
-        let p = iv::predict(spec, &model.params, &ivb, runner)?;
-        let e: Vec<f64> = p
-            .iter()
-            .zip(&seqs)
-            .map(|(a, s)| (a.to_f64() - s.yq).powi2())
-            .collect();
+            IvModel::OneStage(sp) => one_stage_errors(&ivd, sp, &model.params, &seqs, len, runner)?,
+        };
         push(&mut rep.rows, "model", len, &e, None);
         let (mut tsls, mut ols) = (Vec::new(), Vec::new());
         for s in &seqs {
@@ -515,24 +525,43 @@ pub fn iv<T: Scalar>(
             push(&mut rep.rows, "ols", len, &ols, None);
         }
         if let (Some(r), Some(sp)) = (&reference, &ref_spec) {
-            let mut b1 = Batch::<T>::try_zeros(n, len, ivd.p, 1)?;
-            let w = (len + 1) * (ivd.p + 1);
-            for (b, s) in seqs.iter().enumerate() {
-                ivd.one_stage(s, len, &mut b1.z[b * w..(b + 1) * w], &mut b1.y[b..b + 1]);
-            }
-            let mut c = StackCircuits::<T>::zeros(sp);
-            circuits_forward(sp, &r.model.params, &mut c);
-            let mut out = vec![T::zero(); n];
-            runner.predict(sp, &c, Pass::of(sp), &b1, &mut out)?;
-            let e: Vec<f64> = out
-                .iter()
-                .zip(&seqs)
-                .map(|(a, s)| (a.to_f64() - s.yq).powi2())
-                .collect();
+            let e = one_stage_errors(&ivd, sp, &r.model.params, &seqs, len, runner)?;
             push(&mut rep.rows, "tf_ref", len, &e, None);
         }
     }
     Ok(rep)
+}
+
+/// The model under IV evaluation.
+enum IvModel<'a> {
+    TwoStage(&'a iv::IvSpec),
+    OneStage(StackSpec),
+}
+
+/// Squared errors of a one-stage transformer on `[x_l; y_l]` with query `[x_q; 0]`.
+fn one_stage_errors<T: Scalar>(
+    ivd: &Iv,
+    sp: &StackSpec,
+    params: &[T],
+    seqs: &[ml::IvSequence],
+    len: usize,
+    runner: &mut StackRunner<T>,
+) -> Result<Vec<f64>> {
+    let n = seqs.len();
+    let mut b1 = Batch::<T>::try_zeros(n, len, ivd.p, 1)?;
+    let w = (len + 1) * (ivd.p + 1);
+    for (b, s) in seqs.iter().enumerate() {
+        ivd.one_stage(s, len, &mut b1.z[b * w..(b + 1) * w], &mut b1.y[b..b + 1]);
+    }
+    let mut c = StackCircuits::<T>::zeros(sp);
+    circuits_forward(sp, params, &mut c);
+    let mut out = vec![T::zero(); n];
+    runner.predict(sp, &c, Pass::of(sp), &b1, &mut out)?;
+    Ok(out
+        .iter()
+        .zip(seqs)
+        .map(|(a, s)| (a.to_f64() - s.yq).powi2())
+        .collect())
 }
 
 trait Sq {
