@@ -8,6 +8,12 @@
 //! (B = Sigma_w + mu_w mu_w^T; the sign of (96); the v22 factor of (132)–(135)).
 //!
 //! Prompts have l tokens: l - 1 context pairs and the query (token l); errors include the query noise.
+//!
+//! * this file: the paper's form (Lemma 4.1, Theorems 4.6–4.7, the isotropic reduction, the
+//!   heuristic) and the layer's exact prediction;
+//! * [`mc`]: Monte Carlo of the layer's test error (plain and conditional, with standard errors).
+pub mod mc;
+
 use crate::rng::{self, Domain};
 use crate::{Error, Result};
 use alloc::format;
@@ -33,11 +39,11 @@ fn eye(d: usize, c: f64) -> Vec<f64> {
         .collect()
 }
 
-fn mat(d: usize, v: &[f64]) -> DMatrix<f64> {
+pub(crate) fn mat(d: usize, v: &[f64]) -> DMatrix<f64> {
     DMatrix::from_row_slice(d, d, v)
 }
 
-fn rows(m: &DMatrix<f64>) -> Vec<f64> {
+pub(crate) fn rows(m: &DMatrix<f64>) -> Vec<f64> {
     let (r, c) = m.shape();
     (0..r * c).map(|k| m[(k / c, k % c)]).collect()
 }
@@ -179,6 +185,26 @@ pub fn pretraining_cov(train: &Gaussian, l: usize, m: usize, seed: u64) -> Resul
         acc += (z.transpose() * &z / lf - &sx * sx.transpose()) / m as f64;
     }
     Ok(rows(&acc))
+}
+
+/// How the pretrained parameters are obtained (Lemma 4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pretrain {
+    /// `X^T X/(ml)` replaced by its limit Sigma_x^tr ([`lemma41`]).
+    Population,
+    /// `X^T X/(ml)` from m sampled pretraining prompts ([`pretraining_cov`]) with this seed.
+    Sampled { m: usize, seed: u64 },
+}
+
+/// Lemma 4.1 parameters for prompts of `l_train` tokens from `train`.
+pub fn pretrained(train: &Gaussian, l_train: usize, how: Pretrain) -> Result<Params> {
+    match how {
+        Pretrain::Population => lemma41(train, l_train),
+        Pretrain::Sampled { m, seed } => {
+            let xx = pretraining_cov(train, l_train, m, seed)?;
+            lemma41_with_cov(train, l_train, &xx)
+        }
+    }
 }
 
 /// `k = 1/(1 + sigma_tr^2/l)`: the isotropic training gives v22 M11 = k I.

@@ -1,0 +1,296 @@
+//! Monte Carlo of the linearised-softmax layer's test error (spec §10), the check of both closed
+//! forms ([`super::coefficients`], the paper's leading order, and [`super::exact`]).
+//!
+//! The prediction is `yhat = u/tau + b_att` (App. E, eqs. 44–47; [`super::predict_parts`]), so with
+//! `r = b_att - y_l` the error is `G(tau) = E[u^2]/tau^2 + 2 E[u r]/tau + E[r^2]`: one pass estimates
+//! the coefficients `a = E[u^2]`, `b = -2 E[u r]`, `c = E[r^2]` and with them the whole tau-curve.
+//!
+//! * [`Estimator::Plain`] samples the prompt `X`, the task `w` and the noise, and averages
+//!   `u^2`, `u r`, `r^2` of the layer's own prediction.
+//! * [`Estimator::Conditional`] samples `X` only and averages the exact conditional moments
+//!   `E[u^2|X]`, `E[u r|X]`, `E[r^2|X]` (spec §10's variance-reduced estimator; needs m21 = 0).
+//!
+//! Prompt `i` draws its `l d + d + l` standard normals (inputs row by row, query last, then `w`,
+//! then the `l` noises) from `rng::stream(seed, Eval, l, i)`, so the same seed gives the same
+//! bytes and both estimators see the same inputs.
+use super::{mat, Coeffs, Gaussian, Params};
+use crate::rng::{self, Domain};
+use crate::{Error, Result};
+use alloc::format;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Which Monte Carlo estimator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Estimator {
+    /// Sample X, w and the noise; average the squared error's parts.
+    Plain,
+    /// Sample X; average the moments conditional on X (spec §10).
+    Conditional,
+}
+
+/// Monte Carlo estimate of the coefficients of `G(tau) = a/tau^2 - b/tau + c` with the covariance
+/// of the three estimates (order a, b, c), so every derived quantity has a standard error.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct McCoeffs {
+    /// Number of prompts.
+    pub n: usize,
+    pub coeffs: Coeffs,
+    /// Covariance of the estimates of (a, b, c) (the sample covariance over prompts / n).
+    pub cov: [[f64; 3]; 3],
+}
+
+impl McCoeffs {
+    fn var_of(&self, grad: [f64; 3]) -> f64 {
+        let mut v = 0.0;
+        for i in 0..3 {
+            for j in 0..3 {
+                v += grad[i] * self.cov[i][j] * grad[j];
+            }
+        }
+        libm::sqrt(v.max(0.0))
+    }
+
+    /// `(G(tau), its standard error)`.
+    pub fn g(&self, tau: f64) -> (f64, f64) {
+        (
+            self.coeffs.g(tau),
+            self.var_of([1.0 / (tau * tau), -1.0 / tau, 1.0]),
+        )
+    }
+
+    /// `(2a/b, delta-method standard error)` of the estimated coefficients.
+    pub fn tau_opt(&self) -> Result<(f64, f64)> {
+        let t = self.coeffs.tau_opt()?;
+        let Coeffs { a, b, .. } = self.coeffs;
+        Ok((t, self.var_of([2.0 / b, -2.0 * a / (b * b), 0.0])))
+    }
+
+    /// `(c - b^2/(4a), delta-method standard error)`.
+    pub fn g_min(&self) -> Result<(f64, f64)> {
+        let g = self.coeffs.g_min()?;
+        let Coeffs { a, b, .. } = self.coeffs;
+        Ok((
+            g,
+            self.var_of([b * b / (4.0 * a * a), -b / (2.0 * a), 1.0]),
+        ))
+    }
+}
+
+/// Check the shapes of a parameter set against a test distribution and a prompt length.
+pub(super) fn check(p: &Params, test: &Gaussian, l: usize) -> Result<()> {
+    test.validate()?;
+    let d = test.d;
+    if p.d != d || p.m11.len() != d * d || p.v21.len() != d || p.m21.len() != d {
+        return Err(Error::Shape(format!(
+            "parameters are for d = {}, test distribution for d = {d}",
+            p.d
+        )));
+    }
+    if p.m11.iter().chain(&p.v21).chain(&p.m21).any(|v| !v.is_finite()) || !p.v22.is_finite() {
+        return Err(Error::NonFinite("layer parameters".into()));
+    }
+    if l < 2 {
+        return Err(Error::InvalidConfig(format!(
+            "need l >= 2 tokens (got {l})"
+        )));
+    }
+    Ok(())
+}
+
+/// Monte Carlo of the layer with parameters `p` on `n >= 2` prompts of `l` tokens from `test`.
+pub fn coefficients(
+    p: &Params,
+    test: &Gaussian,
+    l: usize,
+    n: usize,
+    seed: u64,
+    est: Estimator,
+) -> Result<McCoeffs> {
+    check(p, test, l)?;
+    if n < 2 {
+        return Err(Error::InvalidConfig(format!(
+            "need n >= 2 Monte Carlo prompts (got {n})"
+        )));
+    }
+    if est == Estimator::Conditional && p.m21.iter().any(|v| *v != 0.0) {
+        return Err(Error::Unsupported(
+            "the conditional estimator needs m21 = 0 (use the plain one)".into(),
+        ));
+    }
+    let d = test.d;
+    let lx = mat(d, &test.sigma_x)
+        .cholesky()
+        .ok_or_else(|| Error::Numerical("Sigma_x is not positive definite".into()))?
+        .l();
+    let lw = mat(d, &test.sigma_w)
+        .cholesky()
+        .ok_or_else(|| Error::Numerical("Sigma_w is not positive definite".into()))?
+        .l();
+    let sig = libm::sqrt(test.sigma2);
+    let mut g = vec![0.0; l * d + d + l];
+    let mut x = vec![0.0; l * d];
+    let mut w = vec![0.0; d];
+    let mut y = vec![0.0; l - 1];
+    let mut sums = [0.0f64; 3];
+    let mut rows: Vec<[f64; 3]> = Vec::with_capacity(n);
+    let mut scratch = Scratch::new(d, l);
+    for i in 0..n {
+        let mut r = rng::stream(seed, Domain::Eval, l as u64, i as u64);
+        rng::fill_normal(&mut r, &mut g);
+        for t in 0..l {
+            affine(&test.mu_x, &lx, &g[t * d..(t + 1) * d], &mut x[t * d..(t + 1) * d]);
+        }
+        let m = match est {
+            Estimator::Plain => {
+                affine(&test.mu_w, &lw, &g[l * d..l * d + d], &mut w);
+                let eps = &g[l * d + d..];
+                for t in 0..l - 1 {
+                    y[t] = dot(&w, &x[t * d..(t + 1) * d]) + sig * eps[t];
+                }
+                let yl = dot(&w, &x[(l - 1) * d..]) + sig * eps[l - 1];
+                let (u, b) = super::predict_parts(p, &x, &y)?;
+                let r = b - yl;
+                [u * u, -2.0 * u * r, r * r]
+            }
+            Estimator::Conditional => scratch.conditional(p, test, &x),
+        };
+        for k in 0..3 {
+            sums[k] += m[k];
+        }
+        rows.push(m);
+    }
+    let nf = n as f64;
+    let mean = [sums[0] / nf, sums[1] / nf, sums[2] / nf];
+    let mut cov = [[0.0; 3]; 3];
+    for m in &rows {
+        for i in 0..3 {
+            for j in 0..3 {
+                cov[i][j] += (m[i] - mean[i]) * (m[j] - mean[j]);
+            }
+        }
+    }
+    for row in &mut cov {
+        for v in row.iter_mut() {
+            *v /= (nf - 1.0) * nf;
+        }
+    }
+    Ok(McCoeffs {
+        n,
+        coeffs: Coeffs {
+            a: mean[0],
+            b: mean[1],
+            c: mean[2],
+        },
+        cov,
+    })
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// `out = mu + L g` with L lower triangular.
+fn affine(mu: &[f64], l: &nalgebra::DMatrix<f64>, g: &[f64], out: &mut [f64]) {
+    for i in 0..mu.len() {
+        let mut s = mu[i];
+        for j in 0..=i {
+            s += l[(i, j)] * g[j];
+        }
+        out[i] = s;
+    }
+}
+
+/// Per-prompt buffers of the conditional estimator.
+struct Scratch {
+    sx: Vec<f64>,
+    p: Vec<f64>,
+    h: Vec<f64>,
+    gv: Vec<f64>,
+    q: Vec<f64>,
+    cv: Vec<f64>,
+    swg: Vec<f64>,
+}
+
+impl Scratch {
+    fn new(d: usize, l: usize) -> Scratch {
+        Scratch {
+            sx: vec![0.0; d],
+            p: vec![0.0; d],
+            h: vec![0.0; l - 1],
+            gv: vec![0.0; d],
+            q: vec![0.0; d],
+            cv: vec![0.0; d],
+            swg: vec![0.0; d],
+        }
+    }
+
+    /// Spec §10: with `p = M11 x_l`, `h_i = v22/l (x_i - s_x)^T p` (i < l), `g = sum_i h_i x_i`,
+    /// `c0 = p^T C_xx v21`, `b0 = v21^T s_x`, `q = v22/l sum_{i<l} x_i - x_l`, `u = c0 + g^T w + h^T eps`
+    /// and `r = b0 + q^T w + v22/l 1^T eps - eps_l`; with `gamma = c0 + g^T mu_w`, `rho = b0 + q^T mu_w`:
+    /// `E[u^2|X] = gamma^2 + g^T Sigma_w g + sigma^2 |h|^2`,
+    /// `E[u r|X] = gamma rho + g^T Sigma_w q + sigma^2 v22/l sum_i h_i`,
+    /// `E[r^2|X] = rho^2 + q^T Sigma_w q + sigma^2 (v22^2 (l-1)/l^2 + 1)`.
+    /// Returns `[E[u^2|X], -2 E[u r|X], E[r^2|X]]`.
+    fn conditional(&mut self, p: &Params, test: &Gaussian, x: &[f64]) -> [f64; 3] {
+        let d = p.d;
+        let l = x.len() / d;
+        let lf = l as f64;
+        let v22 = p.v22;
+        let xq = &x[(l - 1) * d..];
+        self.sx.iter_mut().for_each(|v| *v = 0.0);
+        for t in 0..l {
+            for j in 0..d {
+                self.sx[j] += x[t * d + j] / lf;
+            }
+        }
+        for i in 0..d {
+            self.p[i] = dot(&p.m11[i * d..(i + 1) * d], xq);
+        }
+        // C_xx v21 = 1/l sum_t x_t (x_t . v21) - s_x (s_x . v21)
+        let sxv = dot(&self.sx, &p.v21);
+        self.cv.iter_mut().for_each(|v| *v = 0.0);
+        self.gv.iter_mut().for_each(|v| *v = 0.0);
+        self.q.iter_mut().for_each(|v| *v = 0.0);
+        let sxp = dot(&self.sx, &self.p);
+        for t in 0..l {
+            let xt = &x[t * d..(t + 1) * d];
+            let xv = dot(xt, &p.v21) / lf;
+            if t + 1 < l {
+                let h = v22 / lf * (dot(xt, &self.p) - sxp);
+                self.h[t] = h;
+                for j in 0..d {
+                    self.cv[j] += xt[j] * xv;
+                    self.gv[j] += h * xt[j];
+                    self.q[j] += v22 / lf * xt[j];
+                }
+            } else {
+                for j in 0..d {
+                    self.cv[j] += xt[j] * xv;
+                }
+            }
+        }
+        for j in 0..d {
+            self.cv[j] -= self.sx[j] * sxv;
+            self.q[j] -= xq[j];
+        }
+        let c0 = dot(&self.p, &self.cv);
+        let gam = c0 + dot(&self.gv, &test.mu_w);
+        let rho = sxv + dot(&self.q, &test.mu_w);
+        let s2 = test.sigma2;
+        for i in 0..d {
+            self.swg[i] = dot(&test.sigma_w[i * d..(i + 1) * d], &self.gv);
+        }
+        let gsg = dot(&self.gv, &self.swg);
+        let gsq = dot(&self.swg, &self.q);
+        let qsq: f64 = (0..d)
+            .map(|i| self.q[i] * dot(&test.sigma_w[i * d..(i + 1) * d], &self.q))
+            .sum();
+        let hh: f64 = self.h.iter().map(|v| v * v).sum();
+        let hs: f64 = self.h.iter().sum();
+        let uu = gam * gam + gsg + s2 * hh;
+        let ur = gam * rho + gsq + s2 * v22 / lf * hs;
+        let rr = rho * rho + qsq + s2 * (v22 * v22 * (lf - 1.0) / (lf * lf) + 1.0);
+        [uu, -2.0 * ur, rr]
+    }
+}
