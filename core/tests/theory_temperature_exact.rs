@@ -49,7 +49,10 @@ fn monte_carlo_plain_and_conditional_agree_and_are_deterministic() {
         // the conditional estimator has the smaller variance; both estimate the same G
         assert!(sc < sp, "tau {tau}: conditional SE {sc} >= plain SE {sp}");
         let z = (gp - gc) / sp;
-        assert!(z.abs() < 4.0, "tau {tau}: plain {gp} +- {sp}, conditional {gc} +- {sc}");
+        assert!(
+            z.abs() < 4.0,
+            "tau {tau}: plain {gp} +- {sp}, conditional {gc} +- {sc}"
+        );
     }
     let again = mc::coefficients(&p, &test, 8, n, 5, Estimator::Conditional).unwrap();
     assert_eq!(again, cond, "same seed, same result");

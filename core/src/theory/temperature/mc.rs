@@ -70,10 +70,7 @@ impl McCoeffs {
     pub fn g_min(&self) -> Result<(f64, f64)> {
         let g = self.coeffs.g_min()?;
         let Coeffs { a, b, .. } = self.coeffs;
-        Ok((
-            g,
-            self.var_of([b * b / (4.0 * a * a), -b / (2.0 * a), 1.0]),
-        ))
+        Ok((g, self.var_of([b * b / (4.0 * a * a), -b / (2.0 * a), 1.0])))
     }
 }
 
@@ -87,7 +84,13 @@ pub(super) fn check(p: &Params, test: &Gaussian, l: usize) -> Result<()> {
             p.d
         )));
     }
-    if p.m11.iter().chain(&p.v21).chain(&p.m21).any(|v| !v.is_finite()) || !p.v22.is_finite() {
+    if p.m11
+        .iter()
+        .chain(&p.v21)
+        .chain(&p.m21)
+        .any(|v| !v.is_finite())
+        || !p.v22.is_finite()
+    {
         return Err(Error::NonFinite("layer parameters".into()));
     }
     if l < 2 {
@@ -139,7 +142,12 @@ pub fn coefficients(
         let mut r = rng::stream(seed, Domain::Eval, l as u64, i as u64);
         rng::fill_normal(&mut r, &mut g);
         for t in 0..l {
-            affine(&test.mu_x, &lx, &g[t * d..(t + 1) * d], &mut x[t * d..(t + 1) * d]);
+            affine(
+                &test.mu_x,
+                &lx,
+                &g[t * d..(t + 1) * d],
+                &mut x[t * d..(t + 1) * d],
+            );
         }
         let m = match est {
             Estimator::Plain => {
