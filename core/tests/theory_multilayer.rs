@@ -201,3 +201,33 @@ fn two_stage_least_squares_on_iv_data() {
         "OLS should stay biased: {o50} -> {o400} (2SLS {e400})"
     );
 }
+
+#[test]
+fn ideal_stage1_fit_and_algorithm1_from_moments() {
+    let (q, p, l) = (6, 4, 30);
+    let mut r = rng::stream(7, Domain::Eval, 0, 0);
+    let s = ml::iv_sequence(&mut r, q, p, l);
+    let (xh, xhq) = ml::iv_ideal_stage1(&s, q, p);
+    // brute force: xhat_t = 1/L sum_{t' != t} x_t' (z_t' . z_t); xhat_q over all t'
+    let zdot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(u, v)| u * v).sum::<f64>();
+    for t in 0..=l {
+        let zt = if t < l { &s.z[t * q..(t + 1) * q] } else { &s.zq[..] };
+        for j in 0..p {
+            let v: f64 = (0..l)
+                .filter(|&u| u != t)
+                .map(|u| s.x[u * p + j] * zdot(&s.z[u * q..(u + 1) * q], zt))
+                .sum::<f64>()
+                / l as f64;
+            let got = if t < l { xh[t * p + j] } else { xhq[j] };
+            near(got, v, 1e-12, "leave-one-out stage-1 fit");
+        }
+    }
+    // Algorithm 1 from precomputed moments equals the token form
+    let etas = [(0.03, 0.05), (0.02, 0.04), (0.01, 0.06)];
+    let (c, b) = ml::alg1_moments(&xh, &s.y, &xhq).unwrap();
+    let a = ml::algorithm1_moments(&c, &b, &xhq, &etas);
+    let t = ml::algorithm1_schedule(&xh, &s.y, &xhq, &etas).unwrap();
+    for k in 0..3 {
+        near(a.preds[k], t.preds[k], 1e-12, "moment form");
+    }
+}

@@ -133,6 +133,7 @@ pub fn eval_model(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eva
                 risk: r.risk,
                 stderr: r.stderr,
                 eta: None,
+                eta_x: None,
             });
         }
     }
@@ -172,6 +173,7 @@ fn ml_rows(rep: ml_eval::Report, o: &EvalOptions, engine: String) -> EvalRows {
                 risk: r.risk,
                 stderr: r.stderr,
                 eta: r.eta,
+                eta_x: r.eta_x,
             })
             .collect(),
         samples: o.samples,

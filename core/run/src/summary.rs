@@ -252,6 +252,9 @@ pub struct EvalRow {
     /// The step size of a GD estimator (transformer runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta: Option<f64>,
+    /// Algorithm 1's eta_x where an estimator tunes it (`eta` is then its eta_y).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta_x: Option<f64>,
 }
 
 /// Model Sim / Grad Diff at one length (multilayer paper §4.7).

@@ -42,8 +42,10 @@ pub struct Row {
     pub len: usize,
     pub risk: f64,
     pub stderr: f64,
-    /// The step size an estimator used, where it has one (GD, tuned GD).
+    /// The step size an estimator used, where it has one (GD, tuned GD; eta_y of Algorithm 1).
     pub eta: Option<f64>,
+    /// Algorithm 1's eta_x, for the rows that tune it.
+    pub eta_x: Option<f64>,
 }
 
 /// Model Sim, Grad Diff and the prediction difference at one length (§4.7).
@@ -83,7 +85,14 @@ fn push(rows: &mut Vec<Row>, name: &str, len: usize, errs: &[f64], eta: Option<f
         risk,
         stderr,
         eta,
+        eta_x: None,
     });
+}
+
+fn set_eta_x(rows: &mut [Row], eta_x: f64) {
+    if let Some(r) = rows.last_mut() {
+        r.eta_x = Some(eta_x);
+    }
 }
 
 /// The regression sequences of one length, split into (x, y, xq) per sequence.
@@ -521,6 +530,26 @@ pub fn iv<T: Scalar>(
         if !tsls.is_empty() {
             push(&mut rep.rows, "2sls", len, &tsls, None);
         }
+        // The interpreted algorithm's ceiling: Algorithm 1 on the ideal stage-1 fit (two-stage) and
+        // on (x, y) (one stage), step sizes grid-tuned on these very sequences.
+        let (t2, t_ref) = match &main {
+            IvModel::TwoStage(spec) => (spec.st2.layers, spec.st2.layers + spec.st1.layers),
+            IvModel::OneStage(sp) => (sp.layers.saturating_sub(1).max(1), sp.layers),
+        };
+        let (mut two, mut one) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for s in &seqs {
+            let (xh, xhq) = ml::iv_ideal_stage1(s, ivd.q, ivd.p);
+            let (c, b) = ml::alg1_moments(&xh, &s.y, &xhq)?;
+            two.push(Moments { c, b, xq: xhq, yq: s.yq });
+            let (c, b) = ml::alg1_moments(&s.x, &s.y, &s.xq)?;
+            one.push(Moments { c, b, xq: s.xq.clone(), yq: s.yq });
+        }
+        let (e, ex, ey) = tune_alg1(&two, t2);
+        push(&mut rep.rows, "alg1_ideal_2stage", len, &e, Some(ey));
+        set_eta_x(&mut rep.rows, ex);
+        let (e, ex, ey) = tune_alg1(&one, t_ref);
+        push(&mut rep.rows, "alg1_1stage", len, &e, Some(ey));
+        set_eta_x(&mut rep.rows, ex);
         if !ols.is_empty() {
             push(&mut rep.rows, "ols", len, &ols, None);
         }
@@ -530,6 +559,46 @@ pub fn iv<T: Scalar>(
         }
     }
     Ok(rep)
+}
+
+/// One sequence's Algorithm-1 moments, query and noise-free target.
+struct Moments {
+    c: nalgebra::DMatrix<f64>,
+    b: nalgebra::DVector<f64>,
+    xq: Vec<f64>,
+    yq: f64,
+}
+
+/// Algorithm 1 with `steps` steps and one (eta_x, eta_y) for all sequences, chosen on the grid
+/// eta_x in u*{0, 0.1, ..., 2}, eta_y in u*{0.1, 0.2, ..., 4} with u = 1 / mean tr C_0 (the
+/// natural step scale), minimising the mean squared error over these same sequences: an in-sample
+/// (optimistic) ceiling of what the interpreted algorithm can do. Returns the errors and the step
+/// sizes.
+fn tune_alg1(seqs: &[Moments], steps: usize) -> (Vec<f64>, f64, f64) {
+    let n = seqs.len().max(1) as f64;
+    let tr = seqs.iter().map(|m| m.c.trace()).sum::<f64>() / n;
+    let u = if tr > 0.0 && tr.is_finite() { 1.0 / tr } else { 1.0 };
+    let errs = |ex: f64, ey: f64| -> Vec<f64> {
+        let etas = vec![(ex, ey); steps];
+        seqs.iter()
+            .map(|m| {
+                let a = ml::algorithm1_moments(&m.c, &m.b, &m.xq, &etas);
+                let p = a.preds.last().copied().unwrap_or(0.0);
+                (p - m.yq) * (p - m.yq)
+            })
+            .collect()
+    };
+    let mut best = (f64::INFINITY, 0.0, u);
+    for i in 0..=20 {
+        for j in 1..=40 {
+            let (ex, ey) = (u * i as f64 / 10.0, u * j as f64 / 10.0);
+            let m = errs(ex, ey).iter().sum::<f64>();
+            if m < best.0 {
+                best = (m, ex, ey);
+            }
+        }
+    }
+    (errs(best.1, best.2), best.1, best.2)
 }
 
 /// The model under IV evaluation.

@@ -106,11 +106,31 @@ pub fn algorithm1(
 /// [`algorithm1`] with step sizes `(eta_x^t, eta_y^t)` per step (non-looped "structured" models
 /// take each layer's own, C.1).
 pub fn algorithm1_schedule(x: &[f64], y: &[f64], xq: &[f64], etas: &[(f64, f64)]) -> Result<Alg1> {
-    let steps = etas.len();
+    let (c, b) = alg1_moments(x, y, xq)?;
+    Ok(algorithm1_moments(&c, &b, xq, etas))
+}
+
+/// The sample moments `C_0 = 1/L sum x x^T` (d x d) and `b_0 = 1/L sum y x` that Algorithm 1
+/// needs, for many step sizes on one sequence (grid tuning).
+pub fn alg1_moments(x: &[f64], y: &[f64], xq: &[f64]) -> Result<(DMatrix<f64>, DVector<f64>)> {
     let (l, d) = check(x, y, xq)?;
     let xm = DMatrix::from_row_slice(l, d, x);
-    let mut c = xm.transpose() * &xm / l as f64;
-    let mut b = xm.transpose() * DVector::from_column_slice(y) / l as f64;
+    let c = xm.transpose() * &xm / l as f64;
+    let b = xm.transpose() * DVector::from_column_slice(y) / l as f64;
+    Ok((c, b))
+}
+
+/// [`algorithm1_schedule`] from the moments of [`alg1_moments`]; `xq.len()` must equal their d.
+pub fn algorithm1_moments(
+    c0: &DMatrix<f64>,
+    b0: &DVector<f64>,
+    xq: &[f64],
+    etas: &[(f64, f64)],
+) -> Alg1 {
+    let steps = etas.len();
+    let d = xq.len();
+    let mut c = c0.clone();
+    let mut b = b0.clone();
     let mut q = DVector::from_column_slice(xq);
     let mut prod = DMatrix::<f64>::identity(d, d); // A_0 .. A_{t-1}
     let mut w = DVector::<f64>::zeros(d);
@@ -127,10 +147,10 @@ pub fn algorithm1_schedule(x: &[f64], y: &[f64], xq: &[f64], etas: &[(f64, f64)]
         q = &a * q;
         prod *= &a;
     }
-    Ok(Alg1 {
+    Alg1 {
         preds,
         w_eff: w.iter().copied().collect(),
-    })
+    }
 }
 
 /// Standard K-step GD from w_0 = 0 (§4.1 baselines): `w_{k+1} = w_k - eta/L X^T (X w_k - y)`.
@@ -326,6 +346,36 @@ pub struct IvSequence {
     pub yq: f64,
     pub beta: Vec<f64>,
     pub theta: Vec<f64>,
+}
+
+/// The ideal stage-1 fit of §6.2 (what the stage-1 block is meant to compute): the one-step GD
+/// estimate with the leave-one-out inference mask,
+/// `xhat_l = 1/L sum_{l' != l} x_l' z_l'^T z_l` for the L context rows (L x p, row-major) and
+/// `xhat_q = 1/L sum_l' x_l' z_l'^T z_q` (p).
+pub fn iv_ideal_stage1(s: &IvSequence, q: usize, p: usize) -> (Vec<f64>, Vec<f64>) {
+    let l = s.y.len();
+    // G = 1/L sum_l x_l z_l^T (p x q)
+    let mut g = vec![0.0; p * q];
+    for t in 0..l {
+        for j in 0..p {
+            for i in 0..q {
+                g[j * q + i] += s.x[t * p + j] * s.z[t * q + i] / l as f64;
+            }
+        }
+    }
+    let apply = |zv: &[f64]| -> Vec<f64> {
+        (0..p)
+            .map(|j| (0..q).map(|i| g[j * q + i] * zv[i]).sum())
+            .collect()
+    };
+    let mut xh = Vec::with_capacity(l * p);
+    for t in 0..l {
+        let zt = &s.z[t * q..(t + 1) * q];
+        let own: f64 = zt.iter().map(|v| v * v).sum::<f64>() / l as f64;
+        let full = apply(zt);
+        xh.extend((0..p).map(|j| full[j] - own * s.x[t * p + j]));
+    }
+    (xh, apply(&s.zq))
 }
 
 /// Sample an [`IvSequence`] with `l` context rows.
