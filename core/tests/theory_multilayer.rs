@@ -211,7 +211,11 @@ fn ideal_stage1_fit_and_algorithm1_from_moments() {
     // brute force: xhat_t = 1/L sum_{t' != t} x_t' (z_t' . z_t); xhat_q over all t'
     let zdot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(u, v)| u * v).sum::<f64>();
     for t in 0..=l {
-        let zt = if t < l { &s.z[t * q..(t + 1) * q] } else { &s.zq[..] };
+        let zt = if t < l {
+            &s.z[t * q..(t + 1) * q]
+        } else {
+            &s.zq[..]
+        };
         for j in 0..p {
             let v: f64 = (0..l)
                 .filter(|&u| u != t)

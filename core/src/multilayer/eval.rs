@@ -540,9 +540,19 @@ pub fn iv<T: Scalar>(
         for s in &seqs {
             let (xh, xhq) = ml::iv_ideal_stage1(s, ivd.q, ivd.p);
             let (c, b) = ml::alg1_moments(&xh, &s.y, &xhq)?;
-            two.push(Moments { c, b, xq: xhq, yq: s.yq });
+            two.push(Moments {
+                c,
+                b,
+                xq: xhq,
+                yq: s.yq,
+            });
             let (c, b) = ml::alg1_moments(&s.x, &s.y, &s.xq)?;
-            one.push(Moments { c, b, xq: s.xq.clone(), yq: s.yq });
+            one.push(Moments {
+                c,
+                b,
+                xq: s.xq.clone(),
+                yq: s.yq,
+            });
         }
         let (e, ex, ey) = tune_alg1(&two, t2);
         push(&mut rep.rows, "alg1_ideal_2stage", len, &e, Some(ey));
@@ -577,7 +587,11 @@ struct Moments {
 fn tune_alg1(seqs: &[Moments], steps: usize) -> (Vec<f64>, f64, f64) {
     let n = seqs.len().max(1) as f64;
     let tr = seqs.iter().map(|m| m.c.trace()).sum::<f64>() / n;
-    let u = if tr > 0.0 && tr.is_finite() { 1.0 / tr } else { 1.0 };
+    let u = if tr > 0.0 && tr.is_finite() {
+        1.0 / tr
+    } else {
+        1.0
+    };
     let errs = |ex: f64, ey: f64| -> Vec<f64> {
         let etas = vec![(ex, ey); steps];
         seqs.iter()
