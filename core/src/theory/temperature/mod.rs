@@ -11,8 +11,11 @@
 //!
 //! * this file: the paper's form (Lemma 4.1, Theorems 4.6–4.7, the isotropic reduction, the
 //!   heuristic) and the layer's exact prediction;
+//! * [`exact`]: the exact finite-size a, b, c of the same layer (no large-d or large-l step);
 //! * [`mc`]: Monte Carlo of the layer's test error (plain and conditional, with standard errors).
+pub mod exact;
 pub mod mc;
+mod moments;
 
 use crate::rng::{self, Domain};
 use crate::{Error, Result};

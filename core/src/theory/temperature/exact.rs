@@ -1,0 +1,103 @@
+//! The exact finite-size test error of the linearised layer (issue 20; derivation equation by
+//! equation in `docs/temperature-exact.md`).
+//!
+//! The prediction is affine in 1/tau (`yhat = u/tau + b_att`), so `G(tau) = a/tau^2 - b/tau + c`
+//! holds exactly with `a = E[u^2]`, `b = -2 E[u r]`, `c = E[r^2]`, `r = b_att - y_l`. Theorem 4.6
+//! ([`super::coefficients`]) is their leading order in d and l; here they are computed exactly for
+//! the model as it is (the query inside the centring with a zero label, the bias `b_att` kept,
+//! l - 1 context pairs): no large-l step.
+//!
+//! Write the test inputs as `x_t = mu_x + e_t`, `e_t ~ N(0, Sigma_x)`, with n = l - 1 context rows
+//! and the query `e_z`. Three independent pieces carry the whole prompt:
+//! the full-prompt mean deviation `s = (n e_bar + e_z)/l ~ N(0, Sigma_x/l)`, the difference
+//! `delta = e_bar - e_z ~ N(0, l/n Sigma_x)`, and the context scatter
+//! `W = sum_{i<l} (e_i - e_bar)(e_i - e_bar)^T ~ Wishart(l - 2, Sigma_x)`. Then
+//! `l C_xx = W + n/l delta delta^T`, `sum_{i<l} (x_i - s_x) x_i^T = W + n/l delta m^T`
+//! with the context mean `m = mu_x + s + delta/l`, and the query is `z = mu_x + s - n/l delta`.
+//! The expectation over w and the noise is taken first (spec §10), then over W (Wishart moments),
+//! then over `xi = (s, delta)` (products of up to three quadratic forms, [`super::moments`]).
+use super::mc::check;
+use super::moments::{Aff, Gauss, Quad};
+use super::{mat, Coeffs, Gaussian, Params};
+use crate::{Error, Result};
+use nalgebra::{DMatrix, DVector};
+
+/// Exact `a, b, c` of the layer with parameters `p` (m21 = 0) on prompts of `l >= 2` tokens from `test`.
+pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
+    check(p, test, l)?;
+    if p.m21.iter().any(|v| *v != 0.0) {
+        return Err(Error::Unsupported(
+            "the exact form needs m21 = 0 (Assumption 4.5), as Theorem 4.6".into(),
+        ));
+    }
+    let d = p.d;
+    let (lf, n, kap) = (l as f64, (l - 1) as f64, (l - 2) as f64);
+    let sig = mat(d, &test.sigma_x);
+    let sw = mat(d, &test.sigma_w);
+    let mu = DVector::from_column_slice(&test.mu_x);
+    let muw = DVector::from_column_slice(&test.mu_w);
+    let v21 = DVector::from_column_slice(&p.v21);
+    let m11 = mat(d, &p.m11);
+    let (v22, s2) = (p.v22, test.sigma2);
+    let id = DMatrix::<f64>::identity(d, d);
+    // xi = (s, delta) ~ N(0, blockdiag(Sigma/l, l/n Sigma))
+    let mut cxi = DMatrix::<f64>::zeros(2 * d, 2 * d);
+    cxi.view_mut((0, 0), (d, d)).copy_from(&(&sig / lf));
+    cxi.view_mut((d, d), (d, d)).copy_from(&(&sig * (lf / n)));
+    let g = Gauss { c: cxi };
+    // affine vectors alpha + P xi with P = [c_s I, c_delta I]
+    let aff = |alpha: &DVector<f64>, cs: f64, cd: f64| {
+        let mut pm = DMatrix::<f64>::zeros(d, 2 * d);
+        pm.view_mut((0, 0), (d, d)).copy_from(&(&id * cs));
+        pm.view_mut((0, d), (d, d)).copy_from(&(&id * cd));
+        Aff {
+            alpha: alpha.clone(),
+            p: pm,
+        }
+    };
+    let zero = DVector::<f64>::zeros(d);
+    let delta = aff(&zero, 0.0, 1.0);
+    let z = aff(&mu, 1.0, -n / lf); // the query
+    let m = aff(&mu, 1.0, 1.0 / lf); // the context mean
+    let sx = aff(&mu, 1.0, 0.0); // s_x, the prompt mean (query included)
+    let pv = z.left(&m11); // p = M11 x_l
+    let q = m.lin(v22 * n / lf, &z, -1.0); // q = v22/l sum_{i<l} x_i - x_l
+    let nu = &v21 + &muw * v22;
+    // the forms
+    let p_delta: Quad = pv.bilinear(&id, &delta); // p^T delta
+    let p_sig = pv.bilinear(&sig, &pv); // p^T Sigma p
+    let p_nu = pv.dot(&(&sig * &nu)); // p^T Sigma nu
+    let ell = delta.dot(&v21).plus(v22, &m.dot(&muw)); // L = v21^T delta + v22 mu_w^T m
+    let rho = sx.dot(&v21).plus(1.0, &q.dot(&muw)); // rho = v21^T s_x + mu_w^T q
+    let ssws = &sig * &sw * &sig;
+    let ssw = &sig * &sw;
+    // a = E[gamma^2] + E[g^T Sigma_w g] + sigma^2 E[|h|^2]
+    let nun = nu.dot(&(&sig * &nu));
+    let e_gamma2 = (kap * kap + kap) / (lf * lf) * g.e2(&p_nu, &p_nu)
+        + kap * nun / (lf * lf) * g.e1(&p_sig)
+        + 2.0 * n * kap / (lf * lf * lf) * g.e3(&p_nu, &p_delta, &ell)
+        + n * n / (lf * lf * lf * lf) * g.e3(&p_delta, &p_delta, &ell.product_of_linear(&ell));
+    let tr_sws = (&sw * &sig).trace();
+    let e_gsg = (v22 / lf) * (v22 / lf)
+        * ((kap * kap + kap) * g.e1(&pv.bilinear(&ssws, &pv))
+            + kap * tr_sws * g.e1(&p_sig)
+            + 2.0 * n / lf * kap * g.e2(&p_delta, &pv.bilinear(&ssw, &m))
+            + (n / lf) * (n / lf) * g.e3(&p_delta, &p_delta, &m.bilinear(&sw, &m)));
+    let e_hh = (v22 / lf) * (v22 / lf) * (kap * g.e1(&p_sig) + n / (lf * lf) * g.e2(&p_delta, &p_delta));
+    let a = e_gamma2 + e_gsg + s2 * e_hh;
+    // -b/2 = E[gamma rho] + E[g^T Sigma_w q] + sigma^2 v22/l E[sum h_i]
+    let e_ur = kap / lf * g.e2(&p_nu, &rho)
+        + n / (lf * lf) * g.e3(&p_delta, &ell, &rho)
+        + v22 / lf
+            * (kap * g.e1(&pv.bilinear(&ssw, &q)) + n / lf * g.e2(&p_delta, &m.bilinear(&sw, &q)))
+        + s2 * v22 * v22 * n / (lf * lf * lf) * g.e1(&p_delta);
+    // c = E[rho^2] + E[q^T Sigma_w q] + sigma^2 (v22^2 (l-1)/l^2 + 1)
+    let c = g.e2(&rho, &rho)
+        + g.e1(&q.bilinear(&sw, &q))
+        + s2 * (v22 * v22 * n / (lf * lf) + 1.0);
+    Ok(Coeffs {
+        a,
+        b: -2.0 * e_ur,
+        c,
+    })
+}
