@@ -283,3 +283,107 @@ fn gap_between_the_forms_falls_like_one_over_d() {
         assert!((-1.2..=-0.8).contains(&s), "{what}: slope {s} ({pts:?})");
     }
 }
+
+#[test]
+fn registry_forms_flags_and_bad_input() {
+    use icl_core::theory::registry::{evaluate, Value};
+    let run = |name: &str, kv: &[(&str, &str)]| {
+        let args: Vec<(String, String)> = kv
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        evaluate(name, &args).map(|r| r.0)
+    };
+    let get = |o: &icl_core::theory::registry::Out, k: &str| -> Value {
+        o.extra.iter().find(|(n, _)| *n == k).unwrap().1.clone()
+    };
+    // --form paper reproduces Theorem 4.6 as implemented (and the spec's golden tau_opt)
+    let kv = [
+        ("d", "6"),
+        ("l", "14"),
+        ("test-sigma-x", "2,1,1,0.5,1,1"),
+        ("test-mu-x", "0.3"),
+        ("train-mu-w", "0.2,0,0,0,0,0.1"),
+        ("test-sigma", "0.5"),
+    ];
+    let mut kvp = kv.to_vec();
+    kvp.push(("form", "paper"));
+    let train = Gaussian {
+        mu_w: vec![0.2, 0.0, 0.0, 0.0, 0.0, 0.1],
+        ..iso(6, 1.0, 1.0, 0.1)
+    };
+    let test = Gaussian {
+        mu_x: vec![0.3; 6],
+        sigma_x: diag(&[2.0, 1.0, 1.0, 0.5, 1.0, 1.0]),
+        ..iso(6, 1.0, 1.0, 0.5)
+    };
+    let p = tp::lemma41(&train, 14).unwrap();
+    let paper = tp::coefficients(&p, &test, 14).unwrap();
+    let exact = tp::exact::coefficients(&p, &test, 14).unwrap();
+    let rel = |a: f64, b: f64| (a - b).abs() / b.abs();
+    for tau in ["0.5", "1", "2.5"] {
+        let t: f64 = tau.parse().unwrap();
+        let mut k = kvp.clone();
+        k.push(("tau", tau));
+        let o = run("temperature-error", &k).unwrap();
+        assert!(rel(o.value.as_f64().unwrap(), paper.g(t)) < 1e-12);
+        assert_eq!(get(&o, "form"), Value::from("paper"));
+        let mut k = kv.to_vec();
+        k.push(("tau", tau));
+        let o = run("temperature-error", &k).unwrap();
+        assert!(rel(o.value.as_f64().unwrap(), exact.g(t)) < 1e-12, "default is exact");
+        assert!(rel(get(&o, "G_paper").as_f64().unwrap(), paper.g(t)) < 1e-12);
+        let gap = get(&o, "rel_gap").as_f64().unwrap();
+        assert!(rel(gap, paper.g(t) / exact.g(t) - 1.0) < 1e-9);
+    }
+    let o = run("optimal-temperature", &kvp).unwrap();
+    assert!(rel(o.value.as_f64().unwrap(), paper.tau_opt().unwrap()) < 1e-12);
+    assert!(rel(get(&o, "tau_opt_exact").as_f64().unwrap(), exact.tau_opt().unwrap()) < 1e-12);
+    let o = run(
+        "optimal-temperature",
+        &[("test-sigma-x", "2"), ("form", "paper")],
+    )
+    .unwrap();
+    assert!((o.value.as_f64().unwrap() - 2.99980).abs() < 1e-5, "spec 7.1 golden value");
+    // the isotropic quantity: the scalar reduction in paper form, the exact form by default
+    let o = run("temperature-isotropic", &[("d", "7"), ("l", "12"), ("alpha", "2"), ("form", "paper")])
+        .unwrap();
+    let iso_p = tp::isotropic(7, 12, 2.0, 1.0, 0.01, tp::k_iso(12, 0.01));
+    assert!(rel(o.value.as_f64().unwrap(), iso_p.tau_opt().unwrap()) < 1e-12);
+    let o = run("temperature-isotropic", &[("d", "7"), ("l", "12"), ("alpha", "2")]).unwrap();
+    let pe = tp::lemma41(&iso(7, 1.0, 1.0, 0.1), 12).unwrap();
+    let ex = tp::exact::coefficients(&pe, &iso(7, 2.0, 1.0, 0.1), 12).unwrap();
+    assert!(rel(o.value.as_f64().unwrap(), ex.tau_opt().unwrap()) < 1e-12);
+    // training length and sampled parameters reach the library
+    let o = run(
+        "optimal-temperature",
+        &[("d", "4"), ("l", "9"), ("l-train", "20"), ("pretrain-m", "50"), ("pretrain-seed", "3")],
+    )
+    .unwrap();
+    let p = tp::pretrained(&iso(4, 1.0, 1.0, 0.1), 20, Pretrain::Sampled { m: 50, seed: 3 }).unwrap();
+    let ex = tp::exact::coefficients(&p, &iso(4, 1.0, 1.0, 0.1), 9).unwrap();
+    assert!(rel(o.value.as_f64().unwrap(), ex.tau_opt().unwrap()) < 1e-12);
+    // a large mean warns; a small one does not
+    let w = |o: &icl_core::theory::registry::Out| match get(o, "warnings") {
+        Value::List(v) => v.len(),
+        _ => panic!(),
+    };
+    assert_eq!(w(&run("optimal-temperature", &[("d", "20"), ("test-mu-x", "0.1")]).unwrap()), 0);
+    assert_eq!(w(&run("optimal-temperature", &[("d", "20"), ("test-mu-x", "1")]).unwrap()), 1);
+    // bad input: typed errors
+    for (name, kv) in [
+        ("optimal-temperature", vec![("d", "3"), ("test-sigma-x", "1,2,3,4,5,6,7,8,9")]),
+        ("optimal-temperature", vec![("d", "2"), ("test-sigma-x", "1,2,2,1")]),
+        ("optimal-temperature", vec![("d", "3"), ("test-mu-x", "1,2")]),
+        ("optimal-temperature", vec![("l", "1")]),
+        ("optimal-temperature", vec![("l-train", "1")]),
+        ("optimal-temperature", vec![("form", "asymptotic")]),
+        ("optimal-temperature", vec![("pretrain-m", "0")]),
+        ("temperature-error", vec![("tau", "0")]),
+        ("temperature-error", vec![("tau", "-1")]),
+        ("temperature-error", vec![("tau", "nan")]),
+        ("temperature-mc", vec![("n", "1")]),
+    ] {
+        assert!(run(name, &kv).is_err(), "{name} {kv:?} accepted");
+    }
+}

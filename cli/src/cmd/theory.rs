@@ -8,7 +8,7 @@
 //! `--svg FILE`.
 use super::common::{out, outln};
 use crate::error::{CliError, CliResult};
-use icl_core::theory::registry::{evaluate, registry};
+use icl_core::theory::registry::{evaluate, registry, Value};
 use icl_run::summary::pretty;
 use icl_run::theory::{list_json, result_json, to_text, write_csv, write_svg};
 use std::path::PathBuf;
@@ -133,11 +133,19 @@ pub fn run(a: &Args) -> CliResult {
             write_svg(p, t)?;
         }
     }
+    // warnings (e.g. a form outside its assumptions) go to stderr in both output modes
+    for (k, v) in &res.extra {
+        if let (&"warnings", Value::List(w)) = (k, v) {
+            for t in w {
+                eprintln!("icl: warning: {}", to_text(t));
+            }
+        }
+    }
     if g.json {
         return outln(&pretty(&result_json(name, &res, &vals)));
     }
     let mut s = format!("{name} = {}\n", to_text(&res.value));
-    for (k, v) in &res.extra {
+    for (k, v) in res.extra.iter().filter(|(k, _)| *k != "warnings") {
         s.push_str(&format!("  {k} = {}\n", to_text(v)));
     }
     out(&s)

@@ -123,7 +123,7 @@ impl Kind {
             Kind::List(Range::Any) => "comma-separated numbers".into(),
             Kind::List(r) => format!("comma-separated numbers in {r}"),
             Kind::Mean => {
-                "1 value m (the mean m 1, every entry m: its norm grows like sqrt d) or d values"
+                "1 value m (the mean m 1, every entry m: its norm m sqrt(d) grows with d; the temperature paper's form assumes a bounded norm) or d values"
                     .into()
             }
             Kind::Cov => {
@@ -254,7 +254,23 @@ pub fn kind_of(q: &str, p: &P) -> Kind {
             min: 0,
             max: 10_000_000,
         }),
-        ("seed", _) => Kind::Int(Range::Int {
+        ("form", _) => Kind::Choice(&["exact", "paper"]),
+        ("estimator", _) => Kind::Choice(&["conditional", "plain"]),
+        ("l-train", _) => Kind::NumOr(
+            "l",
+            Range::Int {
+                min: 2,
+                max: 10_000_000,
+            },
+        ),
+        ("pretrain-m", _) => Kind::NumOr(
+            "population",
+            Range::Int {
+                min: 1,
+                max: 100_000_000,
+            },
+        ),
+        ("seed" | "pretrain-seed", _) => Kind::Int(Range::Int {
             min: 0,
             max: u64::MAX,
         }),
@@ -1002,37 +1018,157 @@ const TEMP: &[P] = &[
     P(
         "l",
         Some("100"),
-        "tokens per prompt (l-1 context pairs + query)",
+        "tokens per test prompt (l-1 context pairs + query)",
     ),
-    P("train-sigma", Some("0.1"), "train noise std"),
-    P("train-mu-x", Some("0"), "train x mean (1 or d values)"),
     P(
-        "train-sigma-x",
-        Some("1"),
-        "train x covariance (1, d or d*d values)",
+        "l-train",
+        Some("l"),
+        "tokens per pretraining prompt for Lemma 4.1 (`l`: the same as --l)",
     ),
-    P("train-mu-w", Some("0"), "train task mean"),
+    P(
+        "pretrain-m",
+        Some("population"),
+        "Lemma 4.1's X^T X/(ml): `population` (Sigma_x^tr) or from m sampled pretraining prompts",
+    ),
+    P("pretrain-seed", Some("0"), "seed of the sampled pretraining prompts"),
+    P("train-sigma", Some("0.1"), "train noise std"),
+    P("train-mu-x", Some("0"), "train x mean (the paper's form assumes a bounded norm)"),
+    P("train-sigma-x", Some("1"), "train x covariance"),
+    P("train-mu-w", Some("0"), "train task mean (bounded norm)"),
     P("train-sigma-w", Some("1"), "train task covariance"),
     P("test-sigma", Some("0.1"), "test noise std"),
-    P("test-mu-x", Some("0"), "test x mean"),
+    P("test-mu-x", Some("0"), "test x mean (bounded norm)"),
     P("test-sigma-x", Some("1"), "test x covariance"),
-    P("test-mu-w", Some("0"), "test task mean"),
+    P("test-mu-w", Some("0"), "test task mean (bounded norm)"),
     P("test-sigma-w", Some("1"), "test task covariance"),
 ];
 
-fn temp_coeffs(
-    c: &Ctx,
-) -> Result<(
-    temperature::Params,
-    temperature::Gaussian,
-    temperature::Coeffs,
-)> {
+const FORM_DOC: &str = "exact (default: the exact finite-size error of the model) | paper (Theorem 4.6: leading order in d and l)";
+
+/// Largest d of the exact form (its cost grows like d^3 with a large constant).
+const EXACT_MAX_D: usize = 512;
+
+/// A mean norm above which the paper's form is outside its bounded-mean assumption (3.1).
+const MEAN_WARN: f64 = 2.0;
+
+/// One temperature evaluation: the parameters, both forms' coefficients, the chosen form, warnings.
+struct TempEval {
+    p: temperature::Params,
+    test: temperature::Gaussian,
+    l: usize,
+    exact: Option<temperature::Coeffs>,
+    paper: temperature::Coeffs,
+    exact_form: bool,
+    warnings: Vec<String>,
+}
+
+impl TempEval {
+    /// The coefficients of the chosen form.
+    fn chosen(&self) -> temperature::Coeffs {
+        match (self.exact_form, self.exact) {
+            (true, Some(e)) => e,
+            _ => self.paper,
+        }
+    }
+
+    /// The chosen form's value, both forms' values and their relative gap `paper/exact - 1`.
+    fn both(self, f: fn(&temperature::Coeffs) -> Result<f64>, key: [&'static str; 3]) -> Result<Out> {
+        let v = f(&self.chosen())?;
+        let paper = f(&self.paper)?;
+        let exact = self.exact.map(|e| f(&e)).transpose()?;
+        let k = self.chosen();
+        let form = if self.exact_form { "exact" } else { "paper" };
+        let gap = exact.map(|e| paper / e - 1.0);
+        let mut w = self.warnings;
+        if let Some(g) = gap {
+            if !self.exact_form && g.abs() > 0.05 {
+                w.push(format!(
+                    "{}: the paper's leading-order form is {:+.1}% off the exact finite-size value here",
+                    key[0],
+                    100.0 * g
+                ));
+            }
+        }
+        Ok(Out::num(v)
+            .with("form", Value::from(form))
+            .with("forms", Value::from("default exact (the model's exact finite-size error); paper = Theorem 4.6, leading order in d and l"))
+            .with("a", Value::from(k.a))
+            .with("b", Value::from(k.b))
+            .with("c", Value::from(k.c))
+            .with(key[1], Value::from(exact))
+            .with(key[2], Value::from(paper))
+            .with("rel_gap", Value::from(gap))
+            .with("warnings", Value::List(w.into_iter().map(Value::Text).collect())))
+    }
+}
+
+fn mean_warnings(g: &temperature::Gaussian, side: &str, w: &mut Vec<String>) {
+    for (name, v) in [("mu-x", &g.mu_x), ("mu-w", &g.mu_w)] {
+        let n = libm::sqrt(v.iter().map(|x| x * x).sum::<f64>());
+        if n > MEAN_WARN {
+            w.push(format!(
+                "||{side}-{name}|| = {n:.3} (one value m means m 1, norm m sqrt(d)): the paper's form assumes a bounded mean (Assumption 3.1) and can be far off; the exact form holds"
+            ));
+        }
+    }
+}
+
+fn temp_eval(c: &Ctx, exact_form: bool) -> Result<TempEval> {
     let (d, l) = (c.u("d")?, c.u("l")?);
     let train = gaussian(c, "train", d)?;
     let test = gaussian(c, "test", d)?;
-    let p = temperature::lemma41(&train, l)?;
-    let k = temperature::coefficients(&p, &test, l)?;
-    Ok((p, test, k))
+    let l_train = if c.raw("l-train")? == "l" { l } else { c.u("l-train")? };
+    let how = if c.raw("pretrain-m")? == "population" {
+        temperature::Pretrain::Population
+    } else {
+        temperature::Pretrain::Sampled {
+            m: c.u("pretrain-m")?,
+            seed: c.u64("pretrain-seed")?,
+        }
+    };
+    let p = temperature::pretrained(&train, l_train, how)?;
+    temp_eval_params(p, train, test, l, exact_form)
+}
+
+fn temp_eval_params(
+    p: temperature::Params,
+    train: temperature::Gaussian,
+    test: temperature::Gaussian,
+    l: usize,
+    exact_form: bool,
+) -> Result<TempEval> {
+    let d = test.d;
+    let mut warnings = Vec::new();
+    mean_warnings(&train, "train", &mut warnings);
+    mean_warnings(&test, "test", &mut warnings);
+    let paper = temperature::coefficients(&p, &test, l)?;
+    let exact = if d <= EXACT_MAX_D {
+        Some(temperature::exact::coefficients(&p, &test, l)?)
+    } else if exact_form {
+        return Err(Error::Unsupported(format!(
+            "the exact form is evaluated for d <= {EXACT_MAX_D} (got d = {d}); --form paper gives the leading order"
+        )));
+    } else {
+        warnings.push(format!("d > {EXACT_MAX_D}: the exact form is not evaluated"));
+        None
+    };
+    Ok(TempEval {
+        p,
+        test,
+        l,
+        exact,
+        paper,
+        exact_form,
+        warnings,
+    })
+}
+
+fn exact_form(c: &Ctx) -> Result<bool> {
+    match c.raw("form")? {
+        "exact" => Ok(true),
+        "paper" => Ok(false),
+        f => Err(bad(format!("--form: {f:?} is not exact or paper"))),
+    }
 }
 
 fn temperature_quantities() -> Vec<Q> {
@@ -1040,55 +1176,133 @@ fn temperature_quantities() -> Vec<Q> {
         Q {
             name: "optimal-temperature",
             paper: "temperature",
-            about: "tau_opt = 2a/b (Thm 4.7) for Lemma-4.1 parameters trained on the train distribution, tested on the test one; a, b, c, G(1), G_min, heuristic",
-            params: &[],
+            about: "tau_opt = 2a/b (Thm 4.7) of the linearised layer with Lemma-4.1 parameters (train distribution, population or m sampled prompts, l-train tokens) on the test distribution; a, b, c, G(1), G_min in the chosen form, tau_opt in both forms, heuristic",
+            params: params!(P("form", Some("exact"), FORM_DOC)),
             shared: TEMP,
             run: |c| {
-                let (p, test, k) = temp_coeffs(c)?;
-                let t = k.tau_opt()?;
-                Ok(Out::num(t)
-                    .with("a", Value::from(k.a))
-                    .with("b", Value::from(k.b))
-                    .with("c", Value::from(k.c))
+                let t = temp_eval(c, exact_form(c)?)?;
+                let heur = temperature::tau_heuristic(&t.p, &t.test, t.l)?;
+                let k = t.chosen();
+                let (gm_e, gm_p) = (t.exact.map(|e| e.g_min()).transpose()?, t.paper.g_min()?);
+                let (g1_e, g1_p) = (t.exact.map(|e| e.g(1.0)), t.paper.g(1.0));
+                Ok(t.both(|k| k.tau_opt(), ["tau_opt", "tau_opt_exact", "tau_opt_paper"])?
                     .with("G_1", Value::from(k.g(1.0)))
                     .with("G_min", Value::from(k.g_min()?))
-                    .with("tau_heuristic", Value::from(temperature::tau_heuristic(&p, &test, c.u("l")?)?)))
+                    .with("G_1_exact", Value::from(g1_e))
+                    .with("G_1_paper", Value::from(g1_p))
+                    .with("G_min_exact", Value::from(gm_e))
+                    .with("G_min_paper", Value::from(gm_p))
+                    .with("tau_heuristic", Value::from(heur)))
             },
         },
         Q {
             name: "temperature-error",
             paper: "temperature",
-            about: "G(tau) = a/tau^2 - b/tau + c (Thm 4.6, corrected) at --tau",
-            params: &[P("tau", Some("1"), "temperature")],
+            about: "G(tau) = a/tau^2 - b/tau + c of the linearised layer at --tau (exact, or Thm 4.6 corrected); both forms and their gap",
+            params: params!(P("tau", Some("1"), "temperature"), P("form", Some("exact"), FORM_DOC)),
             shared: TEMP,
             run: |c| {
-                let (_, _, k) = temp_coeffs(c)?;
                 let tau = c.f("tau")?;
-                if tau <= 0.0 {
+                if !(tau > 0.0) {
                     return Err(bad("--tau must be > 0"));
                 }
-                Ok(Out::num(k.g(tau)).with("a", Value::from(k.a)).with("b", Value::from(k.b)).with("c", Value::from(k.c)))
+                let t = temp_eval(c, exact_form(c)?)?;
+                let (e, p) = (t.exact.map(|e| e.g(tau)), t.paper.g(tau));
+                let k = t.chosen();
+                let gap = e.map(|e| p / e - 1.0);
+                let mut w = t.warnings;
+                if let (Some(g), false) = (gap, t.exact_form) {
+                    if g.abs() > 0.05 {
+                        w.push(format!("G({tau}): the paper's leading-order form is {:+.1}% off the exact finite-size value here", 100.0 * g));
+                    }
+                }
+                Ok(Out::num(k.g(tau))
+                    .with("form", Value::from(if t.exact_form { "exact" } else { "paper" }))
+                    .with("forms", Value::from("default exact (the model's exact finite-size error); paper = Theorem 4.6, leading order in d and l"))
+                    .with("a", Value::from(k.a))
+                    .with("b", Value::from(k.b))
+                    .with("c", Value::from(k.c))
+                    .with("G_exact", Value::from(e))
+                    .with("G_paper", Value::from(p))
+                    .with("rel_gap", Value::from(gap))
+                    .with("warnings", Value::List(w.into_iter().map(Value::Text).collect())))
             },
         },
         Q {
             name: "temperature-isotropic",
             paper: "temperature",
-            about: "isotropic reduction (spec 7.1): tau_opt = k(alpha + (sigma^2/beta + alpha d)/l), k = 1/(1+sigma_tr^2/l); a, b, c, G(1), G_min",
+            about: "isotropic train (Sigma = I, mean 0), test Sigma_x = alpha I, Sigma_w = beta I: paper form (spec 7.1) tau_opt = k(alpha + (sigma^2/beta + alpha d)/l), k = 1/(1+sigma_tr^2/l), or the exact form; a, b, c, G(1), G_min",
             params: params!(
                 P("d", Some("50"), "dimension"),
                 P("l", Some("100"), "tokens per prompt"),
                 P("alpha", Some("1"), "test Sigma_x = alpha I"),
                 P("beta", Some("1"), "test Sigma_w = beta I"),
                 P("sigma", Some("0.1"), "test noise std"),
-                P("train-sigma", Some("0.1"), "train noise std")
+                P("train-sigma", Some("0.1"), "train noise std"),
+                P("form", Some("exact"), FORM_DOC)
             ),
             shared: &[],
             run: |c| {
                 let (d, l) = (c.u("d")?, c.u("l")?);
                 let ts = c.f("train-sigma")?;
                 let s = c.f("sigma")?;
-                let k = temperature::isotropic(d, l, c.f("alpha")?, c.f("beta")?, s * s, temperature::k_iso(l, ts * ts));
-                Ok(Out::num(k.tau_opt()?).with("a", Value::from(k.a)).with("b", Value::from(k.b)).with("c", Value::from(k.c)).with("G_1", Value::from(k.g(1.0))).with("G_min", Value::from(k.g_min()?)))
+                let (alpha, beta) = (c.f("alpha")?, c.f("beta")?);
+                let train = temperature::Gaussian::isotropic(d, 1.0, 1.0, ts * ts);
+                let test = temperature::Gaussian::isotropic(d, alpha, beta, s * s);
+                let p = temperature::lemma41(&train, l)?;
+                let mut t = temp_eval_params(p, train, test, l, exact_form(c)?)?;
+                // the scalar reduction of the paper's form (equal to the matrix form here)
+                t.paper = temperature::isotropic(d, l, alpha, beta, s * s, temperature::k_iso(l, ts * ts));
+                let k = t.chosen();
+                Ok(t.both(|k| k.tau_opt(), ["tau_opt", "tau_opt_exact", "tau_opt_paper"])?
+                    .with("G_1", Value::from(k.g(1.0)))
+                    .with("G_min", Value::from(k.g_min()?)))
+            },
+        },
+        Q {
+            name: "temperature-mc",
+            paper: "temperature",
+            about: "Monte Carlo of the linearised layer's test error (same parameters and flags as optimal-temperature): G(tau) with stderr, a, b, c, tau_opt = 2a/b and G_min with stderrs, beside the exact and paper forms",
+            params: params!(
+                P("tau", Some("1"), "temperature"),
+                P("n", Some("10000"), "prompts"),
+                P("seed", Some("0"), "seed (prompt i uses stream (seed, eval, l, i))"),
+                P("estimator", Some("conditional"), "conditional (spec 10, variance-reduced) | plain")
+            ),
+            shared: TEMP,
+            run: |c| {
+                let tau = c.f("tau")?;
+                if !(tau > 0.0) {
+                    return Err(bad("--tau must be > 0"));
+                }
+                let est = match c.raw("estimator")? {
+                    "plain" => temperature::mc::Estimator::Plain,
+                    _ => temperature::mc::Estimator::Conditional,
+                };
+                let t = temp_eval(c, false)?;
+                let m = temperature::mc::coefficients(&t.p, &t.test, t.l, c.u("n")?, c.u64("seed")?, est)?;
+                let (g, se) = m.g(tau);
+                let se3: Vec<f64> = (0..3).map(|i| libm::sqrt(m.cov[i][i])).collect();
+                let (to, to_se) = m.tau_opt().map_or((None, None), |(a, b)| (Some(a), Some(b)));
+                let (gm, gm_se) = m.g_min().map_or((None, None), |(a, b)| (Some(a), Some(b)));
+                let e = t.exact;
+                Ok(Out::num(g)
+                    .with("stderr", Value::from(se))
+                    .with("a", Value::from(m.coeffs.a))
+                    .with("b", Value::from(m.coeffs.b))
+                    .with("c", Value::from(m.coeffs.c))
+                    .with("abc_stderr", Value::from(se3))
+                    .with("tau_opt", Value::from(to))
+                    .with("tau_opt_stderr", Value::from(to_se))
+                    .with("G_min", Value::from(gm))
+                    .with("G_min_stderr", Value::from(gm_se))
+                    .with("G_exact", Value::from(e.map(|e| e.g(tau))))
+                    .with("G_paper", Value::from(t.paper.g(tau)))
+                    .with("tau_opt_exact", Value::from(e.and_then(|e| e.tau_opt().ok())))
+                    .with("tau_opt_paper", Value::from(t.paper.tau_opt().ok()))
+                    .with("G_min_exact", Value::from(e.and_then(|e| e.g_min().ok())))
+                    .with("G_min_paper", Value::from(t.paper.g_min().ok()))
+                    .with("warnings", Value::List(t.warnings.into_iter().map(Value::Text).collect())))
             },
         },
     ]
@@ -1308,7 +1522,11 @@ mod tests {
             assert!((num(&o) - peak).abs() < 0.005, "d = {d}: {}", num(&o));
             assert!(o.traj.as_ref().unwrap().rows.len() > 400);
         }
-        let o = eval("optimal-temperature", &[("test-sigma-x", "2")]).unwrap();
+        let o = eval(
+            "optimal-temperature",
+            &[("test-sigma-x", "2"), ("form", "paper")],
+        )
+        .unwrap();
         assert!((num(&o) - 2.99980).abs() < 1e-5);
         assert!(eval("eta-star", &[("dd", "3")]).is_err());
         assert!(eval("mu-gamma", &[]).is_err());
