@@ -505,6 +505,13 @@ fn theory_gives_the_closed_forms() {
     // One head at the NW optimum: omega* = 1/sqrt(d).
     let nw = theory("nw-optimum", &[]);
     assert!((nw[0] - 1.0 / 5f64.sqrt()).abs() < 1e-15);
+    // The temperature paper: --form paper is Theorem 4.7 (spec 7.1 golden value 2.99980 at
+    // Sigma_x = 2I, d = 50, l = 100); the default exact form is the model's finite-size optimum,
+    // a little lower (spec 10's Monte Carlo: 2.9934).
+    let paper = theory1("optimal-temperature", &[("test-sigma-x", "2"), ("form", "paper")]);
+    assert!((paper - 2.99980).abs() < 1e-5, "{paper}");
+    let exact = theory1("optimal-temperature", &[("test-sigma-x", "2")]);
+    assert!(exact < paper && exact > 0.99 * paper, "{exact}");
     // A list-valued quantity: the plateau levels of Zhang et al. (2025).
     let pl = theory("plateaus", &[("eigs", "0.4,0.3,0.2,0.1"), ("N", "31")]);
     assert_eq!(pl.len(), 5);

@@ -63,38 +63,46 @@ pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
     let pv = z.left(&m11); // p = M11 x_l
     let q = m.lin(v22 * n / lf, &z, -1.0); // q = v22/l sum_{i<l} x_i - x_l
     let nu = &v21 + &muw * v22;
-    // the forms
-    let p_delta: Quad = pv.bilinear(&id, &delta); // p^T delta
-    let p_sig = pv.bilinear(&sig, &pv); // p^T Sigma p
-    let p_nu = pv.dot(&(&sig * &nu)); // p^T Sigma nu
-    let ell = delta.dot(&v21).plus(v22, &m.dot(&muw)); // L = v21^T delta + v22 mu_w^T m
-    let rho = sx.dot(&v21).plus(1.0, &q.dot(&muw)); // rho = v21^T s_x + mu_w^T q
-    let ssws = &sig * &sw * &sig;
+    // the forms, each prepared once
+    let pre = |q: &Quad| g.prepare(q);
+    let p_delta = pre(&pv.bilinear(&id, &delta)); // p^T delta
+    let p_sig = pre(&pv.bilinear(&sig, &pv)); // p^T Sigma p
+    let p_nu = pre(&pv.dot(&(&sig * &nu))); // p^T Sigma nu
+    let ell_q = delta.dot(&v21).plus(v22, &m.dot(&muw)); // L = v21^T delta + v22 mu_w^T m
+    let ell = pre(&ell_q);
+    let ell2 = pre(&ell_q.product_of_linear(&ell_q));
+    let rho = pre(&sx.dot(&v21).plus(1.0, &q.dot(&muw))); // rho = v21^T s_x + mu_w^T q
     let ssw = &sig * &sw;
+    let p_ssws_p = pre(&pv.bilinear(&(&ssw * &sig), &pv));
+    let p_ssw_m = pre(&pv.bilinear(&ssw, &m));
+    let p_ssw_q = pre(&pv.bilinear(&ssw, &q));
+    let m_sw_m = pre(&m.bilinear(&sw, &m));
+    let m_sw_q = pre(&m.bilinear(&sw, &q));
+    let q_sw_q = pre(&q.bilinear(&sw, &q));
+    let l2 = lf * lf;
+    let l3 = l2 * lf;
     // a = E[gamma^2] + E[g^T Sigma_w g] + sigma^2 E[|h|^2]
     let nun = nu.dot(&(&sig * &nu));
-    let e_gamma2 = (kap * kap + kap) / (lf * lf) * g.e2(&p_nu, &p_nu)
-        + kap * nun / (lf * lf) * g.e1(&p_sig)
-        + 2.0 * n * kap / (lf * lf * lf) * g.e3(&p_nu, &p_delta, &ell)
-        + n * n / (lf * lf * lf * lf) * g.e3(&p_delta, &p_delta, &ell.product_of_linear(&ell));
+    let e_gamma2 = (kap * kap + kap) / l2 * g.e2(&p_nu, &p_nu)
+        + kap * nun / l2 * g.e1(&p_sig)
+        + 2.0 * n * kap / l3 * g.e3(&p_nu, &p_delta, &ell)
+        + n * n / (l2 * l2) * g.e3(&p_delta, &p_delta, &ell2);
     let tr_sws = (&sw * &sig).trace();
-    let e_gsg = (v22 / lf) * (v22 / lf)
-        * ((kap * kap + kap) * g.e1(&pv.bilinear(&ssws, &pv))
+    let vl2 = (v22 / lf) * (v22 / lf);
+    let e_gsg = vl2
+        * ((kap * kap + kap) * g.e1(&p_ssws_p)
             + kap * tr_sws * g.e1(&p_sig)
-            + 2.0 * n / lf * kap * g.e2(&p_delta, &pv.bilinear(&ssw, &m))
-            + (n / lf) * (n / lf) * g.e3(&p_delta, &p_delta, &m.bilinear(&sw, &m)));
-    let e_hh = (v22 / lf) * (v22 / lf) * (kap * g.e1(&p_sig) + n / (lf * lf) * g.e2(&p_delta, &p_delta));
+            + 2.0 * n / lf * kap * g.e2(&p_delta, &p_ssw_m)
+            + (n / lf) * (n / lf) * g.e3(&p_delta, &p_delta, &m_sw_m));
+    let e_hh = vl2 * (kap * g.e1(&p_sig) + n / l2 * g.e2(&p_delta, &p_delta));
     let a = e_gamma2 + e_gsg + s2 * e_hh;
     // -b/2 = E[gamma rho] + E[g^T Sigma_w q] + sigma^2 v22/l E[sum h_i]
     let e_ur = kap / lf * g.e2(&p_nu, &rho)
-        + n / (lf * lf) * g.e3(&p_delta, &ell, &rho)
-        + v22 / lf
-            * (kap * g.e1(&pv.bilinear(&ssw, &q)) + n / lf * g.e2(&p_delta, &m.bilinear(&sw, &q)))
-        + s2 * v22 * v22 * n / (lf * lf * lf) * g.e1(&p_delta);
+        + n / l2 * g.e3(&p_delta, &ell, &rho)
+        + v22 / lf * (kap * g.e1(&p_ssw_q) + n / lf * g.e2(&p_delta, &m_sw_q))
+        + s2 * v22 * v22 * n / l3 * g.e1(&p_delta);
     // c = E[rho^2] + E[q^T Sigma_w q] + sigma^2 (v22^2 (l-1)/l^2 + 1)
-    let c = g.e2(&rho, &rho)
-        + g.e1(&q.bilinear(&sw, &q))
-        + s2 * (v22 * v22 * n / (lf * lf) + 1.0);
+    let c = g.e2(&rho, &rho) + g.e1(&q_sw_q) + s2 * (v22 * v22 * n / l2 + 1.0);
     Ok(Coeffs {
         a,
         b: -2.0 * e_ur,

@@ -10,7 +10,6 @@
 //!
 //! and the moments follow from the cumulants:
 //! `E[Q1 Q2] = k1 k2 + k12`, `E[Q1 Q2 Q3] = k1 k2 k3 + k1 k23 + k2 k13 + k3 k12 + k123`.
-use alloc::vec::Vec;
 use nalgebra::{DMatrix, DVector};
 
 /// `xi^T A xi + b^T xi + c` (A symmetric, n x n).
@@ -89,9 +88,10 @@ impl Quad {
     }
 }
 
-/// A form prepared for contraction with C: `A C`, `C b`, and its mean `k1`.
+/// A form prepared for contraction with C: `A C`, `C b`, and its mean `k1` (`ac` is `None` when
+/// A = 0, so affine forms cost no matrix product).
 pub(crate) struct Prepared {
-    ac: DMatrix<f64>,
+    ac: Option<DMatrix<f64>>,
     cb: DVector<f64>,
     a: DMatrix<f64>,
     b: DVector<f64>,
@@ -117,8 +117,12 @@ fn tr2(x: &DMatrix<f64>, y: &DMatrix<f64>) -> f64 {
 
 impl Gauss {
     pub fn prepare(&self, q: &Quad) -> Prepared {
-        let ac = &q.a * &self.c;
-        let k1 = ac.trace() + q.c;
+        let ac = if q.a.iter().all(|v| *v == 0.0) {
+            None
+        } else {
+            Some(&q.a * &self.c)
+        };
+        let k1 = ac.as_ref().map_or(0.0, |m| m.trace()) + q.c;
         Prepared {
             cb: &self.c * &q.b,
             ac,
@@ -129,12 +133,19 @@ impl Gauss {
     }
 
     fn k2(&self, x: &Prepared, y: &Prepared) -> f64 {
-        2.0 * tr2(&x.ac, &y.ac) + x.b.dot(&y.cb)
+        let t = match (&x.ac, &y.ac) {
+            (Some(a), Some(b)) => 2.0 * tr2(a, b),
+            _ => 0.0,
+        };
+        t + x.b.dot(&y.cb)
     }
 
     fn k3(&self, x: &Prepared, y: &Prepared, z: &Prepared) -> f64 {
-        let xy = &x.ac * &y.ac;
-        8.0 * tr2(&xy, &z.ac)
+        let cycle = match (&x.ac, &y.ac, &z.ac) {
+            (Some(a), Some(b), Some(c)) => 8.0 * tr2(&(a * b), c),
+            _ => 0.0,
+        };
+        cycle
             + 2.0
                 * (y.cb.dot(&(&x.a * &z.cb))
                     + x.cb.dot(&(&y.a * &z.cb))
@@ -142,20 +153,17 @@ impl Gauss {
     }
 
     /// `E[Q]`.
-    pub fn e1(&self, q: &Quad) -> f64 {
-        self.prepare(q).k1
+    pub fn e1(&self, x: &Prepared) -> f64 {
+        x.k1
     }
 
     /// `E[Q1 Q2]`.
-    pub fn e2(&self, q1: &Quad, q2: &Quad) -> f64 {
-        let (x, y) = (self.prepare(q1), self.prepare(q2));
-        x.k1 * y.k1 + self.k2(&x, &y)
+    pub fn e2(&self, x: &Prepared, y: &Prepared) -> f64 {
+        x.k1 * y.k1 + self.k2(x, y)
     }
 
     /// `E[Q1 Q2 Q3]`.
-    pub fn e3(&self, q1: &Quad, q2: &Quad, q3: &Quad) -> f64 {
-        let p: Vec<Prepared> = [q1, q2, q3].iter().map(|q| self.prepare(q)).collect();
-        let (x, y, z) = (&p[0], &p[1], &p[2]);
+    pub fn e3(&self, x: &Prepared, y: &Prepared, z: &Prepared) -> f64 {
         x.k1 * y.k1 * z.k1
             + x.k1 * self.k2(y, z)
             + y.k1 * self.k2(x, z)
