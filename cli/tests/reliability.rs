@@ -567,20 +567,38 @@ fn class8_multilayer_bad_input() {
 fn class9_temperature_theory_bad_input() {
     for (args, want) in [
         (
-            vec!["optimal-temperature", "--d", "2", "--test-sigma-x", "1,2,2,1"],
+            vec![
+                "optimal-temperature",
+                "--d",
+                "2",
+                "--test-sigma-x",
+                "1,2,2,1",
+            ],
             "positive definite",
         ),
         (
-            vec!["optimal-temperature", "--d", "3", "--train-sigma-w", "1,0,0"],
+            vec![
+                "optimal-temperature",
+                "--d",
+                "3",
+                "--train-sigma-w",
+                "1,0,0",
+            ],
             "positive definite",
         ),
-        (vec!["temperature-error", "--d", "3", "--test-mu-x", "1,2"], "test-mu-x"),
+        (
+            vec!["temperature-error", "--d", "3", "--test-mu-x", "1,2"],
+            "test-mu-x",
+        ),
         (vec!["temperature-error", "--l", "1"], "--l"),
         (vec!["optimal-temperature", "--l-train", "0"], "--l-train"),
         (vec!["temperature-error", "--tau", "0"], "--tau"),
         (vec!["temperature-error", "--tau", "-2"], "--tau"),
         (vec!["temperature-error", "--tau", "nan"], "--tau"),
-        (vec!["temperature-isotropic", "--form", "asymptotic"], "--form"),
+        (
+            vec!["temperature-isotropic", "--form", "asymptotic"],
+            "--form",
+        ),
         (vec!["temperature-mc", "--n", "1"], "--n"),
     ] {
         let mut a = vec!["theory"];
@@ -588,16 +606,35 @@ fn class9_temperature_theory_bad_input() {
         let e = one_line_error(&icl(&a), 2, &format!("{args:?}"));
         assert!(e.contains(want), "{args:?}: {e}");
     }
-    let o = icl(&["theory", "optimal-temperature", "--d", "8", "--l", "16", "--test-mu-x", "1", "--json"]);
+    let o = icl(&[
+        "theory",
+        "optimal-temperature",
+        "--d",
+        "8",
+        "--l",
+        "16",
+        "--test-mu-x",
+        "1",
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(0));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.starts_with("icl: warning: ") && err.contains("bounded mean"), "{err}");
+    assert!(
+        err.starts_with("icl: warning: ") && err.contains("bounded mean"),
+        "{err}"
+    );
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["form"], "exact");
-    let (e, p) = (j["tau_opt_exact"].as_f64().unwrap(), j["tau_opt_paper"].as_f64().unwrap());
+    let (e, p) = (
+        j["tau_opt_exact"].as_f64().unwrap(),
+        j["tau_opt_paper"].as_f64().unwrap(),
+    );
     assert_eq!(j["value"].as_f64().unwrap(), e);
     assert!((j["rel_gap"].as_f64().unwrap() - (p / e - 1.0)).abs() < 1e-12);
     let o = icl(&["theory", "temperature-error", "--d", "8", "--l", "16"]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(o.stderr.is_empty() && text.contains("form = exact") && text.contains("leading order"), "{text}");
+    assert!(
+        o.stderr.is_empty() && text.contains("form = exact") && text.contains("leading order"),
+        "{text}"
+    );
 }

@@ -82,9 +82,20 @@ fn cases() -> Vec<Case> {
     for (d, l) in [(3, 6), (5, 10), (8, 20)] {
         let tr = iso(d, 1.0, 1.0, 0.3);
         let lin: Vec<f64> = (0..d).map(|i| 0.5 + i as f64 / (d - 1) as f64).collect();
-        let e1 = |c: f64| (0..d).map(|i| if i == 0 { c } else { 0.0 }).collect::<Vec<f64>>();
+        let e1 = |c: f64| {
+            (0..d)
+                .map(|i| if i == 0 { c } else { 0.0 })
+                .collect::<Vec<f64>>()
+        };
         v.push(("no shift", tr.clone(), tr.clone(), l, l, pop));
-        v.push(("isotropic Sigma_x", tr.clone(), iso(d, 2.0, 1.0, 0.3), l, l, pop));
+        v.push((
+            "isotropic Sigma_x",
+            tr.clone(),
+            iso(d, 2.0, 1.0, 0.3),
+            l,
+            l,
+            pop,
+        ));
         v.push((
             "diagonal Sigma_x",
             tr.clone(),
@@ -178,8 +189,15 @@ fn exact_form_matches_monte_carlo_for_every_shift() {
         let p = tp::pretrained(train, *ltr, *how).unwrap();
         let ex = tp::exact::coefficients(&p, test, *l).unwrap();
         let paper = tp::coefficients(&p, test, *l).unwrap();
-        let est = mc::coefficients(&p, test, *l, 30_000, 100 + ci as u64, Estimator::Conditional)
-            .unwrap();
+        let est = mc::coefficients(
+            &p,
+            test,
+            *l,
+            30_000,
+            100 + ci as u64,
+            Estimator::Conditional,
+        )
+        .unwrap();
         // the coefficients one by one, then G at three temperatures, each within 4 standard errors
         let c = est.coeffs;
         for (k, (e, m)) in [(ex.a, c.a), (ex.b, c.b), (ex.c, c.c)].iter().enumerate() {
@@ -259,7 +277,11 @@ fn gap_between_the_forms_falls_like_one_over_d() {
     let mut g1 = Vec::new();
     for d in [8, 16, 32, 64, 128] {
         let l = 3 * d;
-        let e1 = |c: f64| (0..d).map(|i| if i == 0 { c } else { 0.0 }).collect::<Vec<f64>>();
+        let e1 = |c: f64| {
+            (0..d)
+                .map(|i| if i == 0 { c } else { 0.0 })
+                .collect::<Vec<f64>>()
+        };
         let train = Gaussian {
             mu_w: e1(0.4),
             ..iso(d, 1.0, 1.0, 0.1)
@@ -274,7 +296,10 @@ fn gap_between_the_forms_falls_like_one_over_d() {
         let pa = tp::coefficients(&p, &test, l).unwrap();
         let df = d as f64;
         gmin.push((df, (pa.g_min().unwrap() / ex.g_min().unwrap() - 1.0).abs()));
-        tau.push((df, (pa.tau_opt().unwrap() / ex.tau_opt().unwrap() - 1.0).abs()));
+        tau.push((
+            df,
+            (pa.tau_opt().unwrap() / ex.tau_opt().unwrap() - 1.0).abs(),
+        ));
         g1.push((df, (pa.g(1.0) / ex.g(1.0) - 1.0).abs()));
     }
     for (what, pts) in [("G_min", &gmin), ("tau_opt", &tau), ("G(1)", &g1)] {
@@ -331,36 +356,65 @@ fn registry_forms_flags_and_bad_input() {
         let mut k = kv.to_vec();
         k.push(("tau", tau));
         let o = run("temperature-error", &k).unwrap();
-        assert!(rel(o.value.as_f64().unwrap(), exact.g(t)) < 1e-12, "default is exact");
+        assert!(
+            rel(o.value.as_f64().unwrap(), exact.g(t)) < 1e-12,
+            "default is exact"
+        );
         assert!(rel(get(&o, "G_paper").as_f64().unwrap(), paper.g(t)) < 1e-12);
         let gap = get(&o, "rel_gap").as_f64().unwrap();
         assert!(rel(gap, paper.g(t) / exact.g(t) - 1.0) < 1e-9);
     }
     let o = run("optimal-temperature", &kvp).unwrap();
     assert!(rel(o.value.as_f64().unwrap(), paper.tau_opt().unwrap()) < 1e-12);
-    assert!(rel(get(&o, "tau_opt_exact").as_f64().unwrap(), exact.tau_opt().unwrap()) < 1e-12);
+    assert!(
+        rel(
+            get(&o, "tau_opt_exact").as_f64().unwrap(),
+            exact.tau_opt().unwrap()
+        ) < 1e-12
+    );
     let o = run(
         "optimal-temperature",
         &[("test-sigma-x", "2"), ("form", "paper")],
     )
     .unwrap();
-    assert!((o.value.as_f64().unwrap() - 2.99980).abs() < 1e-5, "spec 7.1 golden value");
+    assert!(
+        (o.value.as_f64().unwrap() - 2.99980).abs() < 1e-5,
+        "spec 7.1 golden value"
+    );
     // the isotropic quantity: the scalar reduction in paper form, the exact form by default
-    let o = run("temperature-isotropic", &[("d", "7"), ("l", "12"), ("alpha", "2"), ("form", "paper")])
-        .unwrap();
+    let o = run(
+        "temperature-isotropic",
+        &[("d", "7"), ("l", "12"), ("alpha", "2"), ("form", "paper")],
+    )
+    .unwrap();
     let iso_p = tp::isotropic(7, 12, 2.0, 1.0, 0.01, tp::k_iso(12, 0.01));
     assert!(rel(o.value.as_f64().unwrap(), iso_p.tau_opt().unwrap()) < 1e-12);
-    let o = run("temperature-isotropic", &[("d", "7"), ("l", "12"), ("alpha", "2")]).unwrap();
+    let o = run(
+        "temperature-isotropic",
+        &[("d", "7"), ("l", "12"), ("alpha", "2")],
+    )
+    .unwrap();
     let pe = tp::lemma41(&iso(7, 1.0, 1.0, 0.1), 12).unwrap();
     let ex = tp::exact::coefficients(&pe, &iso(7, 2.0, 1.0, 0.1), 12).unwrap();
     assert!(rel(o.value.as_f64().unwrap(), ex.tau_opt().unwrap()) < 1e-12);
     // training length and sampled parameters reach the library
     let o = run(
         "optimal-temperature",
-        &[("d", "4"), ("l", "9"), ("l-train", "20"), ("pretrain-m", "50"), ("pretrain-seed", "3")],
+        &[
+            ("d", "4"),
+            ("l", "9"),
+            ("l-train", "20"),
+            ("pretrain-m", "50"),
+            ("pretrain-seed", "3"),
+        ],
     )
     .unwrap();
-    let p = tp::pretrained(&iso(4, 1.0, 1.0, 0.1), 20, Pretrain::Sampled { m: 50, seed: 3 }).unwrap();
+    let p = tp::pretrained(
+        &iso(4, 1.0, 1.0, 0.1),
+        20,
+        Pretrain::Sampled { m: 50, seed: 3 },
+    )
+    .unwrap();
     let ex = tp::exact::coefficients(&p, &iso(4, 1.0, 1.0, 0.1), 9).unwrap();
     assert!(rel(o.value.as_f64().unwrap(), ex.tau_opt().unwrap()) < 1e-12);
     // a large mean warns; a small one does not
@@ -368,13 +422,28 @@ fn registry_forms_flags_and_bad_input() {
         Value::List(v) => v.len(),
         _ => panic!(),
     };
-    assert_eq!(w(&run("optimal-temperature", &[("d", "20"), ("test-mu-x", "0.1")]).unwrap()), 0);
-    assert_eq!(w(&run("optimal-temperature", &[("d", "20"), ("test-mu-x", "1")]).unwrap()), 1);
+    assert_eq!(
+        w(&run("optimal-temperature", &[("d", "20"), ("test-mu-x", "0.1")]).unwrap()),
+        0
+    );
+    assert_eq!(
+        w(&run("optimal-temperature", &[("d", "20"), ("test-mu-x", "1")]).unwrap()),
+        1
+    );
     // bad input: typed errors
     for (name, kv) in [
-        ("optimal-temperature", vec![("d", "3"), ("test-sigma-x", "1,2,3,4,5,6,7,8,9")]),
-        ("optimal-temperature", vec![("d", "2"), ("test-sigma-x", "1,2,2,1")]),
-        ("optimal-temperature", vec![("d", "3"), ("test-mu-x", "1,2")]),
+        (
+            "optimal-temperature",
+            vec![("d", "3"), ("test-sigma-x", "1,2,3,4,5,6,7,8,9")],
+        ),
+        (
+            "optimal-temperature",
+            vec![("d", "2"), ("test-sigma-x", "1,2,2,1")],
+        ),
+        (
+            "optimal-temperature",
+            vec![("d", "3"), ("test-mu-x", "1,2")],
+        ),
         ("optimal-temperature", vec![("l", "1")]),
         ("optimal-temperature", vec![("l-train", "1")]),
         ("optimal-temperature", vec![("form", "asymptotic")]),

@@ -508,7 +508,10 @@ fn theory_gives_the_closed_forms() {
     // The temperature paper: --form paper is Theorem 4.7 (spec 7.1 golden value 2.99980 at
     // Sigma_x = 2I, d = 50, l = 100); the default exact form is the model's finite-size optimum,
     // a little lower (spec 10's Monte Carlo: 2.9934).
-    let paper = theory1("optimal-temperature", &[("test-sigma-x", "2"), ("form", "paper")]);
+    let paper = theory1(
+        "optimal-temperature",
+        &[("test-sigma-x", "2"), ("form", "paper")],
+    );
     assert!((paper - 2.99980).abs() < 1e-5, "{paper}");
     let exact = theory1("optimal-temperature", &[("test-sigma-x", "2")]);
     assert!(exact < paper && exact > 0.99 * paper, "{exact}");

@@ -1030,9 +1030,17 @@ const TEMP: &[P] = &[
         Some("population"),
         "Lemma 4.1's X^T X/(ml): `population` (Sigma_x^tr) or from m sampled pretraining prompts",
     ),
-    P("pretrain-seed", Some("0"), "seed of the sampled pretraining prompts"),
+    P(
+        "pretrain-seed",
+        Some("0"),
+        "seed of the sampled pretraining prompts",
+    ),
     P("train-sigma", Some("0.1"), "train noise std"),
-    P("train-mu-x", Some("0"), "train x mean (the paper's form assumes a bounded norm)"),
+    P(
+        "train-mu-x",
+        Some("0"),
+        "train x mean (the paper's form assumes a bounded norm)",
+    ),
     P("train-sigma-x", Some("1"), "train x covariance"),
     P("train-mu-w", Some("0"), "train task mean (bounded norm)"),
     P("train-sigma-w", Some("1"), "train task covariance"),
@@ -1072,7 +1080,11 @@ impl TempEval {
     }
 
     /// The chosen form's value, both forms' values and their relative gap `paper/exact - 1`.
-    fn both(self, f: fn(&temperature::Coeffs) -> Result<f64>, key: [&'static str; 3]) -> Result<Out> {
+    fn both(
+        self,
+        f: fn(&temperature::Coeffs) -> Result<f64>,
+        key: [&'static str; 3],
+    ) -> Result<Out> {
         let v = f(&self.chosen())?;
         let paper = f(&self.paper)?;
         let exact = self.exact.map(|e| f(&e)).transpose()?;
@@ -1117,7 +1129,11 @@ fn temp_eval(c: &Ctx, exact_form: bool) -> Result<TempEval> {
     let (d, l) = (c.u("d")?, c.u("l")?);
     let train = gaussian(c, "train", d)?;
     let test = gaussian(c, "test", d)?;
-    let l_train = if c.raw("l-train")? == "l" { l } else { c.u("l-train")? };
+    let l_train = if c.raw("l-train")? == "l" {
+        l
+    } else {
+        c.u("l-train")?
+    };
     let how = if c.raw("pretrain-m")? == "population" {
         temperature::Pretrain::Population
     } else {
@@ -1149,7 +1165,9 @@ fn temp_eval_params(
             "the exact form is evaluated for d <= {EXACT_MAX_D} (got d = {d}); --form paper gives the leading order"
         )));
     } else {
-        warnings.push(format!("d > {EXACT_MAX_D}: the exact form is not evaluated"));
+        warnings.push(format!(
+            "d > {EXACT_MAX_D}: the exact form is not evaluated"
+        ));
         None
     };
     Ok(TempEval {
