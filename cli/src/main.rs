@@ -37,6 +37,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// What the firmware example computes on a microcontroller, on the host (one JSON line).
     Embedded(cmd::embedded::Args),
+    /// Reproduce a paper: run its experiments, check every claim, write report.json/.md/.html.
+    Repro(cmd::repro::Args),
 }
 
 fn main() {
@@ -54,6 +56,7 @@ fn main() {
         Command::Theory(a) => cmd::theory::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Embedded(a) => cmd::embedded::run(a),
+        Command::Repro(a) => cmd::repro::run(a),
     };
     if let Err(e) = res {
         let _ = writeln!(std::io::stderr(), "icl: error: {e}");
@@ -76,7 +79,7 @@ fn parse_error(e: clap::Error) -> ! {
             let msg = first.strip_prefix("error: ").unwrap_or(first);
             let hint = match e.kind() {
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-                    "a subcommand is required (train, eval, analyze, import, presets, theory, bench, embedded); see `icl --help`".to_string()
+                    "a subcommand is required (train, eval, analyze, import, presets, theory, bench, embedded, repro); see `icl --help`".to_string()
                 }
                 _ => format!("{msg} (see --help)"),
             };

@@ -6,5 +6,6 @@ pub mod embedded;
 pub mod eval;
 pub mod import;
 pub mod presets;
+pub mod repro;
 pub mod theory;
 pub mod train;

@@ -30,6 +30,7 @@ pub mod error;
 pub mod eval;
 pub mod folder;
 pub mod plot;
+pub mod repro;
 pub mod summary;
 pub mod theory;
 pub mod train;

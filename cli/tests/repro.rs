@@ -1,0 +1,136 @@
+//! `icl repro` at smoke scale, as CI runs it: every claim passes (or the test names the failing
+//! claim with its numbers), report.json follows its contract, a second invocation skips the
+//! complete runs and measures the same claims, and bad input is one line with exit 2.
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn icl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_icl"))
+        .args(args)
+        .output()
+        .expect("run icl")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("icl-repro-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+fn report(paper: &str, jobs: &str) -> (PathBuf, Value) {
+    let out = tmp(paper);
+    let o = icl(&[
+        "repro",
+        paper,
+        "--scale",
+        "smoke",
+        "--jobs",
+        jobs,
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success(),
+        "icl repro {paper}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j: Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    (out, j)
+}
+
+fn check_contract(j: &Value, paper: &str) {
+    assert_eq!(j["paper"], paper);
+    assert_eq!(j["scale"], "smoke");
+    assert!(j["version"].is_string() && j["machine"].is_string());
+    let claims = j["claims"].as_array().unwrap();
+    assert!(claims.len() >= 6, "{paper}: only {} claims", claims.len());
+    let mut failed = Vec::new();
+    for c in claims {
+        for k in ["id", "figure", "description", "tolerance"] {
+            assert!(c[k].is_string(), "{paper}: claim without {k}: {c}");
+        }
+        assert!(
+            c["paper_value"].is_number() && c["pass"].is_boolean(),
+            "{c}"
+        );
+        assert!(c["runs"].is_array());
+        if c["pass"] != true {
+            failed.push(format!(
+                "{} measured {} (paper {}, tolerance {}) {}",
+                c["id"], c["measured"], c["paper_value"], c["tolerance"], c["note"]
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{paper}: failing claims: {failed:#?}");
+    for r in j["runs"].as_array().unwrap() {
+        assert!(
+            r["name"].is_string()
+                && r["seconds"].as_f64().unwrap() > 0.0
+                && r["steps_per_s"].as_f64().unwrap() > 0.0,
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn zhang2025_smoke_passes_and_resumes() {
+    let (out, j) = report("zhang2025", "1");
+    check_contract(&j, "zhang2025");
+    for f in ["report.md", "report.html"] {
+        let t = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(t.contains("fig3-drops"), "{f} lacks the claims");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg"), "report.html has no inline figure");
+    // a second invocation trains nothing and measures the same numbers
+    let t0 = std::time::Instant::now();
+    let o = icl(&[
+        "repro",
+        "zhang2025",
+        "--quiet",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let j2: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["claims"], j2["claims"]);
+    assert!(
+        t0.elapsed().as_secs_f64() < 30.0,
+        "complete runs were retrained"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn he2025_smoke_passes() {
+    let (out, j) = report("he2025", "2");
+    check_contract(&j, "he2025");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2() {
+    let out = tmp("bad");
+    for args in [
+        vec!["repro", "nosuch", "--out"],
+        vec!["repro", "multilayer", "--out"],
+        vec!["repro", "he2025", "--only", "nosuch-claim", "--out"],
+        vec!["repro", "he2025", "--scale", "huge", "--out"],
+        vec!["repro", "he2025", "--jobs", "0", "--out"],
+    ] {
+        let mut a = args.clone();
+        a.push(out.to_str().unwrap());
+        let o = icl(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("icl: error: ") && err.trim_end().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+        assert!(!out.join("runs").exists(), "{args:?} wrote runs");
+    }
+}

@@ -1,0 +1,390 @@
+//! `icl repro`: one command per paper. Runs the paper's experiments as ordinary run folders under
+//! `OUT/runs/` (complete runs are skipped, interrupted ones resumed), measures every claim from
+//! those runs or from the theory registry, and writes `report.json` (the contract), `report.md`
+//! and a self-contained `report.html`.
+//!
+//! A claim is one checkable sentence of the paper with its number; `measured` always comes from
+//! icl (a run, a Monte Carlo, or a closed form evaluated by the registry), never from the paper.
+//! Where a claim depends on the seed it is measured over several seeds and the statistic is
+//! reported (mean and standard error, or the fraction of seeds).
+mod he2025;
+pub mod report;
+mod zhang2025;
+
+use crate::error::{Result, RunError};
+use crate::folder::RunDir;
+use crate::summary::Summary;
+use crate::train::{self, Outcome, TrainOptions};
+use icl_core::config::Config;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub use report::{write_reports, Report};
+
+/// The papers `icl repro` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paper {
+    He2025,
+    Zhang2025,
+}
+
+impl Paper {
+    /// Parse a paper name (`he2025`, `zhang2025`; `multilayer` and `temperature` are refused
+    /// with the reason).
+    pub fn parse(s: &str) -> Result<Paper> {
+        match s {
+            "he2025" => Ok(Paper::He2025),
+            "zhang2025" => Ok(Paper::Zhang2025),
+            "multilayer" | "temperature" => Err(RunError::Refused(format!(
+                "icl repro {s}: this paper's report is not written yet (he2025 and zhang2025 are)"
+            ))),
+            _ => Err(RunError::UnknownName(format!(
+                "paper {s:?} (he2025, zhang2025)"
+            ))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Paper::He2025 => "he2025",
+            Paper::Zhang2025 => "zhang2025",
+        }
+    }
+}
+
+/// How much compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Minutes on 2 cores, with the reductions each claim states.
+    Smoke,
+    /// The paper's sizes.
+    Paper,
+}
+
+impl Scale {
+    pub fn parse(s: &str) -> Result<Scale> {
+        match s {
+            "smoke" => Ok(Scale::Smoke),
+            "paper" => Ok(Scale::Paper),
+            _ => Err(RunError::Refused(format!(
+                "unknown scale {s:?} (smoke, paper)"
+            ))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Smoke => "smoke",
+            Scale::Paper => "paper",
+        }
+    }
+}
+
+/// What to reproduce.
+#[derive(Debug, Clone)]
+pub struct ReproOptions {
+    pub paper: Paper,
+    pub scale: Scale,
+    /// Claim ids to check (empty: all); only the runs they need are trained.
+    pub only: Vec<String>,
+    /// Runs trained at once.
+    pub jobs: usize,
+    pub out: PathBuf,
+    /// Engine name (default: the fastest built in).
+    pub engine: Option<String>,
+}
+
+/// One run of a paper's plan: a preset with overrides, trained into `OUT/runs/<name>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    pub name: String,
+    pub preset: String,
+    pub set: Vec<(String, String)>,
+}
+
+impl RunSpec {
+    fn new(name: impl Into<String>, preset: &str, set: &[(&str, String)]) -> RunSpec {
+        RunSpec {
+            name: name.into(),
+            preset: preset.into(),
+            set: set
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        }
+    }
+    fn config(&self) -> Result<Config> {
+        let mut c = icl_core::presets::preset(&self.preset)?;
+        for (k, v) in &self.set {
+            c.set(k, v)?;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+/// One claim of the report (the `claims` entries of `report.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    pub id: String,
+    pub figure: String,
+    pub description: String,
+    /// The paper's number (or, where the paper gives none, the spec's value derived from it;
+    /// `description` says which).
+    pub paper_value: f64,
+    pub measured: f64,
+    /// Standard error of `measured` over seeds or samples, where it has one.
+    pub stderr: Option<f64>,
+    /// The accepted range, in words (e.g. "[0.84, 0.93]", "within 1e-6").
+    pub tolerance: String,
+    pub pass: bool,
+    /// Why a claim is loosened at this scale, or what differs from the paper.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+    /// The run folders it was measured on (names under `runs/`).
+    pub runs: Vec<String>,
+}
+
+/// One run's cost (the `runs` entries of `report.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRow {
+    pub name: String,
+    pub seconds: f64,
+    pub steps_per_s: f64,
+}
+
+/// A claim's definition: which runs it needs and how it is measured from them.
+struct ClaimDef {
+    id: &'static str,
+    figure: &'static str,
+    description: &'static str,
+    runs: Vec<String>,
+    measure: Box<dyn Fn(&Runs) -> Result<Measured>>,
+}
+
+/// What a claim's measurement returns.
+struct Measured {
+    paper_value: f64,
+    measured: f64,
+    stderr: Option<f64>,
+    tolerance: String,
+    pass: bool,
+    note: String,
+}
+
+/// The finished runs of a report, by name.
+pub struct Runs {
+    dir: PathBuf,
+}
+
+impl Runs {
+    fn summary(&self, name: &str) -> Result<Summary> {
+        let p = RunDir::new(self.dir.join(name)).summary();
+        let text = crate::folder::read_text(&p)?;
+        serde_json::from_str(&text).map_err(|e| RunError::Corrupt(p.clone(), e.to_string()))
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+/// Mean and standard error of the mean (0 for one value).
+fn mean_se(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = v.iter().sum::<f64>() / n;
+    if v.len() < 2 {
+        return (m, 0.0);
+    }
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
+    (m, (var / n).sqrt())
+}
+
+/// Progress of a reproduction: `(run name, index, number of runs, "start" | "done" | "skip")`.
+pub type Progress<'a> = &'a mut (dyn FnMut(&str, usize, usize, &str) + Send);
+
+/// Train every run the selected claims need, measure the claims, write the reports.
+pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
+    let (specs, defs) = match o.paper {
+        Paper::He2025 => he2025::plan(o.scale),
+        Paper::Zhang2025 => zhang2025::plan(o.scale),
+    };
+    for id in &o.only {
+        if !defs.iter().any(|d| d.id == id) {
+            let ids: Vec<&str> = defs.iter().map(|d| d.id).collect();
+            return Err(RunError::Refused(format!(
+                "--only: {} has no claim {id:?} (claims: {})",
+                o.paper.name(),
+                ids.join(", ")
+            )));
+        }
+    }
+    let defs: Vec<ClaimDef> = defs
+        .into_iter()
+        .filter(|d| o.only.is_empty() || o.only.iter().any(|i| i == d.id))
+        .collect();
+    let needed: Vec<RunSpec> = specs
+        .into_iter()
+        .filter(|s| defs.iter().any(|d| d.runs.contains(&s.name)))
+        .collect();
+    // check every config before training anything
+    let cfgs: Vec<Config> = needed.iter().map(|s| s.config()).collect::<Result<_>>()?;
+    let runs_dir = o.out.join("runs");
+    std::fs::create_dir_all(&runs_dir).map_err(|e| RunError::Os(runs_dir.clone(), e))?;
+    let rows = run_all(&runs_dir, &needed, &cfgs, o, progress)?;
+    let runs = Runs { dir: runs_dir };
+    let mut claims = Vec::with_capacity(defs.len());
+    for d in &defs {
+        let m = (d.measure)(&runs)?;
+        claims.push(Claim {
+            id: d.id.into(),
+            figure: d.figure.into(),
+            description: d.description.into(),
+            paper_value: m.paper_value,
+            measured: m.measured,
+            stderr: m.stderr,
+            tolerance: m.tolerance,
+            pass: m.pass,
+            note: m.note,
+            runs: d.runs.clone(),
+        });
+    }
+    let report = Report {
+        paper: o.paper.name().into(),
+        scale: o.scale.name().into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        machine: report::machine(),
+        claims,
+        runs: rows,
+    };
+    write_reports(&o.out, &report, &runs)?;
+    Ok(report)
+}
+
+/// Train the runs (`jobs` at a time), skipping complete ones and resuming interrupted ones.
+fn run_all(
+    dir: &Path,
+    specs: &[RunSpec],
+    cfgs: &[Config],
+    o: &ReproOptions,
+    progress: Progress,
+) -> Result<Vec<RunRow>> {
+    let n = specs.len();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let progress = std::sync::Mutex::new(progress);
+    let results: Vec<std::sync::Mutex<Option<Result<RunRow>>>> =
+        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|sc| {
+        for _ in 0..o.jobs.clamp(1, n.max(1)) {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= n {
+                    break;
+                }
+                let r = run_one(dir, &specs[i], &cfgs[i], o, i, n, &progress);
+                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err(RunError::Refused("a run was not started".into())))
+        })
+        .collect()
+}
+
+fn run_one(
+    dir: &Path,
+    spec: &RunSpec,
+    cfg: &Config,
+    o: &ReproOptions,
+    i: usize,
+    n: usize,
+    progress: &std::sync::Mutex<Progress>,
+) -> Result<RunRow> {
+    let out = dir.join(&spec.name);
+    let say = |what: &str| {
+        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+        (*p)(&spec.name, i, n, what);
+    };
+    let rd = RunDir::new(&out);
+    if !rd.summary().is_file() {
+        say("start");
+        let to = TrainOptions {
+            engine: o.engine.clone(),
+            preset: Some(spec.preset.clone()),
+            ..TrainOptions::default()
+        };
+        let mut quiet = |_: u64, _: u64, _: f64| true;
+        let partial = dir.join(format!(".{}.partial", spec.name));
+        let res = if partial.exists() {
+            train::resume(&out, None, &to, &mut quiet)?
+        } else {
+            train::train(cfg, &out, &to, &mut quiet)?
+        };
+        if let Outcome::Interrupted { .. } = res {
+            return Err(RunError::Refused(format!(
+                "run {} was interrupted; re-run icl repro to resume it",
+                spec.name
+            )));
+        }
+        say("done");
+    } else {
+        say("skip");
+    }
+    let s = Runs {
+        dir: dir.to_path_buf(),
+    }
+    .summary(&spec.name)?;
+    Ok(RunRow {
+        name: spec.name.clone(),
+        seconds: s.seconds,
+        steps_per_s: s.steps_per_second,
+    })
+}
+
+/// A theory-registry value by name and parameters (the closed forms of the claims).
+fn theory(name: &str, args: &[(&str, &str)]) -> Result<f64> {
+    let a: Vec<(String, String)> = args
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let (out, _) = icl_core::theory::registry::evaluate(name, &a)?;
+    out.value
+        .as_f64()
+        .ok_or_else(|| RunError::Refused(format!("theory {name} returned no number")))
+}
+
+/// A claim that `measured` lies in `[lo, hi]`.
+fn in_range(paper: f64, measured: f64, se: Option<f64>, lo: f64, hi: f64, note: &str) -> Measured {
+    Measured {
+        paper_value: paper,
+        measured,
+        stderr: se,
+        tolerance: format!("[{lo}, {hi}]"),
+        pass: measured >= lo && measured <= hi,
+        note: note.into(),
+    }
+}
+
+/// A claim that `measured` is within `tol` of `target` (absolute).
+fn within(
+    paper: f64,
+    measured: f64,
+    se: Option<f64>,
+    target: f64,
+    tol: f64,
+    note: &str,
+) -> Measured {
+    Measured {
+        paper_value: paper,
+        measured,
+        stderr: se,
+        tolerance: format!("{target} ± {tol}"),
+        pass: (measured - target).abs() <= tol,
+        note: note.into(),
+    }
+}
