@@ -2,26 +2,37 @@
 //! training data of (seed, step) — isotropic tasks fully vectorised, other tasks through
 //! [`Task::sample_sequence`] one lane at a time. Sequence b always comes from stream
 //! (seed, Train, step, b), so the data equal the scalar reference's up to rounding.
-use crate::gauss::{fill_normal4, fill_normal8, Xoshiro4};
 use crate::kernel::Group;
 use crate::lanes::{one, zero, Lanes, SimdScalar};
 use icl_core::config::TaskKind;
 use icl_core::rng::{self, Domain};
 use icl_core::{Batch, Task};
-use wide::{f32x8, f64x4};
 
 /// Per-chunk scratch for data generation (sized on first use, reused after).
-#[derive(Debug, Clone, Default)]
-pub struct GenScratch<T> {
-    pub(crate) normals4: Vec<f64x4>,
-    pub(crate) normals8: Vec<f32x8>,
+#[derive(Debug, Clone)]
+pub struct GenScratch<T: SimdScalar> {
+    /// beta, then the noise draws (isotropic tasks).
+    beta: Vec<T::V>,
+    noise: Vec<T::V>,
     normals: Vec<f64>,
     z: Vec<T>,
     y: Vec<T>,
 }
 
+impl<T: SimdScalar> Default for GenScratch<T> {
+    fn default() -> Self {
+        GenScratch {
+            beta: Vec::new(),
+            noise: Vec::new(),
+            normals: Vec::new(),
+            z: Vec::new(),
+            y: Vec::new(),
+        }
+    }
+}
+
 /// Set the mask: lane k holds a sequence when `b0 + k < n`.
-#[inline]
+#[inline(always)]
 fn set_mask<V: Lanes>(g: &mut Group<V>, b0: usize, n: usize) {
     for (k, m) in g.mask.lanes_mut().iter_mut().enumerate() {
         *m = if b0 + k < n {
@@ -33,6 +44,7 @@ fn set_mask<V: Lanes>(g: &mut Group<V>, b0: usize, n: usize) {
 }
 
 /// Copy sequences `b0 .. b0 + W` of `batch` into the lanes of `g` (zeros past the end).
+#[inline(always)]
 pub fn gather<V: Lanes>(g: &mut Group<V>, batch: &Batch<V::T>, b0: usize) {
     set_mask(g, b0, batch.n);
     let no = batch.n_out;
@@ -55,6 +67,7 @@ pub fn gather<V: Lanes>(g: &mut Group<V>, batch: &Batch<V::T>, b0: usize) {
 
 /// Generate the training sequences `b0 .. b0 + W` of (seed, step) into the lanes of `g`;
 /// lanes at or past `n` are filled (from their own streams) but masked out.
+#[inline(always)]
 pub fn generate<T: SimdScalar>(
     g: &mut Group<T::V>,
     task: &Task,
@@ -66,7 +79,7 @@ pub fn generate<T: SimdScalar>(
 ) {
     set_mask(g, b0, n);
     if task.kind == TaskKind::Isotropic {
-        T::generate_isotropic(g, task, seed, step, b0, s);
+        generate_isotropic::<T>(g, task, seed, step, b0, s);
         return;
     }
     let (len, e, no) = (g.shape.len, task.e(), task.n_out);
@@ -84,86 +97,94 @@ pub fn generate<T: SimdScalar>(
     }
 }
 
-/// Four isotropic sequences (streams b0 .. b0 + 4) into lanes `4 q .. 4 q + 4`, in f64x4.
-/// Same draws and arithmetic as `Task::sample_sequence`: normals = [beta (d) | x_0..x_L (d each) |
-/// noise_0..noise_L (n_out each)], beta scaled by 1/sqrt(d), y = beta . x + sigma eps.
-#[inline(always)]
-pub(crate) fn generate_isotropic4<V: Lanes>(
-    g: &mut Group<V>,
-    task: &Task,
-    seed: u64,
-    step: u64,
-    b0: usize,
-    q: usize,
-    normals: &mut Vec<f64x4>,
-) {
-    let (d, no, len) = (task.d, task.n_out, g.shape.len);
-    let e = d + no;
-    normals.resize(task.normals_per_sequence(len), f64x4::ZERO);
-    let mut rng = Xoshiro4::train(seed, step, b0 as u64);
-    fill_normal4(&mut rng, normals);
-    let (beta, rest) = normals.split_at_mut(d);
-    let (xs, noise) = rest.split_at((len + 1) * d);
-    let sc = f64x4::splat(1.0 / (d as f64).sqrt());
-    beta.iter_mut().for_each(|b| *b *= sc);
-    let sigma = f64x4::splat(task.sigma);
-    for l in 0..=len {
-        let x = &xs[l * d..(l + 1) * d];
-        let tok = &mut g.z[l * e..(l + 1) * e];
-        let mut clean = f64x4::ZERO;
-        for i in 0..d {
-            tok[i].set4(q, x[i]);
-            clean += beta[i] * x[i];
-        }
-        for o in 0..no {
-            let eps = noise[l * no + o] * sigma;
-            if l < len {
-                tok[d + o].set4(q, clean + eps);
-            } else {
-                tok[d + o].set4(q, f64x4::ZERO);
-                g.y[o].set4(q, if task.query_noise { clean + eps } else { clean });
+/// Where the next normal of an isotropic sequence goes: the stream is
+/// `[beta (d) | x_0 .. x_L (d each) | noise_0 .. noise_L (n_out each)]` (`Task::sample_sequence`).
+struct Sink<'a, V> {
+    d: usize,
+    e: usize,
+    /// Index of the next normal, and its place among the x's (token l, component i).
+    idx: usize,
+    l: usize,
+    i: usize,
+    n_x: usize,
+    beta: &'a mut [V],
+    z: &'a mut [V],
+    noise: &'a mut [V],
+}
+
+impl<V: Copy> Sink<'_, V> {
+    #[inline(always)]
+    fn put(&mut self, v: V) {
+        let idx = self.idx;
+        self.idx += 1;
+        if idx < self.d {
+            self.beta[idx] = v;
+        } else if idx < self.d + self.n_x {
+            self.z[self.l * self.e + self.i] = v;
+            self.i += 1;
+            if self.i == self.d {
+                self.i = 0;
+                self.l += 1;
             }
+        } else {
+            self.noise[idx - self.d - self.n_x] = v;
         }
     }
 }
 
-/// Eight isotropic sequences (streams b0 .. b0 + 8) into the lanes of an f32 group, all in
-/// `f32x8`: the same draws as `Task::sample_sequence`, Box–Muller in f32 ([`fill_normal8`]),
-/// beta scaled by 1/sqrt(d), y = beta . x + sigma eps summed in f32.
+/// `W` isotropic sequences (streams b0 .. b0 + W) into the lanes of `g`: the same draws and
+/// arithmetic as `Task::sample_sequence`, the normals written straight into the tokens in
+/// stream order, beta scaled by 1/sqrt(d), `y = beta . x + sigma eps` summed in `T`.
 #[inline(always)]
-pub(crate) fn generate_isotropic8(
-    g: &mut Group<f32x8>,
+pub(crate) fn generate_isotropic<T: SimdScalar>(
+    g: &mut Group<T::V>,
     task: &Task,
     seed: u64,
     step: u64,
     b0: usize,
-    normals: &mut Vec<f32x8>,
+    s: &mut GenScratch<T>,
 ) {
     let (d, no, len) = (task.d, task.n_out, g.shape.len);
     let e = d + no;
-    normals.resize(task.normals_per_sequence(len), f32x8::ZERO);
-    let mut r0 = Xoshiro4::train(seed, step, b0 as u64);
-    let mut r1 = Xoshiro4::train(seed, step, b0 as u64 + 4);
-    fill_normal8(&mut r0, &mut r1, normals);
-    let (beta, rest) = normals.split_at_mut(d);
-    let (xs, noise) = rest.split_at((len + 1) * d);
-    let sc = f32x8::splat((1.0 / (d as f64).sqrt()) as f32);
-    beta.iter_mut().for_each(|b| *b *= sc);
-    let sigma = f32x8::splat(task.sigma as f32);
+    let total = task.normals_per_sequence(len);
+    s.beta.resize(d, T::V::zero());
+    s.noise.resize((len + 1) * no, T::V::zero());
+    let mut rng = T::train_rng(seed, step, b0 as u64);
+    let mut sink = Sink {
+        d,
+        e,
+        idx: 0,
+        l: 0,
+        i: 0,
+        n_x: (len + 1) * d,
+        beta: &mut s.beta,
+        z: &mut g.z,
+        noise: &mut s.noise,
+    };
+    // pairs in order; an odd tail keeps the cosine half (`icl_core::rng::fill_normal`)
+    for _ in 0..total / 2 {
+        let (c, sn) = T::box_muller(&mut rng);
+        sink.put(c);
+        sink.put(sn);
+    }
+    if total % 2 == 1 {
+        sink.put(T::box_muller(&mut rng).0);
+    }
+    let sc = T::V::splat(T::inv_sqrt(d));
+    s.beta.iter_mut().for_each(|b| *b = *b * sc);
+    let sigma = T::V::splat(T::of(task.sigma));
     for l in 0..=len {
-        let x = &xs[l * d..(l + 1) * d];
         let tok = &mut g.z[l * e..(l + 1) * e];
-        let mut clean = f32x8::ZERO;
+        let mut clean = T::V::zero();
         for i in 0..d {
-            tok[i] = x[i];
-            clean += beta[i] * x[i];
+            clean += s.beta[i] * tok[i];
         }
         for o in 0..no {
-            let eps = noise[l * no + o] * sigma;
+            let eps = s.noise[l * no + o] * sigma;
             if l < len {
                 tok[d + o] = clean + eps;
             } else {
-                tok[d + o] = f32x8::ZERO;
+                tok[d + o] = T::V::zero();
                 g.y[o] = if task.query_noise { clean + eps } else { clean };
             }
         }

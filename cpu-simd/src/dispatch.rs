@@ -1,8 +1,9 @@
 //! Which vector width the kernels run at, chosen once at run time: the plain
 //! `cargo build --release` targets baseline x86-64 (SSE2), so the hot kernels are also compiled
 //! inside `#[target_feature]` entry points for AVX2 and AVX-512 and picked by CPU detection.
-//! `ICL_SIMD=base|avx2|avx512` forces a level (never above what the CPU has). Every level gives
-//! the same bits: the kernels use no fused multiply-add and the same operation order.
+//! `ICL_SIMD=sse2|avx2|avx512` forces a level (never above what the CPU has; `base` is another
+//! name for `sse2`). Every level gives the same bits: the kernels use no fused multiply-add, the
+//! same lane counts and operation order, and the crate's own `exp`/`ln`/`sin`/`cos`.
 use std::sync::OnceLock;
 
 /// A vector instruction level.
@@ -17,9 +18,12 @@ pub enum Level {
 }
 
 impl Level {
-    /// `base`, `avx2`, `avx512`.
+    /// `sse2` (`base` off x86-64), `avx2`, `avx512`.
     pub fn as_str(self) -> &'static str {
         match self {
+            #[cfg(target_arch = "x86_64")]
+            Level::Base => "sse2",
+            #[cfg(not(target_arch = "x86_64"))]
             Level::Base => "base",
             Level::Avx2 => "avx2",
             Level::Avx512 => "avx512",
@@ -31,7 +35,12 @@ impl Level {
 pub fn detected() -> Level {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
             return Level::Avx512;
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -48,11 +57,50 @@ pub fn level() -> Level {
     *L.get_or_init(|| {
         let best = detected();
         let want = match std::env::var("ICL_SIMD").as_deref() {
-            Ok("base") => Level::Base,
+            Ok("base" | "sse2") => Level::Base,
             Ok("avx2") => Level::Avx2,
             Ok("avx512") => Level::Avx512,
             _ => best,
         };
         want.min(best)
     })
+}
+
+/// A kernel to run at a level: `run` must be `#[inline(always)]` (with everything it calls that
+/// is meant to vectorise), so that it is compiled into each level's entry point.
+pub trait Kernel {
+    type Out;
+    fn run(self) -> Self::Out;
+}
+
+macro_rules! entry {
+    ($name:ident, $feat:literal) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feat)]
+        fn $name<K: Kernel>(k: K) -> K::Out {
+            k.run()
+        }
+    };
+}
+entry!(run_avx2, "avx2,fma");
+entry!(run_avx512, "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma");
+
+/// Run `k` compiled for `level`, which must be at most [`detected`] (the engines cap it so).
+#[inline(always)]
+pub fn run<K: Kernel>(level: Level, k: K) -> K::Out {
+    match level.min(detected_cached()) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level is capped at what the CPU has, so it has these features.
+        Level::Avx512 => unsafe { run_avx512(k) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Level::Avx2 => unsafe { run_avx2(k) },
+        _ => k.run(),
+    }
+}
+
+/// [`detected`], computed once.
+pub fn detected_cached() -> Level {
+    static L: OnceLock<Level> = OnceLock::new();
+    *L.get_or_init(detected)
 }

@@ -2,7 +2,11 @@
 //! thread count); rayon runs the chunks, each in groups of `W` sequences (one per SIMD lane), and
 //! the chunks' partial gradients are added in chunk order. Results are therefore identical for
 //! any number of threads.
+//!
+//! Each chunk's work (data generation, forward, backward) is one [`Kernel`] compiled at every
+//! dispatch level and run at the engine's [`Level`] (the process's [`dispatch::level`] unless set).
 use crate::data::{gather, generate, GenScratch};
+use crate::dispatch::{self, Kernel, Level};
 use crate::kernel::{Dim, Group, Shape};
 use crate::lanes::{Lanes, SimdScalar};
 use icl_core::engine::{Engine, Sampling};
@@ -46,6 +50,7 @@ impl<T: SimdScalar> Chunk<T> {
         }
     }
 
+    #[inline(always)]
     fn fill(&mut self, src: Source<'_, T>, b0: usize, n: usize) {
         match src {
             Source::Batch(b) => gather(&mut self.group, b, b0),
@@ -103,6 +108,7 @@ impl<T: SimdScalar> Chunk<T> {
     }
 
     /// Only the data generation of the chunk (for the benchmark's time split).
+    #[inline(always)]
     fn generate_only(&mut self, src: Source<'_, T>, first: usize, n: usize) -> T {
         let w = <T::V as Lanes>::W;
         let end = (first + CHUNK).min(n);
@@ -116,6 +122,7 @@ impl<T: SimdScalar> Chunk<T> {
         acc
     }
 
+    #[inline(always)]
     fn predict(
         &mut self,
         act: &Act,
@@ -143,15 +150,90 @@ impl<T: SimdScalar> Chunk<T> {
 
 /// The SIMD + rayon engine. Holds per-chunk scratch, sized on first use and reused afterwards
 /// (no heap allocation per step once the shape is fixed).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SimdEngine<T: SimdScalar> {
     chunks: Vec<Chunk<T>>,
+    level: Level,
+}
+
+impl<T: SimdScalar> Default for SimdEngine<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A chunk's loss and gradient partials.
+struct LossGrad<'a, 'b, T: SimdScalar> {
+    ch: &'a mut Chunk<T>,
+    act: &'a Act,
+    circ: &'a Circuits<T>,
+    src: Source<'b, T>,
+    first: usize,
+    n: usize,
+    inv: T,
+}
+
+impl<T: SimdScalar> Kernel for LossGrad<'_, '_, T> {
+    type Out = ();
+    #[inline(always)]
+    fn run(self) {
+        self.ch
+            .loss_grad(self.act, self.circ, self.src, self.first, self.n, self.inv)
+    }
+}
+
+/// A chunk's data generation only.
+struct GenOnly<'a, 'b, T: SimdScalar> {
+    ch: &'a mut Chunk<T>,
+    src: Source<'b, T>,
+    first: usize,
+    n: usize,
+}
+
+impl<T: SimdScalar> Kernel for GenOnly<'_, '_, T> {
+    type Out = T;
+    #[inline(always)]
+    fn run(self) -> T {
+        self.ch.generate_only(self.src, self.first, self.n)
+    }
+}
+
+/// A chunk's predictions.
+struct Predict<'a, T: SimdScalar> {
+    ch: &'a mut Chunk<T>,
+    act: &'a Act,
+    circ: &'a Circuits<T>,
+    batch: &'a Batch<T>,
+    first: usize,
+    out: &'a mut [T],
+}
+
+impl<T: SimdScalar> Kernel for Predict<'_, T> {
+    type Out = ();
+    #[inline(always)]
+    fn run(self) {
+        self.ch
+            .predict(self.act, self.circ, self.batch, self.first, self.out)
+    }
 }
 
 impl<T: SimdScalar> SimdEngine<T> {
-    /// A new engine.
+    /// A new engine at the process's [`dispatch::level`].
     pub fn new() -> Self {
-        SimdEngine { chunks: Vec::new() }
+        Self::with_level(dispatch::level())
+    }
+
+    /// A new engine at `level` (capped at what the CPU has).
+    pub fn with_level(level: Level) -> Self {
+        SimdEngine {
+            chunks: Vec::new(),
+            level: level.min(dispatch::detected()),
+        }
+    }
+
+    /// The level the kernels run at.
+    pub fn level(&self) -> Level {
+        self.level
     }
 
     /// Boxed, for `dyn Engine` use.
@@ -181,16 +263,17 @@ impl<T: SimdScalar> SimdEngine<T> {
         }
     }
 
-    /// Run `f` on chunks `0 .. nch` (in parallel when there is more than one).
-    fn each(&mut self, nch: usize, f: impl Fn(usize, &mut Chunk<T>) + Sync + Send) {
+    /// Run `f` on chunks `0 .. nch` (in parallel when there is more than one), with the level.
+    fn each(&mut self, nch: usize, f: impl Fn(Level, usize, &mut Chunk<T>) + Sync + Send) {
+        let level = self.level;
         let chunks = &mut self.chunks[..nch];
         if nch == 1 {
-            f(0, &mut chunks[0]);
+            f(level, 0, &mut chunks[0]);
         } else {
             chunks
                 .par_iter_mut()
                 .enumerate()
-                .for_each(|(c, ch)| f(c, ch));
+                .for_each(|(c, ch)| f(level, c, ch));
         }
     }
 
@@ -206,8 +289,17 @@ impl<T: SimdScalar> SimdEngine<T> {
         let nch = self.fit(Self::shape(spec, len), n);
         let act = spec.act();
         let inv = T::one() / T::of((n * spec.n_out) as f64);
-        self.each(nch, |c, ch| {
-            ch.loss_grad(&act, circ, src, c * CHUNK, n, inv)
+        self.each(nch, |level, c, ch| {
+            let k = LossGrad {
+                ch,
+                act: &act,
+                circ,
+                src,
+                first: c * CHUNK,
+                n,
+                inv,
+            };
+            dispatch::run(level, k)
         });
         // fixed reduction order: chunk 0, 1, 2, ...
         grad.clear();
@@ -238,8 +330,14 @@ impl<T: SimdScalar> SimdEngine<T> {
         let nch = self.fit(Self::shape(spec, len), n);
         let src = Source::Train { task, seed, step };
         let sums = std::sync::Mutex::new(T::zero());
-        self.each(nch, |c, ch| {
-            let s = ch.generate_only(src, c * CHUNK, n);
+        self.each(nch, |level, c, ch| {
+            let k = GenOnly {
+                ch,
+                src,
+                first: c * CHUNK,
+                n,
+            };
+            let s = dispatch::run(level, k);
             if let Ok(mut m) = sums.lock() {
                 *m += s;
             }
@@ -263,6 +361,7 @@ impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
         self.run_loss_grad(spec, circ, Source::Batch(batch), batch.n, batch.len, grad)
     }
 
+    #[inline(always)]
     fn predict(
         &mut self,
         spec: &ModelSpec,
@@ -272,12 +371,23 @@ impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
     ) -> Result<()> {
         let nch = self.fit(Self::shape(spec, batch.len), batch.n);
         let act = spec.act();
+        let level = self.level;
         let chunks = &mut self.chunks[..nch];
         chunks
             .par_iter_mut()
             .zip(out.par_chunks_mut(CHUNK * spec.n_out))
             .enumerate()
-            .for_each(|(c, (ch, o))| ch.predict(&act, circ, batch, c * CHUNK, o));
+            .for_each(|(c, (ch, o))| {
+                let k = Predict {
+                    ch,
+                    act: &act,
+                    circ,
+                    batch,
+                    first: c * CHUNK,
+                    out: o,
+                };
+                dispatch::run(level, k)
+            });
         Ok(())
     }
 

@@ -1,9 +1,12 @@
-//! Four xoshiro256++ streams side by side in the lanes of a `u64x4`, and Box–Muller normals
-//! from them in `f64x4`: lane k reproduces `icl_core::rng::stream(..)` + `fill_normal` of its own
-//! sequence bit for bit up to the rounding of the vectorised `ln`/`sin_cos` (a few ulp in f64).
+//! `N` xoshiro256++ streams side by side, one per lane, and Box–Muller normals from them: lane k
+//! reproduces `icl_core::rng::stream(..)` + `fill_normal` of its own sequence, the integers bit
+//! for bit and the normals up to the rounding of the crate's own `ln`, `sin`, `cos` (a few ulp).
+//!
+//! Everything is a loop over the lanes of a fixed-size array, always inlined, so it vectorises at
+//! the level of the calling entry point ([`crate::dispatch`]) and gives the same bits at every
+//! level: no fused multiply-add, one polynomial per function, exact integer range reductions.
 use icl_core::rng::stream_key;
 use icl_core::rng::Domain;
-use wide::{f32x8, f64x4, u64x4, CmpEq};
 
 /// SplitMix64 step (what `SeedableRng::seed_from_u64` of rand_xoshiro uses to fill the state).
 #[inline]
@@ -15,33 +18,26 @@ fn splitmix_next(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Four independent xoshiro256++ generators, one per lane.
+/// `N` independent xoshiro256++ generators, one per lane.
 #[derive(Debug, Clone, Copy)]
-pub struct Xoshiro4 {
-    s: [u64x4; 4],
+pub struct Xoshiro<const N: usize> {
+    s: [[u64; N]; 4],
 }
 
-#[inline(always)]
-fn rotl(x: u64x4, k: u32) -> u64x4 {
-    (x << k) | (x >> (64 - k))
-}
-
-impl Xoshiro4 {
+impl<const N: usize> Xoshiro<N> {
     /// Lane k seeded like `Xoshiro256PlusPlus::seed_from_u64(keys[k])`.
-    pub fn from_keys(keys: [u64; 4]) -> Self {
-        let mut st = [[0u64; 4]; 4];
+    pub fn from_keys(keys: [u64; N]) -> Self {
+        let mut s = [[0u64; N]; 4];
         for (k, &key) in keys.iter().enumerate() {
             let mut x = key;
-            for w in st.iter_mut() {
+            for w in s.iter_mut() {
                 w[k] = splitmix_next(&mut x);
             }
         }
-        Xoshiro4 {
-            s: st.map(u64x4::from),
-        }
+        Xoshiro { s }
     }
 
-    /// The training streams (seed, Train, step, first .. first + 4).
+    /// The training streams (seed, Train, step, first .. first + N).
     pub fn train(seed: u64, step: u64, first: u64) -> Self {
         Self::from_keys(core::array::from_fn(|k| {
             stream_key(seed, Domain::Train, step, first + k as u64)
@@ -50,164 +46,268 @@ impl Xoshiro4 {
 
     /// Next output of every lane: `rotl(s0 + s3, 23) + s0`, then the xoshiro256 state update.
     #[inline(always)]
-    pub fn next_u64x4(&mut self) -> u64x4 {
-        let [s0, s1, s2, s3] = self.s;
-        let out = rotl(s0 + s3, 23) + s0;
-        let t = s1 << 17u32;
-        let s2 = s2 ^ s0;
-        let s3 = s3 ^ s1;
-        let s1 = s1 ^ s2;
-        let s0 = s0 ^ s3;
-        let s2 = s2 ^ t;
-        let s3 = rotl(s3, 45);
-        self.s = [s0, s1, s2, s3];
+    pub fn next(&mut self) -> [u64; N] {
+        let mut out = [0u64; N];
+        let [s0, s1, s2, s3] = &mut self.s;
+        for k in 0..N {
+            let (a, b, c, d) = (s0[k], s1[k], s2[k], s3[k]);
+            out[k] = a.wrapping_add(d).rotate_left(23).wrapping_add(a);
+            let t = b << 17;
+            let c = c ^ a;
+            let d = d ^ b;
+            let b = b ^ c;
+            let a = a ^ d;
+            s0[k] = a;
+            s1[k] = b;
+            s2[k] = c ^ t;
+            s3[k] = d.rotate_left(45);
+        }
         out
     }
 }
 
-/// Exact conversion of integers below 2^54 to f64 (split at bit 52; both halves convert exactly
-/// by the 2^52 exponent trick, and their sum is representable).
+/// Bits of 2^52: `f64::from_bits(MAGIC | m) - 2^52 = m` exactly for m < 2^52.
+const MAGIC: u64 = 0x4330_0000_0000_0000;
+const TWO52: f64 = 4_503_599_627_370_496.0;
+/// 2^-53.
+const INV53: f64 = 1.0 / 9_007_199_254_740_992.0;
+
+/// Exact conversion of an integer `m <= 2^53` to f64 with integer and f64 add/sub only (the
+/// 64-bit integer conversion instructions need AVX-512DQ): split at bit 52.
 #[inline(always)]
-fn u54_to_f64(v: u64x4) -> f64x4 {
-    const MAGIC: u64 = 0x4330_0000_0000_0000; // bits of 2^52
-    let two52 = f64x4::splat(4_503_599_627_370_496.0);
-    let lo = v & u64x4::splat((1u64 << 52) - 1);
-    let hi = v >> 52u32;
-    let flo: f64x4 = bytemuck_cast(lo | u64x4::splat(MAGIC)) - two52;
-    let fhi: f64x4 = bytemuck_cast(hi | u64x4::splat(MAGIC)) - two52;
-    fhi.mul_add(two52, flo)
+fn u53_to_f64(m: u64) -> f64 {
+    let lo = f64::from_bits(MAGIC | (m & ((1 << 52) - 1))) - TWO52;
+    let hi = f64::from_bits(MAGIC | (m >> 52)) - TWO52;
+    hi * TWO52 + lo
 }
 
+/// `u1 = ((x >> 11) + 1) 2^-53` in (0, 1], exactly as `icl_core::rng::uniform_open0`.
 #[inline(always)]
-fn bytemuck_cast(v: u64x4) -> f64x4 {
-    let a = v.to_array();
-    f64x4::from(a.map(f64::from_bits))
+fn uniform_open0(x: u64) -> f64 {
+    u53_to_f64((x >> 11) + 1) * INV53
 }
 
-/// One Box–Muller pair per lane, as `icl_core::rng::box_muller`:
-/// `u1 = ((x >> 11) + 1) 2^-53`, `u2 = (x' >> 11) 2^-53`, `r = sqrt(-2 ln u1)`, `th = 2 pi u2`,
-/// returns `(r cos th, r sin th)`.
+/// The angle `2 pi u2` (u2 = m 2^-53, m = x >> 11) as `k pi/2 + t`, |t| <= pi/4, exactly in
+/// integers: `k = round(m / 2^51)` in 0..=4 and `t = 2 pi (m - k 2^51) 2^-53`, rounded once.
 #[inline(always)]
-pub fn box_muller4(rng: &mut Xoshiro4) -> (f64x4, f64x4) {
-    let inv = f64x4::splat(1.0 / 9_007_199_254_740_992.0);
-    let a = rng.next_u64x4();
-    let b = rng.next_u64x4();
-    let u1 = u54_to_f64((a >> 11u32) + u64x4::splat(1)) * inv;
-    let u2 = u54_to_f64(b >> 11u32) * inv;
-    let r = (f64x4::splat(-2.0) * u1.ln()).sqrt();
-    let th = f64x4::splat(core::f64::consts::TAU) * u2;
-    let (s, c) = th.sin_cos();
-    (r * c, r * s)
+fn quadrant(x: u64) -> (f64, u64) {
+    let m = x >> 11;
+    let k = (m + (1 << 50)) >> 51;
+    // m - k 2^51 + 2^51 lies in (2^50, 3 2^50]: converts exactly
+    let biased = m + (1 << 51) - (k << 51);
+    let t = ((f64::from_bits(MAGIC | biased) - TWO52) - 2_251_799_813_685_248.0)
+        * (core::f64::consts::TAU * INV53);
+    (t, k)
+}
+
+/// Natural logarithm for positive normal f64 (fdlibm's `log`: x = 2^k (1 + f),
+/// sqrt(2)/2 <= 1 + f < sqrt(2), s = f / (2 + f), ln(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2))),
+/// the exponent taken from the bits without integer-to-float conversion instructions.
+#[inline(always)]
+pub fn ln_f64(x: f64) -> f64 {
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    const LG: [f64; 7] = [
+        6.666_666_666_666_735e-1,
+        3.999_999_999_940_942e-1,
+        2.857_142_874_366_239e-1,
+        2.222_219_843_214_978_4e-1,
+        1.818_357_216_161_805e-1,
+        1.531_383_769_920_937_3e-1,
+        1.479_819_860_511_658_6e-1,
+    ];
+    let ix = x
+        .to_bits()
+        .wrapping_add(0x3ff0_0000_0000_0000 - 0x3fe6_a09e_667f_3bcd);
+    let k = (f64::from_bits(MAGIC | (ix >> 52)) - TWO52) - 1023.0;
+    let m = f64::from_bits((ix & 0x000f_ffff_ffff_ffff) + 0x3fe6_a09e_667f_3bcd);
+    let f = m - 1.0;
+    let hfsq = 0.5 * f * f;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * (LG[1] + w * (LG[3] + w * LG[5]));
+    let t2 = z * (LG[0] + w * (LG[2] + w * (LG[4] + w * LG[6])));
+    let r = t2 + t1;
+    s * (hfsq + r) + k * LN2_LO - hfsq + f + k * LN2_HI
+}
+
+/// Natural logarithm for positive normal f32 (musl's `logf`, same scheme as [`ln_f64`]).
+#[inline(always)]
+pub fn ln_f32(x: f32) -> f32 {
+    const LN2_HI: f32 = 6.931_381_2e-1;
+    const LN2_LO: f32 = 9.058_000_6e-6;
+    const LG: [f32; 4] = [0.666_666_63, 0.400_009_72, 0.284_987_87, 0.242_790_79];
+    let ix = x.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
+    // ix >> 23 < 2^8: exact through the 2^23 exponent trick
+    let k = (f32::from_bits(0x4b00_0000 | (ix >> 23)) - 8_388_608.0) - 127.0;
+    let m = f32::from_bits((ix & 0x007f_ffff) + 0x3f35_04f3);
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let w = z * z;
+    let t1 = w * (LG[1] + w * LG[3]);
+    let t2 = z * (LG[0] + w * LG[2]);
+    let r = t2 + t1;
+    let hfsq = 0.5 * f * f;
+    s * (hfsq + r) + k * LN2_LO - hfsq + f + k * LN2_HI
+}
+
+/// (sin t, cos t) for |t| <= pi/4 in f64 (fdlibm's kernel polynomials).
+#[inline(always)]
+fn sin_cos_f64(t: f64) -> (f64, f64) {
+    const S: [f64; 6] = [
+        -1.666_666_666_666_663_2e-1,
+        8.333_333_333_322_49e-3,
+        -1.984_126_982_985_795e-4,
+        2.755_731_370_707_006_8e-6,
+        -2.505_076_025_340_686_3e-8,
+        1.589_690_995_211_55e-10,
+    ];
+    const C: [f64; 6] = [
+        4.166_666_666_666_66e-2,
+        -1.388_888_888_887_411e-3,
+        2.480_158_728_947_673e-5,
+        -2.755_731_435_139_066_3e-7,
+        2.087_572_321_298_175e-9,
+        -1.135_964_755_778_819_5e-11,
+    ];
+    let z = t * t;
+    let rs = S[1] + z * (S[2] + z * (S[3] + z * (S[4] + z * S[5])));
+    let sin = t + z * t * (S[0] + z * rs);
+    let rc = z * (C[0] + z * (C[1] + z * (C[2] + z * (C[3] + z * (C[4] + z * C[5])))));
+    let hz = 0.5 * z;
+    let w = 1.0 - hz;
+    let cos = w + (((1.0 - w) - hz) + z * rc);
+    (sin, cos)
+}
+
+/// (sin t, cos t) for |t| <= pi/4 in f32 (Cephes sinf/cosf polynomials).
+#[inline(always)]
+fn sin_cos_f32(t: f32) -> (f32, f32) {
+    let z = t * t;
+    let sin = (z * t) * ((-1.951_529_6e-4 * z + 8.332_161e-3) * z - 1.666_665_5e-1) + t;
+    let cos =
+        (z * z) * ((2.443_315_7e-5 * z - 1.388_731_6e-3) * z + 4.166_664_6e-2) + (1.0 - 0.5 * z);
+    (sin, cos)
+}
+
+/// (cos, sin) of `k pi/2 + t` from (sin t, cos t), k in 0..=4, as bit operations: quadrant
+/// k gives (c, s), (-s, c), (-c, -s), (s, -c), (c, s).
+macro_rules! quadrant_fix {
+    ($s:expr, $c:expr, $k:expr, $bits:ty, $sign:expr) => {{
+        let k = $k as $bits;
+        let swap = (k & 1).wrapping_neg(); // all ones for odd k
+        let (sb, cb) = ($s.to_bits(), $c.to_bits());
+        let cc = (sb & swap) | (cb & !swap);
+        let ss = (cb & swap) | (sb & !swap);
+        let neg_cos = ((k + 1) >> 1 & 1) * $sign;
+        let neg_sin = (k >> 1 & 1) * $sign;
+        (cc ^ neg_cos, ss ^ neg_sin)
+    }};
+}
+
+/// One Box–Muller pair per lane in f64, as `icl_core::rng::box_muller`: `u1` from the first
+/// draw, the angle `2 pi u2` from the second, returns `(r cos th, r sin th)`, r = sqrt(-2 ln u1).
+#[inline(always)]
+pub fn box_muller_f64<const N: usize>(rng: &mut Xoshiro<N>) -> ([f64; N], [f64; N]) {
+    let a = rng.next();
+    let b = rng.next();
+    let mut c = [0.0; N];
+    let mut s = [0.0; N];
+    for k in 0..N {
+        let r = (-2.0 * ln_f64(uniform_open0(a[k]))).sqrt();
+        let (t, q) = quadrant(b[k]);
+        let (st, ct) = sin_cos_f64(t);
+        let (cb, sb) = quadrant_fix!(st, ct, q, u64, 1u64 << 63);
+        c[k] = r * f64::from_bits(cb);
+        s[k] = r * f64::from_bits(sb);
+    }
+    (c, s)
+}
+
+/// One Box–Muller pair per lane in f32. The uniforms are exact (f64); `ln u1` is taken as
+/// `ln hi + lo` with `hi = f32(u1)`, `lo = f32(u1 - hi)` (which keeps the relative accuracy of
+/// ln u1 for u1 near 1, where rounding u1 itself to f32 would lose it), the angle is reduced
+/// exactly in integers and rounded once to f32. Within a few f32 ulp of
+/// `icl_core::rng::box_muller` rounded to f32.
+#[inline(always)]
+pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>) -> ([f32; N], [f32; N]) {
+    let a = rng.next();
+    let b = rng.next();
+    let mut c = [0.0; N];
+    let mut s = [0.0; N];
+    for k in 0..N {
+        let u = uniform_open0(a[k]);
+        let hi = u as f32;
+        let lo = (u - hi as f64) as f32;
+        let r = (-2.0 * (ln_f32(hi) + lo)).sqrt();
+        let (t, q) = quadrant(b[k]);
+        let (st, ct) = sin_cos_f32(t as f32);
+        let (cb, sb) = quadrant_fix!(st, ct, q, u32, 1u32 << 31);
+        c[k] = r * f32::from_bits(cb);
+        s[k] = r * f32::from_bits(sb);
+    }
+    (c, s)
 }
 
 /// Fill `out` with normals in the order of `icl_core::rng::fill_normal` (pairs; an odd tail
-/// keeps the cosine half), four streams at once.
-#[inline(always)]
-pub fn fill_normal4(rng: &mut Xoshiro4, out: &mut [f64x4]) {
+/// keeps the cosine half), `N` streams at once, in f64.
+pub fn fill_normal_f64<const N: usize>(rng: &mut Xoshiro<N>, out: &mut [[f64; N]]) {
     let mut chunks = out.chunks_exact_mut(2);
     for pair in &mut chunks {
-        let (c, s) = box_muller4(rng);
-        pair[0] = c;
-        pair[1] = s;
+        (pair[0], pair[1]) = box_muller_f64(rng);
     }
     if let [last] = chunks.into_remainder() {
-        *last = box_muller4(rng).0;
+        *last = box_muller_f64(rng).0;
     }
 }
 
-/// Four f64 lanes and four more, rounded to one `f32x8`.
-#[inline(always)]
-fn to_f32x8(lo: f64x4, hi: f64x4) -> f32x8 {
-    let (a, b) = (lo.to_array(), hi.to_array());
-    f32x8::from([
-        a[0] as f32,
-        a[1] as f32,
-        a[2] as f32,
-        a[3] as f32,
-        b[0] as f32,
-        b[1] as f32,
-        b[2] as f32,
-        b[3] as f32,
-    ])
-}
-
-/// The eight f32 lanes widened to two `f64x4`.
-#[inline(always)]
-fn to_f64x4_pair(v: f32x8) -> (f64x4, f64x4) {
-    let a = v.to_array();
-    (
-        f64x4::from([a[0] as f64, a[1] as f64, a[2] as f64, a[3] as f64]),
-        f64x4::from([a[4] as f64, a[5] as f64, a[6] as f64, a[7] as f64]),
-    )
-}
-
-/// `x = 2 pi u2` split as `x = k pi/2 + t`, |t| <= pi/4, exactly in integers: with
-/// `m = x' >> 11` (u2 = m 2^-53), `k = round(m / 2^51)` and `t = 2 pi (m - k 2^51) 2^-53`.
-/// Returns t (computed in f64, rounded once to f32 later) and k as f64 (0..=4).
-#[inline(always)]
-fn reduce_quadrant(x: u64x4) -> (f64x4, f64x4) {
-    let m = x >> 11u32;
-    let k = (m + u64x4::splat(1 << 50)) >> 51u32;
-    // m - k 2^51 + 2^51 lies in (2^50, 3 2^50]: converts exactly
-    let biased = m + u64x4::splat(1 << 51) - (k << 51u32);
-    let t = (u54_to_f64(biased) - f64x4::splat(2_251_799_813_685_248.0))
-        * f64x4::splat(core::f64::consts::TAU / 9_007_199_254_740_992.0);
-    (t, u54_to_f64(k))
-}
-
-/// Eight Box–Muller pairs (lanes 0-3 from `r0`, 4-7 from `r1`) in f32: the uniforms are exact
-/// (f64), `ln` is wide's f32 `ln` (Cephes logf), the angle is reduced to |t| <= pi/4 exactly in
-/// integers and sin/cos use the Cephes sinf/cosf polynomials, then the quadrant is applied.
-/// Within a few f32 ulp of `icl_core::rng::box_muller` rounded to f32.
-#[inline(always)]
-pub fn box_muller8(r0: &mut Xoshiro4, r1: &mut Xoshiro4) -> (f32x8, f32x8) {
-    let inv = f64x4::splat(1.0 / 9_007_199_254_740_992.0);
-    let (a0, a1) = (r0.next_u64x4(), r1.next_u64x4());
-    let (b0, b1) = (r0.next_u64x4(), r1.next_u64x4());
-    // u1 = hi + lo with hi = f32(u1): ln u1 = ln hi + ln(1 + lo/hi) ~ ln hi + lo, which keeps the
-    // relative accuracy of ln u1 for u1 near 1 (where rounding u1 itself to f32 would lose it)
-    let u0 = u54_to_f64((a0 >> 11u32) + u64x4::splat(1)) * inv;
-    let u1 = u54_to_f64((a1 >> 11u32) + u64x4::splat(1)) * inv;
-    let hi = to_f32x8(u0, u1);
-    let (h0, h1) = to_f64x4_pair(hi);
-    let lo = to_f32x8(u0 - h0, u1 - h1);
-    let r = (f32x8::splat(-2.0) * (hi.ln() + lo)).sqrt();
-    let ((t0, k0), (t1, k1)) = (reduce_quadrant(b0), reduce_quadrant(b1));
-    let (t, k) = (to_f32x8(t0, t1), to_f32x8(k0, k1));
-    let z = t * t;
-    let s = (z * t).mul_add(
-        f32x8::splat(-1.951_529_6E-4)
-            .mul_add(z, f32x8::splat(8.332_161E-3))
-            .mul_add(z, f32x8::splat(-1.666_665_5E-1)),
-        t,
-    );
-    let c = (z * z).mul_add(
-        f32x8::splat(2.443_315_7E-5)
-            .mul_add(z, f32x8::splat(-1.388_731_6E-3))
-            .mul_add(z, f32x8::splat(4.166_664_6E-2)),
-        f32x8::splat(-0.5).mul_add(z, f32x8::splat(1.0)),
-    );
-    // quadrant k: (cos, sin) of k pi/2 + t = (c, s), (-s, c), (-c, -s), (s, -c), (c, s)
-    let (one, two, three) = (f32x8::splat(1.0), f32x8::splat(2.0), f32x8::splat(3.0));
-    let odd = k.cmp_eq(one) | k.cmp_eq(three);
-    let neg_cos = k.cmp_eq(one) | k.cmp_eq(two);
-    let neg_sin = k.cmp_eq(two) | k.cmp_eq(three);
-    let (cc, ss) = (odd.blend(s, c), odd.blend(c, s));
-    let cc = neg_cos.blend(-cc, cc);
-    let ss = neg_sin.blend(-ss, ss);
-    (r * cc, r * ss)
-}
-
-/// Fill `out` with normals in the order of `icl_core::rng::fill_normal`, eight streams at once, in f32.
-#[inline(always)]
-pub fn fill_normal8(r0: &mut Xoshiro4, r1: &mut Xoshiro4, out: &mut [f32x8]) {
+/// As [`fill_normal_f64`], in f32 ([`box_muller_f32`]).
+pub fn fill_normal_f32<const N: usize>(rng: &mut Xoshiro<N>, out: &mut [[f32; N]]) {
     let mut chunks = out.chunks_exact_mut(2);
     for pair in &mut chunks {
-        let (c, s) = box_muller8(r0, r1);
-        pair[0] = c;
-        pair[1] = s;
+        (pair[0], pair[1]) = box_muller_f32(rng);
     }
     if let [last] = chunks.into_remainder() {
-        *last = box_muller8(r0, r1).0;
+        *last = box_muller_f32(rng).0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ln_matches_libm() {
+        let (mut w64, mut w32) = (0.0f64, 0.0f64);
+        for i in 1..200_000u64 {
+            let x = i as f64 / 200_000.0;
+            let x = x * x * x;
+            let e = (ln_f64(x) - x.ln()).abs() / x.ln().abs().max(1e-300);
+            w64 = w64.max(e);
+            let xf = x as f32;
+            let want = (xf as f64).ln();
+            let ef = (ln_f32(xf) as f64 - want).abs() / want.abs().max(1e-30);
+            if want != 0.0 {
+                w32 = w32.max(ef);
+            }
+        }
+        assert!(w64 < 4e-16, "f64 ln relative error {w64:e}");
+        assert!(w32 < 3e-7, "f32 ln relative error {w32:e}");
+        assert_eq!(ln_f64(1.0), 0.0);
+        assert_eq!(ln_f32(1.0), 0.0);
+    }
+
+    #[test]
+    fn sin_cos_match_libm() {
+        for i in 0..=10_000 {
+            let t = -core::f64::consts::FRAC_PI_4 + core::f64::consts::FRAC_PI_2 * i as f64 / 1e4;
+            let (s, c) = sin_cos_f64(t);
+            assert!((s - t.sin()).abs() < 2e-16 && (c - t.cos()).abs() < 2e-16, "{t}");
+            let (s, c) = sin_cos_f32(t as f32);
+            let tf = t as f32 as f64;
+            assert!((s as f64 - tf.sin()).abs() < 2e-7 && (c as f64 - tf.cos()).abs() < 2e-7);
+        }
     }
 }

@@ -30,7 +30,10 @@ pub trait LaneScalar:
     const ZERO: Self;
     const ONE: Self;
     /// e^x for x <= 0 (softmax weights), by range reduction and a polynomial; see [`exp_lanes`].
-    fn exp_lanes(x: &mut [Self; W]);
+    /// One implementation for every lane count and dispatch level (same bits everywhere).
+    fn exp_lanes<const N: usize>(x: &mut [Self; N]);
+    /// Square root (correctly rounded, so the same bits at every level).
+    fn lane_sqrt(self) -> Self;
     /// `x` rounded to the lane type.
     fn lane_of(x: f64) -> Self;
     /// 1 / x.
@@ -141,7 +144,7 @@ impl LaneScalar for f32 {
     /// Cody–Waite reduction `x = n ln2 + r`, |r| <= ln2/2, degree-7 Taylor polynomial of e^r
     /// (truncation < 5e-9 relative, below f32 rounding), times 2^n built in the exponent bits.
     #[inline(always)]
-    fn exp_lanes(x: &mut [f32; W]) {
+    fn exp_lanes<const N: usize>(x: &mut [f32; N]) {
         const LOG2E: f32 = core::f32::consts::LOG2_E;
         const LN2_HI: f32 = 0.693_145_75;
         const LN2_LO: f32 = 1.428_606_8e-6;
@@ -171,6 +174,10 @@ impl LaneScalar for f32 {
     fn lane_recip(self) -> f32 {
         1.0 / self
     }
+    #[inline(always)]
+    fn lane_sqrt(self) -> f32 {
+        self.sqrt()
+    }
 }
 
 impl LaneScalar for f64 {
@@ -178,7 +185,7 @@ impl LaneScalar for f64 {
     const ONE: f64 = 1.0;
     /// As for f32 with a degree-12 polynomial (truncation < 2e-16 relative).
     #[inline(always)]
-    fn exp_lanes(x: &mut [f64; W]) {
+    fn exp_lanes<const N: usize>(x: &mut [f64; N]) {
         const LOG2E: f64 = core::f64::consts::LOG2_E;
         const LN2_HI: f64 = 6.931_471_803_691_238e-1;
         const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
@@ -216,6 +223,10 @@ impl LaneScalar for f64 {
     #[inline(always)]
     fn lane_recip(self) -> f64 {
         1.0 / self
+    }
+    #[inline(always)]
+    fn lane_sqrt(self) -> f64 {
+        self.sqrt()
     }
 }
 

@@ -1,10 +1,22 @@
-//! Lane types: one SIMD lane per sequence. `f32` runs in `wide::f32x8` (8 sequences per
-//! vector), `f64` in `wide::f64x4` (4 sequences). Every kernel is written once against [`Lanes`].
-use crate::data::GenScratch;
-use crate::kernel::Group;
+//! Lane types of the one-layer engine: one sequence per lane, 16 sequences per `f32` vector and 8
+//! per `f64` vector (one 512-bit register either way; two 256-bit or four 128-bit ones at the
+//! lower levels). Every kernel is written once against [`Lanes`].
+//!
+//! The operations are loops over a fixed-size array, always inlined, so the compiler turns each
+//! into vector instructions of whatever width the calling function is compiled for: the plain
+//! build's SSE2, or AVX2 / AVX-512 inside the `#[target_feature]` entry points of
+//! [`crate::dispatch`]. The lane count does not depend on the level, no operation is fused (no
+//! FMA contraction) and `exp`, `ln`, `sin`/`cos` are the crate's own polynomials, so every level
+//! gives the same bits.
+use crate::gauss::{self, Xoshiro};
+use crate::lane::LaneScalar;
 use core::ops::{Add, AddAssign, Div, Mul, Sub};
-use icl_core::{Scalar, Task};
-use wide::{f32x8, f64x4};
+use icl_core::Scalar;
+
+/// `N` values of `T`, one per sequence, aligned to a 512-bit register.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(C, align(64))]
+pub struct Pack<T, const N: usize>(pub [T; N]);
 
 /// A vector of `W` values of scalar `T`, one per sequence.
 pub trait Lanes:
@@ -30,7 +42,7 @@ pub trait Lanes:
     fn zero() -> Self {
         Self::splat(zero())
     }
-    /// `self * m + a` (fused when the target has FMA).
+    /// `self * m + a`, rounded twice (never fused, so that every level agrees).
     fn fma(self, m: Self, a: Self) -> Self;
     /// Lane-wise maximum.
     fn vmax(self, o: Self) -> Self;
@@ -38,14 +50,12 @@ pub trait Lanes:
     fn vexp(self) -> Self;
     /// Lane-wise square root.
     fn vsqrt(self) -> Self;
-    /// Sum of the lanes in a fixed order.
+    /// Sum of the lanes in lane order.
     fn sum(self) -> Self::T;
     /// The lanes as a slice.
     fn lanes(&self) -> &[Self::T];
     /// The lanes as a mutable slice.
     fn lanes_mut(&mut self) -> &mut [Self::T];
-    /// Write four f64 values (rounded to `T`) into lanes `4 q .. 4 q + 4`.
-    fn set4(&mut self, q: usize, v: f64x4);
 
     /// Lane-wise tanh x = 1 - 2 / (e^{2x} + 1) (saturates to +-1 without overflow trouble).
     #[inline(always)]
@@ -56,137 +66,143 @@ pub trait Lanes:
     }
 }
 
-/// The scalars the SIMD engine runs in, with their lane type.
-pub trait SimdScalar: Scalar + crate::multilayer::MlScalar + Send + Sync {
+/// The scalars the SIMD engine runs in, with their lane type and its data generator.
+pub trait SimdScalar: Scalar + LaneScalar + crate::multilayer::MlScalar + Send + Sync {
     /// The vector type.
     type V: Lanes<T = Self>;
+    /// One xoshiro256++ stream per lane.
+    type Rng: Copy;
 
-    /// Generate isotropic training sequences `b0 .. b0 + W` of (seed, step) into the lanes of `g`.
-    fn generate_isotropic(
-        g: &mut Group<Self::V>,
-        task: &Task,
-        seed: u64,
-        step: u64,
-        b0: usize,
-        s: &mut GenScratch<Self>,
-    );
+    /// The training streams (seed, Train, step, first ..) of the lanes.
+    fn train_rng(seed: u64, step: u64, first: u64) -> Self::Rng;
+    /// One Box–Muller pair per lane (see [`crate::gauss`]).
+    fn box_muller(rng: &mut Self::Rng) -> (Self::V, Self::V);
+    /// `1 / sqrt(d)` as the data generator rounds it.
+    fn inv_sqrt(d: usize) -> Self;
 }
 
-impl SimdScalar for f32 {
-    type V = f32x8;
+/// Lanes per `f32` vector.
+pub const W32: usize = 16;
+/// Lanes per `f64` vector.
+pub const W64: usize = 8;
 
+impl SimdScalar for f32 {
+    type V = Pack<f32, W32>;
+    type Rng = Xoshiro<W32>;
     #[inline(always)]
-    fn generate_isotropic(
-        g: &mut Group<f32x8>,
-        task: &Task,
-        seed: u64,
-        step: u64,
-        b0: usize,
-        s: &mut GenScratch<f32>,
-    ) {
-        crate::data::generate_isotropic8(g, task, seed, step, b0, &mut s.normals8);
+    fn train_rng(seed: u64, step: u64, first: u64) -> Self::Rng {
+        Xoshiro::train(seed, step, first)
+    }
+    #[inline(always)]
+    fn box_muller(rng: &mut Self::Rng) -> (Self::V, Self::V) {
+        let (c, s) = gauss::box_muller_f32(rng);
+        (Pack(c), Pack(s))
+    }
+    fn inv_sqrt(d: usize) -> f32 {
+        (1.0 / (d as f64).sqrt()) as f32
     }
 }
 
 impl SimdScalar for f64 {
-    type V = f64x4;
-
+    type V = Pack<f64, W64>;
+    type Rng = Xoshiro<W64>;
     #[inline(always)]
-    fn generate_isotropic(
-        g: &mut Group<f64x4>,
-        task: &Task,
-        seed: u64,
-        step: u64,
-        b0: usize,
-        s: &mut GenScratch<f64>,
-    ) {
-        crate::data::generate_isotropic4(g, task, seed, step, b0, 0, &mut s.normals4);
+    fn train_rng(seed: u64, step: u64, first: u64) -> Self::Rng {
+        Xoshiro::train(seed, step, first)
+    }
+    #[inline(always)]
+    fn box_muller(rng: &mut Self::Rng) -> (Self::V, Self::V) {
+        let (c, s) = gauss::box_muller_f64(rng);
+        (Pack(c), Pack(s))
+    }
+    fn inv_sqrt(d: usize) -> f64 {
+        1.0 / (d as f64).sqrt()
     }
 }
 
-impl Lanes for f32x8 {
-    type T = f32;
-    const W: usize = 8;
+macro_rules! binop {
+    ($tr:ident, $f:ident, $op:tt) => {
+        impl<T: LaneScalar + Div<Output = T>, const N: usize> $tr for Pack<T, N> {
+            type Output = Self;
+            #[inline(always)]
+            fn $f(self, o: Self) -> Self {
+                let mut r = self;
+                for k in 0..N {
+                    r.0[k] = self.0[k] $op o.0[k];
+                }
+                r
+            }
+        }
+    };
+}
+binop!(Add, add, +);
+binop!(Sub, sub, -);
+binop!(Mul, mul, *);
+binop!(Div, div, /);
+
+impl<T: LaneScalar, const N: usize> AddAssign for Pack<T, N> {
     #[inline(always)]
-    fn splat(x: f32) -> Self {
-        f32x8::splat(x)
-    }
-    #[inline(always)]
-    fn fma(self, m: Self, a: Self) -> Self {
-        self.mul_add(m, a)
-    }
-    #[inline(always)]
-    fn vmax(self, o: Self) -> Self {
-        self.fast_max(o)
-    }
-    #[inline(always)]
-    fn vexp(self) -> Self {
-        self.exp()
-    }
-    #[inline(always)]
-    fn vsqrt(self) -> Self {
-        self.sqrt()
-    }
-    #[inline(always)]
-    fn sum(self) -> f32 {
-        self.as_array_ref().iter().fold(0.0, |a, &b| a + b)
-    }
-    #[inline(always)]
-    fn lanes(&self) -> &[f32] {
-        self.as_array_ref()
-    }
-    #[inline(always)]
-    fn lanes_mut(&mut self) -> &mut [f32] {
-        self.as_array_mut()
-    }
-    #[inline(always)]
-    fn set4(&mut self, q: usize, v: f64x4) {
-        let a = v.to_array();
-        let l = &mut self.as_array_mut()[4 * q..4 * q + 4];
-        for k in 0..4 {
-            l[k] = a[k] as f32;
+    fn add_assign(&mut self, o: Self) {
+        for k in 0..N {
+            self.0[k] = self.0[k] + o.0[k];
         }
     }
 }
 
-impl Lanes for f64x4 {
-    type T = f64;
-    const W: usize = 4;
+impl<T: Scalar + LaneScalar + Div<Output = T>, const N: usize> Lanes for Pack<T, N> {
+    type T = T;
+    const W: usize = N;
     #[inline(always)]
-    fn splat(x: f64) -> Self {
-        f64x4::splat(x)
+    fn splat(x: T) -> Self {
+        Pack([x; N])
     }
     #[inline(always)]
     fn fma(self, m: Self, a: Self) -> Self {
-        self.mul_add(m, a)
+        let mut r = self;
+        for k in 0..N {
+            r.0[k] = self.0[k] * m.0[k] + a.0[k];
+        }
+        r
     }
     #[inline(always)]
     fn vmax(self, o: Self) -> Self {
-        self.fast_max(o)
+        let mut r = self;
+        for k in 0..N {
+            if o.0[k] > r.0[k] {
+                r.0[k] = o.0[k];
+            }
+        }
+        r
     }
     #[inline(always)]
     fn vexp(self) -> Self {
-        self.exp()
+        let mut r = self;
+        T::exp_lanes(&mut r.0);
+        r
     }
     #[inline(always)]
     fn vsqrt(self) -> Self {
-        self.sqrt()
+        let mut r = self;
+        for k in 0..N {
+            r.0[k] = self.0[k].lane_sqrt();
+        }
+        r
     }
     #[inline(always)]
-    fn sum(self) -> f64 {
-        self.as_array_ref().iter().fold(0.0, |a, &b| a + b)
+    fn sum(self) -> T {
+        let mut s = <T as LaneScalar>::ZERO;
+        for k in 0..N {
+            s = s + self.0[k];
+        }
+        s
     }
     #[inline(always)]
-    fn lanes(&self) -> &[f64] {
-        self.as_array_ref()
+    fn lanes(&self) -> &[T] {
+        &self.0
     }
     #[inline(always)]
-    fn lanes_mut(&mut self) -> &mut [f64] {
-        self.as_array_mut()
-    }
-    #[inline(always)]
-    fn set4(&mut self, _q: usize, v: f64x4) {
-        *self = v;
+    fn lanes_mut(&mut self) -> &mut [T] {
+        &mut self.0
     }
 }
 
@@ -201,3 +217,4 @@ pub fn one<T: Scalar>() -> T {
 pub fn zero<T: Scalar>() -> T {
     T::of(0.0)
 }
+

@@ -2,13 +2,15 @@
 //!
 //! The fast CPU engine of icl: batched forward and analytic backward of one-layer attention on
 //! the effective circuits (every parametrisation, softmax, normalised activations and linear
-//! attention), one sequence per SIMD lane (`wide::f32x8` / `wide::f64x4`), rayon over fixed
-//! chunks of the batch, and the training data generated inside the engine (four xoshiro256++
-//! streams per `u64x4`, vectorised Box–Muller).
+//! attention), one sequence per SIMD lane (16 per `f32` vector, 8 per `f64` vector), rayon over
+//! fixed chunks of the batch, and the training data generated inside the engine (one
+//! xoshiro256++ stream per lane, vectorised Box–Muller). The kernels are compiled for SSE2, AVX2
+//! and AVX-512 and picked at run time ([`dispatch`]).
 //!
 //! Deterministic: the chunking and the reduction order do not depend on the thread count, so
-//! 1, 2 or 16 threads give bit-identical results. Equal to [`icl_core::ScalarEngine`] up to
-//! floating-point rounding (summation order, fused multiply-add, vectorised `exp`/`ln`/`sin_cos`).
+//! 1, 2 or 16 threads give bit-identical results, and neither do they depend on the dispatch
+//! level (no fused multiply-add, the crate's own `exp`/`ln`/`sin`/`cos`). Equal to
+//! [`icl_core::ScalarEngine`] up to floating-point rounding (summation order, the polynomials).
 pub mod data;
 pub mod dispatch;
 pub mod engine;
@@ -19,5 +21,6 @@ pub mod lanes;
 pub mod multilayer;
 
 pub use engine::{SimdEngine, CHUNK};
-pub use lanes::{Lanes, SimdScalar};
+pub use dispatch::Level;
+pub use lanes::{Lanes, Pack, SimdScalar};
 pub use multilayer::{MlScalar, MlSimd, ML_CHUNK};

@@ -1,14 +1,16 @@
 //! The SIMD engine: the engine conformance suite against the scalar reference (f64 to 1e-10
 //! relative, f32 to 1e-5, norm-wise), plus what is particular to it: the fused data generator
-//! reproduces the reference streams, and results are bit-identical for 1, 2 and 16 threads.
+//! reproduces the reference streams, and results are bit-identical for 1, 2 and 16 threads and
+//! for every dispatch level. The suite runs at the process's level (the best the CPU has, or
+//! `ICL_SIMD`) and again at each level forced (levels above the CPU's run at the CPU's best).
 use icl_core::engine::conformance::config;
 use icl_core::engine::{Engine, Runner, Sampling};
 use icl_core::model::{Circuits, Model};
 use icl_core::rng::{self, Domain};
 use icl_core::task::Task;
 use icl_core::Config;
-use icl_simd::gauss::{fill_normal4, fill_normal8, Xoshiro4};
-use icl_simd::{SimdEngine, SimdScalar};
+use icl_simd::gauss::{fill_normal_f32, fill_normal_f64, Xoshiro};
+use icl_simd::{Level, SimdEngine, SimdScalar};
 use rand_core::RngCore;
 
 icl_core::engine_conformance!(simd_f64, f64, 1e-10, || -> Box<dyn Engine<f64>> {
@@ -17,31 +19,49 @@ icl_core::engine_conformance!(simd_f64, f64, 1e-10, || -> Box<dyn Engine<f64>> {
 icl_core::engine_conformance!(simd_f32, f32, 1e-5, || -> Box<dyn Engine<f32>> {
     SimdEngine::<f32>::boxed()
 });
+icl_core::engine_conformance!(simd_f64_sse2, f64, 1e-10, || -> Box<dyn Engine<f64>> {
+    Box::new(SimdEngine::<f64>::with_level(Level::Base))
+});
+icl_core::engine_conformance!(simd_f32_sse2, f32, 1e-5, || -> Box<dyn Engine<f32>> {
+    Box::new(SimdEngine::<f32>::with_level(Level::Base))
+});
+icl_core::engine_conformance!(simd_f64_avx2, f64, 1e-10, || -> Box<dyn Engine<f64>> {
+    Box::new(SimdEngine::<f64>::with_level(Level::Avx2))
+});
+icl_core::engine_conformance!(simd_f32_avx2, f32, 1e-5, || -> Box<dyn Engine<f32>> {
+    Box::new(SimdEngine::<f32>::with_level(Level::Avx2))
+});
+icl_core::engine_conformance!(simd_f64_avx512, f64, 1e-10, || -> Box<dyn Engine<f64>> {
+    Box::new(SimdEngine::<f64>::with_level(Level::Avx512))
+});
+icl_core::engine_conformance!(simd_f32_avx512, f32, 1e-5, || -> Box<dyn Engine<f32>> {
+    Box::new(SimdEngine::<f32>::with_level(Level::Avx512))
+});
 
 #[test]
 fn streams_and_normals_match_the_reference() {
-    let mut x4 = Xoshiro4::train(9, 4, 100);
-    let mut refs: Vec<_> = (0..4)
+    let mut x8 = Xoshiro::<8>::train(9, 4, 100);
+    let mut refs: Vec<_> = (0..8)
         .map(|k| rng::stream(9, Domain::Train, 4, 100 + k))
         .collect();
     for _ in 0..1000 {
-        let v = x4.next_u64x4().to_array();
+        let v = x8.next();
         for (k, r) in refs.iter_mut().enumerate() {
             assert_eq!(v[k], r.next_u64());
         }
     }
     for len in [251, 250, 1] {
-        let mut out = vec![wide::f64x4::ZERO; len];
-        fill_normal4(&mut Xoshiro4::train(1, 2, 8), &mut out);
-        for k in 0..4 {
+        let mut out = vec![[0.0; 8]; len];
+        fill_normal_f64(&mut Xoshiro::<8>::train(1, 2, 8), &mut out);
+        for k in 0..8 {
             let mut want = vec![0.0; len];
             rng::fill_normal(
                 &mut rng::stream(1, Domain::Train, 2, 8 + k as u64),
                 &mut want,
             );
             for (i, w) in want.iter().enumerate() {
-                let got = out[i].to_array()[k];
-                // vectorised ln/sin_cos vs libm: a few ulp of values up to ~6
+                let got = out[i][k];
+                // the crate's ln/sin/cos vs libm: a few ulp of values up to ~8
                 assert!(
                     (got - w).abs() < 1e-13 * (1.0 + w.abs()),
                     "normal {i} lane {k}: {got} vs {w}"
@@ -55,21 +75,17 @@ fn streams_and_normals_match_the_reference() {
 fn f32_normals_match_the_reference_to_f32_rounding() {
     // the f32 generator: exact uniforms, f32 ln and sin/cos after an exact quadrant reduction
     let len = 20_001;
-    let mut out = vec![wide::f32x8::ZERO; len];
-    fill_normal8(
-        &mut Xoshiro4::train(3, 1, 16),
-        &mut Xoshiro4::train(3, 1, 20),
-        &mut out,
-    );
+    let mut out = vec![[0.0f32; 16]; len];
+    fill_normal_f32(&mut Xoshiro::<16>::train(3, 1, 16), &mut out);
     let mut worst: f64 = 0.0;
-    for k in 0..8 {
+    for k in 0..16 {
         let mut want = vec![0.0; len];
         rng::fill_normal(
             &mut rng::stream(3, Domain::Train, 1, 16 + k as u64),
             &mut want,
         );
         for (i, w) in want.iter().enumerate() {
-            let got = out[i].to_array()[k] as f64;
+            let got = out[i][k] as f64;
             // a few f32 ulp of max(|w|, 1): r = sqrt(-2 ln u1) up to ~8.5
             worst = worst.max((got - w).abs() / w.abs().max(1.0));
         }
@@ -80,7 +96,14 @@ fn f32_normals_match_the_reference_to_f32_rounding() {
     );
 }
 
-fn run_in<T: SimdScalar>(threads: usize, cfg: &Config, n: usize) -> (T, Circuits<T>, Vec<T>) {
+type Out<T> = (T, Circuits<T>, Vec<T>);
+
+fn run_in<T: SimdScalar>(threads: usize, cfg: &Config, n: usize) -> Out<T> {
+    run_at(icl_simd::dispatch::level(), threads, cfg, n)
+}
+
+/// Sampled loss + gradient and predictions at `level` in a pool of `threads`.
+fn run_at<T: SimdScalar>(level: Level, threads: usize, cfg: &Config, n: usize) -> Out<T> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -89,7 +112,7 @@ fn run_in<T: SimdScalar>(threads: usize, cfg: &Config, n: usize) -> (T, Circuits
         let task = Task::new(cfg).unwrap();
         let model = Model::<T>::init(cfg).unwrap();
         let circ = model.circuits();
-        let mut eng = Runner::new(SimdEngine::<T>::boxed());
+        let mut eng = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
         let mut g = Circuits::zeros(&model.spec);
         let s = Sampling {
             seed: 3,
@@ -132,4 +155,44 @@ fn check_threads<T: SimdScalar>() {
 fn bit_identical_for_1_2_16_threads() {
     check_threads::<f32>();
     check_threads::<f64>();
+}
+
+fn check_levels<T: SimdScalar>() {
+    let best = icl_simd::dispatch::detected();
+    eprintln!("levels up to {} present", best.as_str());
+    for sets in [
+        vec![("model.heads", "2")],
+        vec![("model.heads", "3"), ("model.activation", "tanh")],
+        vec![("model.attention", "linear")],
+        vec![("task.d", "13")],
+        vec![("task.kind", "anisotropic")],
+    ] {
+        let cfg = config(&sets).unwrap();
+        for n in [256, 37] {
+            let base = run_at::<T>(Level::Base, 1, &cfg, n);
+            for level in [Level::Avx2, Level::Avx512] {
+                let r = run_at::<T>(level, 2, &cfg, n);
+                assert!(
+                    r.0 == base.0 && r.1 == base.1 && r.2 == base.2,
+                    "{} {sets:?} n={n}: {} differs from sse2",
+                    T::NAME,
+                    level.min(best).as_str()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bit_identical_at_every_dispatch_level() {
+    check_levels::<f32>();
+    check_levels::<f64>();
+}
+
+#[test]
+fn level_names_and_detection() {
+    assert_eq!(Level::Base.as_str(), if cfg!(target_arch = "x86_64") { "sse2" } else { "base" });
+    let e = SimdEngine::<f32>::with_level(Level::Avx512);
+    assert!(e.level() <= icl_simd::dispatch::detected());
+    assert_eq!(SimdEngine::<f64>::with_level(Level::Base).level(), Level::Base);
 }

@@ -136,8 +136,9 @@ fn print_row(r: &BenchRow, header: bool) -> CliResult {
     let mut s = String::new();
     if header {
         s.push_str(&format!(
-            "{:<7} {:<4} {:>2} {:>5} {:>5} {:>3} {:>10} {:>9} {:>9} {:>9} {:>9} {:>12}",
+            "{:<7} {:<6} {:<4} {:>2} {:>5} {:>5} {:>3} {:>10} {:>9} {:>9} {:>9} {:>9} {:>12} {:>13}",
             "engine",
+            "level",
             "type",
             "H",
             "L",
@@ -148,7 +149,8 @@ fn print_row(r: &BenchRow, header: bool) -> CliResult {
             "data us",
             "fwbw us",
             "optim us",
-            "rss KiB"
+            "rss KiB",
+            "GFLOP/s/peak"
         ));
         s.push('\n');
     }
@@ -157,8 +159,9 @@ fn print_row(r: &BenchRow, header: bool) -> CliResult {
         .map(|x| (x.data, x.forward_backward, x.optim))
         .unwrap_or((f64::NAN, f64::NAN, f64::NAN));
     s.push_str(&format!(
-        "{:<7} {:<4} {:>2} {:>5} {:>5} {:>3} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>5}->{:<6}",
+        "{:<7} {:<6} {:<4} {:>2} {:>5} {:>5} {:>3} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>5}->{:<6} {:>13}",
         r.engine,
+        r.simd_level.as_deref().unwrap_or("-"),
         r.dtype,
         r.heads,
         r.len,
@@ -170,7 +173,12 @@ fn print_row(r: &BenchRow, header: bool) -> CliResult {
         fb,
         o,
         r.rss_kb_start,
-        r.rss_kb_end
+        r.rss_kb_end,
+        match (r.gflops, r.peak_gflops) {
+            (Some(g), Some(p)) => format!("{g:.1}/{p:.0}"),
+            (Some(g), None) => format!("{g:.1}"),
+            _ => "-".into(),
+        }
     ));
     super::common::outln(&s)
 }

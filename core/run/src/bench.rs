@@ -4,7 +4,7 @@
 //! measurement, not a test: numbers depend on the machine and its load.
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
-use icl_core::model::Circuits;
+use icl_core::model::{Circuits, Net};
 use icl_core::rng::Domain;
 use icl_core::train::{Options, Trainer};
 use icl_core::{Batch, Config};
@@ -35,6 +35,8 @@ pub struct Split {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchRow {
     pub engine: String,
+    /// The `simd` engine's vector instruction level (`sse2`, `avx2`, `avx512`).
+    pub simd_level: Option<String>,
     pub dtype: String,
     pub heads: usize,
     pub len: usize,
@@ -48,6 +50,39 @@ pub struct BenchRow {
     pub rss_kb_start: u64,
     pub rss_kb_end: u64,
     pub final_loss: f64,
+    /// Arithmetic of the one-layer forward + backward ([`kernel_flops`]) per second, in GFLOP/s.
+    pub gflops: Option<f64>,
+    /// The stated peak for the threads used ([`peak_gflops`]).
+    pub peak_gflops: Option<f64>,
+}
+
+/// Floating-point operations of one training step's forward + backward of one-layer softmax
+/// attention, per sequence and head `2 (2 E^2 + 4 K E + 3 n_out E + 3 K)` (E the token width, K
+/// the keys; a multiply-add counts 2; `exp` and the data generation are not counted), times heads
+/// and batch.
+pub fn kernel_flops(heads: usize, e: usize, keys: usize, n_out: usize, batch: usize) -> f64 {
+    let per = 2 * (2 * e * e + 4 * keys * e + 3 * n_out * e + 3 * keys);
+    (per * heads * batch) as f64
+}
+
+/// Nominal clock of this machine in GHz (`cpu MHz` of /proc/cpuinfo), if known.
+fn clock_ghz() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = s.lines().find(|l| l.starts_with("cpu MHz"))?;
+    let mhz: f64 = line.split(':').nth(1)?.trim().parse().ok()?;
+    (mhz > 0.0).then_some(mhz / 1000.0)
+}
+
+/// The stated peak of the kernels' arithmetic for `threads` cores at `level` in a scalar of
+/// `bits`: cores x nominal clock x 4 vector pipes (two add, two multiply: the kernels use no FMA,
+/// as on AMD Zen 4) x lanes per pipe, with pipes at most 256 bits wide (Zen 4 runs a 512-bit
+/// instruction in two passes) and 128 bits for SSE2.
+pub fn peak_gflops(threads: usize, level: &str, bits: usize) -> Option<f64> {
+    let width = match level {
+        "sse2" | "base" => 128,
+        _ => 256,
+    };
+    Some(threads as f64 * clock_ghz()? * 4.0 * (width / bits) as f64)
 }
 
 /// Largest thread count a measurement accepts.
@@ -124,8 +159,27 @@ pub fn measure<T: RunScalar>(
         } else {
             None
         };
+        let spec = &tr.model.spec;
+        let simd_level = crate::engines::simd_level::<T>(engine, spec.net != Net::Attention);
+        let gflops = (spec.net == Net::Attention).then(|| {
+            kernel_flops(
+                spec.heads,
+                spec.e(),
+                spec.keys(cfg.task.len),
+                spec.n_out,
+                cfg.train.batch,
+            ) * steps as f64
+                / secs
+                / 1e9
+        });
+        let peak_gflops = simd_level
+            .as_deref()
+            .and_then(|l| peak_gflops(threads, l, 8 * core::mem::size_of::<T>()));
         Ok(BenchRow {
             engine: engine.to_string(),
+            simd_level,
+            gflops,
+            peak_gflops,
             dtype: T::NAME.into(),
             heads: cfg.model.heads,
             len: cfg.task.len,

@@ -62,6 +62,19 @@ impl RunScalar for f64 {
     }
 }
 
+/// The vector instruction level (`sse2`, `avx2`, `avx512`) the `simd` engine runs at in `T`, for
+/// one-layer attention or multi-layer transformers; `None` for the other engines.
+pub fn simd_level<T: RunScalar>(engine: &str, multilayer: bool) -> Option<String> {
+    (engine == "simd").then(|| {
+        let level = if multilayer {
+            icl_simd::MlSimd::<T>::new().level()
+        } else {
+            icl_simd::SimdEngine::<T>::new().level()
+        };
+        level.as_str().to_string()
+    })
+}
+
 /// Check that an engine name exists and can run in `dtype` (without starting it).
 pub fn check(name: &str, dtype: icl_core::config::Dtype) -> Result<()> {
     if !ENGINES.contains(&name) {

@@ -81,6 +81,9 @@ pub struct Summary {
     pub preset: Option<String>,
     pub config: serde_json::Value,
     pub engine: String,
+    /// The `simd` engine's vector instruction level (`sse2`, `avx2`, `avx512`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simd_level: Option<String>,
     pub dtype: String,
     pub protocol: String,
     pub steps: u64,
