@@ -304,7 +304,10 @@ mod tests {
         for i in 0..=10_000 {
             let t = -core::f64::consts::FRAC_PI_4 + core::f64::consts::FRAC_PI_2 * i as f64 / 1e4;
             let (s, c) = sin_cos_f64(t);
-            assert!((s - t.sin()).abs() < 2e-16 && (c - t.cos()).abs() < 2e-16, "{t}");
+            assert!(
+                (s - t.sin()).abs() < 2e-16 && (c - t.cos()).abs() < 2e-16,
+                "{t}"
+            );
             let (s, c) = sin_cos_f32(t as f32);
             let tf = t as f32 as f64;
             assert!((s as f64 - tf.sin()).abs() < 2e-7 && (c as f64 - tf.cos()).abs() < 2e-7);

@@ -217,4 +217,3 @@ pub fn one<T: Scalar>() -> T {
 pub fn zero<T: Scalar>() -> T {
     T::of(0.0)
 }
-

@@ -20,7 +20,7 @@ pub mod lane;
 pub mod lanes;
 pub mod multilayer;
 
-pub use engine::{SimdEngine, CHUNK};
 pub use dispatch::Level;
+pub use engine::{SimdEngine, CHUNK};
 pub use lanes::{Lanes, Pack, SimdScalar};
 pub use multilayer::{MlScalar, MlSimd, ML_CHUNK};

@@ -191,8 +191,18 @@ fn bit_identical_at_every_dispatch_level() {
 
 #[test]
 fn level_names_and_detection() {
-    assert_eq!(Level::Base.as_str(), if cfg!(target_arch = "x86_64") { "sse2" } else { "base" });
+    assert_eq!(
+        Level::Base.as_str(),
+        if cfg!(target_arch = "x86_64") {
+            "sse2"
+        } else {
+            "base"
+        }
+    );
     let e = SimdEngine::<f32>::with_level(Level::Avx512);
     assert!(e.level() <= icl_simd::dispatch::detected());
-    assert_eq!(SimdEngine::<f64>::with_level(Level::Base).level(), Level::Base);
+    assert_eq!(
+        SimdEngine::<f64>::with_level(Level::Base).level(),
+        Level::Base
+    );
 }
