@@ -176,8 +176,8 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
     for l in 0..=len {
         let tok = &mut g.z[l * e..(l + 1) * e];
         let mut clean = T::V::zero();
-        for i in 0..d {
-            clean += s.beta[i] * tok[i];
+        for (&b, &x) in s.beta.iter().zip(&tok[..d]) {
+            clean += b * x;
         }
         for o in 0..no {
             let eps = s.noise[l * no + o] * sigma;

@@ -46,7 +46,7 @@ impl<const N: usize> Xoshiro<N> {
 
     /// Next output of every lane: `rotl(s0 + s3, 23) + s0`, then the xoshiro256 state update.
     #[inline(always)]
-    pub fn next(&mut self) -> [u64; N] {
+    pub fn next_u64s(&mut self) -> [u64; N] {
         let mut out = [0u64; N];
         let [s0, s1, s2, s3] = &mut self.s;
         for k in 0..N {
@@ -135,9 +135,15 @@ pub fn ln_f64(x: f64) -> f64 {
 /// Natural logarithm for positive normal f32 (musl's `logf`, same scheme as [`ln_f64`]).
 #[inline(always)]
 pub fn ln_f32(x: f32) -> f32 {
-    const LN2_HI: f32 = 6.931_381_2e-1;
-    const LN2_LO: f32 = 9.058_000_6e-6;
-    const LG: [f32; 4] = [0.666_666_63, 0.400_009_72, 0.284_987_87, 0.242_790_79];
+    // musl's constants, by their bits
+    const LN2_HI: f32 = f32::from_bits(0x3f31_7180);
+    const LN2_LO: f32 = f32::from_bits(0x3717_f7d1);
+    const LG: [f32; 4] = [
+        f32::from_bits(0x3f2a_aaaa),
+        f32::from_bits(0x3ecc_ce13),
+        f32::from_bits(0x3e91_e9ee),
+        f32::from_bits(0x3e78_9e26),
+    ];
     let ix = x.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
     // ix >> 23 < 2^8: exact through the 2^23 exponent trick
     let k = (f32::from_bits(0x4b00_0000 | (ix >> 23)) - 8_388_608.0) - 127.0;
@@ -211,8 +217,8 @@ macro_rules! quadrant_fix {
 /// draw, the angle `2 pi u2` from the second, returns `(r cos th, r sin th)`, r = sqrt(-2 ln u1).
 #[inline(always)]
 pub fn box_muller_f64<const N: usize>(rng: &mut Xoshiro<N>) -> ([f64; N], [f64; N]) {
-    let a = rng.next();
-    let b = rng.next();
+    let a = rng.next_u64s();
+    let b = rng.next_u64s();
     let mut c = [0.0; N];
     let mut s = [0.0; N];
     for k in 0..N {
@@ -233,8 +239,8 @@ pub fn box_muller_f64<const N: usize>(rng: &mut Xoshiro<N>) -> ([f64; N], [f64; 
 /// `icl_core::rng::box_muller` rounded to f32.
 #[inline(always)]
 pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>) -> ([f32; N], [f32; N]) {
-    let a = rng.next();
-    let b = rng.next();
+    let a = rng.next_u64s();
+    let b = rng.next_u64s();
     let mut c = [0.0; N];
     let mut s = [0.0; N];
     for k in 0..N {

@@ -192,7 +192,7 @@ impl<T: Scalar + LaneScalar + Div<Output = T>, const N: usize> Lanes for Pack<T,
     fn sum(self) -> T {
         let mut s = <T as LaneScalar>::ZERO;
         for k in 0..N {
-            s = s + self.0[k];
+            s += self.0[k];
         }
         s
     }
