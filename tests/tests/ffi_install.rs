@@ -1,30 +1,88 @@
 //! Packaging and the C++ API's error path:
 //!
-//! * `ffi/install.sh` installs headers, libraries, `icl.pc` and the CMake package; a C program
-//!   builds with `pkg-config --cflags --libs icl` (shared) and `pkg-config --static` (static) and
-//!   runs; with cmake installed, `find_package(icl)` builds the examples (examples/CMakeLists.txt);
+//! * `ffi/install.sh` installs headers, libraries, `icl.pc`, `icl-static.pc` and the CMake
+//!   package into a fresh prefix; the link commands of `ffi/README.md` ("Link an installed icl",
+//!   read from the README itself, so the test runs exactly what is documented) build a C and a
+//!   C++ program against the shared and the static library, and every program runs: the shared
+//!   ones find `libicl_ffi.so` through their run path, the static ones do not need it at all
+//!   (checked with `readelf -d`); `find_package(icl)` builds the same programs with `icl::icl` and
+//!   `icl::icl_static` (ffi/tests/cmake) and the examples (examples/CMakeLists.txt) and runs them.
+//!   pkg-config and cmake are required under `CI` (the CI script installs them), otherwise their
+//!   part is skipped with a note;
 //! * `icl.h` compiles as strict C99 and as C++;
 //! * C++ failures throw `rust::Error` with the library's message (ffi/tests/cpp/exceptions.cpp).
 mod ffi_common;
 
 use ffi_common::{built, compile_c, compile_cpp, run, scratch, workspace, Link};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn pkg_config(prefix: &Path, args: &[&str]) -> Vec<String> {
-    let out = run(Command::new("pkg-config")
-        .args(args)
-        .arg("icl")
-        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")));
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .split_whitespace()
-        .map(String::from)
+/// Whether a tool runs; under `CI` a missing tool fails the test.
+fn have(tool: &str) -> bool {
+    let ok = Command::new(tool).arg("--version").output().is_ok();
+    assert!(
+        ok || std::env::var_os("CI").is_none(),
+        "{tool} is required under CI"
+    );
+    if !ok {
+        eprintln!("note: {tool} not found; its part of the install test is skipped");
+    }
+    ok
+}
+
+/// The link commands of ffi/README.md's "Link an installed icl" block: (command, comment).
+fn documented_link_commands() -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(workspace().join("ffi/README.md")).unwrap();
+    let at = readme
+        .find("<!-- link-commands")
+        .expect("ffi/README.md has the link-commands block");
+    let block = &readme[at..];
+    let start = block.find("```sh\n").expect("a sh block") + 6;
+    let end = start + block[start..].find("```").expect("end of the block");
+    block[start..end]
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (cmd, comment) = l.split_once('#').unwrap_or((l, ""));
+            (cmd.trim().to_string(), comment.trim().to_string())
+        })
         .collect()
 }
 
+/// Libraries a program needs at run time (`readelf -d`'s NEEDED entries).
+fn needed(exe: &Path) -> Vec<String> {
+    let out = run(Command::new("readelf").arg("-d").arg(exe));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| l.split('[').nth(1).map(|s| s.trim_end_matches(']').to_string()))
+        .collect()
+}
+
+/// Run a built test program without any library search path of the environment and check its
+/// output: header.c / capi.cpp print the version and eta*, exceptions.cpp its checks.
+fn run_program(exe: &Path) {
+    let out = run(Command::new(exe).env_remove("LD_LIBRARY_PATH"));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let name = exe.file_name().unwrap().to_string_lossy();
+    if name.contains("exceptions") || name == "cpp_static" {
+        assert!(text.ends_with("0 failed\n"), "{name}: {text}");
+        assert_eq!(text.lines().filter(|l| l.starts_with("ok ")).count(), 14, "{text}");
+    } else {
+        let want = format!("icl {} eta* 0.879120879120879", env!("CARGO_PKG_VERSION"));
+        assert!(text.starts_with(&want), "{name}: {text}");
+    }
+}
+
+/// Check a program's link: the shared ones need libicl_ffi.so, the static ones must not.
+fn check_link(exe: &Path, shared: bool) {
+    let libs = needed(exe);
+    let has = libs.iter().any(|l| l.starts_with("libicl_ffi"));
+    assert_eq!(has, shared, "{}: NEEDED {libs:?}", exe.display());
+}
+
 #[test]
-fn install_then_build_with_pkg_config_and_cmake() {
+fn install_then_link_as_documented_and_run() {
     let b = built();
     let dir = scratch("install");
     let prefix = dir.join("prefix");
@@ -40,53 +98,80 @@ fn install_then_build_with_pkg_config_and_cmake() {
         "lib/libicl_ffi.a",
         "lib/libicl_ffi.so",
         "lib/pkgconfig/icl.pc",
+        "lib/pkgconfig/icl-static.pc",
         "lib/cmake/icl/iclConfig.cmake",
         "lib/cmake/icl/iclConfigVersion.cmake",
     ] {
         assert!(prefix.join(f).is_file(), "{f} not installed");
     }
-    let have_pkg_config = Command::new("pkg-config").arg("--version").output().is_ok();
-    if have_pkg_config {
-        let v = pkg_config(&prefix, &["--modversion"]);
-        assert_eq!(v, [env!("CARGO_PKG_VERSION")]);
-        let src = workspace().join("ffi/tests/c/header.c");
-        for (name, flags) in [
-            ("shared", pkg_config(&prefix, &["--cflags", "--libs"])),
-            (
-                "static",
-                pkg_config(&prefix, &["--static", "--cflags", "--libs"]),
-            ),
-        ] {
-            let exe = dir.join(format!("header-{name}"));
-            let mut cmd = Command::new("gcc");
-            cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-                .arg(&src)
-                .arg("-o")
-                .arg(&exe);
-            if name == "static" {
-                // Link the archive, not the shared object next to it.
-                let flags: Vec<&String> = flags.iter().filter(|f| *f != "-licl_ffi").collect();
-                cmd.arg(prefix.join("lib/libicl_ffi.a")).args(flags);
-            } else {
-                cmd.args(&flags)
-                    .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()));
-            }
-            run(&mut cmd);
-            let out = run(&mut Command::new(&exe));
-            let text = String::from_utf8(out.stdout).unwrap();
-            assert!(
-                text.starts_with(&format!(
-                    "icl {} eta* 0.879120879120879",
-                    env!("CARGO_PKG_VERSION")
-                )),
-                "{text}"
+    let pc_path = prefix.join("lib/pkgconfig");
+    if have("pkg-config") {
+        for pc in ["icl", "icl-static"] {
+            let out = run(Command::new("pkg-config")
+                .args(["--modversion", pc])
+                .env("PKG_CONFIG_PATH", &pc_path));
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout).trim(),
+                env!("CARGO_PKG_VERSION")
             );
         }
-    } else {
-        eprintln!("note: pkg-config not found; the pkg-config build is not exercised");
+        let cmds = documented_link_commands();
+        assert_eq!(cmds.len(), 4, "four documented link commands: {cmds:?}");
+        let tests = workspace().join("ffi/tests");
+        let mut built_any = [false; 4]; // C shared, C static, C++ shared, C++ static
+        for (cmd, comment) in &cmds {
+            let shared = !cmd.contains("icl-static");
+            let cpp = cmd.starts_with("c++");
+            let sources: Vec<PathBuf> = if cpp {
+                let mut v = vec![tests.join("cpp/capi.cpp")];
+                if !shared {
+                    v.push(tests.join("cpp/exceptions.cpp")); // the C++ API: static only
+                }
+                v
+            } else {
+                vec![tests.join("c/header.c")]
+            };
+            for src in sources {
+                let stem = src.file_stem().unwrap().to_string_lossy().to_string();
+                let exe = dir.join(format!("{stem}-{}", if shared { "shared" } else { "static" }));
+                let ext = if cpp { "app.cpp" } else { "app.c" };
+                assert!(cmd.contains(ext) && cmd.contains("-o app"), "{cmd}");
+                let line = cmd
+                    .replace(ext, &src.display().to_string())
+                    .replace("-o app", &format!("-o {}", exe.display()));
+                run(Command::new("sh")
+                    .arg("-c")
+                    .arg(&line)
+                    .env("PKG_CONFIG_PATH", &pc_path)
+                    .current_dir(&dir));
+                check_link(&exe, shared);
+                run_program(&exe);
+                eprintln!("linked and ran: {line}  ({comment})");
+            }
+            built_any[(cpp as usize) * 2 + (!shared) as usize] = true;
+        }
+        assert_eq!(built_any, [true; 4], "C and C++, shared and static");
     }
-    if Command::new("cmake").arg("--version").output().is_ok() {
-        let build = dir.join("cmake-build");
+    if have("cmake") {
+        let build = dir.join("cmake-link");
+        run(Command::new("cmake")
+            .arg("-S")
+            .arg(workspace().join("ffi/tests/cmake"))
+            .arg("-B")
+            .arg(&build)
+            .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())));
+        run(Command::new("cmake").arg("--build").arg(&build));
+        for (exe, shared) in [
+            ("c_shared", true),
+            ("c_static", false),
+            ("cpp_shared", true),
+            ("cpp_static", false),
+        ] {
+            let exe = build.join(exe);
+            check_link(&exe, shared);
+            run_program(&exe);
+        }
+        let build = dir.join("cmake-examples");
         run(Command::new("cmake")
             .arg("-S")
             .arg(workspace().join("examples"))
@@ -94,14 +179,10 @@ fn install_then_build_with_pkg_config_and_cmake() {
             .arg(&build)
             .arg(format!("-DCMAKE_PREFIX_PATH={}", prefix.display())));
         run(Command::new("cmake").arg("--build").arg(&build));
-        for exe in ["predict", "simulator"] {
-            assert!(build.join(exe).is_file(), "cmake did not build {exe}");
-        }
         let out = run(Command::new(build.join("simulator"))
             .args(["--steps", "20", "--chunk", "10", "--set", "task.L=8"]));
         assert!(String::from_utf8_lossy(&out.stdout).contains("tick 20 "));
-    } else {
-        eprintln!("note: cmake not found; the find_package(icl) build is not exercised");
+        check_link(&build.join("predict"), true);
     }
 }
 

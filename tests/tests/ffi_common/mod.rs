@@ -11,17 +11,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-/// Native libraries a program linked against the static library needs (Linux; also in `icl.pc`).
-pub const NATIVE_LIBS: &[&str] = &[
-    "-lstdc++",
-    "-lgcc_s",
-    "-lutil",
-    "-lrt",
-    "-lpthread",
-    "-lm",
-    "-ldl",
-    "-lc",
-];
+/// System libraries a program linked against the static library needs, from `ffi/native-libs`
+/// (the file `icl-static.pc` and the CMake package are made from).
+pub fn native_libs() -> Vec<String> {
+    let path = workspace().join("ffi/native-libs");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
 
 /// The workspace root.
 pub fn workspace() -> PathBuf {
@@ -130,7 +129,7 @@ pub enum Link {
 fn link_args(cmd: &mut Command, b: &Built, link: Link) {
     match link {
         Link::Static => {
-            cmd.arg(b.lib_dir.join("libicl_ffi.a")).args(NATIVE_LIBS);
+            cmd.arg(b.lib_dir.join("libicl_ffi.a")).args(native_libs());
         }
         Link::Shared => {
             cmd.arg(format!("-L{}", b.lib_dir.display()))
