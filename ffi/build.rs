@@ -7,4 +7,10 @@ fn main() {
         .std("c++17")
         .compile("icl_cxxbridge");
     println!("cargo:rerun-if-changed=src/cxx.rs");
+    // The shared library names itself, so programs record `libicl_ffi.so` (found through their
+    // run path) rather than the path they were linked with (CMake links imported libraries by
+    // full path).
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libicl_ffi.so");
+    }
 }

@@ -866,7 +866,14 @@ impl Config {
             return Err(unknown_key(dotted));
         }
         if section == "task" && name == "eigs" && !next.task.eigs.is_empty() {
-            next.task.d = next.task.eigs.len();
+            // setting the eigenvalues sets d: the count must be in d's range
+            let n = next.task.eigs.len();
+            if n as u64 > MAX_D {
+                return Err(Error::InvalidConfig(format!(
+                    "task.eigs has {n} values, so task.d = {n} would be outside its range 1..={MAX_D}"
+                )));
+            }
+            next.task.d = n;
         }
         *self = next;
         Ok(())

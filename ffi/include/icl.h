@@ -2,9 +2,13 @@
  * icl.h -- the C API of icl: train and query in-context learners (one-layer attention models on
  * in-context linear regression) from C or C++ without Python or a CLI round trip.
  *
- * Link: pkg-config --cflags --libs icl        (shared library, libicl_ffi.so)
- *       pkg-config --static --cflags --libs icl (static library, libicl_ffi.a)
- *       CMake: find_package(icl) and target_link_libraries(app icl::icl) or icl::icl_static.
+ * LINK (ffi/README.md, "Link an installed icl"; tests/tests/ffi_install.rs runs these commands)
+ *   cc  app.c   $(pkg-config --cflags --libs icl)        -o app   shared libicl_ffi.so (run path set)
+ *   cc  app.c   $(pkg-config --cflags --libs icl-static) -o app   static libicl_ffi.a + system libs
+ *   c++ app.cpp $(pkg-config --cflags --libs icl-static) -o app   C++ API (icl.hpp): static only
+ *   CMake: find_package(icl), then target_link_libraries(app icl::icl) or icl::icl_static.
+ *   `pkg-config --static icl` is not the static library (-licl_ffi picks the shared one); use
+ *   icl-static.
  *
  * CONVENTIONS
  *  - Every fallible function returns an icl_status; ICL_OK (0) is success. On failure,
@@ -15,21 +19,56 @@
  *    never own each other (a task or model made from a config copies it, so the config may be freed
  *    right after).
  *  - Arrays are caller-owned buffers of double passed with their length in values; the length must
- *    equal the documented shape exactly (ICL_ERR_SIZE otherwise). Nothing is retained after a call
- *    returns. Strings are NUL-terminated UTF-8; strings returned as `const char *` are static or
- *    owned by the library (see each function); strings copied out use a caller buffer with
- *    snprintf-like sizing.
- *  - A NULL pointer where one is required gives ICL_ERR_NULL, a NaN or infinite input
- *    ICL_ERR_NONFINITE, an unknown configuration key ICL_ERR_UNKNOWN_KEY, an unknown preset or
- *    engine ICL_ERR_UNKNOWN_NAME. No function aborts or unwinds on bad input: internal panics are
- *    caught and reported as ICL_ERR_PANIC. Pointers that are neither NULL nor valid for the stated
- *    length cannot be detected and are undefined behaviour, as in any C API.
+ *    equal the documented shape exactly (ICL_ERR_SIZE otherwise; a length of 0 where the shape is
+ *    not 0 is ICL_ERR_SIZE too, whatever the pointer). Nothing is retained after a call returns.
+ *    Strings are NUL-terminated UTF-8; strings returned as `const char *` are static or owned by
+ *    the library (see each function); strings copied out use a caller buffer with snprintf-like
+ *    sizing: `cap` bytes including the NUL, `needed` (optional) receives strlen + 1, and a `cap`
+ *    below that is ICL_ERR_SIZE with nothing written (so `cap` = 0 asks for the size).
+ *  - On failure nothing changes: handles keep their state, caller buffers and scalar outputs are
+ *    left as they were, except `needed`/`count` (written with ICL_ERR_SIZE so the caller can retry)
+ *    and icl_trainer_train (steps and losses before a failing step are kept; see there).
+ *  - Optional arguments are marked "optional" and may be NULL; an optional output array given as
+ *    NULL with a non-zero length is ICL_ERR_NULL (the length says a buffer was meant).
+ *  - Names are case-sensitive and exact: configuration keys ("task.d", not "TASK.D"), presets,
+ *    engines ("simd", not "SIMD") and theory quantities. "" is a name like any other, and no
+ *    key, preset, engine or quantity has it (ICL_ERR_UNKNOWN_KEY / ICL_ERR_UNKNOWN_NAME); NULL
+ *    is ICL_ERR_NULL, except for an optional name (the engine of icl_trainer_new), where NULL
+ *    means the default.
+ *  - Models compute in the precision of their configuration (train.dtype, f32 by default); inputs
+ *    are rounded to it and outputs widened to double, exactly as icl train does. An input that
+ *    overflows the model's precision (1e300 into an f32 model) is ICL_ERR_NONFINITE.
  *  - Layouts are row-major. A batch of n sequences of context length L is token-major:
  *    token l (0 <= l <= L) of sequence b starts at z[(b*(L+1) + l)*E], E = d + n_out, holding x
- *    (d values) then y (n_out values); token L is the query, whose y-slots are 0. Targets are
- *    y[b*n_out + o].
- *  - Models compute in the precision of their configuration (train.dtype, f32 by default); inputs
- *    are rounded to it and outputs widened to double, exactly as icl train does.
+ *    (d values) then y (n_out values); token L is the query, whose y-slots are ignored (read as
+ *    0, whatever they hold, NaN included). Targets are y[b*n_out + o].
+ *
+ * STATUSES
+ *  Each function below lists the statuses it returns and when. Every function taking pointers
+ *  can also return, without it being repeated:
+ *    ICL_ERR_NULL      a required pointer (handle, array, string, out-parameter) is NULL;
+ *    ICL_ERR_ARGUMENT  a pointer to a handle, double, size_t or uint64_t is misaligned;
+ *    ICL_ERR_UTF8      a string argument is not UTF-8;
+ *    ICL_ERR_PANIC     a bug in icl (please report it): the handle may be in an unspecified but
+ *                      safe-to-free state.
+ *  When several arguments are wrong, which of their statuses is returned is unspecified.
+ *  Pointers that are neither NULL nor valid for the stated length, and handles used after their
+ *  *_free, cannot be detected and are undefined behaviour, as in any C API. No other input makes
+ *  a function abort, unwind or exit: panics are caught (ICL_ERR_PANIC) and allocations that could
+ *  fail are checked first (ICL_ERR_SIZE or ICL_ERR_CONFIG naming the memory needed).
+ *
+ * LIMITS (the ranges of `icl presets --keys`; checked by icl_config_set and on every use)
+ *    task.d      1 .. 4096       task.L (and every call's context length)  1 .. 2^24
+ *    model.heads 1 .. 1024       train.batch  1 .. 2^24      model.layers  1 .. 64
+ *    task.P      0 .. 2^30       train.steps  0 .. 2^40      lists (task.cov, ...)  <= 4096^2 values
+ *  and the working memory of a configuration (batch, training set, parameters, gradient and
+ *  optimiser state, counted in double) at most 16 GiB (icl_config_validate: ICL_ERR_CONFIG).
+ *  Why: each bound keeps the products of sizes (E^2 per head, L E per sequence, batch L E per
+ *  step) far inside 64-bit arithmetic, so every size is computed exactly and checked before
+ *  anything is allocated; d = 4096 covers a 4096 x 4096 covariance, 2^24 is the largest count an
+ *  f32 represents exactly, and 16 GiB bounds what one configuration may ask of a host. Keys
+ *  within range can still exceed the budget together (task.d = 4096 with model.heads = 1024):
+ *  that is the cross-key rule. Per-call counts (n sequences) are bounded by the caller's buffers.
  *
  * THREAD SAFETY
  *  - Functions that take no handle (icl_version, icl_last_error, icl_status_name,
@@ -43,6 +82,8 @@
  *    access; *_free must not overlap with any other call on that handle.
  *  - The last-error message is per thread: read it on the thread whose call failed.
  *  - Results do not depend on the thread that computes them: the same seed gives the same numbers.
+ *  - The default engine (simd) keeps worker threads for the life of the process. Do not fork a
+ *    process that has used icl and call icl in the child.
  */
 
 
@@ -78,7 +119,8 @@ typedef enum {
    */
   ICL_ERR_NULL = 1,
   /**
-   * A buffer length or a shape (n, L, number of parameters, ...) is wrong, zero, or overflows.
+   * A buffer length or a shape (n, L, number of parameters, samples, ...) is wrong, zero, too
+   * large or overflows, an index is past the end, or the memory a size needs is not available.
    */
   ICL_ERR_SIZE = 2,
   /**
@@ -86,7 +128,8 @@ typedef enum {
    */
   ICL_ERR_NONFINITE = 3,
   /**
-   * A configuration value is out of range or malformed, or a TOML text does not parse.
+   * A configuration value is out of range or malformed, a TOML text does not parse, a rule
+   * between keys fails, or the configuration needs more than the 16 GiB memory budget.
    */
   ICL_ERR_CONFIG = 4,
   /**
@@ -94,15 +137,17 @@ typedef enum {
    */
   ICL_ERR_UNKNOWN_KEY = 5,
   /**
-   * An unknown preset or engine name.
+   * An unknown preset, engine or theory quantity name.
    */
   ICL_ERR_UNKNOWN_NAME = 6,
   /**
-   * A numerical failure (singular matrix, diverged training, overflow).
+   * A numerical failure: a singular or indefinite matrix, a diverged training step, a result
+   * that is not finite.
    */
   ICL_ERR_NUMERICAL = 7,
   /**
-   * An option combination that is not implemented.
+   * An option combination that is not implemented, or an engine that cannot run here
+   * (vulkan without a device or in f64).
    */
   ICL_ERR_UNSUPPORTED = 8,
   /**
@@ -118,7 +163,8 @@ typedef enum {
    */
   ICL_ERR_UTF8 = 11,
   /**
-   * Any other invalid argument (an enum value out of range, a misaligned pointer).
+   * Any other invalid argument: an enum value out of range (`domain`), a misaligned pointer,
+   * or a theory parameter that is unknown, repeated, missing or outside its range.
    */
   ICL_ERR_ARGUMENT = 12,
   /**
@@ -183,69 +229,110 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The library version, e.g. "0.1.0" (a static string; never NULL). Thread-safe.
+ * The library version, e.g. "0.1.0": a static string, never NULL. Cannot fail. Thread-safe.
  */
 const char *icl_version(void);
 
 /**
- * The message of the last failed `icl_` call on the calling thread ("" if none). The pointer is
- * owned by the library and valid until the next failing call on the same thread; copy it to keep
- * it. Thread-safe (each thread has its own message).
+ * The message of the last failed `icl_` call on the calling thread ("" if none has failed). The
+ * pointer is owned by the library and valid until the next failing call on the same thread; copy it
+ * to keep it. Successful calls leave it as it was. Cannot fail; never NULL. Thread-safe (each
+ * thread has its own message).
  */
 const char *icl_last_error(void);
 
 /**
- * The name of a status code, e.g. "ICL_ERR_SIZE" ("ICL_UNKNOWN_STATUS" for other values). A static
- * string. Thread-safe.
+ * The name of a status code, e.g. "ICL_ERR_SIZE"; "ICL_UNKNOWN_STATUS" for a value that is not a
+ * status (negative, or past ICL_ERR_PANIC). A static string, never NULL. Cannot fail. Thread-safe.
  */
 const char *icl_status_name(int32_t status);
 
 /**
- * The name of the default engine, the one `icl train` uses without `--engine` (a static string).
- * Thread-safe.
+ * The name of the default engine, the one `icl train` uses without `--engine` ("simd"): a static
+ * string, never NULL. Cannot fail. Thread-safe.
  */
 const char *icl_default_engine(void);
 
 /**
- * Create the configuration of a preset (`he2025`, `he2025-h4`, `quick`, ...; `icl presets`
- * lists them) into `*out`. Unknown names give `ICL_ERR_UNKNOWN_NAME`. Free with `icl_config_free`.
+ * Create the configuration of a preset (`he2025`, `he2025-h4`, `quick`, ...; `icl presets` lists
+ * them) into `*out`. Free with `icl_config_free`. Thread-safe.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_UNKNOWN_NAME: no preset has this name (exact and case-sensitive; "" is no name);
+ * - ICL_ERR_NULL: `name` or `out` is NULL.
  */
 icl_status icl_config_preset(const char *name, icl_config **out);
 
 /**
  * Create a configuration from a TOML text (`[task]`, `[model]`, `[train]` sections; keys not
- * given keep the `he2025` defaults) into `*out`, validated. Unknown keys give
- * `ICL_ERR_UNKNOWN_KEY`, bad values `ICL_ERR_CONFIG`. Free with `icl_config_free`.
+ * given keep the `he2025` defaults, so "" is the he2025 configuration) into `*out`, checked as
+ * `icl_config_set` checks each value and then as `icl_config_validate` checks the whole. Free with
+ * `icl_config_free`. Thread-safe.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_UNKNOWN_KEY: an unknown section or key;
+ * - ICL_ERR_CONFIG: the text is not TOML, a key or section appears twice, a key is outside a
+ *   section, a value has the wrong type or is outside its range, or a rule between keys fails;
+ * - ICL_ERR_NONFINITE: a number is NaN or infinite;
+ * - ICL_ERR_NULL: `toml` or `out` is NULL; ICL_ERR_UTF8: `toml` is not UTF-8.
  */
 icl_status icl_config_from_toml(const char *toml, icl_config **out);
 
 /**
  * Set one dotted key (e.g. "model.heads" = "4"; `icl presets --keys` lists every key with its
- * type and range). The value is a TOML value ("4", "1e-3", "true", "[0.5, 0.3]") or bare text
- * ("eigs", "auto", "0.4,0.3"). It is checked now against its key's type and range (for example
- * `task.d` in 1..=4096, `task.sigma2` >= 0, `train.lr` > 0, no NaN or infinity): a value outside
- * gives `ICL_ERR_CONFIG` (`ICL_ERR_NONFINITE` for NaN or infinity), an unknown key
- * `ICL_ERR_UNKNOWN_KEY`, and the config is unchanged on failure. Rules that involve several keys
- * (`task.eigs` has d values, a multi-task support index <= d, the memory the configuration needs
- * <= 16 GiB, ...) are checked by `icl_config_validate` and when the config is used.
+ * type and range; aliases such as "task.len" for "task.L" are accepted). The value is a TOML value
+ * ("4", "1e-3", "true", "[0.5, 0.3]") or bare text ("eigs", "auto", "0.4,0.3"); for a list key ""
+ * is the empty list. The value is checked now against its key's type and range, the same range
+ * `icl_config_validate`, the TOML reader and the CLI use (for example `task.d` in 1..=4096,
+ * `task.sigma2` >= 0, `train.lr` > 0); setting `task.eigs` also sets `task.d` to its length, which
+ * must then be in d's range. Rules that involve several keys (`task.eigs` has d values, a
+ * multi-task support index <= d, the memory the configuration needs <= 16 GiB, ...) are checked by
+ * `icl_config_validate` and when the config is used, so a config may pass through states that
+ * break them while being edited.
+ *
+ * Returns ICL_OK, or (the config is unchanged on every failure):
+ * - ICL_ERR_UNKNOWN_KEY: no such key (exact, case-sensitive; "" and "task" are not keys);
+ * - ICL_ERR_CONFIG: the value has the wrong type ("" for a number, "4.5" or "-1" for an integer,
+ *   an unknown enum word) or is outside the key's range;
+ * - ICL_ERR_NONFINITE: the value is a NaN or infinite number (also inside a list);
+ * - ICL_ERR_NULL: `cfg`, `key` or `value` is NULL.
  */
 icl_status icl_config_set(icl_config *cfg, const char *key, const char *value);
 
 /**
- * Copy the value of a key as text into `buf` (capacity `cap` bytes, NUL included). `needed`
- * (optional) receives the size required; a too-small buffer gives `ICL_ERR_SIZE` (call with
- * `cap` = 0 to ask for the size).
+ * Copy the value of a key as text (the form `icl_config_set` reads back) into `buf` (capacity
+ * `cap` bytes, NUL included). `needed` (optional) receives strlen + 1.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_UNKNOWN_KEY: no such key;
+ * - ICL_ERR_SIZE: `cap` < the size needed (nothing written to `buf`; `*needed` is set), so `cap`
+ *   = 0 asks for the size, with `buf` NULL or not;
+ * - ICL_ERR_NULL: `cfg` or `key` is NULL, or `buf` is NULL with a large enough `cap`.
  */
 icl_status icl_config_get(const icl_config *cfg, const char *key, char *buf, size_t cap, size_t *needed);
 
 /**
- * Check the rules that involve several keys (`ICL_ERR_CONFIG` with the reason).
+ * Check every key's range again and the rules that involve several keys, for example: `task.eigs`
+ * has `task.d` values, `task.cov` has d*d, multi-task supports are non-empty and at most 16 with
+ * indices <= d, `model.arch = iv2stage` needs `task.kind = iv`, and the working memory of the
+ * configuration is at most 16 GiB. Every creating function (`icl_task_new`, `icl_model_new`,
+ * `icl_trainer_new`) runs the same check.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_CONFIG: the first rule that fails, named in the message (with the memory needed for
+ *   the budget rule);
+ * - ICL_ERR_NULL: `cfg` is NULL.
  */
 icl_status icl_config_validate(const icl_config *cfg);
 
 /**
- * Copy the configuration as TOML text into `buf` (capacity `cap` bytes, NUL included); `needed`
- * (optional) receives the size required, as in `icl_config_get`.
+ * Copy the configuration as TOML text (every key; `icl_config_from_toml` reads it back to an equal
+ * configuration, floats bit for bit) into `buf` (capacity `cap` bytes, NUL included); `needed`
+ * (optional) receives the size required.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `cap` < the size needed (nothing written; `*needed` is set);
+ * - ICL_ERR_NULL: `cfg` is NULL, or `buf` is NULL with a large enough `cap`.
  */
 icl_status icl_config_to_toml(const icl_config *cfg, char *buf, size_t cap, size_t *needed);
 
@@ -257,84 +344,167 @@ void icl_config_free(icl_config *cfg);
 /**
  * Create a freshly initialised model of a configuration (seed `train.seed`, precision
  * `train.dtype`, run by the default engine) into `*out`. Free with `icl_model_free`.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+ * - ICL_ERR_UNSUPPORTED: the configuration's model cannot be built (an option combination that is
+ *   not implemented);
+ * - ICL_ERR_NULL: `cfg` or `out` is NULL.
  */
 icl_status icl_model_new(const icl_config *cfg, icl_model **out);
 
 /**
  * Load a checkpoint (the `model.safetensors` of a run folder written by `icl train`, or by
  * `icl_model_save`/`icl_trainer_save`) into `*out`, in its stored precision, with its
- * configuration and step. Missing files give `ICL_ERR_IO`, invalid ones `ICL_ERR_CHECKPOINT`.
+ * configuration and step, run by the default engine. The reader is strict: a file that could be
+ * misread is refused rather than guessed at. Thread-safe.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_IO: the file cannot be read (missing, a folder, no permission; "" is a missing file);
+ * - ICL_ERR_CHECKPOINT: the file is not a valid icl checkpoint of this version: not safetensors
+ *   (truncated, bad header, overlapping or uncovered data), metadata `format` is not
+ *   "icl-checkpoint", metadata `version` is not "1" (unknown versions are refused, not read as
+ *   version 1), `step` is not a non-negative integer, `dtype` is not "f32" or "f64" or disagrees
+ *   with a model tensor's dtype (an f64 label over F32 tensors is refused, not widened), a model
+ *   tensor is missing, misshapen or not finite, a tensor is neither a model tensor nor trainer
+ *   state (extra tensors are refused, not ignored), the trainer state is incomplete, or the
+ *   embedded configuration is invalid or needs more than the memory budget (checked before any
+ *   tensor is allocated);
+ * - ICL_ERR_NULL: `path_` or `out` is NULL.
  */
 icl_status icl_model_load(const char *path_, icl_model **out);
 
 /**
- * Write the model as a checkpoint (atomically: a temporary file renamed into place).
+ * Write the model as a checkpoint (format version 1; atomically: a temporary file in the same
+ * folder renamed into place, so a reader never sees a partial file). The same model gives the same
+ * bytes.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_IO: the file cannot be written (missing folder, no permission, full disk; "" is
+ *   refused by the operating system);
+ * - ICL_ERR_NULL: `model` or `path_` is NULL.
  */
 icl_status icl_model_save(const icl_model *model, const char *path_);
 
 /**
- * Run the model with another engine ("scalar", ...; the names of `icl train --engine`).
+ * Run the model with another engine: "simd", "scalar" or "vulkan" (the names of `icl train
+ * --engine`; exact and case-sensitive). On failure the model keeps its engine.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_UNKNOWN_NAME: no engine has this name ("" included);
+ * - ICL_ERR_UNSUPPORTED: the engine cannot run here: "vulkan" without a Vulkan device, or for a
+ *   model that computes in f64;
+ * - ICL_ERR_NULL: `model` or `name` is NULL.
  */
 icl_status icl_model_set_engine(icl_model *model, const char *name);
 
 /**
- * Shape of the model.
+ * Shape of the model into `*out`.
+ *
+ * Returns ICL_OK, or ICL_ERR_NULL (`model` or `out` is NULL).
  */
 icl_status icl_model_dims(const icl_model *model, icl_dims *out);
 
 /**
  * Create a copy of the model's configuration into `*out` (for a loaded checkpoint: the
  * configuration it was trained with). Free with `icl_config_free`.
+ *
+ * Returns ICL_OK, or ICL_ERR_NULL (`model` or `out` is NULL).
  */
 icl_status icl_model_config(const icl_model *model, icl_config **out);
 
 /**
- * Predict the query outputs of `n` problems with context length `len >= 1`: contexts `x`
+ * Predict the query outputs of `n` problems with context length `len`: contexts `x`
  * ([n][len][d], `x_len` values), `y` ([n][len][n_out]), queries `xq` ([n][d]); predictions go
  * to `out` ([n][n_out], `out_len` values). Inputs are rounded to the model's precision.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or a length differs
+ *   from its shape (`x_len` != n len d, `y_len` != n len n_out, `xq_len` != n d, `out_len` !=
+ *   n n_out);
+ * - ICL_ERR_NONFINITE: an input is NaN, infinite, or overflows the model's precision;
+ * - ICL_ERR_UNSUPPORTED: the model's engine cannot run it (e.g. a multi-layer model on vulkan);
+ * - ICL_ERR_NULL: `model`, or an array with a non-zero length, is NULL.
  */
 icl_status icl_model_predict(icl_model *model, size_t n, size_t len, const double *x, size_t x_len, const double *y, size_t y_len, const double *xq, size_t xq_len, double *out, size_t out_len);
 
 /**
- * Predict for a token-major batch `z` (the layout of `icl_task_sample`; the query's y-slots
- * are ignored) into `out` ([n][n_out]).
+ * Predict for a token-major batch `z` (the layout of `icl_task_sample`, `z_len` = n (len+1)
+ * (d+n_out); the query's y-slots are ignored) into `out` ([n][n_out]).
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or `z_len` or
+ *   `out_len` differs from its shape;
+ * - ICL_ERR_NONFINITE: a value of `z` other than a query y-slot is NaN, infinite or overflows the
+ *   model's precision;
+ * - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
+ * - ICL_ERR_NULL: `model`, `z` or `out` is NULL.
  */
 icl_status icl_model_predict_batch(icl_model *model, size_t n, size_t len, const double *z, size_t z_len, double *out, size_t out_len);
 
 /**
  * Loss (mean squared error over sequences and outputs) of a token-major batch `z` with targets
  * `y` ([n][n_out]) into `*loss`, and its gradient with respect to the flat parameters into
- * `grad` (`grad_len` = n_params).
+ * `grad` (`grad_len` = n_params). The query's y-slots of `z` are ignored.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or `z_len`, `y_len`
+ *   or `grad_len` differs from its shape;
+ * - ICL_ERR_NONFINITE: an input is NaN, infinite or overflows the model's precision;
+ * - ICL_ERR_NUMERICAL: the loss or gradient is not finite (the model overflows on this batch);
+ * - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
+ * - ICL_ERR_NULL: `model`, `z`, `y`, `loss` or `grad` is NULL.
  */
 icl_status icl_model_loss_grad(icl_model *model, size_t n, size_t len, const double *z, size_t z_len, const double *y, size_t y_len, double *loss, double *grad, size_t grad_len);
 
 /**
  * Copy the flat parameters (n_params values, the tensor order of the checkpoint) into `out`.
+ *
+ * Returns ICL_OK, or ICL_ERR_SIZE (`len` != n_params), ICL_ERR_NULL (`model` or `out` NULL).
  */
 icl_status icl_model_get_params(const icl_model *model, double *out, size_t len);
 
 /**
- * Replace the flat parameters (n_params finite values, rounded to the model's precision).
+ * Replace the flat parameters (n_params finite values, rounded to the model's precision). On
+ * failure the parameters are unchanged.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `len` != n_params;
+ * - ICL_ERR_NONFINITE: a value is NaN, infinite or overflows the model's precision;
+ * - ICL_ERR_NULL: `model` or `params` is NULL.
  */
 icl_status icl_model_set_params(icl_model *model, const double *params, size_t len);
 
 /**
  * The circuits of every head (He et al. 2025 §3): `omega` (H values: the mean diagonal of the
  * effective KQ_11, score scale included) and `mu` (H n_out values, head-major: OV_22 per output).
+ *
+ * Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL.
  */
 icl_status icl_model_circuits(const icl_model *model, double *omega, size_t omega_len, double *mu, size_t mu_len);
 
 /**
  * The effective circuit matrices: `kq` ([H][E][E], row-major, score scale included, E = d + n_out)
  * and `ov` ([H][n_out][E]).
+ *
+ * Returns ICL_OK, or ICL_ERR_SIZE (`kq_len` != H E E or `ov_len` != H n_out E), ICL_ERR_NULL.
  */
 icl_status icl_model_circuit_matrices(const icl_model *model, double *kq, size_t kq_len, double *ov, size_t ov_len);
 
 /**
  * Monte Carlo risk E[(y_q - yhat_q)^2] (query noise included) at test length `len` with
- * `samples` >= 2 sequences from stream (seed, eval, len, i), on the data of `task` (optional:
- * NULL means the model's own configuration), as `icl eval` computes it. Writes the mean to
- * `*risk` and its standard error to `*stderr_out`.
+ * `samples` sequences from stream (seed, eval, len, i), on the data of `task` (optional: NULL
+ * means the model's own configuration), as `icl eval` computes it. Writes the mean to `*risk` and
+ * its standard error to `*stderr_out`. Memory stays bounded whatever `samples` (sequences are
+ * drawn in chunks); time grows linearly with `samples` and `len`.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `samples` < 2 (a standard error needs two), `len` = 0 or `len` > 2^24, or the
+ *   task's d or n_out differs from the model's;
+ * - ICL_ERR_CONFIG, ICL_ERR_NUMERICAL: with `task` NULL, the model's configuration cannot make
+ *   a task sampler (as in `icl_task_new`);
+ * - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
+ * - ICL_ERR_NULL: `model`, `risk` or `stderr_out` is NULL.
  */
 icl_status icl_model_risk(icl_model *model, const icl_task *task, size_t len, size_t samples, uint64_t seed, double *risk, double *stderr_out);
 
@@ -344,13 +514,19 @@ icl_status icl_model_risk(icl_model *model, const icl_task *task, size_t len, si
 void icl_model_free(icl_model *model);
 
 /**
- * Create the task sampler of a configuration into `*out` (validated; `ICL_ERR_CONFIG` or
- * `ICL_ERR_NUMERICAL` for a covariance that is not positive definite). Free with `icl_task_free`.
+ * Create the task sampler of a configuration into `*out`. Free with `icl_task_free`.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+ * - ICL_ERR_NUMERICAL: the covariance is not positive definite (`task.cov`);
+ * - ICL_ERR_NULL: `cfg` or `out` is NULL.
  */
 icl_status icl_task_new(const icl_config *cfg, icl_task **out);
 
 /**
  * Shape of the sampler: d, n_out and the training length L (heads, n_params, is_f64 are 0).
+ *
+ * Returns ICL_OK, or ICL_ERR_NULL (`task` or `out` is NULL).
  */
 icl_status icl_task_dims(const icl_task *task, icl_dims *out);
 
@@ -360,6 +536,12 @@ icl_status icl_task_dims(const icl_task *task, icl_dims *out);
  * x first then y, the query last with y-slots 0) and targets `y` (`y_len` = n n_out). Sequence b is
  * drawn from stream (seed, domain, step, b): with `ICL_DOMAIN_TRAIN` and `n` = train.batch,
  * `len` = L this is exactly the batch `icl train` uses at step `step`.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_ARGUMENT: `domain` is neither ICL_DOMAIN_TRAIN nor ICL_DOMAIN_EVAL;
+ * - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, `z_len` or `y_len`
+ *   differs from its shape, or the memory for the batch is not available;
+ * - ICL_ERR_NULL: `task`, `z` or `y` is NULL.
  */
 icl_status icl_task_sample(const icl_task *task, uint64_t seed, uint32_t domain, uint64_t step, size_t n, size_t len, double *z, size_t z_len, double *y, size_t y_len);
 
@@ -372,9 +554,11 @@ void icl_task_free(icl_task *task);
  * Copy the list of every theory quantity as JSON into `buf` (capacity `cap` bytes, NUL included;
  * `needed`, optional, receives the size required; call with `cap` = 0 to ask for it):
  * `[{"name", "paper", "about", "params": [{"flag", "default", "help", "accepts"}]}]`, the same
- * text as `icl theory --list --json`. `default` is null for a required parameter. Statuses:
- * `ICL_ERR_SIZE` (buffer too small; nothing written), `ICL_ERR_NULL` (`buf` NULL with `cap` >=
- * the size). Thread-safe.
+ * text as `icl theory --list --json`. `default` is null for a required parameter. Thread-safe.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `cap` < the size needed (nothing written; `*needed` is set);
+ * - ICL_ERR_NULL: `buf` is NULL with a large enough `cap`.
  */
 icl_status icl_theory_list(char *buf, size_t cap, size_t *needed);
 
@@ -383,35 +567,61 @@ icl_status icl_theory_list(char *buf, size_t cap, size_t *needed);
  * `values[i]`, names without the leading `--`; parameters not given take their defaults), and copy
  * the result as JSON into `buf` (capacity `cap`, NUL included; `needed` as in
  * [`icl_theory_list`]): `{"name", "value", <extra outputs>, "params"}`, the same text as
- * `icl theory NAME --json`. Statuses: `ICL_ERR_UNKNOWN_NAME` (no such quantity),
- * `ICL_ERR_ARGUMENT` (an unknown, repeated or missing parameter, or a value outside its kind or
- * range, e.g. `xi` = -1), `ICL_ERR_NONFINITE` (NaN or infinity), `ICL_ERR_NUMERICAL` (the
- * computation failed, e.g. a singular matrix), `ICL_ERR_NULL`, `ICL_ERR_UTF8`, `ICL_ERR_SIZE`.
- * Thread-safe.
+ * `icl theory NAME --json`. With `n` = 0, `keys` and `values` may be NULL. Thread-safe.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_UNKNOWN_NAME: no quantity has this name (exact, case-sensitive);
+ * - ICL_ERR_ARGUMENT: an unknown, repeated or missing parameter, or a value outside its kind or
+ *   range (e.g. `xi` = -1, `rho` = 5, `d` = 100000);
+ * - ICL_ERR_NONFINITE: a parameter is NaN or infinite;
+ * - ICL_ERR_NUMERICAL: the computation failed (a singular matrix, a diverging trajectory) or its
+ *   value is not finite (a closed form that overflows at these parameters: reported, never
+ *   returned as inf or JSON null);
+ * - ICL_ERR_SIZE: `n` > 1024, or `cap` < the size needed (nothing written; `*needed` is set);
+ * - ICL_ERR_NULL: `name` is NULL, `keys`/`values` is NULL with `n` > 0, an entry of them is
+ *   NULL, or `buf` is NULL with a large enough `cap`.
  */
 icl_status icl_theory_eval(const char *name, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
 /**
  * Evaluate like [`icl_theory_eval`] and copy the quantity's main value as numbers into `out`
  * (capacity `out_len`): one number for a scalar quantity, the list for a list-valued one.
- * `count` (optional) receives the number of values. Statuses: those of [`icl_theory_eval`], and
- * `ICL_ERR_SIZE` when `out_len` is too small (nothing written; `count` says how many are needed),
- * `ICL_ERR_UNSUPPORTED` when the value is not numeric. Thread-safe.
+ * `count` (optional) receives the number of values, also when `out_len` is too small.
+ * Thread-safe.
+ *
+ * Returns ICL_OK, or those of [`icl_theory_eval`] (its `cap` cases aside), and:
+ * - ICL_ERR_SIZE: `out_len` < the number of values (nothing written; `*count` is set);
+ * - ICL_ERR_UNSUPPORTED: the value is not a number or a list of numbers;
+ * - ICL_ERR_NULL: `out` is NULL with a large enough `out_len`.
  */
 icl_status icl_theory_value(const char *name, const char *const *keys, const char *const *values, size_t n, double *out, size_t out_len, size_t *count);
 
 /**
  * Create a trainer for a configuration into `*out`: the model initialised from `train.seed`, the
  * optimiser of `train.*`, run by the engine `engine` (optional: NULL means `icl_default_engine()`,
- * the engine `icl train` uses without `--engine`). With the same configuration and engine, its
- * steps reproduce `icl train` exactly. Free with `icl_trainer_free`.
+ * the engine `icl train` uses without `--engine`; "" is not a name). With the same configuration
+ * and engine, its steps reproduce `icl train` exactly. Free with `icl_trainer_free`.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+ * - ICL_ERR_NUMERICAL: the task's covariance is not positive definite;
+ * - ICL_ERR_UNKNOWN_NAME: no engine has this name (exact, case-sensitive);
+ * - ICL_ERR_UNSUPPORTED: the engine cannot run this configuration ("vulkan" without a device, in
+ *   f64, or for a multi-layer model), or the configuration asks for an option combination that is
+ *   not implemented;
+ * - ICL_ERR_NULL: `cfg` or `out` is NULL.
  */
 icl_status icl_trainer_new(const icl_config *cfg, const char *engine, icl_trainer **out);
 
 /**
- * Create a trainer that continues from a checkpoint: its configuration, parameters and step count,
- * with a fresh optimiser state (checkpoints do not hold one, so the continuation is not the
- * uninterrupted run). `engine` is optional as in `icl_trainer_new`.
+ * Create a trainer that continues from a checkpoint into `*out`: its configuration, parameters and
+ * step count. A checkpoint with trainer state (written by `icl train` or `icl_trainer_save`)
+ * continues bit for bit: optimiser moments, log and step, as if never interrupted. One without (an
+ * `icl_model_save` checkpoint, an imported model) starts a fresh optimiser at the saved parameters
+ * and step. `engine` is optional as in `icl_trainer_new`.
+ *
+ * Returns ICL_OK, or those of `icl_model_load` (ICL_ERR_IO, ICL_ERR_CHECKPOINT) and of
+ * `icl_trainer_new` for the engine (ICL_ERR_UNKNOWN_NAME, ICL_ERR_UNSUPPORTED).
  */
 icl_status icl_trainer_from_checkpoint(const char *path_, const char *engine, icl_trainer **out);
 
@@ -419,67 +629,104 @@ icl_status icl_trainer_from_checkpoint(const char *path_, const char *engine, ic
  * Run `steps` optimiser steps of the configuration's protocol, exactly as `icl train` runs it:
  * fresh batches (the batch of step t from stream (seed, train, t, b)), or for the `eigs` task with
  * `task.P > 0` full-batch gradient descent on the fixed training set. Reaching `train.steps` adds
- * the final log row as `icl train` does. `losses` (optional, `losses_len` >= steps) receives the
- * loss of each step,
- * `mean_loss` (optional) their mean. On a failure (e.g. `ICL_ERR_NUMERICAL` when the loss
- * diverges) the steps completed before it are kept.
+ * the final log row as `icl train` does; steps past `train.steps` are allowed (an extended run).
+ * `losses` (optional; if given, `losses_len` >= steps) receives the loss of each step in its first
+ * `steps` values; `mean_loss` (optional) their mean (0 for `steps` = 0).
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_NUMERICAL: the loss of a step is not finite (training diverged): the steps before it
+ *   are kept, with their losses written to `losses`, and the trainer's step count says how many;
+ * - ICL_ERR_SIZE: `losses` is given with `losses_len` < steps (nothing done);
+ * - ICL_ERR_NULL: `trainer` is NULL, or `losses` is NULL with `losses_len` > 0 (nothing done).
  */
 icl_status icl_trainer_train(icl_trainer *trainer, uint64_t steps, double *losses, size_t losses_len, double *mean_loss);
 
 /**
  * One optimiser step on a caller's token-major batch (`z`, `y` in the layout of
- * `icl_task_sample`; any n >= 1 and len >= 1). It counts as a step (later sampled steps use the
- * next stream) but is not entered in the log. `loss` (optional) receives the batch loss before
- * the update.
+ * `icl_task_sample`; any n >= 1 and 1 <= len <= 2^24; the query's y-slots are ignored). It counts
+ * as a step (later sampled steps use the next stream) but is not entered in the log. `loss`
+ * (optional) receives the batch loss before the update.
+ *
+ * Returns ICL_OK, or (the trainer is unchanged on every failure):
+ * - ICL_ERR_SIZE: as in `icl_model_loss_grad`;
+ * - ICL_ERR_NONFINITE: an input is NaN, infinite or overflows the model's precision;
+ * - ICL_ERR_NUMERICAL: the loss on this batch is not finite;
+ * - ICL_ERR_NULL: `trainer`, `z` or `y` is NULL.
  */
 icl_status icl_trainer_step_batch(icl_trainer *trainer, size_t n, size_t len, const double *z, size_t z_len, const double *y, size_t y_len, double *loss);
 
 /**
- * Steps completed.
+ * Steps completed into `*out`.
+ *
+ * Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
  */
 icl_status icl_trainer_step_count(const icl_trainer *trainer, uint64_t *out);
 
 /**
- * Shape of the trainer's model.
+ * Shape of the trainer's model into `*out`.
+ *
+ * Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
  */
 icl_status icl_trainer_dims(const icl_trainer *trainer, icl_dims *out);
 
 /**
  * Copy the flat parameters (n_params values) into `out`.
+ *
+ * Returns ICL_OK, or ICL_ERR_SIZE (`len` != n_params), ICL_ERR_NULL.
  */
 icl_status icl_trainer_get_params(const icl_trainer *trainer, double *out, size_t len);
 
 /**
- * Replace the flat parameters (n_params finite values); the optimiser state is kept.
+ * Replace the flat parameters (n_params finite values); the optimiser state is kept. On failure
+ * the parameters are unchanged.
+ *
+ * Returns ICL_OK, or ICL_ERR_SIZE (`len` != n_params), ICL_ERR_NONFINITE (a value is NaN,
+ * infinite or overflows the model's precision), ICL_ERR_NULL.
  */
 icl_status icl_trainer_set_params(icl_trainer *trainer, const double *params, size_t len);
 
 /**
  * Per-head omega (H values) and mu (H n_out values) of the current model, as in
  * `icl_model_circuits`.
+ *
+ * Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL.
  */
 icl_status icl_trainer_circuits(const icl_trainer *trainer, double *omega, size_t omega_len, double *mu, size_t mu_len);
 
 /**
  * Create a copy of the current model (configuration, step and engine included) into `*out`.
  * Free with `icl_model_free`.
+ *
+ * Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
  */
 icl_status icl_trainer_model(const icl_trainer *trainer, icl_model **out);
 
 /**
- * Write the current model as a checkpoint (the `model.safetensors` that `icl train` writes).
+ * Write the current model with the trainer's whole state (optimiser moments, log, step: the
+ * `model.safetensors` that `icl train` writes), atomically; `icl_trainer_from_checkpoint`
+ * continues it bit for bit and `icl_model_load` reads its model.
+ *
+ * Returns ICL_OK, or ICL_ERR_IO (the file cannot be written), ICL_ERR_NULL.
  */
 icl_status icl_trainer_save(const icl_trainer *trainer, const char *path_);
 
 /**
- * Number of rows in the training log (rows are written after step 1, every `train.log_every`
- * steps and at step `train.steps`, as in `metrics.csv`).
+ * Number of rows in the training log into `*out` (rows are written after step 1, every
+ * `train.log_every` steps and at step `train.steps`, as in `metrics.csv`).
+ *
+ * Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
  */
 icl_status icl_trainer_log_len(const icl_trainer *trainer, size_t *out);
 
 /**
- * Row `i` of the training log: the step, the mean training loss since the previous row, and the
- * per-head omega (H values) and mu (H values, first output). `step` and `loss` are optional.
+ * Row `i` (0-based) of the training log: the step, the mean training loss since the previous row,
+ * and the per-head omega (H values) and mu (H values, first output). `step` and `loss` are
+ * optional.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `i` >= the number of rows (an index past the end), or `omega_len` or `mu_len`
+ *   != H;
+ * - ICL_ERR_NULL: `trainer`, `omega` or `mu` is NULL.
  */
 icl_status icl_trainer_log_row(const icl_trainer *trainer, size_t i, uint64_t *step, double *loss, double *omega, size_t omega_len, double *mu, size_t mu_len);
 

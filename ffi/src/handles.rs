@@ -5,7 +5,7 @@
 //! Models and trainers compute in the precision of their config (`train.dtype`, f32 by default);
 //! inputs and outputs cross the boundary as f64 (inputs are rounded to the model's precision, as
 //! `icl train` rounds the sampled data).
-use crate::status::{FfiError, FfiResult};
+use crate::status::{icl_status, FfiError, FfiResult};
 use icl_core::analysis::analyze;
 use icl_core::config::{Config, Dtype};
 use icl_core::eval::{mc_risk, RiskEstimate};
@@ -143,13 +143,25 @@ fn mul(what: &str, xs: &[usize]) -> FfiResult<usize> {
         .ok_or_else(|| FfiError::size(format!("{what}: size overflows")))
 }
 
-/// Sizes of a token-major batch of `n` sequences of context length `len`: (z values, y values).
-pub fn batch_sizes(n: usize, len: usize, d: usize, n_out: usize) -> FfiResult<(usize, usize)> {
-    if n == 0 || len == 0 {
+/// Largest context length a call takes: the largest `task.L` of a configuration.
+pub const MAX_LEN: usize = icl_core::config::MAX_L as usize;
+
+/// Fail with `ICL_ERR_SIZE` unless `1 <= len <= MAX_LEN`.
+pub fn check_context_len(len: usize) -> FfiResult<()> {
+    if len == 0 || len > MAX_LEN {
         return Err(FfiError::size(format!(
-            "need n >= 1 sequences and context length L >= 1 (n = {n}, L = {len})"
+            "context length L = {len}; 1 <= L <= {MAX_LEN} (the range of task.L)"
         )));
     }
+    Ok(())
+}
+
+/// Sizes of a token-major batch of `n` sequences of context length `len`: (z values, y values).
+pub fn batch_sizes(n: usize, len: usize, d: usize, n_out: usize) -> FfiResult<(usize, usize)> {
+    if n == 0 {
+        return Err(FfiError::size("need n >= 1 sequences (n = 0)"));
+    }
+    check_context_len(len)?;
     let toks = len
         .checked_add(1)
         .ok_or_else(|| FfiError::size("L overflows"))?;
@@ -169,6 +181,25 @@ pub fn check_len(what: &str, got: usize, want: usize) -> FfiResult<()> {
 /// Fail with `ICL_ERR_NONFINITE` at the first NaN or infinity.
 pub fn check_finite(what: &str, xs: &[f64]) -> FfiResult<()> {
     Ok(icl_core::scalar::check_finite(what, xs)?)
+}
+
+/// Read a checkpoint. A path that names a folder is `ICL_ERR_IO`, like any other file the
+/// operating system cannot read as one.
+fn load_checkpoint(path: &Path) -> FfiResult<icl_run::checkpoint::Loaded> {
+    icl_run::checkpoint::load(path).map_err(|e| match e {
+        icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
+        other => other.into(),
+    })
+}
+
+/// The named engine for precision `T`. An engine that cannot run this precision (vulkan in f64)
+/// is `ICL_ERR_UNSUPPORTED`, like a missing Vulkan device; an unknown name `ICL_ERR_UNKNOWN_NAME`.
+/// Names are case-sensitive ("simd", not "SIMD").
+pub fn engine_of<T: FfiScalar>(name: &str) -> FfiResult<Box<dyn icl_core::Engine<T>>> {
+    T::engine(name).map_err(|e| match e {
+        icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_UNSUPPORTED, m),
+        other => other.into(),
+    })
 }
 
 fn cast<T: Scalar>(xs: &[f64]) -> Vec<T> {
@@ -192,9 +223,15 @@ pub fn batch_from<T: Scalar>(
     let (zn, yn) = batch_sizes(n, len, d, n_out)?;
     check_len("z", z.len(), zn)?;
     check_len("y", y.len(), yn)?;
-    check_finite("z", z)?;
+    // the query's y-slots are ignored (read as 0, whatever they hold, NaN included)
+    let e = d + n_out;
+    let mut zq = z.to_vec();
+    for b in 0..n {
+        zq[(b * (len + 1) + len) * e + d..][..n_out].fill(0.0);
+    }
+    check_finite("z", &zq)?;
     check_finite("y", y)?;
-    Ok(Batch::from_parts(n, len, d, n_out, cast(z), cast(y))?)
+    Ok(Batch::from_parts(n, len, d, n_out, cast(&zq), cast(y))?)
 }
 
 /// A batch in precision `T` from contexts `x` ([n][L][d]), `y` ([n][L][n_out]) and queries
@@ -351,7 +388,7 @@ impl icl_task {
 impl<T: FfiScalar> ModelState<T> {
     fn new(model: Model<T>, engine: &str) -> FfiResult<Self> {
         Ok(ModelState {
-            runner: Runner::new(T::engine(engine)?),
+            runner: Runner::new(engine_of::<T>(engine)?),
             engine_name: engine.to_string(),
             model,
         })
@@ -368,11 +405,17 @@ impl<T: FfiScalar> ModelState<T> {
     fn loss_grad(&mut self, batch: &Batch<T>, grad: &mut [f64]) -> FfiResult<f64> {
         check_len("grad", grad.len(), self.model.params.len())?;
         let mut g = vec![T::zero(); self.model.params.len()];
-        let loss = loss_and_grad(&mut self.runner, &self.model, batch, &mut g)?;
+        let loss = loss_and_grad(&mut self.runner, &self.model, batch, &mut g)?.to_f64();
+        if !loss.is_finite() || g.iter().any(|v| !v.finite()) {
+            return Err(icl_core::Error::Numerical(format!(
+                "the loss ({loss}) or its gradient is not finite on this batch"
+            ))
+            .into());
+        }
         for (o, v) in grad.iter_mut().zip(&g) {
             *o = v.to_f64();
         }
-        Ok(loss.to_f64())
+        Ok(loss)
     }
 
     fn risk(&mut self, task: &Task, len: usize, n: usize, seed: u64) -> FfiResult<RiskEstimate> {
@@ -406,7 +449,7 @@ impl icl_model {
 
     /// Load a checkpoint (`model.safetensors` of a run folder, as `icl train` writes it).
     pub fn load(path: &Path) -> FfiResult<Self> {
-        let l = icl_run::checkpoint::load(path)?;
+        let l = load_checkpoint(path)?;
         let engine = default_engine();
         let inner = match l.model {
             Either::F32(m) => AnyModel::F32(ModelState::new(m, engine)?),
@@ -428,7 +471,7 @@ impl icl_model {
     /// Run the model with another engine (same names as `icl --engine`).
     pub fn set_engine(&mut self, name: &str) -> FfiResult<()> {
         with_model!(&mut self.inner, s => {
-            s.runner = Runner::new(FfiScalar::engine(name)?);
+            s.runner = Runner::new(engine_of(name)?);
             s.engine_name = name.to_string();
         });
         Ok(())
@@ -531,6 +574,12 @@ impl icl_model {
         n: usize,
         seed: u64,
     ) -> FfiResult<RiskEstimate> {
+        if n < 2 {
+            return Err(FfiError::size(format!(
+                "samples = {n}; a Monte Carlo estimate with a standard error needs at least 2"
+            )));
+        }
+        check_context_len(len)?;
         let own;
         let t = match task {
             Some(t) => &t.task,
@@ -556,7 +605,7 @@ impl icl_model {
 impl<T: FfiScalar> TrainerState<T> {
     fn new(tr: Trainer<T>, engine: &str) -> FfiResult<Self> {
         Ok(TrainerState {
-            runner: Runner::new(T::engine(engine)?),
+            runner: Runner::new(engine_of::<T>(engine)?),
             engine_name: engine.to_string(),
             tr,
         })
@@ -565,7 +614,7 @@ impl<T: FfiScalar> TrainerState<T> {
     /// A fresh trainer of `cfg`: the one trainer of every front end, so a preset runs the same
     /// protocol as `icl train` (online batches, or full-batch descent on a fixed set).
     fn fresh(cfg: &Config, engine: &str) -> FfiResult<Self> {
-        drop(T::engine(engine)?);
+        drop(engine_of::<T>(engine)?);
         let tr = Trainer::with_model(
             cfg,
             Model::init(cfg)?,
@@ -622,34 +671,34 @@ impl icl_trainer {
     /// `icl train` or [`icl_trainer::save`]) continues bit for bit: optimiser moments, log and step;
     /// one without (an imported model) starts a fresh optimiser at the saved parameters and step.
     pub fn from_checkpoint(path: &Path, engine: Option<&str>) -> FfiResult<Self> {
-        let l = icl_run::checkpoint::load(path)?;
+        let l = load_checkpoint(path)?;
         let e = engine.unwrap_or(default_engine());
         let engines = Engines(e.into());
         let opts = Options::default();
         let cfg = l.config;
         let inner = match (l.model, l.state) {
             (_, Some(Either::F32(st))) => {
-                drop(f32::engine(e)?);
+                drop(engine_of::<f32>(e)?);
                 AnyTrainer::F32(TrainerState::new(
                     Trainer::from_state(&cfg, st, &engines, &opts)?,
                     e,
                 )?)
             }
             (_, Some(Either::F64(st))) => {
-                drop(f64::engine(e)?);
+                drop(engine_of::<f64>(e)?);
                 AnyTrainer::F64(TrainerState::new(
                     Trainer::from_state(&cfg, st, &engines, &opts)?,
                     e,
                 )?)
             }
             (Either::F32(m), None) => {
-                drop(f32::engine(e)?);
+                drop(engine_of::<f32>(e)?);
                 let mut tr = Trainer::with_model(&cfg, m, &engines, &opts)?;
                 tr.step = l.step;
                 AnyTrainer::F32(TrainerState::new(tr, e)?)
             }
             (Either::F64(m), None) => {
-                drop(f64::engine(e)?);
+                drop(engine_of::<f64>(e)?);
                 let mut tr = Trainer::with_model(&cfg, m, &engines, &opts)?;
                 tr.step = l.step;
                 AnyTrainer::F64(TrainerState::new(tr, e)?)

@@ -15,19 +15,23 @@ pub enum icl_status {
     ICL_OK = 0,
     /// A required pointer argument is NULL.
     ICL_ERR_NULL = 1,
-    /// A buffer length or a shape (n, L, number of parameters, ...) is wrong, zero, or overflows.
+    /// A buffer length or a shape (n, L, number of parameters, samples, ...) is wrong, zero, too
+    /// large or overflows, an index is past the end, or the memory a size needs is not available.
     ICL_ERR_SIZE = 2,
     /// An input value is NaN or infinite (or overflows the model's precision).
     ICL_ERR_NONFINITE = 3,
-    /// A configuration value is out of range or malformed, or a TOML text does not parse.
+    /// A configuration value is out of range or malformed, a TOML text does not parse, a rule
+    /// between keys fails, or the configuration needs more than the 16 GiB memory budget.
     ICL_ERR_CONFIG = 4,
     /// A configuration key that does not exist.
     ICL_ERR_UNKNOWN_KEY = 5,
-    /// An unknown preset or engine name.
+    /// An unknown preset, engine or theory quantity name.
     ICL_ERR_UNKNOWN_NAME = 6,
-    /// A numerical failure (singular matrix, diverged training, overflow).
+    /// A numerical failure: a singular or indefinite matrix, a diverged training step, a result
+    /// that is not finite.
     ICL_ERR_NUMERICAL = 7,
-    /// An option combination that is not implemented.
+    /// An option combination that is not implemented, or an engine that cannot run here
+    /// (vulkan without a device or in f64).
     ICL_ERR_UNSUPPORTED = 8,
     /// The operating system refused a file operation (missing file, permissions, ...).
     ICL_ERR_IO = 9,
@@ -35,7 +39,8 @@ pub enum icl_status {
     ICL_ERR_CHECKPOINT = 10,
     /// A string argument is not valid UTF-8.
     ICL_ERR_UTF8 = 11,
-    /// Any other invalid argument (an enum value out of range, a misaligned pointer).
+    /// Any other invalid argument: an enum value out of range (`domain`), a misaligned pointer,
+    /// or a theory parameter that is unknown, repeated, missing or outside its range.
     ICL_ERR_ARGUMENT = 12,
     /// A bug: the library panicked. The handle passed in may be in an unspecified (but safe to
     /// free) state.

@@ -734,11 +734,11 @@ fn model_functions() {
         icl_model_risk(m, null(), 6, 16, 1, &mut r, null_mut())
     );
     fails!(
-        ICL_ERR_CONFIG,
+        ICL_ERR_SIZE,
         icl_model_risk(m, null(), 0, 16, 1, &mut r, &mut se)
     );
     fails!(
-        ICL_ERR_CONFIG,
+        ICL_ERR_SIZE,
         icl_model_risk(m, null(), 6, 1, 1, &mut r, &mut se)
     );
     let mut other_cfg = null_mut();

@@ -97,13 +97,16 @@ pub(crate) unsafe fn slice_mut<'a>(
     Ok(std::slice::from_raw_parts_mut(p, len))
 }
 
-/// An optional output array: `None` when the pointer is NULL.
+/// An optional output array: `None` when the pointer is NULL and `len` is 0. A NULL pointer with
+/// a length is `ICL_ERR_NULL`: the caller meant to pass a buffer.
 pub(crate) unsafe fn opt_slice_mut<'a>(
     p: *mut f64,
     len: usize,
     what: &str,
 ) -> FfiResult<Option<&'a mut [f64]>> {
-    if p.is_null() {
+    if p.is_null() && len != 0 {
+        Err(FfiError::null(&format!("{what} (given with length {len})")))
+    } else if p.is_null() {
         Ok(None)
     } else {
         slice_mut(p, len, what).map(Some)
@@ -140,11 +143,22 @@ pub(crate) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> FfiResult<()> {
     Ok(())
 }
 
-/// Write an optional scalar out-parameter (NULL: skipped).
-pub(crate) unsafe fn put_opt<T>(p: *mut T, v: T) {
-    if !p.is_null() && p.is_aligned() {
+/// Check an optional out-parameter before any work is done (NULL is fine; misaligned is not).
+pub(crate) fn opt_out<T>(p: *mut T, what: &str) -> FfiResult<()> {
+    if p.is_null() {
+        Ok(())
+    } else {
+        aligned(p as *const T, what)
+    }
+}
+
+/// Write an optional scalar out-parameter (NULL: skipped; misaligned: `ICL_ERR_ARGUMENT`).
+pub(crate) unsafe fn put_opt<T>(p: *mut T, v: T, what: &str) -> FfiResult<()> {
+    if !p.is_null() {
+        aligned(p as *const T, what)?;
         *p = v;
     }
+    Ok(())
 }
 
 /// Create a handle into `*out` (`*out` is set to NULL first, so it is NULL on failure).
@@ -173,7 +187,7 @@ pub(crate) unsafe fn copy_str(
     needed: *mut usize,
 ) -> FfiResult<()> {
     let n = s.len() + 1;
-    put_opt(needed, n);
+    put_opt(needed, n, "needed")?;
     if cap < n {
         return Err(FfiError::size(format!(
             "string buffer has {cap} bytes; {n} needed (NUL included)"
@@ -190,22 +204,23 @@ pub(crate) unsafe fn copy_str(
 // ------------------------------------------------------------------------------------------------
 // Library-wide functions.
 
-/// The library version, e.g. "0.1.0" (a static string; never NULL). Thread-safe.
+/// The library version, e.g. "0.1.0": a static string, never NULL. Cannot fail. Thread-safe.
 #[no_mangle]
 pub extern "C" fn icl_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
 }
 
-/// The message of the last failed `icl_` call on the calling thread ("" if none). The pointer is
-/// owned by the library and valid until the next failing call on the same thread; copy it to keep
-/// it. Thread-safe (each thread has its own message).
+/// The message of the last failed `icl_` call on the calling thread ("" if none has failed). The
+/// pointer is owned by the library and valid until the next failing call on the same thread; copy it
+/// to keep it. Successful calls leave it as it was. Cannot fail; never NULL. Thread-safe (each
+/// thread has its own message).
 #[no_mangle]
 pub extern "C" fn icl_last_error() -> *const c_char {
     last_error_ptr()
 }
 
-/// The name of a status code, e.g. "ICL_ERR_SIZE" ("ICL_UNKNOWN_STATUS" for other values). A static
-/// string. Thread-safe.
+/// The name of a status code, e.g. "ICL_ERR_SIZE"; "ICL_UNKNOWN_STATUS" for a value that is not a
+/// status (negative, or past ICL_ERR_PANIC). A static string, never NULL. Cannot fail. Thread-safe.
 #[no_mangle]
 pub extern "C" fn icl_status_name(status: i32) -> *const c_char {
     icl_status::from_code(status)
@@ -213,8 +228,8 @@ pub extern "C" fn icl_status_name(status: i32) -> *const c_char {
         .as_ptr()
 }
 
-/// The name of the default engine, the one `icl train` uses without `--engine` (a static string).
-/// Thread-safe.
+/// The name of the default engine, the one `icl train` uses without `--engine` ("simd"): a static
+/// string, never NULL. Cannot fail. Thread-safe.
 #[no_mangle]
 pub extern "C" fn icl_default_engine() -> *const c_char {
     static NAME: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();

@@ -32,6 +32,12 @@ pub(crate) unsafe fn write_circuits(
 
 /// Create a freshly initialised model of a configuration (seed `train.seed`, precision
 /// `train.dtype`, run by the default engine) into `*out`. Free with `icl_model_free`.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+/// - ICL_ERR_UNSUPPORTED: the configuration's model cannot be built (an option combination that is
+///   not implemented);
+/// - ICL_ERR_NULL: `cfg` or `out` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_new(
     cfg: *const icl_config,
@@ -42,7 +48,21 @@ pub unsafe extern "C" fn icl_model_new(
 
 /// Load a checkpoint (the `model.safetensors` of a run folder written by `icl train`, or by
 /// `icl_model_save`/`icl_trainer_save`) into `*out`, in its stored precision, with its
-/// configuration and step. Missing files give `ICL_ERR_IO`, invalid ones `ICL_ERR_CHECKPOINT`.
+/// configuration and step, run by the default engine. The reader is strict: a file that could be
+/// misread is refused rather than guessed at. Thread-safe.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_IO: the file cannot be read (missing, a folder, no permission; "" is a missing file);
+/// - ICL_ERR_CHECKPOINT: the file is not a valid icl checkpoint of this version: not safetensors
+///   (truncated, bad header, overlapping or uncovered data), metadata `format` is not
+///   "icl-checkpoint", metadata `version` is not "1" (unknown versions are refused, not read as
+///   version 1), `step` is not a non-negative integer, `dtype` is not "f32" or "f64" or disagrees
+///   with a model tensor's dtype (an f64 label over F32 tensors is refused, not widened), a model
+///   tensor is missing, misshapen or not finite, a tensor is neither a model tensor nor trainer
+///   state (extra tensors are refused, not ignored), the trainer state is incomplete, or the
+///   embedded configuration is invalid or needs more than the memory budget (checked before any
+///   tensor is allocated);
+/// - ICL_ERR_NULL: `path_` or `out` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_load(
     path_: *const c_char,
@@ -51,7 +71,14 @@ pub unsafe extern "C" fn icl_model_load(
     create(out, || icl_model::load(path(path_, "path")?))
 }
 
-/// Write the model as a checkpoint (atomically: a temporary file renamed into place).
+/// Write the model as a checkpoint (format version 1; atomically: a temporary file in the same
+/// folder renamed into place, so a reader never sees a partial file). The same model gives the same
+/// bytes.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_IO: the file cannot be written (missing folder, no permission, full disk; "" is
+///   refused by the operating system);
+/// - ICL_ERR_NULL: `model` or `path_` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_save(
     model: *const icl_model,
@@ -60,7 +87,14 @@ pub unsafe extern "C" fn icl_model_save(
     guard(|| href(model, "model")?.save(path(path_, "path")?))
 }
 
-/// Run the model with another engine ("scalar", ...; the names of `icl train --engine`).
+/// Run the model with another engine: "simd", "scalar" or "vulkan" (the names of `icl train
+/// --engine`; exact and case-sensitive). On failure the model keeps its engine.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_UNKNOWN_NAME: no engine has this name ("" included);
+/// - ICL_ERR_UNSUPPORTED: the engine cannot run here: "vulkan" without a Vulkan device, or for a
+///   model that computes in f64;
+/// - ICL_ERR_NULL: `model` or `name` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_set_engine(
     model: *mut icl_model,
@@ -69,7 +103,9 @@ pub unsafe extern "C" fn icl_model_set_engine(
     guard(|| hmut(model, "model")?.set_engine(text(name, "name")?))
 }
 
-/// Shape of the model.
+/// Shape of the model into `*out`.
+///
+/// Returns ICL_OK, or ICL_ERR_NULL (`model` or `out` is NULL).
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_dims(model: *const icl_model, out: *mut icl_dims) -> icl_status {
     guard(|| put(out, dims_c(href(model, "model")?.dims()), "out"))
@@ -77,6 +113,8 @@ pub unsafe extern "C" fn icl_model_dims(model: *const icl_model, out: *mut icl_d
 
 /// Create a copy of the model's configuration into `*out` (for a loaded checkpoint: the
 /// configuration it was trained with). Free with `icl_config_free`.
+///
+/// Returns ICL_OK, or ICL_ERR_NULL (`model` or `out` is NULL).
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_config(
     model: *const icl_model,
@@ -89,9 +127,17 @@ pub unsafe extern "C" fn icl_model_config(
     })
 }
 
-/// Predict the query outputs of `n` problems with context length `len >= 1`: contexts `x`
+/// Predict the query outputs of `n` problems with context length `len`: contexts `x`
 /// ([n][len][d], `x_len` values), `y` ([n][len][n_out]), queries `xq` ([n][d]); predictions go
 /// to `out` ([n][n_out], `out_len` values). Inputs are rounded to the model's precision.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or a length differs
+///   from its shape (`x_len` != n len d, `y_len` != n len n_out, `xq_len` != n d, `out_len` !=
+///   n n_out);
+/// - ICL_ERR_NONFINITE: an input is NaN, infinite, or overflows the model's precision;
+/// - ICL_ERR_UNSUPPORTED: the model's engine cannot run it (e.g. a multi-layer model on vulkan);
+/// - ICL_ERR_NULL: `model`, or an array with a non-zero length, is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_predict(
     model: *mut icl_model,
@@ -119,8 +165,16 @@ pub unsafe extern "C" fn icl_model_predict(
     })
 }
 
-/// Predict for a token-major batch `z` (the layout of `icl_task_sample`; the query's y-slots
-/// are ignored) into `out` ([n][n_out]).
+/// Predict for a token-major batch `z` (the layout of `icl_task_sample`, `z_len` = n (len+1)
+/// (d+n_out); the query's y-slots are ignored) into `out` ([n][n_out]).
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or `z_len` or
+///   `out_len` differs from its shape;
+/// - ICL_ERR_NONFINITE: a value of `z` other than a query y-slot is NaN, infinite or overflows the
+///   model's precision;
+/// - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
+/// - ICL_ERR_NULL: `model`, `z` or `out` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_predict_batch(
     model: *mut icl_model,
@@ -143,7 +197,15 @@ pub unsafe extern "C" fn icl_model_predict_batch(
 
 /// Loss (mean squared error over sequences and outputs) of a token-major batch `z` with targets
 /// `y` ([n][n_out]) into `*loss`, and its gradient with respect to the flat parameters into
-/// `grad` (`grad_len` = n_params).
+/// `grad` (`grad_len` = n_params). The query's y-slots of `z` are ignored.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or `z_len`, `y_len`
+///   or `grad_len` differs from its shape;
+/// - ICL_ERR_NONFINITE: an input is NaN, infinite or overflows the model's precision;
+/// - ICL_ERR_NUMERICAL: the loss or gradient is not finite (the model overflows on this batch);
+/// - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
+/// - ICL_ERR_NULL: `model`, `z`, `y`, `loss` or `grad` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_loss_grad(
     model: *mut icl_model,
@@ -172,6 +234,8 @@ pub unsafe extern "C" fn icl_model_loss_grad(
 }
 
 /// Copy the flat parameters (n_params values, the tensor order of the checkpoint) into `out`.
+///
+/// Returns ICL_OK, or ICL_ERR_SIZE (`len` != n_params), ICL_ERR_NULL (`model` or `out` NULL).
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_get_params(
     model: *const icl_model,
@@ -186,7 +250,13 @@ pub unsafe extern "C" fn icl_model_get_params(
     })
 }
 
-/// Replace the flat parameters (n_params finite values, rounded to the model's precision).
+/// Replace the flat parameters (n_params finite values, rounded to the model's precision). On
+/// failure the parameters are unchanged.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_SIZE: `len` != n_params;
+/// - ICL_ERR_NONFINITE: a value is NaN, infinite or overflows the model's precision;
+/// - ICL_ERR_NULL: `model` or `params` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_set_params(
     model: *mut icl_model,
@@ -201,6 +271,8 @@ pub unsafe extern "C" fn icl_model_set_params(
 
 /// The circuits of every head (He et al. 2025 §3): `omega` (H values: the mean diagonal of the
 /// effective KQ_11, score scale included) and `mu` (H n_out values, head-major: OV_22 per output).
+///
+/// Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_circuits(
     model: *const icl_model,
@@ -222,6 +294,8 @@ pub unsafe extern "C" fn icl_model_circuits(
 
 /// The effective circuit matrices: `kq` ([H][E][E], row-major, score scale included, E = d + n_out)
 /// and `ov` ([H][n_out][E]).
+///
+/// Returns ICL_OK, or ICL_ERR_SIZE (`kq_len` != H E E or `ov_len` != H n_out E), ICL_ERR_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_circuit_matrices(
     model: *const icl_model,
@@ -241,9 +315,18 @@ pub unsafe extern "C" fn icl_model_circuit_matrices(
 }
 
 /// Monte Carlo risk E[(y_q - yhat_q)^2] (query noise included) at test length `len` with
-/// `samples` >= 2 sequences from stream (seed, eval, len, i), on the data of `task` (optional:
-/// NULL means the model's own configuration), as `icl eval` computes it. Writes the mean to
-/// `*risk` and its standard error to `*stderr_out`.
+/// `samples` sequences from stream (seed, eval, len, i), on the data of `task` (optional: NULL
+/// means the model's own configuration), as `icl eval` computes it. Writes the mean to `*risk` and
+/// its standard error to `*stderr_out`. Memory stays bounded whatever `samples` (sequences are
+/// drawn in chunks); time grows linearly with `samples` and `len`.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_SIZE: `samples` < 2 (a standard error needs two), `len` = 0 or `len` > 2^24, or the
+///   task's d or n_out differs from the model's;
+/// - ICL_ERR_CONFIG, ICL_ERR_NUMERICAL: with `task` NULL, the model's configuration cannot make
+///   a task sampler (as in `icl_task_new`);
+/// - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
+/// - ICL_ERR_NULL: `model`, `risk` or `stderr_out` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_risk(
     model: *mut icl_model,

@@ -3,8 +3,12 @@ use super::{create, destroy, guard, href, icl_dims, put, slice_mut};
 use crate::handles::{domain_of, icl_config, icl_task};
 use crate::status::icl_status;
 
-/// Create the task sampler of a configuration into `*out` (validated; `ICL_ERR_CONFIG` or
-/// `ICL_ERR_NUMERICAL` for a covariance that is not positive definite). Free with `icl_task_free`.
+/// Create the task sampler of a configuration into `*out`. Free with `icl_task_free`.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+/// - ICL_ERR_NUMERICAL: the covariance is not positive definite (`task.cov`);
+/// - ICL_ERR_NULL: `cfg` or `out` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_task_new(
     cfg: *const icl_config,
@@ -14,6 +18,8 @@ pub unsafe extern "C" fn icl_task_new(
 }
 
 /// Shape of the sampler: d, n_out and the training length L (heads, n_params, is_f64 are 0).
+///
+/// Returns ICL_OK, or ICL_ERR_NULL (`task` or `out` is NULL).
 #[no_mangle]
 pub unsafe extern "C" fn icl_task_dims(task: *const icl_task, out: *mut icl_dims) -> icl_status {
     guard(|| {
@@ -36,6 +42,12 @@ pub unsafe extern "C" fn icl_task_dims(task: *const icl_task, out: *mut icl_dims
 /// x first then y, the query last with y-slots 0) and targets `y` (`y_len` = n n_out). Sequence b is
 /// drawn from stream (seed, domain, step, b): with `ICL_DOMAIN_TRAIN` and `n` = train.batch,
 /// `len` = L this is exactly the batch `icl train` uses at step `step`.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_ARGUMENT: `domain` is neither ICL_DOMAIN_TRAIN nor ICL_DOMAIN_EVAL;
+/// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, `z_len` or `y_len`
+///   differs from its shape, or the memory for the batch is not available;
+/// - ICL_ERR_NULL: `task`, `z` or `y` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_task_sample(
     task: *const icl_task,

@@ -3,6 +3,7 @@
 //! [`icl_theory_list`] shows them).
 use super::{copy_str, guard, put_opt, slice_mut, text};
 use crate::status::{icl_status, FfiError, FfiResult};
+use icl_core::theory::registry::{Out, Value};
 use std::ffi::c_char;
 
 /// Read `n` (key, value) string pairs.
@@ -29,22 +30,51 @@ unsafe fn pairs(
         .collect()
 }
 
+/// The first non-finite number of a value, if any.
+fn non_finite(v: &Value) -> Option<f64> {
+    match v {
+        Value::Num(x) if !x.is_finite() => Some(*x),
+        Value::List(xs) => xs.iter().find_map(non_finite),
+        _ => None,
+    }
+}
+
+/// Evaluate a quantity. A result that is not finite (a closed form that overflows, e.g. a huge
+/// `d` or `L`) is `ICL_ERR_NUMERICAL`: JSON cannot carry it and a caller would misread it.
 fn eval(
     name: &str,
     args: &[(String, String)],
-) -> FfiResult<(
-    icl_core::theory::registry::Out,
-    std::collections::BTreeMap<String, String>,
-)> {
-    Ok(icl_core::theory::registry::evaluate(name, args)?)
+) -> FfiResult<(Out, std::collections::BTreeMap<String, String>)> {
+    let (out, vals) = icl_core::theory::registry::evaluate(name, args)?;
+    let named =
+        std::iter::once(("value", &out.value)).chain(out.extra.iter().map(|(k, v)| (*k, v)));
+    for (k, v) in named {
+        if let Some(x) = non_finite(v) {
+            return Err(FfiError::new(
+                icl_status::ICL_ERR_NUMERICAL,
+                format!("{name}: {k} = {x} is not finite (the closed form overflows at these parameters)"),
+            ));
+        }
+    }
+    if let Some(t) = &out.traj {
+        if t.rows.iter().flatten().any(|x| !x.is_finite()) {
+            return Err(FfiError::new(
+                icl_status::ICL_ERR_NUMERICAL,
+                format!("{name}: its trajectory is not finite at these parameters"),
+            ));
+        }
+    }
+    Ok((out, vals))
 }
 
 /// Copy the list of every theory quantity as JSON into `buf` (capacity `cap` bytes, NUL included;
 /// `needed`, optional, receives the size required; call with `cap` = 0 to ask for it):
 /// `[{"name", "paper", "about", "params": [{"flag", "default", "help", "accepts"}]}]`, the same
-/// text as `icl theory --list --json`. `default` is null for a required parameter. Statuses:
-/// `ICL_ERR_SIZE` (buffer too small; nothing written), `ICL_ERR_NULL` (`buf` NULL with `cap` >=
-/// the size). Thread-safe.
+/// text as `icl theory --list --json`. `default` is null for a required parameter. Thread-safe.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_SIZE: `cap` < the size needed (nothing written; `*needed` is set);
+/// - ICL_ERR_NULL: `buf` is NULL with a large enough `cap`.
 #[no_mangle]
 pub unsafe extern "C" fn icl_theory_list(
     buf: *mut c_char,
@@ -62,11 +92,19 @@ pub unsafe extern "C" fn icl_theory_list(
 /// `values[i]`, names without the leading `--`; parameters not given take their defaults), and copy
 /// the result as JSON into `buf` (capacity `cap`, NUL included; `needed` as in
 /// [`icl_theory_list`]): `{"name", "value", <extra outputs>, "params"}`, the same text as
-/// `icl theory NAME --json`. Statuses: `ICL_ERR_UNKNOWN_NAME` (no such quantity),
-/// `ICL_ERR_ARGUMENT` (an unknown, repeated or missing parameter, or a value outside its kind or
-/// range, e.g. `xi` = -1), `ICL_ERR_NONFINITE` (NaN or infinity), `ICL_ERR_NUMERICAL` (the
-/// computation failed, e.g. a singular matrix), `ICL_ERR_NULL`, `ICL_ERR_UTF8`, `ICL_ERR_SIZE`.
-/// Thread-safe.
+/// `icl theory NAME --json`. With `n` = 0, `keys` and `values` may be NULL. Thread-safe.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_UNKNOWN_NAME: no quantity has this name (exact, case-sensitive);
+/// - ICL_ERR_ARGUMENT: an unknown, repeated or missing parameter, or a value outside its kind or
+///   range (e.g. `xi` = -1, `rho` = 5, `d` = 100000);
+/// - ICL_ERR_NONFINITE: a parameter is NaN or infinite;
+/// - ICL_ERR_NUMERICAL: the computation failed (a singular matrix, a diverging trajectory) or its
+///   value is not finite (a closed form that overflows at these parameters: reported, never
+///   returned as inf or JSON null);
+/// - ICL_ERR_SIZE: `n` > 1024, or `cap` < the size needed (nothing written; `*needed` is set);
+/// - ICL_ERR_NULL: `name` is NULL, `keys`/`values` is NULL with `n` > 0, an entry of them is
+///   NULL, or `buf` is NULL with a large enough `cap`.
 #[no_mangle]
 pub unsafe extern "C" fn icl_theory_eval(
     name: *const c_char,
@@ -88,9 +126,13 @@ pub unsafe extern "C" fn icl_theory_eval(
 
 /// Evaluate like [`icl_theory_eval`] and copy the quantity's main value as numbers into `out`
 /// (capacity `out_len`): one number for a scalar quantity, the list for a list-valued one.
-/// `count` (optional) receives the number of values. Statuses: those of [`icl_theory_eval`], and
-/// `ICL_ERR_SIZE` when `out_len` is too small (nothing written; `count` says how many are needed),
-/// `ICL_ERR_UNSUPPORTED` when the value is not numeric. Thread-safe.
+/// `count` (optional) receives the number of values, also when `out_len` is too small.
+/// Thread-safe.
+///
+/// Returns ICL_OK, or those of [`icl_theory_eval`] (its `cap` cases aside), and:
+/// - ICL_ERR_SIZE: `out_len` < the number of values (nothing written; `*count` is set);
+/// - ICL_ERR_UNSUPPORTED: the value is not a number or a list of numbers;
+/// - ICL_ERR_NULL: `out` is NULL with a large enough `out_len`.
 #[no_mangle]
 pub unsafe extern "C" fn icl_theory_value(
     name: *const c_char,
@@ -110,7 +152,7 @@ pub unsafe extern "C" fn icl_theory_value(
                 format!("{name}: its value is not a number or a list of numbers"),
             )
         })?;
-        put_opt(count, v.len());
+        put_opt(count, v.len(), "count")?;
         if out_len < v.len() {
             return Err(FfiError::size(format!(
                 "out has {out_len} values; {} needed",

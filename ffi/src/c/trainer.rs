@@ -1,8 +1,8 @@
 //! `icl_trainer`: the training loop of `icl train`, stepped by the caller.
 use super::model::{dims_c, write_circuits};
 use super::{
-    create, destroy, guard, hmut, href, icl_dims, opt_slice_mut, opt_text, path, put, put_opt,
-    slice, slice_mut,
+    create, destroy, guard, hmut, href, icl_dims, opt_out, opt_slice_mut, opt_text, path, put,
+    put_opt, slice, slice_mut,
 };
 use crate::handles::{check_len, icl_config, icl_model, icl_trainer};
 use crate::status::icl_status;
@@ -10,8 +10,17 @@ use std::ffi::c_char;
 
 /// Create a trainer for a configuration into `*out`: the model initialised from `train.seed`, the
 /// optimiser of `train.*`, run by the engine `engine` (optional: NULL means `icl_default_engine()`,
-/// the engine `icl train` uses without `--engine`). With the same configuration and engine, its
-/// steps reproduce `icl train` exactly. Free with `icl_trainer_free`.
+/// the engine `icl train` uses without `--engine`; "" is not a name). With the same configuration
+/// and engine, its steps reproduce `icl train` exactly. Free with `icl_trainer_free`.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+/// - ICL_ERR_NUMERICAL: the task's covariance is not positive definite;
+/// - ICL_ERR_UNKNOWN_NAME: no engine has this name (exact, case-sensitive);
+/// - ICL_ERR_UNSUPPORTED: the engine cannot run this configuration ("vulkan" without a device, in
+///   f64, or for a multi-layer model), or the configuration asks for an option combination that is
+///   not implemented;
+/// - ICL_ERR_NULL: `cfg` or `out` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_new(
     cfg: *const icl_config,
@@ -23,9 +32,14 @@ pub unsafe extern "C" fn icl_trainer_new(
     })
 }
 
-/// Create a trainer that continues from a checkpoint: its configuration, parameters and step count,
-/// with a fresh optimiser state (checkpoints do not hold one, so the continuation is not the
-/// uninterrupted run). `engine` is optional as in `icl_trainer_new`.
+/// Create a trainer that continues from a checkpoint into `*out`: its configuration, parameters and
+/// step count. A checkpoint with trainer state (written by `icl train` or `icl_trainer_save`)
+/// continues bit for bit: optimiser moments, log and step, as if never interrupted. One without (an
+/// `icl_model_save` checkpoint, an imported model) starts a fresh optimiser at the saved parameters
+/// and step. `engine` is optional as in `icl_trainer_new`.
+///
+/// Returns ICL_OK, or those of `icl_model_load` (ICL_ERR_IO, ICL_ERR_CHECKPOINT) and of
+/// `icl_trainer_new` for the engine (ICL_ERR_UNKNOWN_NAME, ICL_ERR_UNSUPPORTED).
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_from_checkpoint(
     path_: *const c_char,
@@ -40,10 +54,15 @@ pub unsafe extern "C" fn icl_trainer_from_checkpoint(
 /// Run `steps` optimiser steps of the configuration's protocol, exactly as `icl train` runs it:
 /// fresh batches (the batch of step t from stream (seed, train, t, b)), or for the `eigs` task with
 /// `task.P > 0` full-batch gradient descent on the fixed training set. Reaching `train.steps` adds
-/// the final log row as `icl train` does. `losses` (optional, `losses_len` >= steps) receives the
-/// loss of each step,
-/// `mean_loss` (optional) their mean. On a failure (e.g. `ICL_ERR_NUMERICAL` when the loss
-/// diverges) the steps completed before it are kept.
+/// the final log row as `icl train` does; steps past `train.steps` are allowed (an extended run).
+/// `losses` (optional; if given, `losses_len` >= steps) receives the loss of each step in its first
+/// `steps` values; `mean_loss` (optional) their mean (0 for `steps` = 0).
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_NUMERICAL: the loss of a step is not finite (training diverged): the steps before it
+///   are kept, with their losses written to `losses`, and the trainer's step count says how many;
+/// - ICL_ERR_SIZE: `losses` is given with `losses_len` < steps (nothing done);
+/// - ICL_ERR_NULL: `trainer` is NULL, or `losses` is NULL with `losses_len` > 0 (nothing done).
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_train(
     trainer: *mut icl_trainer,
@@ -55,16 +74,23 @@ pub unsafe extern "C" fn icl_trainer_train(
     guard(|| {
         let t = hmut(trainer, "trainer")?;
         let l = opt_slice_mut(losses, losses_len, "losses")?;
+        opt_out(mean_loss, "mean_loss")?;
         let m = t.train(steps, l)?;
-        put_opt(mean_loss, m);
+        put_opt(mean_loss, m, "mean_loss")?;
         Ok(())
     })
 }
 
 /// One optimiser step on a caller's token-major batch (`z`, `y` in the layout of
-/// `icl_task_sample`; any n >= 1 and len >= 1). It counts as a step (later sampled steps use the
-/// next stream) but is not entered in the log. `loss` (optional) receives the batch loss before
-/// the update.
+/// `icl_task_sample`; any n >= 1 and 1 <= len <= 2^24; the query's y-slots are ignored). It counts
+/// as a step (later sampled steps use the next stream) but is not entered in the log. `loss`
+/// (optional) receives the batch loss before the update.
+///
+/// Returns ICL_OK, or (the trainer is unchanged on every failure):
+/// - ICL_ERR_SIZE: as in `icl_model_loss_grad`;
+/// - ICL_ERR_NONFINITE: an input is NaN, infinite or overflows the model's precision;
+/// - ICL_ERR_NUMERICAL: the loss on this batch is not finite;
+/// - ICL_ERR_NULL: `trainer`, `z` or `y` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_step_batch(
     trainer: *mut icl_trainer,
@@ -78,13 +104,16 @@ pub unsafe extern "C" fn icl_trainer_step_batch(
 ) -> icl_status {
     guard(|| {
         let t = hmut(trainer, "trainer")?;
+        opt_out(loss, "loss")?;
         let l = t.step_batch(n, len, slice(z, z_len, "z")?, slice(y, y_len, "y")?)?;
-        put_opt(loss, l);
+        put_opt(loss, l, "loss")?;
         Ok(())
     })
 }
 
-/// Steps completed.
+/// Steps completed into `*out`.
+///
+/// Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_step_count(
     trainer: *const icl_trainer,
@@ -93,7 +122,9 @@ pub unsafe extern "C" fn icl_trainer_step_count(
     guard(|| put(out, href(trainer, "trainer")?.step(), "out"))
 }
 
-/// Shape of the trainer's model.
+/// Shape of the trainer's model into `*out`.
+///
+/// Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_dims(
     trainer: *const icl_trainer,
@@ -103,6 +134,8 @@ pub unsafe extern "C" fn icl_trainer_dims(
 }
 
 /// Copy the flat parameters (n_params values) into `out`.
+///
+/// Returns ICL_OK, or ICL_ERR_SIZE (`len` != n_params), ICL_ERR_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_get_params(
     trainer: *const icl_trainer,
@@ -117,7 +150,11 @@ pub unsafe extern "C" fn icl_trainer_get_params(
     })
 }
 
-/// Replace the flat parameters (n_params finite values); the optimiser state is kept.
+/// Replace the flat parameters (n_params finite values); the optimiser state is kept. On failure
+/// the parameters are unchanged.
+///
+/// Returns ICL_OK, or ICL_ERR_SIZE (`len` != n_params), ICL_ERR_NONFINITE (a value is NaN,
+/// infinite or overflows the model's precision), ICL_ERR_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_set_params(
     trainer: *mut icl_trainer,
@@ -132,6 +169,8 @@ pub unsafe extern "C" fn icl_trainer_set_params(
 
 /// Per-head omega (H values) and mu (H n_out values) of the current model, as in
 /// `icl_model_circuits`.
+///
+/// Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_circuits(
     trainer: *const icl_trainer,
@@ -153,6 +192,8 @@ pub unsafe extern "C" fn icl_trainer_circuits(
 
 /// Create a copy of the current model (configuration, step and engine included) into `*out`.
 /// Free with `icl_model_free`.
+///
+/// Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_model(
     trainer: *const icl_trainer,
@@ -161,7 +202,11 @@ pub unsafe extern "C" fn icl_trainer_model(
     create(out, || href(trainer, "trainer")?.model())
 }
 
-/// Write the current model as a checkpoint (the `model.safetensors` that `icl train` writes).
+/// Write the current model with the trainer's whole state (optimiser moments, log, step: the
+/// `model.safetensors` that `icl train` writes), atomically; `icl_trainer_from_checkpoint`
+/// continues it bit for bit and `icl_model_load` reads its model.
+///
+/// Returns ICL_OK, or ICL_ERR_IO (the file cannot be written), ICL_ERR_NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_save(
     trainer: *const icl_trainer,
@@ -170,8 +215,10 @@ pub unsafe extern "C" fn icl_trainer_save(
     guard(|| href(trainer, "trainer")?.save(path(path_, "path")?))
 }
 
-/// Number of rows in the training log (rows are written after step 1, every `train.log_every`
-/// steps and at step `train.steps`, as in `metrics.csv`).
+/// Number of rows in the training log into `*out` (rows are written after step 1, every
+/// `train.log_every` steps and at step `train.steps`, as in `metrics.csv`).
+///
+/// Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_log_len(
     trainer: *const icl_trainer,
@@ -180,8 +227,14 @@ pub unsafe extern "C" fn icl_trainer_log_len(
     guard(|| put(out, href(trainer, "trainer")?.log_len(), "out"))
 }
 
-/// Row `i` of the training log: the step, the mean training loss since the previous row, and the
-/// per-head omega (H values) and mu (H values, first output). `step` and `loss` are optional.
+/// Row `i` (0-based) of the training log: the step, the mean training loss since the previous row,
+/// and the per-head omega (H values) and mu (H values, first output). `step` and `loss` are
+/// optional.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_SIZE: `i` >= the number of rows (an index past the end), or `omega_len` or `mu_len`
+///   != H;
+/// - ICL_ERR_NULL: `trainer`, `omega` or `mu` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_log_row(
     trainer: *const icl_trainer,
@@ -199,8 +252,8 @@ pub unsafe extern "C" fn icl_trainer_log_row(
         check_len("mu", mu_len, r.mu.len())?;
         slice_mut(omega, omega_len, "omega")?.copy_from_slice(&r.omega);
         slice_mut(mu, mu_len, "mu")?.copy_from_slice(&r.mu);
-        put_opt(step, r.step);
-        put_opt(loss, r.loss);
+        put_opt(step, r.step, "step")?;
+        put_opt(loss, r.loss, "loss")?;
         Ok(())
     })
 }
