@@ -1490,8 +1490,8 @@ static void c_trainer_log_row_bad(void) {
 }
 
 
-/* A multi-layer transformer through the same handles: it trains, predicts and saves; its
- * per-head circuits are those of the first layer. */
+/* A multi-layer transformer through the same handles: it trains, predicts, saves and loads (the
+ * per-head circuits answer with a status, whatever they mean for such a model). */
 static void c_trainer_transformer(void) {
     icl_config *cfg = config_of("f64");
     OK(icl_config_set(cfg, "task.kind", "varying"));
