@@ -62,7 +62,7 @@ fn declared_functions() -> BTreeSet<String> {
         }
         let Some(paren) = l.find('(') else { continue };
         let head = &l[..paren];
-        if let Some(name) = head.split(|c: char| c == ' ' || c == '*').next_back() {
+        if let Some(name) = head.split([' ', '*']).next_back() {
             if name.starts_with("icl_") && head.len() > name.len() {
                 out.insert(name.to_string());
             }
