@@ -27,14 +27,15 @@ for t in "${targets[@]}"; do
   log="artifacts/$t.log"
   set +e
   "${nice[@]}" cargo $tc fuzz run -O --fuzz-dir . "$t" "corpus/$t" -- -max_total_time="$secs" \
-    -timeout=30 -rss_limit_mb=2048 -malloc_limit_mb=2048 -artifact_prefix="artifacts/$t/" \
+    -timeout=30 -max_len=4096 -len_control=0 -rss_limit_mb=2048 -malloc_limit_mb=2048 -artifact_prefix="artifacts/$t/" \
     -print_final_stats=1 >"$log" 2>&1
   rc=$?
   set -e
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
-  crashes=$(find "artifacts/$t" -type f | wc -l)
-  echo "fuzz $t: ${secs}s, ${execs:-?} executions, coverage ${cov:-?}, corpus $(ls "corpus/$t" | wc -l), $crashes crash artifacts, libFuzzer exit $rc"
+  crashes=$(find "artifacts/$t" -type f \( -name 'crash-*' -o -name 'oom-*' -o -name 'timeout-*' -o -name 'leak-*' \) | wc -l)
+  slow=$(find "artifacts/$t" -type f -name 'slow-unit-*' | wc -l)
+  echo "fuzz $t: ${secs}s, ${execs:-?} executions, coverage ${cov:-?}, corpus $(ls "corpus/$t" | wc -l), $crashes crashes (crash/oom/timeout/leak artifacts), $slow slow units (> 10 s), libFuzzer exit $rc"
   [ "$rc" = 0 ] || grep -A30 -m1 'ERROR\|panicked\|==ERROR' "$log" | head -40
   if [ "$minimise" = 1 ]; then
     "${nice[@]}" cargo $tc fuzz cmin -O --fuzz-dir . "$t" "corpus/$t" >/dev/null 2>&1 || true

@@ -260,20 +260,38 @@ impl State {
                 }
             }
             Op::Set(k, v) => {
-                ok(icl_config_set(self.cfg, c(&k.pick(&keys)).as_ptr(), c(v).as_ptr()));
+                ok(icl_config_set(
+                    self.cfg,
+                    c(&k.pick(&keys)).as_ptr(),
+                    c(v).as_ptr(),
+                ));
             }
             Op::Get(k, cap, null_needed) => {
                 let mut buf = vec![0 as c_char; cap as usize];
                 let mut need = 0usize;
-                let np = if null_needed { null_mut() } else { &mut need as *mut usize };
-                let s = icl_config_get(self.cfg, c(&k.pick(&keys)).as_ptr(), buf.as_mut_ptr(), buf.len(), np);
+                let np = if null_needed {
+                    null_mut()
+                } else {
+                    &mut need as *mut usize
+                };
+                let s = icl_config_get(
+                    self.cfg,
+                    c(&k.pick(&keys)).as_ptr(),
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                    np,
+                );
                 if ok(s) {
                     assert!(buf.contains(&0), "a copied string is NUL-terminated");
                 }
             }
             Op::ToToml(cap, null_buf) => {
                 let mut buf = vec![0 as c_char; cap as usize];
-                let p = if null_buf { null_mut() } else { buf.as_mut_ptr() };
+                let p = if null_buf {
+                    null_mut()
+                } else {
+                    buf.as_mut_ptr()
+                };
                 let mut need = 0usize;
                 if ok(icl_config_to_toml(self.cfg, p, buf.len(), &mut need)) {
                     assert_eq!(CStr::from_ptr(buf.as_ptr()).to_bytes().len() + 1, need);
@@ -295,13 +313,40 @@ impl State {
             Op::TaskSample(seed, domain, step, n, len, zb, yb) => {
                 let mut d = icl_dims::default();
                 if self.task.is_null() || !ok(icl_task_dims(self.task, &mut d)) {
-                    ok(icl_task_sample(self.task, seed, domain, step, 1, 1, null_mut(), 0, null_mut(), 0));
+                    ok(icl_task_sample(
+                        self.task,
+                        seed,
+                        domain,
+                        step,
+                        1,
+                        1,
+                        null_mut(),
+                        0,
+                        null_mut(),
+                        0,
+                    ));
                     return;
                 }
                 let (n, len) = (count(n, 2), count(len, d.train_len));
-                let zr = n.saturating_mul(len.saturating_add(1)).saturating_mul(d.d + d.n_out);
-                let (mut z, mut y) = (Alloc::new(zb, zr, 0.0), Alloc::new(yb, n.saturating_mul(d.n_out), 0.0));
-                if ok(icl_task_sample(self.task, seed, domain, step, n, len, z.ptr(), z.len(), y.ptr(), y.len())) {
+                let zr = n
+                    .saturating_mul(len.saturating_add(1))
+                    .saturating_mul(d.d + d.n_out);
+                let (mut z, mut y) = (
+                    Alloc::new(zb, zr, 0.0),
+                    Alloc::new(yb, n.saturating_mul(d.n_out), 0.0),
+                );
+                if ok(icl_task_sample(
+                    self.task,
+                    seed,
+                    domain,
+                    step,
+                    n,
+                    len,
+                    z.ptr(),
+                    z.len(),
+                    y.ptr(),
+                    y.len(),
+                )) {
                     assert!(z.v.iter().chain(&y.v).all(|x| x.is_finite()));
                 }
             }
@@ -316,7 +361,9 @@ impl State {
                 }
             }
             Op::ModelLoad(from) => {
-                let Some(p) = self.file_for(&from) else { return };
+                let Some(p) = self.file_for(&from) else {
+                    return;
+                };
                 let mut h = null_mut();
                 if ok(icl_model_load(p.as_ptr(), &mut h)) {
                     icl_model_free(self.model);
@@ -337,24 +384,69 @@ impl State {
                 let mut y = Alloc::new(yb, n.saturating_mul(len).saturating_mul(d.n_out), 0.5);
                 let mut q = Alloc::new(qb, n.saturating_mul(d.d), 0.25);
                 let mut o = Alloc::new(ob, n.saturating_mul(d.n_out), 0.0);
-                ok(icl_model_predict(self.model, n, len, x.ptr(), x.len(), y.ptr(), y.len(), q.ptr(), q.len(), o.ptr(), o.len()));
+                ok(icl_model_predict(
+                    self.model,
+                    n,
+                    len,
+                    x.ptr(),
+                    x.len(),
+                    y.ptr(),
+                    y.len(),
+                    q.ptr(),
+                    q.len(),
+                    o.ptr(),
+                    o.len(),
+                ));
             }
             Op::PredictBatch(n, len, zb, ob, fill) => {
                 let d = dims_of_model(self.model);
                 let (n, len) = (count(n, 2), count(len, 3));
-                let mut z = Alloc::new(zb, n.saturating_mul(len.saturating_add(1)).saturating_mul(d.d + d.n_out), fill);
+                let mut z = Alloc::new(
+                    zb,
+                    n.saturating_mul(len.saturating_add(1))
+                        .saturating_mul(d.d + d.n_out),
+                    fill,
+                );
                 let mut o = Alloc::new(ob, n.saturating_mul(d.n_out), 0.0);
-                ok(icl_model_predict_batch(self.model, n, len, z.ptr(), z.len(), o.ptr(), o.len()));
+                ok(icl_model_predict_batch(
+                    self.model,
+                    n,
+                    len,
+                    z.ptr(),
+                    z.len(),
+                    o.ptr(),
+                    o.len(),
+                ));
             }
             Op::LossGrad(n, len, zb, yb, gb, null_loss, fill) => {
                 let d = dims_of_model(self.model);
                 let (n, len) = (count(n, 2), count(len, 3));
-                let mut z = Alloc::new(zb, n.saturating_mul(len.saturating_add(1)).saturating_mul(d.d + d.n_out), fill);
+                let mut z = Alloc::new(
+                    zb,
+                    n.saturating_mul(len.saturating_add(1))
+                        .saturating_mul(d.d + d.n_out),
+                    fill,
+                );
                 let mut y = Alloc::new(yb, n.saturating_mul(d.n_out), 0.5);
                 let mut g = Alloc::new(gb, d.n_params, 0.0);
                 let mut loss = 0.0;
-                let lp = if null_loss { null_mut() } else { &mut loss as *mut f64 };
-                ok(icl_model_loss_grad(self.model, n, len, z.ptr(), z.len(), y.ptr(), y.len(), lp, g.ptr(), g.len()));
+                let lp = if null_loss {
+                    null_mut()
+                } else {
+                    &mut loss as *mut f64
+                };
+                ok(icl_model_loss_grad(
+                    self.model,
+                    n,
+                    len,
+                    z.ptr(),
+                    z.len(),
+                    y.ptr(),
+                    y.len(),
+                    lp,
+                    g.ptr(),
+                    g.len(),
+                ));
             }
             Op::ModelParams(b, set, fill) => {
                 let d = dims_of_model(self.model);
@@ -371,11 +463,23 @@ impl State {
                 if matrices {
                     let mut kq = Alloc::new(ob, d.heads * e * e, 0.0);
                     let mut ov = Alloc::new(mb, d.heads * d.n_out * e, 0.0);
-                    ok(icl_model_circuit_matrices(self.model, kq.ptr(), kq.len(), ov.ptr(), ov.len()));
+                    ok(icl_model_circuit_matrices(
+                        self.model,
+                        kq.ptr(),
+                        kq.len(),
+                        ov.ptr(),
+                        ov.len(),
+                    ));
                 } else {
                     let mut om = Alloc::new(ob, d.heads, 0.0);
                     let mut mu = Alloc::new(mb, d.heads * d.n_out, 0.0);
-                    ok(icl_model_circuits(self.model, om.ptr(), om.len(), mu.ptr(), mu.len()));
+                    ok(icl_model_circuits(
+                        self.model,
+                        om.ptr(),
+                        om.len(),
+                        mu.ptr(),
+                        mu.len(),
+                    ));
                 }
             }
             Op::Risk(len, samples, seed, own_task, null_out) => {
@@ -384,10 +488,26 @@ impl State {
                 if (1 << 10..1 << 40).contains(&len) {
                     return;
                 }
-                let t = if own_task { null() } else { self.task as *const icl_task };
+                let t = if own_task {
+                    null()
+                } else {
+                    self.task as *const icl_task
+                };
                 let (mut r, mut se) = (0.0f64, 0.0f64);
-                let rp = if null_out { null_mut() } else { &mut r as *mut f64 };
-                if ok(icl_model_risk(self.model, t, len, samples as usize % 64, seed, rp, &mut se)) {
+                let rp = if null_out {
+                    null_mut()
+                } else {
+                    &mut r as *mut f64
+                };
+                if ok(icl_model_risk(
+                    self.model,
+                    t,
+                    len,
+                    samples as usize % 64,
+                    seed,
+                    rp,
+                    &mut se,
+                )) {
                     assert!(r.is_finite() && se.is_finite() && se >= 0.0);
                 }
             }
@@ -404,7 +524,9 @@ impl State {
                 }
             }
             Op::TrainerLoad(from) => {
-                let Some(p) = self.file_for(&from) else { return };
+                let Some(p) = self.file_for(&from) else {
+                    return;
+                };
                 let mut h = null_mut();
                 if ok(icl_trainer_from_checkpoint(p.as_ptr(), null(), &mut h)) {
                     icl_trainer_free(self.trainer);
@@ -415,16 +537,34 @@ impl State {
                 let steps = steps as u64 % 6;
                 let mut l = Alloc::new(lb, steps as usize, 0.0);
                 let mut mean = 0.0;
-                let mp = if null_mean { null_mut() } else { &mut mean as *mut f64 };
+                let mp = if null_mean {
+                    null_mut()
+                } else {
+                    &mut mean as *mut f64
+                };
                 ok(icl_trainer_train(self.trainer, steps, l.ptr(), l.len(), mp));
             }
             Op::StepBatch(n, len, zb, yb, fill) => {
                 let d = dims_of_trainer(self.trainer);
                 let (n, len) = (count(n, 2), count(len, 3));
-                let mut z = Alloc::new(zb, n.saturating_mul(len.saturating_add(1)).saturating_mul(d.d + d.n_out), fill);
+                let mut z = Alloc::new(
+                    zb,
+                    n.saturating_mul(len.saturating_add(1))
+                        .saturating_mul(d.d + d.n_out),
+                    fill,
+                );
                 let mut y = Alloc::new(yb, n.saturating_mul(d.n_out), 0.5);
                 let mut loss = 0.0;
-                ok(icl_trainer_step_batch(self.trainer, n, len, z.ptr(), z.len(), y.ptr(), y.len(), &mut loss));
+                ok(icl_trainer_step_batch(
+                    self.trainer,
+                    n,
+                    len,
+                    z.ptr(),
+                    z.len(),
+                    y.ptr(),
+                    y.len(),
+                    &mut loss,
+                ));
             }
             Op::TrainerParams(b, set, fill) => {
                 let d = dims_of_trainer(self.trainer);
@@ -439,7 +579,13 @@ impl State {
                 let d = dims_of_trainer(self.trainer);
                 let mut om = Alloc::new(ob, d.heads, 0.0);
                 let mut mu = Alloc::new(mb, d.heads * d.n_out, 0.0);
-                ok(icl_trainer_circuits(self.trainer, om.ptr(), om.len(), mu.ptr(), mu.len()));
+                ok(icl_trainer_circuits(
+                    self.trainer,
+                    om.ptr(),
+                    om.len(),
+                    mu.ptr(),
+                    mu.len(),
+                ));
             }
             Op::LogRow(i, ob, mb) => {
                 let d = dims_of_trainer(self.trainer);
@@ -449,7 +595,16 @@ impl State {
                 let mut om = Alloc::new(ob, d.heads, 0.0);
                 let mut mu = Alloc::new(mb, d.heads, 0.0);
                 let (mut step, mut loss) = (0u64, 0.0);
-                ok(icl_trainer_log_row(self.trainer, i, &mut step, &mut loss, om.ptr(), om.len(), mu.ptr(), mu.len()));
+                ok(icl_trainer_log_row(
+                    self.trainer,
+                    i,
+                    &mut step,
+                    &mut loss,
+                    om.ptr(),
+                    om.len(),
+                    mu.ptr(),
+                    mu.len(),
+                ));
             }
             Op::TrainerModel => {
                 let mut h = null_mut();
@@ -481,10 +636,26 @@ impl State {
                 let mut need = 0usize;
                 if value {
                     let mut out = vec![0.0f64; cap as usize % 512];
-                    ok(icl_theory_value(name.as_ptr(), kp.as_ptr(), vp.as_ptr(), kp.len(), out.as_mut_ptr(), out.len(), &mut need));
+                    ok(icl_theory_value(
+                        name.as_ptr(),
+                        kp.as_ptr(),
+                        vp.as_ptr(),
+                        kp.len(),
+                        out.as_mut_ptr(),
+                        out.len(),
+                        &mut need,
+                    ));
                 } else {
                     let mut buf = vec![0 as c_char; cap as usize];
-                    ok(icl_theory_eval(name.as_ptr(), kp.as_ptr(), vp.as_ptr(), kp.len(), buf.as_mut_ptr(), buf.len(), &mut need));
+                    ok(icl_theory_eval(
+                        name.as_ptr(),
+                        kp.as_ptr(),
+                        vp.as_ptr(),
+                        kp.len(),
+                        buf.as_mut_ptr(),
+                        buf.len(),
+                        &mut need,
+                    ));
                 }
             }
             Op::TheoryList(cap) => {
@@ -504,14 +675,47 @@ impl State {
                     3 => icl_config_set(self.cfg, null(), c"3".as_ptr()),
                     4 => icl_config_get(self.cfg, c"task.d".as_ptr(), null_mut(), 64, null_mut()),
                     5 => icl_model_load(null(), &mut null_mut()),
-                    6 => icl_model_predict(null_mut(), 1, 1, null(), 0, null(), 0, null(), 0, null_mut(), 0),
+                    6 => icl_model_predict(
+                        null_mut(),
+                        1,
+                        1,
+                        null(),
+                        0,
+                        null(),
+                        0,
+                        null(),
+                        0,
+                        null_mut(),
+                        0,
+                    ),
                     7 => icl_trainer_train(null_mut(), 1, null_mut(), 0, null_mut()),
                     8 => icl_task_sample(null(), 0, 0, 0, 1, 1, null_mut(), 0, null_mut(), 0),
-                    9 => icl_theory_value(c"eta-star".as_ptr(), null(), null(), 3, null_mut(), 0, null_mut()),
+                    9 => icl_theory_value(
+                        c"eta-star".as_ptr(),
+                        null(),
+                        null(),
+                        3,
+                        null_mut(),
+                        0,
+                        null_mut(),
+                    ),
                     10 => icl_model_risk(self.model, null(), 4, 8, 0, null_mut(), null_mut()),
-                    _ => icl_trainer_log_row(self.trainer, 0, null_mut(), null_mut(), null_mut(), 1, null_mut(), 1),
+                    _ => icl_trainer_log_row(
+                        self.trainer,
+                        0,
+                        null_mut(),
+                        null_mut(),
+                        null_mut(),
+                        1,
+                        null_mut(),
+                        1,
+                    ),
                 };
-                assert_ne!(st, icl_status::ICL_OK, "a NULL argument is refused ({which})");
+                assert_ne!(
+                    st,
+                    icl_status::ICL_OK,
+                    "a NULL argument is refused ({which})"
+                );
                 ok(st);
             }
         }
@@ -524,7 +728,8 @@ fuzz_target!(|ops: Vec<Op>| {
         task: null_mut(),
         model: null_mut(),
         trainer: null_mut(),
-        file: std::env::temp_dir().join(format!("icl-fuzz-capi-{}.safetensors", std::process::id())),
+        file: std::env::temp_dir()
+            .join(format!("icl-fuzz-capi-{}.safetensors", std::process::id())),
     };
     for op in ops.into_iter().take(24) {
         unsafe { s.run(op) };

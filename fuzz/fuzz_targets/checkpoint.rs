@@ -15,7 +15,12 @@ enum Input<'a> {
     Edited(u8, Vec<Edit<'a>>),
 }
 
-fuzz_target!(|input: Input| {
+fuzz_target!(
+    // the base checkpoints (2 training steps of every preset) are built once, before fuzzing
+    init: {
+        checkpoints();
+    },
+    |input: Input| {
     let bytes = match input {
         Input::Raw(b) => b.to_vec(),
         Input::Edited(i, edits) => {

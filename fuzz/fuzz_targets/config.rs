@@ -38,7 +38,10 @@ fuzz_target!(|input: Input| {
         match c.set(&key, v) {
             Ok(()) => {
                 // the value reads back as text that sets the same config again
-                let got = c.get(&key).expect("a key that was set has a value").to_string();
+                let got = c
+                    .get(&key)
+                    .expect("a key that was set has a value")
+                    .to_string();
                 let mut again = before.clone();
                 again.set(&key, &got).expect("a key's own value sets again");
                 assert_eq!(again, c, "{key} = {v:?} read back as {got:?}");

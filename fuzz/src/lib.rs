@@ -42,8 +42,7 @@ pub fn small_preset(i: u8) -> Config {
 
 /// True when a config is small enough for the harness to build and run.
 pub fn harness_sized(c: &Config) -> bool {
-    c.memory_estimate()
-        .is_some_and(|(b, _)| b <= HARNESS_BYTES)
+    c.memory_estimate().is_some_and(|(b, _)| b <= HARNESS_BYTES)
 }
 
 fn trained<T: icl_core::Scalar>(cfg: &Config, path: &std::path::Path) -> Option<Vec<u8>> {
@@ -257,14 +256,14 @@ pub fn edited(base: &[u8], edits: &[Edit]) -> Option<Vec<u8>> {
                 meta.insert("config".into(), table.to_string());
             }
             Edit::ConfigLine(l) => {
-                meta.entry("config".into()).or_default().push_str(&format!("\n{l}\n"));
+                meta.entry("config".into())
+                    .or_default()
+                    .push_str(&format!("\n{l}\n"));
             }
             Edit::Shape(i, shape) if n > 0 => {
                 let t = &mut tensors[*i as usize % n];
                 let shape: Vec<usize> = shape.iter().take(4).map(|&s| s as usize).collect();
-                let numel = shape
-                    .iter()
-                    .try_fold(1usize, |a, &s| a.checked_mul(s));
+                let numel = shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s));
                 if numel.is_none_or(|x| x > 1 << 16) {
                     continue;
                 }
@@ -323,7 +322,10 @@ pub fn edited(base: &[u8], edits: &[Edit]) -> Option<Vec<u8>> {
         }
     }
     let mut seen = std::collections::BTreeSet::new();
-    if !tensors.iter().all(|t| seen.insert(t.name.clone()) && t.name != "__metadata__") {
+    if !tensors
+        .iter()
+        .all(|t| seen.insert(t.name.clone()) && t.name != "__metadata__")
+    {
         return None;
     }
     encode(&tensors, &meta).ok()
