@@ -62,7 +62,12 @@ impl<T: Scalar> Batch<T> {
         let alloc_err = || {
             Error::Shape(format!(
                 "a batch of n={n} sequences of length L={len} needs {} of memory, which is not available",
-                crate::config::human_bytes(((zn + yn) * core::mem::size_of::<T>()) as u64)
+                // saturating: a batch that cannot be allocated may need more than 2^64 bytes
+                crate::config::human_bytes(
+                    (zn as u64)
+                        .saturating_add(yn as u64)
+                        .saturating_mul(core::mem::size_of::<T>() as u64)
+                )
             ))
         };
         let mut z = Vec::new();
@@ -571,6 +576,19 @@ mod tests {
         // y^2 is a product of correlated normals; sd of the mean with 40k draws (4000 betas) ~0.03
         assert!((sy / n - 1.1).abs() < 0.06, "{}", sy / n);
         assert!((sx / n - 1.0).abs() < 0.03, "{}", sx / n);
+    }
+
+    /// A batch whose element count fits in usize but whose bytes do not (found by the C API
+    /// property test: `icl_model_risk` at L = 768614336404564650) is an error naming its memory,
+    /// not an overflow panic while the message is written.
+    #[test]
+    fn try_zeros_refuses_batches_beyond_the_address_space() {
+        for (n, len) in [(2, 768_614_336_404_564_650usize), (1, usize::MAX / 7), (usize::MAX / 6, 0)] {
+            match Batch::<f64>::try_zeros(n, len, 5, 1) {
+                Err(Error::Shape(m)) => assert!(m.contains("needs") || m.contains("overflows"), "{m}"),
+                other => panic!("n={n} L={len}: {:?}", other.map(|b| b.z.len())),
+            }
+        }
     }
 
     #[test]

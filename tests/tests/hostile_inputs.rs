@@ -10,20 +10,28 @@ use std::ffi::CString;
 use std::path::Path;
 use std::ptr::{null, null_mut};
 
+/// A valid checkpoint (the `quick` preset after 3 steps, trainer state included), built once: the
+/// tests run in parallel.
 fn valid_checkpoint() -> Vec<u8> {
-    let dir = std::env::temp_dir().join(format!("icl-hostile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("m.safetensors");
-    let cfg = icl_core::presets::preset("quick").unwrap();
-    let mut tr = icl_core::train::Trainer::<f32>::new(&cfg, &icl_core::ScalarFactory).unwrap();
-    for _ in 0..3 {
-        tr.step().unwrap();
-    }
-    let cols: Vec<String> = tr.columns().iter().map(|c| c.name.clone()).collect();
-    icl_run::checkpoint::save(&path, &cfg, &tr.state(), &tr.model, &cols).unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-    bytes
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES
+        .get_or_init(|| {
+            let dir = std::env::temp_dir().join(format!("icl-hostile-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("m.safetensors");
+            let cfg = icl_core::presets::preset("quick").unwrap();
+            let mut tr =
+                icl_core::train::Trainer::<f32>::new(&cfg, &icl_core::ScalarFactory).unwrap();
+            for _ in 0..3 {
+                tr.step().unwrap();
+            }
+            let cols: Vec<String> = tr.columns().iter().map(|c| c.name.clone()).collect();
+            icl_run::checkpoint::save(&path, &cfg, &tr.state(), &tr.model, &cols).unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            std::fs::remove_dir_all(&dir).unwrap();
+            bytes
+        })
+        .clone()
 }
 
 /// A valid PyTorch state_dict (the reference layout, F32) of the `quick` preset's model.
