@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every fuzz target of icl for SECONDS each (default 600), one after another, with cargo-fuzz
-# (libFuzzer + AddressSanitizer, nightly toolchain), starting from the committed corpora, and print
+# (libFuzzer + AddressSanitizer, optimised with debug assertions so integer overflows panic, nightly
+# toolchain), starting from the committed corpora, and print
 # executions and crashes per target.
 #   fuzz/run.sh [SECONDS] [--minimise] [TARGET...]
 # Installs cargo-fuzz from crates.io if missing. New interesting inputs are added to
@@ -21,12 +22,12 @@ command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
 tc=+nightly
 rustup toolchain list | grep -q nightly || tc=""
 nice=(nice -n "${FUZZ_NICE:-15}")
-"${nice[@]}" cargo $tc fuzz build -O --fuzz-dir .
+"${nice[@]}" cargo $tc fuzz build -O -a --fuzz-dir .
 for t in "${targets[@]}"; do
   mkdir -p "corpus/$t" "artifacts/$t"
   log="artifacts/$t.log"
   set +e
-  "${nice[@]}" cargo $tc fuzz run -O --fuzz-dir . "$t" "corpus/$t" -- -max_total_time="$secs" \
+  "${nice[@]}" cargo $tc fuzz run -O -a --fuzz-dir . "$t" "corpus/$t" -- -max_total_time="$secs" \
     -timeout=30 -max_len=4096 -len_control=0 -rss_limit_mb=2048 -malloc_limit_mb=2048 -artifact_prefix="artifacts/$t/" \
     -print_final_stats=1 >"$log" 2>&1
   rc=$?
@@ -38,7 +39,7 @@ for t in "${targets[@]}"; do
   echo "fuzz $t: ${secs}s, ${execs:-?} executions, coverage ${cov:-?}, corpus $(ls "corpus/$t" | wc -l), $crashes crashes (crash/oom/timeout/leak artifacts), $slow slow units (> 10 s), libFuzzer exit $rc"
   [ "$rc" = 0 ] || grep -A30 -m1 'ERROR\|panicked\|==ERROR' "$log" | head -40
   if [ "$minimise" = 1 ]; then
-    "${nice[@]}" cargo $tc fuzz cmin -O --fuzz-dir . "$t" "corpus/$t" >/dev/null 2>&1 || true
+    "${nice[@]}" cargo $tc fuzz cmin -O -a --fuzz-dir . "$t" "corpus/$t" >/dev/null 2>&1 || true
     echo "fuzz $t: corpus minimised to $(ls "corpus/$t" | wc -l) inputs"
   fi
 done

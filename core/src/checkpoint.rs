@@ -358,12 +358,11 @@ pub fn decode_model(f: &File) -> Result<ModelCheckpoint> {
         Dtype::F64 => StDtype::F64,
     };
     let spec = ModelSpec::from_config(&config)?;
-    let mut params = Vec::new();
-    params
-        .try_reserve_exact(spec.n_params())
-        .map_err(|_| bad("no memory for the model's parameters"))?;
-    let mut names = Vec::new();
-    for t in spec.tensors() {
+    // every model tensor is found and checked (dtype, shape) before the parameters are reserved,
+    // so a small file that claims a large model allocates nothing of that size
+    let infos = spec.tensors();
+    let mut found = Vec::with_capacity(infos.len());
+    for t in &infos {
         let x = f.tensor_required(t.name)?;
         if x.dtype != want {
             return Err(bad(format!(
@@ -373,6 +372,20 @@ pub fn decode_model(f: &File) -> Result<ModelCheckpoint> {
                 dtype.as_str()
             )));
         }
+        if x.shape != t.shape {
+            return Err(bad(format!(
+                "tensor {} has shape {:?}, expected {:?}",
+                t.name, x.shape, t.shape
+            )));
+        }
+        found.push(x);
+    }
+    let mut params = Vec::new();
+    params
+        .try_reserve_exact(spec.n_params())
+        .map_err(|_| bad("no memory for the model's parameters"))?;
+    let mut names = Vec::new();
+    for (t, x) in infos.iter().zip(found) {
         params.extend(x.to_f64(&t.shape)?);
         names.push(t.name);
     }

@@ -583,9 +583,15 @@ mod tests {
     /// not an overflow panic while the message is written.
     #[test]
     fn try_zeros_refuses_batches_beyond_the_address_space() {
-        for (n, len) in [(2, 768_614_336_404_564_650usize), (1, usize::MAX / 7), (usize::MAX / 6, 0)] {
+        for (n, len) in [
+            (2, 768_614_336_404_564_650usize),
+            (1, usize::MAX / 7),
+            (usize::MAX / 6, 0),
+        ] {
             match Batch::<f64>::try_zeros(n, len, 5, 1) {
-                Err(Error::Shape(m)) => assert!(m.contains("needs") || m.contains("overflows"), "{m}"),
+                Err(Error::Shape(m)) => {
+                    assert!(m.contains("needs") || m.contains("overflows"), "{m}")
+                }
                 other => panic!("n={n} L={len}: {:?}", other.map(|b| b.z.len())),
             }
         }

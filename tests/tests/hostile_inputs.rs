@@ -52,7 +52,12 @@ fn valid_torch() -> (Config, Vec<u8>) {
 
 /// A count for a C call: small, or anything (sizes that overflow or cannot fit included).
 fn count() -> impl Strategy<Value = usize> {
-    prop_oneof![0usize..6, any::<usize>(), Just(usize::MAX), 1usize << 40..1usize << 62]
+    prop_oneof![
+        0usize..6,
+        any::<usize>(),
+        Just(usize::MAX),
+        1usize << 40..1usize << 62
+    ]
 }
 
 /// Text from a small alphabet that TOML and the config keys care about.
