@@ -14,6 +14,7 @@
 //! (with `| "alias"` after the name for an alternative spelling). `Type` must implement [`Field`]
 //! (numbers, booleans, `Option` for `auto`, lists, and the enums declared with [`choice!`]); add a
 //! cross-key rule to [`Config::validate`] if the key needs one.
+use crate::shift::{CovShift, MeanShift};
 use crate::{Error, Result};
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -181,7 +182,7 @@ pub trait Field: Sized {
     fn accepts() -> String;
 }
 
-fn type_err(key: &str, v: &Value, what: &str) -> Error {
+pub(crate) fn type_err(key: &str, v: &Value, what: &str) -> Error {
     Error::InvalidConfig(format!("{key} = {v} is not {what}"))
 }
 
@@ -230,7 +231,7 @@ impl Field for usize {
     }
 }
 
-fn read_f64(key: &str, v: &Value, range: &Range) -> Result<f64> {
+pub(crate) fn read_f64(key: &str, v: &Value, range: &Range) -> Result<f64> {
     let x = match v {
         Value::Float(f) => *f,
         Value::Integer(i) => *i as f64,
@@ -774,6 +775,58 @@ section! {
         log_every: u64 = 1000 => "log_every", Range::int(1, MAX_STEPS), "log the loss and the probes every k steps";
         snapshot_every: u64 = 10_000 => "snapshot_every", Range::int(0, MAX_STEPS), "keep a KQ snapshot every k steps (0: none)";
         dtype: Dtype = Dtype::F32 => "dtype", Range::Any, "compute precision";
+    }
+}
+
+section! {
+    /// Test-time distribution shift of an evaluation (`shift.*`, `icl eval --shift KEY=VALUE`;
+    /// temperature paper §1.3). Not part of a run's configuration: see [`crate::shift`].
+    pub struct ShiftConfig in "shift" {
+        x_cov: CovShift = CovShift::Train => "x_cov", POSITIVE, "test covariance of x: c (c times the training covariance), [d diagonal entries] or [d*d entries of an SPD matrix, row-major]; none: the training one";
+        x_mean: MeanShift = MeanShift::Zero => "x_mean", FINITE, "test mean of x: [d numbers] or Ce<k> = C e_k (2e1 = 2 e_1); none: 0";
+        w_cov: CovShift = CovShift::Train => "w_cov", POSITIVE, "test covariance of the task vector w: c (c times the training prior's), [d diagonal entries] or [d*d SPD entries]; none: the training prior's";
+        w_mean: MeanShift = MeanShift::Zero => "w_mean", FINITE, "test mean of the task vector w: [d numbers] or Ce<k>; none: 0";
+        noise: Option<f64> = None => "noise", NON_NEGATIVE, "test label noise standard deviation sigma (query target included); auto: the training sqrt(task.sigma2)";
+    }
+}
+
+impl ShiftConfig {
+    /// Set one key (`x_cov`, or dotted `shift.x_cov`) from its text. A mean written `Ce<k>`
+    /// (`2e1`) is read as C e_k, not as the number 20. On error the config is unchanged.
+    pub fn set(&mut self, key: &str, text: &str) -> Result<()> {
+        let name = key.strip_prefix("shift.").unwrap_or(key);
+        let mut v = parse_value_text(text);
+        if matches!(name, "x_mean" | "w_mean") && !matches!(v, Value::Array(_)) {
+            v = Value::String(text.trim().into());
+        }
+        let mut next = self.clone();
+        if !next.set_value(name, &v)? {
+            let names: Vec<&str> = Self::KEYS.iter().map(|k| k.name).collect();
+            return Err(Error::UnknownKey(format!(
+                "shift key {name:?} (shift keys are {}; the context length is the test length)",
+                names.join(", ")
+            )));
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// Every key checked against its range.
+    pub fn check(&self) -> Result<()> {
+        self.check_ranges()
+    }
+
+    /// Whether nothing is shifted.
+    pub fn is_empty(&self) -> bool {
+        *self == ShiftConfig::default()
+    }
+
+    /// (dotted key, value as TOML text) of every key, in declaration order.
+    pub fn entries(&self) -> Vec<(String, String)> {
+        self.values()
+            .into_iter()
+            .map(|(n, v)| (format!("shift.{n}"), v.to_string()))
+            .collect()
     }
 }
 

@@ -63,6 +63,83 @@ pub fn mc_risk<T: Scalar>(
     mc_risk_in_chunks(task, len, n, seed, model, estimators, CHUNK)
 }
 
+/// [`mc_risk`] with the model at every temperature of `taus` (attention logits divided by tau,
+/// [`crate::tempered`]) on the same samples: one estimate per tau first (when a model is given),
+/// then one per estimator. `taus = [1]` is [`mc_risk`], bit for bit.
+pub fn mc_risk_tempered<T: Scalar>(
+    task: &Task,
+    len: usize,
+    n: usize,
+    seed: u64,
+    model: Option<(&Model<T>, &mut Runner<T>)>,
+    taus: &[f64],
+    estimators: &[Estimator],
+) -> Result<Vec<RiskEstimate>> {
+    risk_chunks(
+        task,
+        len,
+        n,
+        seed,
+        Domain::Eval,
+        model,
+        taus,
+        estimators,
+        CHUNK,
+    )
+}
+
+/// The temperature of `model` with the least risk on `n` held-out sequences of length `len` from
+/// the streams (seed, [`Domain::Tune`], len, i), which no evaluation uses: returns (tau, held-out
+/// risk), searched by [`crate::tempered::select_tau`]. The held-out batch is drawn once.
+pub fn select_temperature<T: Scalar>(
+    task: &Task,
+    len: usize,
+    n: usize,
+    seed: u64,
+    model: &Model<T>,
+    runner: &mut Runner<T>,
+) -> Result<(f64, f64)> {
+    check_mc(len, n)?;
+    let no = task.n_out;
+    let mut batch: Batch<T> = Batch::try_zeros(n, len, task.d, no)?;
+    task.sample_into(
+        seed,
+        Domain::Tune,
+        len as u64,
+        0,
+        &mut batch,
+        &mut Vec::new(),
+    );
+    let circ = model.circuits();
+    let mut pred = vec![T::zero(); n * no];
+    crate::tempered::select_tau(|tau| {
+        runner.predict(&model.spec, &circ.tempered(tau)?, &batch, &mut pred)?;
+        let mut acc = Acc::default();
+        for b in 0..n {
+            let t = batch.target(b);
+            acc.push(
+                (0..no)
+                    .map(|o| sq(pred[b * no + o].to_f64() - t[o].to_f64()))
+                    .sum::<f64>()
+                    / (no as f64),
+            );
+        }
+        Ok(acc.finish().risk)
+    })
+}
+
+fn check_mc(len: usize, n: usize) -> Result<()> {
+    if n < 2 {
+        return Err(Error::InvalidConfig(
+            "Monte Carlo needs at least 2 samples".into(),
+        ));
+    }
+    if len == 0 {
+        return Err(Error::InvalidConfig("test length must be >= 1".into()));
+    }
+    Ok(())
+}
+
 /// [`mc_risk`] with at most `max_chunk` sequences in memory at a time (a microcontroller's heap);
 /// the result does not depend on the chunk size.
 pub fn mc_risk_in_chunks<T: Scalar>(
@@ -74,23 +151,53 @@ pub fn mc_risk_in_chunks<T: Scalar>(
     estimators: &[Estimator],
     max_chunk: usize,
 ) -> Result<Vec<RiskEstimate>> {
-    if n < 2 {
-        return Err(Error::InvalidConfig(
-            "Monte Carlo needs at least 2 samples".into(),
-        ));
-    }
-    if len == 0 {
-        return Err(Error::InvalidConfig("test length must be >= 1".into()));
-    }
+    risk_chunks(
+        task,
+        len,
+        n,
+        seed,
+        Domain::Eval,
+        model,
+        &[1.0],
+        estimators,
+        max_chunk,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn risk_chunks<T: Scalar>(
+    task: &Task,
+    len: usize,
+    n: usize,
+    seed: u64,
+    domain: Domain,
+    model: Option<(&Model<T>, &mut Runner<T>)>,
+    taus: &[f64],
+    estimators: &[Estimator],
+    max_chunk: usize,
+) -> Result<Vec<RiskEstimate>> {
+    check_mc(len, n)?;
+    crate::tempered::check_taus(
+        &taus
+            .iter()
+            .map(|&t| crate::tempered::Tau::Value(t))
+            .collect::<Vec<_>>(),
+    )?;
     for e in estimators {
         e.validate(task.d)?;
     }
-    let has_model = model.is_some();
-    let mut accs = vec![Acc::default(); estimators.len() + has_model as usize];
+    let n_model = if model.is_some() { taus.len() } else { 0 };
+    let mut accs = vec![Acc::default(); estimators.len() + n_model];
     let no = task.n_out;
     let mut normals = Vec::new();
     let mut model = model;
-    let circ = model.as_ref().map(|(m, _)| m.circuits());
+    let circ: Option<Vec<_>> = match model.as_ref() {
+        Some((m, _)) => {
+            let c = m.circuits();
+            Some(taus.iter().map(|&t| c.tempered(t)).collect::<Result<_>>()?)
+        }
+        None => None,
+    };
     let mut est = vec![0.0; no];
     let mut first = 0;
     // sequences per chunk: up to max_chunk, fewer at long lengths (about 2^24 token values a chunk)
@@ -102,24 +209,26 @@ pub fn mc_risk_in_chunks<T: Scalar>(
         let mut batch: Batch<T> = Batch::try_zeros(m, len, task.d, no)?;
         task.sample_into(
             seed,
-            Domain::Eval,
+            domain,
             len as u64,
             first as u64,
             &mut batch,
             &mut normals,
         );
         let mut k = 0;
-        if let (Some((mdl, eng)), Some(c)) = (model.as_mut(), circ.as_ref()) {
-            eng.predict(&mdl.spec, c, &batch, &mut pred[..m * no])?;
-            for b in 0..m {
-                let t = batch.target(b);
-                let se: f64 = (0..no)
-                    .map(|o| sq(pred[b * no + o].to_f64() - t[o].to_f64()))
-                    .sum::<f64>()
-                    / (no as f64);
-                accs[0].push(se);
+        if let (Some((mdl, eng)), Some(cs)) = (model.as_mut(), circ.as_ref()) {
+            for (i, c) in cs.iter().enumerate() {
+                eng.predict(&mdl.spec, c, &batch, &mut pred[..m * no])?;
+                for b in 0..m {
+                    let t = batch.target(b);
+                    let se: f64 = (0..no)
+                        .map(|o| sq(pred[b * no + o].to_f64() - t[o].to_f64()))
+                        .sum::<f64>()
+                        / (no as f64);
+                    accs[i].push(se);
+                }
             }
-            k = 1;
+            k = cs.len();
         }
         for (j, e) in estimators.iter().enumerate() {
             for b in 0..m {

@@ -32,7 +32,9 @@ pub mod optim;
 pub mod presets;
 pub mod rng;
 pub mod scalar;
+pub mod shift;
 pub mod task;
+pub mod tempered;
 pub mod theory;
 pub mod train;
 

@@ -18,6 +18,9 @@ pub enum Domain {
     Eval = 0x4556_414c_0000_0003,
     /// Task-level randomness (fixed task vectors, random bases): step = 0, seq = purpose.
     Task = 0x5441_534b_0000_0004,
+    /// Held-out tuning samples (the temperature `opt` of an evaluation): step = test length,
+    /// seq = sample index.
+    Tune = 0x5455_4e45_0000_0005,
 }
 
 /// SplitMix64 finaliser (Steele, Lea & Flood 2014), a bijective 64-bit mixer.

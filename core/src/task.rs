@@ -9,6 +9,7 @@
 use crate::config::{Basis, Config, CovFamily, MultiTaskVariant, TaskKind};
 use crate::multilayer::data::{Cov, Iv, Regression};
 use crate::rng::{self, Domain, Rng};
+use crate::shift::{Factor, Shift};
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::vec;
@@ -189,6 +190,9 @@ pub struct Task {
     pub w_star: Vec<f64>,
     /// The multilayer paper's samplers (`varying` and `iv` tasks), `None` otherwise.
     pub ml: Option<MlTask>,
+    /// A test-time shift of the task vector and the means ([`Task::shifted`]); the shifted
+    /// covariance of x and noise are folded into `chol` / `sigma` (or the `ml` sampler).
+    pub shift: Option<Shift>,
 }
 
 /// A task of the multilayer paper.
@@ -368,7 +372,53 @@ impl Task {
             eigs,
             basis,
             ml,
+            shift: None,
         })
+    }
+
+    /// This task under the test-time shift `cfg` (temperature paper §1.3; see [`crate::shift`]).
+    /// Supported for the isotropic and anisotropic tasks and the multilayer paper's `varying`
+    /// regression; an empty shift returns the task unchanged (same samples, bit for bit).
+    pub fn shifted(&self, cfg: &crate::config::ShiftConfig) -> Result<Task> {
+        let Some(s) = Shift::resolve(cfg, self.d)? else {
+            return Ok(self.clone());
+        };
+        let mut t = self.clone();
+        match (&mut t.ml, self.kind) {
+            (None, TaskKind::Isotropic | TaskKind::Anisotropic) => {
+                if s.x != Factor::Train {
+                    t.chol = s.x.apply_to(self.d, &self.chol);
+                }
+                if let Some(sig) = s.sigma {
+                    t.sigma = sig;
+                }
+            }
+            (Some(MlTask::Regression(r)), _) => {
+                r.cov = match (&s.x, &r.cov) {
+                    (Factor::Train, c) => c.clone(),
+                    (Factor::Scale(f), Cov::Varying { lmin, lmax }) => Cov::Varying {
+                        lmin: f * f * lmin,
+                        lmax: f * f * lmax,
+                    },
+                    (Factor::Scale(f), Cov::Rotated(e)) => {
+                        Cov::Rotated(e.iter().map(|x| f * f * x).collect())
+                    }
+                    (Factor::Scale(_), Cov::Fixed(c)) => Cov::Fixed(s.x.apply_to(self.d, c)),
+                    (Factor::Chol(l), _) => Cov::Fixed(l.clone()),
+                };
+                if let Some(sig) = s.sigma {
+                    r.sigma = sig;
+                }
+            }
+            _ => {
+                return Err(Error::Unsupported(format!(
+                    "test-time shifts (shift.*) apply to the isotropic, anisotropic and varying tasks, not task.kind = {}",
+                    self.kind.as_str()
+                )))
+            }
+        }
+        t.shift = Some(s);
+        Ok(t)
     }
 
     /// Embedding width E = d + n_out.
@@ -424,7 +474,9 @@ impl Task {
         y: &mut [T],
     ) {
         match &self.ml {
-            Some(MlTask::Regression(r)) => return r.sample(rng, len, normals, z, y, None),
+            Some(MlTask::Regression(r)) => {
+                return r.sample_shifted(rng, len, normals, z, y, None, self.shift.as_ref())
+            }
             Some(MlTask::Iv(iv)) => return iv.one_stage(&iv.draw(rng, len), len, z, y),
             None => {}
         }
@@ -460,7 +512,10 @@ impl Task {
         let (beta, rest) = normals.split_at_mut(nb);
         let (xs, noise) = rest.split_at_mut((len + 1) * d);
         let paper = !(self.kind == TaskKind::MultiTask && self.variant == MultiTaskVariant::Code);
-        if paper && self.kind != TaskKind::Eigs {
+        if let Some(sh) = &self.shift {
+            // the kinds `shifted` accepts: beta ~ N(0, I_d / d) in training
+            sh.map_w(beta, 1.0 / libm::sqrt(d as f64));
+        } else if paper && self.kind != TaskKind::Eigs {
             let s = 1.0 / libm::sqrt(d as f64);
             beta.iter_mut().for_each(|b| *b *= s);
         }
@@ -479,6 +534,9 @@ impl Task {
                 }
                 x.copy_from_slice(&tmp);
             }
+        }
+        if let Some(sh) = &self.shift {
+            xs.chunks_exact_mut(d).for_each(|x| sh.add_x_mean(x));
         }
         for l in 0..=len {
             let x = &xs[l * d..(l + 1) * d];

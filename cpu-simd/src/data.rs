@@ -78,7 +78,7 @@ pub fn generate<T: SimdScalar>(
     s: &mut GenScratch<T>,
 ) {
     set_mask(g, b0, n);
-    if task.kind == TaskKind::Isotropic {
+    if task.kind == TaskKind::Isotropic && task.shift.is_none() {
         generate_isotropic::<T>(g, task, seed, step, b0, s);
         return;
     }

@@ -2,7 +2,7 @@
 //! lengths L' (length generalisation, He et al. 2025 figure 3).
 use super::common::{outln, parse_usize_list};
 use crate::error::CliResult;
-use icl_run::eval::{eval_run, EvalOptions, MlEvalOptions};
+use icl_run::eval::{eval_run, temper_from_text, EvalOptions, MlEvalOptions};
 use icl_run::summary::pretty;
 use icl_run::RunDir;
 use std::path::PathBuf;
@@ -39,8 +39,19 @@ pub struct Args {
     /// IV two-stage runs: a one-stage run folder to evaluate as "tf_ref" on the same sequences.
     #[arg(long = "ref", value_name = "DIR")]
     pub reference: Option<PathBuf>,
-    /// Print JSON: {"rows": [{"estimator", "L", "risk", "stderr"}], ...}; transformer runs add
-    /// "target": "noise-free", "etas", "alignment".
+    /// Attention temperatures, comma-separated: numbers > 0 and `opt` (chosen per length on
+    /// held-out sequences of independent streams). Every attention logit is divided by tau.
+    #[arg(long, value_name = "TAUS")]
+    pub tau: Option<String>,
+    /// Test-time shift KEY=VALUE (repeatable): x_cov, x_mean, w_cov, w_mean, noise (e.g.
+    /// x_cov=3, x_mean=2e1 for 2 e_1, noise=1); `icl presets --keys` documents each.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub shift: Vec<String>,
+    /// Held-out sequences per length for `--tau opt`.
+    #[arg(long, value_name = "N")]
+    pub tau_holdout: Option<usize>,
+    /// Print JSON: {"rows": [{"estimator", "L", "risk", "stderr", "tau", "shift"}], ...} ("tau"
+    /// on model rows); transformer runs add "target": "noise-free", "etas", "alignment".
     #[arg(long)]
     pub json: bool,
 }
@@ -69,6 +80,7 @@ pub fn run(a: &Args) -> CliResult {
             alignment: a.alignment,
             reference: a.reference.clone(),
         },
+        temper: temper_from_text(a.tau.as_deref(), &a.shift, a.tau_holdout)?,
     };
     let res = eval_run(&RunDir::new(&a.dir), &opts)?;
     if a.json {
@@ -80,12 +92,22 @@ pub fn run(a: &Args) -> CliResult {
             "risks against the {t} target (raw MSE, not divided by d)\n"
         ));
     }
+    if let Some(sh) = res.rows.first().and_then(|r| r.shift.as_ref()) {
+        if !sh.is_empty() {
+            let keys: Vec<String> = sh.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            s.push_str(&format!("test-time shift: {}\n", keys.join(", ")));
+        }
+    }
     s.push_str(&format!(
         "{:<14} {:>6} {:>10} {:>10}\n",
         "estimator", "L", "risk", "stderr"
     ));
     for r in &res.rows {
-        let eta = r.eta.map(|e| format!("  (eta {e})")).unwrap_or_default();
+        let mut eta = r.eta.map(|e| format!("  (eta {e})")).unwrap_or_default();
+        if let Some(t) = r.tau {
+            let how = if r.tau_opt { " opt" } else { "" };
+            eta.push_str(&format!("  (tau{how} {t:.4})"));
+        }
         s.push_str(&format!(
             "{:<14} {:>6} {:>10.5} {:>10.5}{eta}\n",
             r.estimator, r.len, r.risk, r.stderr

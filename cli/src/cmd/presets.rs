@@ -1,6 +1,6 @@
 //! `icl presets`: list presets, show one as TOML, or list every configuration key.
 use crate::error::CliResult;
-use icl_core::config::keys;
+use icl_core::config::{keys, ShiftConfig};
 use icl_core::presets::{preset, PRESETS};
 
 /// Arguments of `icl presets`.
@@ -24,6 +24,7 @@ pub fn run(a: &Args) -> CliResult {
     if a.keys {
         if a.json {
             let v: Vec<_> = keys()
+                .chain(ShiftConfig::KEYS)
                 .map(|k| {
                     serde_json::json!({"key": k.dotted(), "aliases": k.aliases.iter().map(|a| format!("{}.{a}", k.section)).collect::<Vec<_>>(), "doc": k.doc, "accepts": k.describe()})
                 })
@@ -31,7 +32,7 @@ pub fn run(a: &Args) -> CliResult {
             return super::common::outln(&icl_run::summary::pretty(&v));
         }
         let mut s = String::new();
-        for k in keys() {
+        for k in keys().chain(ShiftConfig::KEYS) {
             s.push_str(&format!(
                 "{:<22} {} ({})\n",
                 k.dotted(),

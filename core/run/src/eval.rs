@@ -5,14 +5,16 @@ use crate::dispatch;
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
-use crate::summary::{AlignmentRow, EvalRow, EvalRows};
+use crate::summary::{shift_json, AlignmentRow, EvalRow, EvalRows};
 use icl_core::config::{Config, TaskKind};
 use icl_core::estimator::Estimator;
-use icl_core::eval::{mc_risk, RiskEstimate};
+use icl_core::eval::{mc_risk_tempered, select_temperature, RiskEstimate};
 use icl_core::model::Net;
 use icl_core::multilayer::eval as ml_eval;
+pub use icl_core::multilayer::eval::{Temper, DEFAULT_HOLDOUT};
 use icl_core::multilayer::StackRunner;
 use icl_core::task::Task;
+pub use icl_core::tempered::Tau;
 use icl_core::theory::he2025::Setting;
 use icl_core::{Model, Runner};
 
@@ -32,6 +34,9 @@ pub struct EvalOptions {
     pub engine: Option<String>,
     /// Options of transformer runs (the multilayer paper).
     pub multilayer: MlEvalOptions,
+    /// Attention temperatures and the test-time shift (temperature paper), for every softmax
+    /// (and linear) attention run: one-layer and transformer.
+    pub temper: Temper,
 }
 
 /// What `icl eval` can add for transformer runs.
@@ -47,6 +52,113 @@ pub struct MlEvalOptions {
     pub alignment: usize,
     /// A one-stage "TF Ref" run folder evaluated on the IV sequences (§6.3).
     pub reference: Option<std::path::PathBuf>,
+}
+
+/// [`Temper`] from text, as every front end takes it: temperatures `0.5,1,2,opt` (`None`: 1),
+/// shifts `KEY=VALUE` (`x_cov=3`, `x_mean=2e1`, `shift.noise=1`; see [`icl_core::shift`]) and the
+/// held-out size of `opt` (`None`: [`DEFAULT_HOLDOUT`]).
+pub fn temper_from_text<S: AsRef<str>>(
+    tau: Option<&str>,
+    shifts: &[S],
+    holdout: Option<usize>,
+) -> Result<Temper> {
+    let mut t = Temper::default();
+    if let Some(text) = tau {
+        t.taus = icl_core::tempered::parse_taus(text)?;
+    }
+    for kv in shifts {
+        let kv = kv.as_ref();
+        let (k, v) = kv.split_once('=').ok_or_else(|| {
+            RunError::Refused(format!(
+                "--shift {kv:?} is not KEY=VALUE (e.g. x_cov=3, x_mean=2e1, noise=1)"
+            ))
+        })?;
+        t.shift.set(k.trim(), v)?;
+    }
+    if let Some(h) = holdout {
+        t.holdout = h;
+    }
+    t.check()?;
+    Ok(t)
+}
+
+impl EvalOptions {
+    /// The options of `icl eval` from (key, value) text pairs, for front ends without a flag
+    /// parser (the C API): `lengths` (`10,20,40,100`), `samples` (20000), `seed` (0), `engine`,
+    /// `tau` (`0.5,1,opt`), `tau_holdout`, `shift.KEY` (`shift.x_cov` = `3`; see
+    /// [`icl_core::shift`]), and for transformer runs `lambda_range` (`MIN,MAX`), `stack`,
+    /// `layers_out` (`true`/`false`), `alignment`, `ref` (a run folder). Unset keys take the
+    /// CLI's defaults; an unknown or repeated key is an error.
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<EvalOptions> {
+        let mut o = EvalOptions {
+            lengths: vec![10, 20, 40, 100],
+            samples: 20_000,
+            seed: 0,
+            engine: None,
+            multilayer: MlEvalOptions::default(),
+            temper: Temper::default(),
+        };
+        let (mut tau, mut shifts, mut holdout) = (None, Vec::new(), None);
+        let mut seen = std::collections::BTreeSet::new();
+        let num = |k: &str, v: &str| -> Result<u64> {
+            v.trim().parse::<u64>().map_err(|_| {
+                RunError::Refused(format!("{k} = {v:?} is not a non-negative integer"))
+            })
+        };
+        for (k, v) in pairs {
+            let (k, v) = (k.as_ref().trim(), v.as_ref());
+            if !seen.insert(k.to_string()) {
+                return Err(RunError::Refused(format!(
+                    "evaluation option {k} given twice"
+                )));
+            }
+            match k {
+                "lengths" => {
+                    o.lengths = v
+                        .split(',')
+                        .map(|p| num(k, p).map(|x| x as usize))
+                        .collect::<Result<_>>()?
+                }
+                "samples" => o.samples = num(k, v)? as usize,
+                "seed" => o.seed = num(k, v)?,
+                "engine" => o.engine = Some(v.trim().to_string()),
+                "tau" => tau = Some(v.to_string()),
+                "tau_holdout" => holdout = Some(num(k, v)? as usize),
+                "lambda_range" => {
+                    let p: Vec<f64> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+                    if p.len() != 2 || v.split(',').count() != 2 {
+                        return Err(RunError::Refused(format!(
+                            "lambda_range needs two numbers MIN,MAX (got {v:?})"
+                        )));
+                    }
+                    o.multilayer.lambda_range = Some((p[0], p[1]));
+                }
+                "stack" => o.multilayer.stack = Some(num(k, v)? as usize),
+                "layers_out" => {
+                    o.multilayer.layers_out = match v.trim() {
+                        "true" | "1" => true,
+                        "false" | "0" => false,
+                        _ => {
+                            return Err(RunError::Refused(format!(
+                                "layers_out = {v:?} is not true or false"
+                            )))
+                        }
+                    }
+                }
+                "alignment" => o.multilayer.alignment = num(k, v)? as usize,
+                "ref" => o.multilayer.reference = Some(v.into()),
+                _ if k.starts_with("shift.") => shifts.push(format!("{k}={v}")),
+                _ => {
+                    return Err(RunError::Refused(format!(
+                        "unknown evaluation option {k:?} (lengths, samples, seed, engine, tau, tau_holdout, shift.KEY, lambda_range, stack, layers_out, alignment, ref)"
+                    )))
+                }
+            }
+        }
+        o.temper = temper_from_text(tau.as_deref(), &shifts, holdout)?;
+        check(&o)?;
+        Ok(o)
+    }
 }
 
 /// The baselines: vanilla and debiased GD at eta* (of the training length), Bayes ridge
@@ -79,6 +191,7 @@ pub fn baselines(cfg: &Config, len: usize) -> Result<Vec<(String, Estimator)>> {
 }
 
 fn check(o: &EvalOptions) -> Result<()> {
+    o.temper.check()?;
     if o.samples < 2 {
         return Err(RunError::Refused(
             "Monte Carlo needs at least 2 samples".into(),
@@ -95,6 +208,33 @@ fn check(o: &EvalOptions) -> Result<()> {
     Ok(())
 }
 
+/// The temperatures of one length, `opt` resolved on held-out sequences: (tau, chosen by opt).
+fn resolve_taus<T: RunScalar>(
+    m: &Model<T>,
+    engines: &Engines,
+    task: &Task,
+    len: usize,
+    o: &EvalOptions,
+) -> Result<Vec<(f64, bool)>> {
+    let mut opt = None;
+    o.temper
+        .taus
+        .iter()
+        .map(|t| match *t {
+            Tau::Value(v) => Ok((v, false)),
+            Tau::Opt => {
+                if opt.is_none() {
+                    let mut runner = Runner::new(T::engine(&engines.0)?);
+                    let (tau, _) =
+                        select_temperature(task, len, o.temper.holdout, o.seed, m, &mut runner)?;
+                    opt = Some(tau);
+                }
+                Ok((opt.unwrap_or(1.0), true))
+            }
+        })
+        .collect()
+}
+
 fn risks<T: RunScalar>(
     m: &Model<T>,
     engines: &Engines,
@@ -102,16 +242,20 @@ fn risks<T: RunScalar>(
     len: usize,
     o: &EvalOptions,
     ests: &[Estimator],
-) -> Result<Vec<RiskEstimate>> {
+) -> Result<(Vec<(f64, bool)>, Vec<RiskEstimate>)> {
+    let taus = resolve_taus(m, engines, task, len, o)?;
+    let tv: Vec<f64> = taus.iter().map(|t| t.0).collect();
     let mut runner = Runner::new(T::engine(&engines.0)?);
-    Ok(mc_risk(
+    let r = mc_risk_tempered(
         task,
         len,
         o.samples,
         o.seed,
         Some((m, &mut runner)),
+        &tv,
         ests,
-    )?)
+    )?;
+    Ok((taus, r))
 }
 
 /// Risks of `model` (config `cfg`) and the baselines at every length.
@@ -119,14 +263,18 @@ pub fn eval_model(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eva
     check(o)?;
     let engines = Engines::named(o.engine.as_deref());
     crate::engines::check(&engines.0, model.dtype())?;
-    let task = Task::new(cfg)?;
+    let task = Task::new(cfg)?.shifted(&o.temper.shift)?;
+    let shift = Some(shift_json(&o.temper.shift)).filter(|m| !m.is_empty());
     let mut rows = Vec::new();
     for &len in &o.lengths {
         let base = baselines(cfg, len)?;
         let ests: Vec<Estimator> = base.iter().map(|(_, e)| e.clone()).collect();
-        let res = dispatch!(model, m => risks(m, &engines, &task, len, o, &ests)?);
-        let names = std::iter::once("model".to_string()).chain(base.into_iter().map(|(n, _)| n));
-        for (estimator, r) in names.zip(res) {
+        let (taus, res) = dispatch!(model, m => risks(m, &engines, &task, len, o, &ests)?);
+        let names = taus
+            .iter()
+            .map(|&t| ("model".to_string(), Some(t)))
+            .chain(base.into_iter().map(|(n, _)| (n, None)));
+        for ((estimator, tau), r) in names.zip(res) {
             rows.push(EvalRow {
                 estimator,
                 len,
@@ -134,6 +282,9 @@ pub fn eval_model(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eva
                 stderr: r.stderr,
                 eta: None,
                 eta_x: None,
+                tau: tau.map(|t| t.0),
+                tau_opt: tau.is_some_and(|t| t.1),
+                shift: shift.clone(),
             });
         }
     }
@@ -163,6 +314,7 @@ fn ml_options(o: &EvalOptions) -> ml_eval::Options {
 }
 
 fn ml_rows(rep: ml_eval::Report, o: &EvalOptions, engine: String) -> EvalRows {
+    let shift = Some(shift_json(&o.temper.shift)).filter(|m| !m.is_empty());
     EvalRows {
         rows: rep
             .rows
@@ -174,6 +326,9 @@ fn ml_rows(rep: ml_eval::Report, o: &EvalOptions, engine: String) -> EvalRows {
                 stderr: r.stderr,
                 eta: r.eta,
                 eta_x: r.eta_x,
+                tau: r.tau,
+                tau_opt: r.tau_opt,
+                shift: shift.clone(),
             })
             .collect(),
         samples: o.samples,
@@ -207,6 +362,11 @@ fn ml_eval_typed<T: RunScalar>(
     let mut runner = StackRunner::new(T::stack_engine(&engines.0)?);
     let mo = ml_options(o);
     Ok(match cfg.task.kind {
+        TaskKind::Iv if !o.temper.is_plain() => {
+            return Err(RunError::Refused(
+                "--tau and --shift are not implemented for IV runs (task.kind = iv)".into(),
+            ))
+        }
         TaskKind::Iv => {
             let r = reference.map(|r| r.to::<T>());
             ml_eval::iv(
@@ -217,7 +377,7 @@ fn ml_eval_typed<T: RunScalar>(
                 &mo,
             )?
         }
-        TaskKind::Varying => ml_eval::regression(cfg, m, &mut runner, &mo)?,
+        TaskKind::Varying => ml_eval::regression_at(cfg, m, &mut runner, &mo, &o.temper)?,
         k => {
             return Err(icl_core::Error::Unsupported(format!(
                 "transformer evaluation of task.kind = {k:?}"

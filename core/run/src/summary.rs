@@ -258,6 +258,30 @@ pub struct EvalRow {
     /// Algorithm 1's eta_x where an estimator tunes it (`eta` is then its eta_y).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta_x: Option<f64>,
+    /// The model's attention temperature (model rows; logits divided by tau).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tau: Option<f64>,
+    /// Whether `tau` was chosen on held-out data (`--tau opt`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tau_opt: bool,
+    /// The test-time shift keys that are set, e.g. `{"x_cov": 3.0}` (absent without a shift).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The shift keys that are set, as JSON (`{"x_cov": 3.0, "x_mean": "2e1"}`).
+pub fn shift_json(s: &icl_core::config::ShiftConfig) -> serde_json::Map<String, serde_json::Value> {
+    icl_core::shift::describe(s)
+        .into_iter()
+        .map(|(k, v)| {
+            let key = k.strip_prefix("shift.").unwrap_or(&k).to_string();
+            let tv = icl_core::config::parse_value_text(&v);
+            (
+                key,
+                serde_json::to_value(&tv).unwrap_or(serde_json::Value::String(v)),
+            )
+        })
+        .collect()
 }
 
 /// Model Sim / Grad Diff at one length (multilayer paper §4.7).

@@ -340,6 +340,7 @@ fn write_outputs<T: RunScalar>(
                 seed: cfg.train.seed,
                 engine: o.engine.clone(),
                 multilayer: Default::default(),
+                temper: Default::default(),
             };
             let rows = crate::eval::eval_transformer(&cfg, &model, None, &eo)?.rows;
             if let Some(r) = rows.iter().find(|r| r.estimator == "model") {

@@ -10,6 +10,7 @@
 //!   [`crate::theory::multilayer::iv_sequence`]. Stage 1 sees `[z; x]` with the query `[z_q; 0]`
 //!   and target `x_q`; the one-stage "TF Ref" sees `[x; y]` with query `[x_q; 0]`, target `y_q`.
 use crate::rng::{self, Domain, Rng};
+use crate::shift::Shift;
 use crate::task::Batch;
 use crate::theory::multilayer::{haar_orthogonal, iv_sequence, IvSequence};
 use crate::{Result, Scalar};
@@ -59,6 +60,22 @@ impl Regression {
         y: &mut [T],
         drawn: Option<&mut Drawn>,
     ) {
+        self.sample_shifted(rng, len, normals, z, y, drawn, None)
+    }
+
+    /// [`Regression::sample`] with the task vector and the means of a test-time shift (its
+    /// covariance and noise are already in `self`, see [`crate::task::Task::shifted`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn sample_shifted<T: Scalar>(
+        &self,
+        rng: &mut Rng,
+        len: usize,
+        normals: &mut Vec<f64>,
+        z: &mut [T],
+        y: &mut [T],
+        drawn: Option<&mut Drawn>,
+        shift: Option<&Shift>,
+    ) {
         let d = self.d;
         // the factor F with x = F g: U diag(sqrt lambda), or the Cholesky factor
         let (f, lam, u) = match &self.cov {
@@ -77,7 +94,12 @@ impl Regression {
         };
         normals.resize(d + (len + 1) * (d + 1), 0.0);
         rng::fill_normal(rng, normals);
-        let (beta, rest) = normals.split_at(d);
+        let (beta, rest) = normals.split_at_mut(d);
+        if let Some(s) = shift {
+            // beta ~ N(0, I_d) in training
+            s.map_w(beta, 1.0);
+        }
+        let (beta, rest) = (&*beta, &*rest);
         let (g, noise) = rest.split_at((len + 1) * d);
         let e = d + 1;
         let mut clean = 0.0;
@@ -86,7 +108,10 @@ impl Regression {
             let tok = &mut z[l * e..(l + 1) * e];
             let mut yv = 0.0;
             for i in 0..d {
-                let x: f64 = (0..d).map(|k| f[i * d + k] * gl[k]).sum();
+                let mut x: f64 = (0..d).map(|k| f[i * d + k] * gl[k]).sum();
+                if let Some(m) = shift.and_then(|s| s.x_mean.get(i)) {
+                    x += m;
+                }
                 tok[i] = T::of(x);
                 yv += beta[i] * x;
             }

@@ -8,10 +8,12 @@ use super::data::Iv;
 use super::engine::StackRunner;
 use super::iv;
 use super::stack::{circuits_forward, Pass, StackCircuits, StackSpec};
+use crate::config::ShiftConfig;
 use crate::config::{Config, TaskKind};
 use crate::model::{Model, Net};
 use crate::rng::{self, Domain};
 use crate::task::{Batch, Task};
+use crate::tempered::Tau;
 use crate::theory::multilayer as ml;
 use crate::{Error, Result, Scalar};
 use alloc::format;
@@ -35,6 +37,50 @@ pub struct Options {
     pub alignment: usize,
 }
 
+/// Temperature and test-time shift of an evaluation (temperature paper; [`crate::tempered`],
+/// [`crate::shift`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Temper {
+    /// The temperatures the model is evaluated at (every layer's and head's logits divided by
+    /// tau); `Opt` picks tau on `holdout` sequences of the tuning streams.
+    pub taus: Vec<Tau>,
+    /// The test-time shift of the data (all estimators see the shifted sequences).
+    pub shift: ShiftConfig,
+    /// Held-out sequences per length for `Opt`.
+    pub holdout: usize,
+}
+
+impl Default for Temper {
+    fn default() -> Self {
+        Temper {
+            taus: vec![Tau::Value(1.0)],
+            shift: ShiftConfig::default(),
+            holdout: DEFAULT_HOLDOUT,
+        }
+    }
+}
+
+/// Held-out sequences per length for the temperature `opt` (by default).
+pub const DEFAULT_HOLDOUT: usize = 4096;
+
+impl Temper {
+    /// Whether this is the plain evaluation (tau = 1, no shift).
+    pub fn is_plain(&self) -> bool {
+        self.taus == [Tau::Value(1.0)] && self.shift.is_empty()
+    }
+    /// Check the temperatures, the shift keys and the held-out size.
+    pub fn check(&self) -> Result<()> {
+        crate::tempered::check_taus(&self.taus)?;
+        self.shift.check()?;
+        if self.taus.contains(&Tau::Opt) && self.holdout < 2 {
+            return Err(Error::InvalidArgument(
+                "the temperature opt needs at least 2 held-out sequences".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// One estimator at one length.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -46,6 +92,10 @@ pub struct Row {
     pub eta: Option<f64>,
     /// Algorithm 1's eta_x, for the rows that tune it.
     pub eta_x: Option<f64>,
+    /// The model's temperature (model rows only).
+    pub tau: Option<f64>,
+    /// Whether `tau` was chosen on held-out data (`opt`).
+    pub tau_opt: bool,
 }
 
 /// Model Sim, Grad Diff and the prediction difference at one length (§4.7).
@@ -86,12 +136,22 @@ fn push(rows: &mut Vec<Row>, name: &str, len: usize, errs: &[f64], eta: Option<f
         stderr,
         eta,
         eta_x: None,
+        tau: None,
+        tau_opt: false,
     });
 }
 
 fn set_eta_x(rows: &mut [Row], eta_x: f64) {
     if let Some(r) = rows.last_mut() {
         r.eta_x = Some(eta_x);
+    }
+}
+
+fn push_model(rows: &mut Vec<Row>, name: &str, len: usize, errs: &[f64], tau: (f64, bool)) {
+    push(rows, name, len, errs, None);
+    if let Some(r) = rows.last_mut() {
+        r.tau = Some(tau.0);
+        r.tau_opt = tau.1;
     }
 }
 
@@ -146,7 +206,40 @@ pub fn regression<T: Scalar>(
     runner: &mut StackRunner<T>,
     o: &Options,
 ) -> Result<Report> {
+    regression_at(cfg, model, runner, o, &Temper::default())
+}
+
+/// The noise-free squared-error risk of the model at temperature `tau` on `batch`.
+fn held_out_risk<T: Scalar>(
+    sp: &StackSpec,
+    c: &StackCircuits<T>,
+    runner: &mut StackRunner<T>,
+    pass: Pass,
+    batch: &Batch<T>,
+    tau: f64,
+) -> Result<f64> {
+    let mut out = vec![T::zero(); batch.n];
+    runner.predict(sp, &c.tempered(tau)?, pass, batch, &mut out)?;
+    Ok(out
+        .iter()
+        .zip(&batch.y)
+        .map(|(a, y)| (a.to_f64() - y.to_f64()) * (a.to_f64() - y.to_f64()))
+        .sum::<f64>()
+        / batch.n as f64)
+}
+
+/// [`regression`] at the temperatures and under the shift of `temper`: one `model` row (and
+/// `model_t*` rows) per temperature, `opt` chosen per length on held-out sequences of the tuning
+/// streams (seed, Tune, L, i); the baselines once, on the same shifted sequences.
+pub fn regression_at<T: Scalar>(
+    cfg: &Config,
+    model: &Model<T>,
+    runner: &mut StackRunner<T>,
+    o: &Options,
+    temper: &Temper,
+) -> Result<Report> {
     check(o)?;
+    temper.check()?;
     let Net::Stack(sp) = &model.spec.net else {
         return Err(Error::Unsupported(
             "regression evaluation needs a transformer".into(),
@@ -157,7 +250,7 @@ pub fn regression<T: Scalar>(
             "regression evaluation needs task.kind = varying".into(),
         ));
     }
-    let task = eval_task(cfg, o.lambda)?;
+    let task = eval_task(cfg, o.lambda)?.shifted(&temper.shift)?;
     let (_, c64) =
         readout_circuits(model).ok_or_else(|| Error::Unsupported("not a transformer".into()))?;
     let mut c = StackCircuits::<T>::zeros(sp);
@@ -193,21 +286,6 @@ pub fn regression<T: Scalar>(
         } else {
             vec![t_layers]
         };
-        let mut preds = Vec::new();
-        for &k in &depths {
-            let mut out = vec![T::zero(); o.samples];
-            runner.predict(
-                sp,
-                &c,
-                Pass {
-                    layers: k,
-                    exclude_self: false,
-                },
-                &tb,
-                &mut out,
-            )?;
-            preds.push(out);
-        }
         let n = o.samples;
         let target: Vec<f64> = (0..n).map(|b| seqs.batch.y[b]).collect();
         let err = |p: &[T]| -> Vec<f64> {
@@ -216,18 +294,74 @@ pub fn regression<T: Scalar>(
                 .map(|(a, y)| (a.to_f64() - y) * (a.to_f64() - y))
                 .collect()
         };
-        push(
-            &mut rep.rows,
-            "model",
-            len,
-            &err(preds.last().unwrap()),
-            None,
-        );
-        if o.layers_out {
-            for (k, p) in depths.iter().zip(&preds) {
-                push(&mut rep.rows, &format!("model_t{k}"), len, &err(p), None);
+        // the temperatures of this length (opt: on held-out sequences of the tuning streams)
+        let mut taus = Vec::new();
+        let mut holdout: Option<Batch<T>> = None;
+        for t in &temper.taus {
+            taus.push(match *t {
+                Tau::Value(v) => (v, false),
+                Tau::Opt => {
+                    if holdout.is_none() {
+                        let mut hb = Batch::<f64>::try_zeros(temper.holdout, len, d, 1)?;
+                        task.sample_into(
+                            o.seed,
+                            Domain::Tune,
+                            len as u64,
+                            0,
+                            &mut hb,
+                            &mut Vec::new(),
+                        );
+                        holdout = Some(hb.cast());
+                    }
+                    let hb = holdout.as_ref().unwrap_or(&tb);
+                    let pass = Pass {
+                        layers: t_layers,
+                        exclude_self: false,
+                    };
+                    let (tau, _) = crate::tempered::select_tau(|tau| {
+                        held_out_risk(sp, &c, runner, pass, hb, tau)
+                    })?;
+                    (tau, true)
+                }
+            });
+        }
+        let mut first_preds = None;
+        for &tau in &taus {
+            let ct = c.tempered(tau.0)?;
+            let mut preds = Vec::new();
+            for &k in &depths {
+                let mut out = vec![T::zero(); o.samples];
+                runner.predict(
+                    sp,
+                    &ct,
+                    Pass {
+                        layers: k,
+                        exclude_self: false,
+                    },
+                    &tb,
+                    &mut out,
+                )?;
+                preds.push(out);
+            }
+            push_model(
+                &mut rep.rows,
+                "model",
+                len,
+                &err(&preds[preds.len() - 1]),
+                tau,
+            );
+            if o.layers_out {
+                for (k, p) in depths.iter().zip(&preds) {
+                    push_model(&mut rep.rows, &format!("model_t{k}"), len, &err(p), tau);
+                }
+            }
+            if first_preds.is_none() {
+                first_preds = Some((ct, preds));
             }
         }
+        let Some((c_first, preds)) = first_preds else {
+            return Err(Error::InvalidArgument("no temperature given".into()));
+        };
         // Algorithm 1, GD, ridge, OLS per sequence
         let mut alg = vec![vec![0.0; n]; t_layers];
         let gd_steps = sp.layers;
@@ -284,7 +418,7 @@ pub fn regression<T: Scalar>(
         if o.alignment > 0 {
             rep.alignment.push(alignment(
                 sp,
-                &c,
+                &c_first,
                 runner,
                 &tb,
                 &preds[preds.len() - 1],

@@ -214,10 +214,15 @@ impl Run {
 
     /// Monte Carlo risk ± standard error of the model and the baselines (vanilla and debiased
     /// GD at eta*, ridge, NW, OLS) at each test length L', as `icl eval --json` computes it:
-    /// rows `{"estimator", "L", "risk", "stderr"}` with the model as estimator `"model"`. A
+    /// rows `{"estimator", "L", "risk", "stderr", "tau", "shift"}` with the model as estimator
+    /// `"model"` (one row per temperature, `"tau"` on model rows). `tau`: temperatures (a list
+    /// of numbers and `"opt"`, or the text `"0.5,1,opt"`; every attention logit divided by
+    /// tau, `opt` chosen per length on held-out sequences); `shift`: test-time shifts as a dict
+    /// (`{"x_cov": 3, "x_mean": "2e1", "noise": 1.0}`, the keys of `icl eval --shift`). A
     /// pandas DataFrame when pandas is installed (and `as_frame` is not False), else a list of
     /// dicts. The GIL is released while it runs.
-    #[pyo3(signature = (lengths = vec![10, 20, 40, 100], samples = 20_000, seed = 0, engine = None, as_frame = None))]
+    #[pyo3(signature = (lengths = vec![10, 20, 40, 100], samples = 20_000, seed = 0, engine = None, as_frame = None, tau = None, shift = None, tau_holdout = None))]
+    #[allow(clippy::too_many_arguments)]
     fn eval<'py>(
         &self,
         py: Python<'py>,
@@ -226,13 +231,36 @@ impl Run {
         seed: u64,
         engine: Option<String>,
         as_frame: Option<bool>,
+        tau: Option<Bound<'py, PyAny>>,
+        shift: Option<Bound<'py, PyDict>>,
+        tau_holdout: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let tau_text = match tau {
+            None => None,
+            Some(t) if t.is_instance_of::<pyo3::types::PyString>() => Some(t.str()?.to_string()),
+            Some(t) => {
+                let mut parts = Vec::new();
+                for item in t.try_iter()? {
+                    parts.push(item?.str()?.to_string());
+                }
+                Some(parts.join(","))
+            }
+        };
+        let mut shifts = Vec::new();
+        if let Some(d) = shift {
+            for (k, v) in d.iter() {
+                shifts.push(format!("{}={}", k.str()?, v.str()?));
+            }
+        }
+        let temper =
+            icl_run::eval::temper_from_text(tau_text.as_deref(), &shifts, tau_holdout).or_py()?;
         let o = EvalOptions {
             lengths,
             samples,
             seed,
             engine,
             multilayer: Default::default(),
+            temper,
         };
         let dir = RunDir::new(&self.dir);
         let res = py.detach(|| icl_run::eval::eval_run(&dir, &o)).or_py()?;

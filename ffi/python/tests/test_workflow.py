@@ -71,9 +71,29 @@ def test_eval_dataframe_when_pandas_is_installed(runs):
     pd = pytest.importorskip("pandas")
     df = runs["py"].eval(lengths=[10], samples=500)
     assert isinstance(df, pd.DataFrame)
-    assert list(df.columns) == ["estimator", "L", "risk", "stderr"]
+    # "tau" on the model's rows only (NaN in the frame's other rows)
+    assert list(df.columns) == ["estimator", "L", "risk", "stderr", "tau"]
     rows = runs["py"].eval(lengths=[10], samples=500, as_frame=False)
-    assert df.to_dict("records") == rows
+    recs = [{k: v for k, v in r.items() if v == v} for r in df.to_dict("records")]
+    assert recs == rows
+
+
+def test_eval_temperature_and_shift_equal_cli(runs, cli_json):
+    want = cli_json(
+        "eval", runs["cli"], "--lengths", "10", "--samples", 500, "--tau", "0.5,opt",
+        "--shift", "x_cov=2", "--shift", "x_mean=2e1", "--json",
+    )
+    got = runs["py"].eval(
+        lengths=[10], samples=500, tau=[0.5, "opt"], shift={"x_cov": 2, "x_mean": "2e1"},
+        as_frame=False,
+    )
+    assert got == want["rows"]
+    assert got[0]["tau"] == 0.5 and got[1]["tau_opt"] is True
+    assert got[0]["shift"] == {"x_cov": 2.0, "x_mean": "2e1"}
+    with pytest.raises(icl.InputError):
+        runs["py"].eval(lengths=[10], samples=50, tau=[0])
+    with pytest.raises(icl.InputError):
+        runs["py"].eval(lengths=[10], samples=50, shift={"x_cov": "[1, 2, 2, 1, -1]"})
 
 
 def _risk(sq):

@@ -8,6 +8,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod config;
+pub mod eval;
 pub mod model;
 pub mod task;
 pub mod theory;

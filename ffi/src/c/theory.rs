@@ -7,7 +7,7 @@ use icl_core::theory::registry::{Out, Value};
 use std::ffi::c_char;
 
 /// Read `n` (key, value) string pairs.
-unsafe fn pairs(
+pub(crate) unsafe fn pairs(
     keys: *const *const c_char,
     values: *const *const c_char,
     n: usize,

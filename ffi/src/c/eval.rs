@@ -1,0 +1,40 @@
+//! `icl eval` through C: the evaluation of a run folder, with every option of the CLI (test
+//! lengths, attention temperatures, test-time shifts, the transformer options) as text pairs,
+//! computed by the same library function ([`icl_run::eval::eval_run`]).
+use super::theory::pairs;
+use super::{copy_str, guard, text};
+use crate::status::{icl_status, FfiError};
+use std::ffi::c_char;
+
+/// Evaluate the run folder `dir` like `icl eval DIR --json` and copy the JSON into `buf`
+/// (capacity `cap`, NUL included; `needed`, optional, receives the size required; call with
+/// `cap` = 0 to ask for it): `{"rows": [{"estimator", "L", "risk", "stderr", "tau", "shift",
+/// ...}], "samples", "seed", "engine", ...}`. The options are `n` text pairs `keys[i]` =
+/// `values[i]`: `lengths` (`"10,20,40,100"`), `samples` (`"20000"`), `seed` (`"0"`), `engine`,
+/// `tau` (`"0.5,1,2,opt"`: attention logits divided by tau; `opt` is chosen per length on
+/// held-out sequences), `tau_holdout`, `shift.x_cov`, `shift.x_mean`, `shift.w_cov`,
+/// `shift.w_mean`, `shift.noise` (e.g. `shift.x_cov` = `"3"`, `shift.x_mean` = `"2e1"`), and
+/// for transformer runs `lambda_range`, `stack`, `layers_out`, `alignment`, `ref`. Statuses:
+/// `ICL_ERR_ARGUMENT` (an unknown or repeated option, tau <= 0, a malformed value),
+/// `ICL_ERR_NONFINITE` (tau or a shift value NaN), `ICL_ERR_CONFIG` (a shift out of range, a
+/// covariance that is not positive definite), `ICL_ERR_UNKNOWN_KEY` (an unknown shift key),
+/// `ICL_ERR_UNSUPPORTED` (a shift on a task without one), `ICL_ERR_IO`, `ICL_ERR_CHECKPOINT`,
+/// `ICL_ERR_NULL`, `ICL_ERR_UTF8`, `ICL_ERR_SIZE`. Nothing is written into `dir`. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn icl_eval_run(
+    dir: *const c_char,
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n: usize,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
+) -> icl_status {
+    guard(|| {
+        let dir = text(dir, "dir")?;
+        let o = icl_run::eval::EvalOptions::from_pairs(&pairs(keys, values, n)?)?;
+        let res = icl_run::eval::eval_run(&icl_run::RunDir::new(dir), &o)?;
+        let s = serde_json::to_string(&res).map_err(|e| FfiError::argument(e.to_string()))?;
+        copy_str(&s, buf, cap, needed)
+    })
+}
