@@ -342,6 +342,24 @@ icl_status icl_config_to_toml(const icl_config *cfg, char *buf, size_t cap, size
 void icl_config_free(icl_config *cfg);
 
 /**
+ * Evaluate the run folder `dir` like `icl eval DIR --json` and copy the JSON into `buf`
+ * (capacity `cap`, NUL included; `needed`, optional, receives the size required; call with
+ * `cap` = 0 to ask for it): `{"rows": [{"estimator", "L", "risk", "stderr", "tau", "shift",
+ * ...}], "samples", "seed", "engine", ...}`. The options are `n` text pairs `keys[i]` =
+ * `values[i]`: `lengths` (`"10,20,40,100"`), `samples` (`"20000"`), `seed` (`"0"`), `engine`,
+ * `tau` (`"0.5,1,2,opt"`: attention logits divided by tau; `opt` is chosen per length on
+ * held-out sequences), `tau_holdout`, `shift.x_cov`, `shift.x_mean`, `shift.w_cov`,
+ * `shift.w_mean`, `shift.noise` (e.g. `shift.x_cov` = `"3"`, `shift.x_mean` = `"2e1"`), and
+ * for transformer runs `lambda_range`, `stack`, `layers_out`, `alignment`, `ref`. Statuses:
+ * `ICL_ERR_ARGUMENT` (an unknown or repeated option, tau <= 0, a malformed value),
+ * `ICL_ERR_NONFINITE` (tau or a shift value NaN), `ICL_ERR_CONFIG` (a shift out of range, a
+ * covariance that is not positive definite), `ICL_ERR_UNKNOWN_KEY` (an unknown shift key),
+ * `ICL_ERR_UNSUPPORTED` (a shift on a task without one), `ICL_ERR_IO`, `ICL_ERR_CHECKPOINT`,
+ * `ICL_ERR_NULL`, `ICL_ERR_UTF8`, `ICL_ERR_SIZE`. Nothing is written into `dir`. Thread-safe.
+ */
+icl_status icl_eval_run(const char *dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
+
+/**
  * Create a freshly initialised model of a configuration (seed `train.seed`, precision
  * `train.dtype`, run by the default engine) into `*out`. Free with `icl_model_free`.
  *
