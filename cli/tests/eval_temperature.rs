@@ -148,7 +148,7 @@ fn tau_and_shift_rows_and_bad_input() {
         assert!(o.stdout.is_empty(), "{bad:?}");
     }
     // quick's d = 5: a 5 x 5 matrix that is not positive definite
-    let mut m = vec!["1"; 25];
+    let mut m = ["1"; 25];
     m[1] = "2";
     m[5] = "2";
     let arg = format!("x_cov=[{}]", m.join(","));

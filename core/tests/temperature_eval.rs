@@ -2,6 +2,7 @@
 //! tau = 1 without a shift is the plain evaluation bit for bit; a model at temperature tau equals
 //! an independent forward with the logits divided by tau (one layer and multi-layer); the shifted
 //! samplers have the stated moments; bad input is a typed error.
+#![allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 use icl_core::config::{Config, ShiftConfig};
 use icl_core::eval::{mc_risk, mc_risk_tempered, select_temperature};
 use icl_core::multilayer::eval::{self as ml_eval, Options, Temper};
