@@ -91,7 +91,7 @@ pub fn check_taus(taus: &[Tau]) -> Result<()> {
 fn divide<T: Scalar>(v: &mut [T], tau: f64) {
     if tau != 1.0 {
         let t = T::of(tau);
-        v.iter_mut().for_each(|x| *x = *x / t);
+        v.iter_mut().for_each(|x| *x /= t);
     }
 }
 
