@@ -208,6 +208,9 @@ fn check(o: &EvalOptions) -> Result<()> {
     Ok(())
 }
 
+/// The temperatures of one length: (tau, whether `opt` chose it).
+type Taus = Vec<(f64, bool)>;
+
 /// The temperatures of one length, `opt` resolved on held-out sequences: (tau, chosen by opt).
 fn resolve_taus<T: RunScalar>(
     m: &Model<T>,
@@ -215,7 +218,7 @@ fn resolve_taus<T: RunScalar>(
     task: &Task,
     len: usize,
     o: &EvalOptions,
-) -> Result<Vec<(f64, bool)>> {
+) -> Result<Taus> {
     let mut opt = None;
     o.temper
         .taus
@@ -242,7 +245,7 @@ fn risks<T: RunScalar>(
     len: usize,
     o: &EvalOptions,
     ests: &[Estimator],
-) -> Result<(Vec<(f64, bool)>, Vec<RiskEstimate>)> {
+) -> Result<(Taus, Vec<RiskEstimate>)> {
     let taus = resolve_taus(m, engines, task, len, o)?;
     let tv: Vec<f64> = taus.iter().map(|t| t.0).collect();
     let mut runner = Runner::new(T::engine(&engines.0)?);
