@@ -13,6 +13,8 @@
 //! * [`summary`], [`analyze`], [`eval`]: the typed JSON contracts (`summary.json`,
 //!   `icl analyze --json`, `icl eval --json`) and the computations behind them;
 //! * [`plot`]: the figures (SVG);
+//! * [`sweep`]: many runs of one base config (grids x seeds), local executor, Slurm arrays,
+//!   collection into a tidy table;
 //! * [`bench`]: training throughput of the engines;
 //! * [`embedded`]: what the firmware example computes, on the host (`icl embedded`).
 //!
@@ -32,6 +34,7 @@ pub mod folder;
 pub mod plot;
 pub mod repro;
 pub mod summary;
+pub mod sweep;
 pub mod theory;
 pub mod train;
 

@@ -599,7 +599,7 @@ struct Stage {
     _lock: File,
 }
 
-fn staging_path(out: &Path) -> Result<PathBuf> {
+pub(crate) fn staging_path(out: &Path) -> Result<PathBuf> {
     let name = out.file_name().ok_or_else(|| {
         RunError::Refused(format!(
             "{} names no folder (give a folder name, e.g. runs/he2025)",

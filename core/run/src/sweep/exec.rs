@@ -1,0 +1,273 @@
+//! The local executor: train a list of named configs into `DIR/<name>`, `jobs` at a time.
+//!
+//! Each spec goes through [`crate::train::train`] or [`crate::train::resume`] (the one run-folder
+//! writer), so the folders are complete or absent and locked while written. A spec whose folder
+//! holds `summary.json` is skipped; one with an interrupted run (a staging folder with a
+//! checkpoint or config) is resumed; a failed spec does not stop the others. Parallel runs share
+//! the cores fairly (each trains in its own thread pool of `cores / jobs` threads); the engines'
+//! results do not depend on the thread count, so a run's bytes do not depend on `jobs`.
+use crate::checkpoint::load_config;
+use crate::error::{Result, RunError};
+use crate::folder::RunDir;
+use crate::summary::Summary;
+use crate::train::{resume, staging_path, train, Outcome, TrainOptions};
+use icl_core::Config;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// One run of a sweep: a name (its folder under the sweep folder) and its config, as a preset or
+/// a config file plus `--set`-style overrides (`("train.seed", "3")`, `("model.heads", "2")`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<PathBuf>,
+    #[serde(default)]
+    pub set: Vec<(String, String)>,
+}
+
+impl RunSpec {
+    /// The validated config of this run (a relative `config` path is read as given, i.e.
+    /// relative to the working folder).
+    pub fn build(&self) -> Result<Config> {
+        let mut cfg = match (&self.preset, &self.config) {
+            (Some(p), None) => icl_core::presets::preset(p)?,
+            (None, Some(path)) => load_config(path)?,
+            (Some(_), Some(_)) => {
+                return Err(RunError::Refused(format!(
+                    "run {:?} names both a preset and a config file; give one",
+                    self.name
+                )))
+            }
+            (None, None) => {
+                return Err(RunError::Refused(format!(
+                    "run {:?} names neither a preset nor a config file",
+                    self.name
+                )))
+            }
+        };
+        for (k, v) in &self.set {
+            cfg.set(k, v).map_err(|e| {
+                RunError::Refused(format!("run {:?}: {k} = {v}: {e}", self.name))
+            })?;
+        }
+        cfg.validate()
+            .map_err(|e| RunError::Refused(format!("run {:?}: {e}", self.name)))?;
+        Ok(cfg)
+    }
+}
+
+/// What happened to one spec.
+#[derive(Debug)]
+pub enum RunStatus {
+    /// Its folder was already complete.
+    Skipped,
+    /// Trained from the start.
+    Trained,
+    /// An interrupted run was continued.
+    Resumed,
+    /// The caller interrupted it (it is checkpointed; running the specs again resumes it).
+    Interrupted { step: u64 },
+    /// Not started: the caller interrupted the sweep first.
+    NotStarted,
+    /// It failed (the other specs went on).
+    Failed(RunError),
+}
+
+/// One spec's result: its status and, when its folder is complete, the timing in its
+/// `summary.json`.
+#[derive(Debug)]
+pub struct RunResult {
+    pub name: String,
+    pub dir: PathBuf,
+    pub status: RunStatus,
+    /// Training seconds and steps per second as recorded in `summary.json` (of the last
+    /// training, i.e. the resumed part of a resumed run).
+    pub seconds: Option<f64>,
+    pub steps_per_s: Option<f64>,
+    /// Steps of the finished run.
+    pub steps: Option<u64>,
+    /// Wall seconds this call spent on the spec (0 for a skipped one).
+    pub wall_seconds: f64,
+}
+
+impl RunResult {
+    /// Whether the run folder is complete.
+    pub fn complete(&self) -> bool {
+        matches!(
+            self.status,
+            RunStatus::Skipped | RunStatus::Trained | RunStatus::Resumed
+        )
+    }
+}
+
+/// Progress reports from the workers: `(spec index, steps done, total steps, last loss)`.
+/// Called from several threads; returning `false` interrupts the sweep (running specs are
+/// checkpointed, no new one starts).
+pub type SweepProgress<'a> = &'a (dyn Fn(usize, u64, u64, f64) -> bool + Sync);
+
+/// Check that `name` can name a folder under the sweep folder.
+pub fn check_name(name: &str) -> Result<()> {
+    let bad = name.is_empty()
+        || name.starts_with('.')
+        || name.contains(['/', '\\', '\0', '\n'])
+        || name.len() > 200;
+    if bad {
+        return Err(RunError::Refused(format!(
+            "{name:?} cannot name a run folder (empty, starting with '.', holding '/' or a newline, or over 200 bytes)"
+        )));
+    }
+    Ok(())
+}
+
+/// Train every spec into `dir/<name>`, `jobs` at a time (0: one per core). Bad specs (unknown
+/// keys, invalid configs, duplicate or unusable names) are an error before anything runs; a
+/// failure while training is recorded in that spec's [`RunStatus::Failed`] and the others go on.
+/// The results are in the order of `specs`.
+pub fn run_specs(
+    dir: &Path,
+    specs: &[RunSpec],
+    jobs: usize,
+    opts: &TrainOptions,
+    progress: SweepProgress,
+) -> Result<Vec<RunResult>> {
+    let mut configs = Vec::with_capacity(specs.len());
+    for (i, s) in specs.iter().enumerate() {
+        check_name(&s.name)?;
+        if specs[..i].iter().any(|o| o.name == s.name) {
+            return Err(RunError::Refused(format!(
+                "two runs are named {:?}",
+                s.name
+            )));
+        }
+        configs.push(s.build()?);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| RunError::Os(dir.into(), e))?;
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let jobs = if jobs == 0 { cores } else { jobs }.clamp(1, specs.len().max(1));
+    let threads = (cores / jobs).max(1);
+
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let results: Mutex<Vec<Option<RunResult>>> =
+        Mutex::new((0..specs.len()).map(|_| None).collect());
+    let worker = || -> Result<()> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| RunError::Engine(format!("thread pool: {e}")))?;
+        loop {
+            let i = next.fetch_add(1, Ordering::SeqCst);
+            if i >= specs.len() {
+                return Ok(());
+            }
+            let spec = &specs[i];
+            let out = dir.join(&spec.name);
+            let r = if stop.load(Ordering::SeqCst) {
+                result(spec, &out, RunStatus::NotStarted, 0.0)
+            } else {
+                let t0 = Instant::now();
+                let mut report = |step: u64, total: u64, loss: f64| {
+                    let go = progress(i, step, total, loss) && !stop.load(Ordering::SeqCst);
+                    if !go {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    go
+                };
+                let o = TrainOptions {
+                    preset: spec.preset.clone(),
+                    ..opts.clone()
+                };
+                let status = pool.install(|| one(&configs[i], &out, &o, &mut report));
+                let status = status.unwrap_or_else(RunStatus::Failed);
+                result(spec, &out, status, t0.elapsed().as_secs_f64())
+            };
+            results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+        }
+    };
+    let outcomes: Vec<Result<()>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..jobs).map(|_| s.spawn(worker)).collect();
+        hs.into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(RunError::Engine("a sweep worker panicked".into())))
+            })
+            .collect()
+    });
+    for o in outcomes {
+        o?;
+    }
+    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    Ok(results
+        .into_iter()
+        .zip(specs)
+        .map(|(r, s)| r.unwrap_or_else(|| result(s, &dir.join(&s.name), RunStatus::NotStarted, 0.0)))
+        .collect())
+}
+
+/// Train, resume or skip one run folder.
+fn one(
+    cfg: &Config,
+    out: &Path,
+    o: &TrainOptions,
+    report: &mut dyn FnMut(u64, u64, f64) -> bool,
+) -> Result<RunStatus> {
+    let run = RunDir::new(out);
+    if run.summary().is_file() && !o.force {
+        let have = load_config(&run.config())?;
+        if &have != cfg {
+            return Err(RunError::Refused(format!(
+                "{} holds a complete run of another config; remove it, or use another sweep folder",
+                out.display()
+            )));
+        }
+        return Ok(RunStatus::Skipped);
+    }
+    let stage = RunDir::new(staging_path(out)?);
+    let staged = stage.file("checkpoint.safetensors").is_file() || stage.config().is_file();
+    let same = staged
+        && load_config(&stage.config())
+            .map(|c| &c == cfg)
+            .unwrap_or(false);
+    let (outcome, resumed) = if staged && same && !o.force {
+        (resume(out, None, o, report)?, true)
+    } else {
+        // nothing staged, or a staged run of another config: start over
+        let o = TrainOptions {
+            force: true,
+            ..o.clone()
+        };
+        (train(cfg, out, &o, report)?, false)
+    };
+    Ok(match outcome {
+        Outcome::Finished { .. } if resumed => RunStatus::Resumed,
+        Outcome::Finished { .. } => RunStatus::Trained,
+        Outcome::Interrupted { step, .. } => RunStatus::Interrupted { step },
+    })
+}
+
+fn result(spec: &RunSpec, out: &Path, status: RunStatus, wall: f64) -> RunResult {
+    let summary: Option<Summary> = std::fs::read_to_string(RunDir::new(out).summary())
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let complete = matches!(
+        status,
+        RunStatus::Skipped | RunStatus::Trained | RunStatus::Resumed
+    );
+    let summary = summary.filter(|_| complete);
+    RunResult {
+        name: spec.name.clone(),
+        dir: out.to_path_buf(),
+        status,
+        seconds: summary.as_ref().map(|s| s.seconds),
+        steps_per_s: summary.as_ref().map(|s| s.steps_per_second),
+        steps: summary.as_ref().map(|s| s.steps),
+        wall_seconds: wall,
+    }
+}
