@@ -157,8 +157,11 @@ struct ClaimDef {
     figure: &'static str,
     description: &'static str,
     runs: Vec<String>,
-    measure: Box<dyn Fn(&Runs) -> Result<Measured>>,
+    measure: Measure,
 }
+
+/// How a claim is measured from the finished runs.
+type Measure = Box<dyn Fn(&Runs) -> Result<Measured>>;
 
 /// What a claim's measurement returns.
 struct Measured {

@@ -28,9 +28,7 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
             .map(|s| r.summary(&format!("fig3-seed{s}")))
             .collect()
     };
-    let f3a = f3.clone();
-    let f3b = f3.clone();
-    let f3c = f3.clone();
+    let (f3a, f3b, f3c) = (f3, f3, f3);
     let defs = vec![
         ClaimDef {
             id: "fig1-mlp-twin",
