@@ -39,6 +39,8 @@ enum Command {
     Embedded(cmd::embedded::Args),
     /// Reproduce a paper: run its experiments, check every claim, write report.json/.md/.html.
     Repro(cmd::repro::Args),
+    /// Seeds x grids of runs from a sweep file: plan, run locally or on Slurm, status, collect.
+    Sweep(cmd::sweep::Args),
 }
 
 fn main() {
@@ -57,6 +59,7 @@ fn main() {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Embedded(a) => cmd::embedded::run(a),
         Command::Repro(a) => cmd::repro::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
     };
     if let Err(e) = res {
         let _ = writeln!(std::io::stderr(), "icl: error: {e}");
@@ -79,7 +82,7 @@ fn parse_error(e: clap::Error) -> ! {
             let msg = first.strip_prefix("error: ").unwrap_or(first);
             let hint = match e.kind() {
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-                    "a subcommand is required (train, eval, analyze, import, presets, theory, bench, embedded, repro); see `icl --help`".to_string()
+                    "a subcommand is required (train, eval, analyze, import, presets, theory, bench, embedded, repro, sweep); see `icl --help`".to_string()
                 }
                 _ => format!("{msg} (see --help)"),
             };

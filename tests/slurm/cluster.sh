@@ -15,7 +15,7 @@ stop() {
   for p in slurmd slurmctld; do
     if [ -f "$dir/$p.pid" ]; then kill "$(cat "$dir/$p.pid")" 2>/dev/null || true; rm -f "$dir/$p.pid"; fi
   done
-  if [ -f "$dir/munged.started" ]; then pkill -x munged 2>/dev/null || true; rm -f "$dir/munged.started"; fi
+  if [ -f "$dir/munged.pid" ]; then kill "$(cat "$dir/munged.pid")" 2>/dev/null || true; rm -f "$dir/munged.pid"; fi
 }
 
 if [ "$cmd" = stop ]; then stop; exit 0; fi
@@ -33,9 +33,11 @@ if [ ! -s /etc/munge/munge.key ]; then
   dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
 fi
 chmod 0400 /etc/munge/munge.key
-if ! pgrep -x munged >/dev/null; then
-  munged --force
-  touch "$dir/munged.started"
+if ! munge -n >/dev/null 2>&1; then
+  # no munged answers: start one, and remember its pid to stop exactly it
+  munged --force --pid-file="$dir/munged.pid.tmp"
+  for _ in $(seq 1 50); do [ -s "$dir/munged.pid.tmp" ] && break; sleep 0.1; done
+  mv "$dir/munged.pid.tmp" "$dir/munged.pid"
 fi
 
 node=$(hostname -s)

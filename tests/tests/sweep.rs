@@ -30,9 +30,18 @@ fn spec(name: &str, sets: &[(&str, &str)]) -> RunSpec {
 
 fn specs() -> Vec<RunSpec> {
     vec![
-        spec("heads=1,seed=1", &[("model.heads", "1"), ("train.seed", "1")]),
-        spec("heads=2,seed=1", &[("model.heads", "2"), ("train.seed", "1")]),
-        spec("heads=1,seed=2", &[("model.heads", "1"), ("train.seed", "2")]),
+        spec(
+            "heads=1,seed=1",
+            &[("model.heads", "1"), ("train.seed", "1")],
+        ),
+        spec(
+            "heads=2,seed=1",
+            &[("model.heads", "2"), ("train.seed", "1")],
+        ),
+        spec(
+            "heads=1,seed=2",
+            &[("model.heads", "1"), ("train.seed", "2")],
+        ),
     ]
 }
 
@@ -113,7 +122,11 @@ fn an_interrupted_sweep_resumes_to_the_same_bytes() {
         .all(|r| matches!(r.status, RunStatus::NotStarted)));
     assert!(!b.join("heads=1,seed=1").exists());
     let rest = run_specs(&b, &s, 2, &opts(), &go).unwrap();
-    assert!(matches!(rest[0].status, RunStatus::Resumed), "{:?}", rest[0]);
+    assert!(
+        matches!(rest[0].status, RunStatus::Resumed),
+        "{:?}",
+        rest[0]
+    );
     assert!(matches!(rest[1].status, RunStatus::Trained));
     for (x, y) in whole.iter().zip(&rest) {
         assert_eq!(bytes(&x.dir), bytes(&y.dir), "{}", x.name);

@@ -7,5 +7,6 @@ pub mod eval;
 pub mod import;
 pub mod presets;
 pub mod repro;
+pub mod sweep;
 pub mod theory;
 pub mod train;

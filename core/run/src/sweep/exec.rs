@@ -51,9 +51,8 @@ impl RunSpec {
             }
         };
         for (k, v) in &self.set {
-            cfg.set(k, v).map_err(|e| {
-                RunError::Refused(format!("run {:?}: {k} = {v}: {e}", self.name))
-            })?;
+            cfg.set(k, v)
+                .map_err(|e| RunError::Refused(format!("run {:?}: {k} = {v}: {e}", self.name)))?;
         }
         cfg.validate()
             .map_err(|e| RunError::Refused(format!("run {:?}: {e}", self.name)))?;
@@ -144,7 +143,14 @@ pub fn run_specs(
                 s.name
             )));
         }
-        configs.push(s.build()?);
+        let cfg = s.build()?;
+        crate::engines::check(
+            crate::engines::Engines::named(opts.engine.as_deref())
+                .0
+                .as_str(),
+            cfg.train.dtype,
+        )?;
+        configs.push(cfg);
     }
     std::fs::create_dir_all(dir).map_err(|e| RunError::Os(dir.into(), e))?;
     let cores = std::thread::available_parallelism()
@@ -207,7 +213,9 @@ pub fn run_specs(
     Ok(results
         .into_iter()
         .zip(specs)
-        .map(|(r, s)| r.unwrap_or_else(|| result(s, &dir.join(&s.name), RunStatus::NotStarted, 0.0)))
+        .map(|(r, s)| {
+            r.unwrap_or_else(|| result(s, &dir.join(&s.name), RunStatus::NotStarted, 0.0))
+        })
         .collect())
 }
 

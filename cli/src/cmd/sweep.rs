@@ -1,0 +1,340 @@
+//! `icl sweep`: seeds x grids of runs from one sweep file, run locally in parallel or as a Slurm
+//! array, collected into one tidy table. Thin: the work is `icl_run::sweep`.
+//!
+//! `plan FILE --out DIR` writes the manifest; `run DIR [--jobs N]` trains what is not complete;
+//! `run-one DIR --index I` trains run I (a Slurm array task); `status DIR`; `collect DIR`
+//! writes `results.csv`, `results.json`, `runs.csv` and summary plots; `slurm DIR` writes (and
+//! with `--submit` submits) the `sbatch --array` script.
+use super::common::{out, outln};
+use crate::error::{CliError, CliResult};
+use crate::signals;
+use icl_run::sweep::{self, RunStatus, SlurmOptions, State};
+use icl_run::train::TrainOptions;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Arguments of `icl sweep`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+/// How to train (shared by `run` and `run-one`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Engine: simd (default), scalar or vulkan.
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// Monte Carlo samples for the final risk in each summary.json (0: skip).
+    #[arg(long, default_value_t = 20_000)]
+    pub eval_samples: usize,
+    /// Checkpoint every M minutes of training (0: off; Ctrl-C / SIGTERM always checkpoint).
+    #[arg(long, value_name = "M", default_value_t = 5.0)]
+    pub checkpoint_minutes: f64,
+    /// Checkpoint every N steps too (0: off).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub checkpoint_every: u64,
+    /// Retrain complete runs too (replacing their folders).
+    #[arg(long)]
+    pub force: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Cmd {
+    /// Expand a sweep file into a sweep folder: DIR/manifest.jsonl, one line per run.
+    Plan {
+        /// The sweep file (TOML: preset or config, seeds, [set], [grid]).
+        file: PathBuf,
+        /// The sweep folder.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Train every run not yet complete (interrupted runs resume), N at a time.
+    Run {
+        dir: PathBuf,
+        /// Runs at once (0: one per core); the cores are shared between them.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Train run I of the sweep (what a Slurm array task runs).
+    RunOne {
+        dir: PathBuf,
+        /// The run's index (its line in the manifest, from 0).
+        #[arg(long)]
+        index: usize,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// The state of every run (complete, running, interrupted, pending).
+    Status {
+        dir: PathBuf,
+        /// One JSON object per run.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write DIR/results.csv and results.json (one row per run x metric), runs.csv and plots.
+    Collect {
+        dir: PathBuf,
+        /// Leave out runs that are not complete instead of refusing.
+        #[arg(long)]
+        partial: bool,
+    },
+    /// Write DIR/slurm.sh, an sbatch --array script running `icl sweep run-one` per task.
+    Slurm {
+        dir: PathBuf,
+        #[arg(long)]
+        partition: Option<String>,
+        /// Time limit per task (as sbatch: 30, 2:00:00, 1-00:00:00).
+        #[arg(long)]
+        time: Option<String>,
+        #[arg(long)]
+        cpus_per_task: Option<usize>,
+        /// Memory per task (as sbatch --mem, e.g. 2G).
+        #[arg(long)]
+        mem: Option<String>,
+        /// At most K tasks at once (--array=0-N%K).
+        #[arg(long, value_name = "K")]
+        max_parallel: Option<usize>,
+        #[arg(long)]
+        job_name: Option<String>,
+        /// Another #SBATCH option, e.g. --sbatch=--account=abc (repeatable).
+        #[arg(long = "sbatch", value_name = "OPTION", allow_hyphen_values = true)]
+        sbatch: Vec<String>,
+        /// The engine the tasks train with.
+        #[arg(long)]
+        engine: Option<String>,
+        /// The icl executable the tasks run (default: this one).
+        #[arg(long, value_name = "PATH")]
+        icl: Option<PathBuf>,
+        /// Submit the script with sbatch and print the job id.
+        #[arg(long)]
+        submit: bool,
+    },
+}
+
+fn train_options(a: &RunArgs) -> CliResult<TrainOptions> {
+    if !(a.checkpoint_minutes >= 0.0) || a.checkpoint_minutes.is_infinite() {
+        return Err(CliError::input(
+            "--checkpoint-minutes must be a number >= 0",
+        ));
+    }
+    Ok(TrainOptions {
+        engine: a.engine.clone(),
+        preset: None,
+        force: a.force,
+        eval_samples: a.eval_samples,
+        checkpoint_every: a.checkpoint_every,
+        checkpoint_seconds: 60.0 * a.checkpoint_minutes,
+    })
+}
+
+fn status_word(s: &RunStatus) -> String {
+    match s {
+        RunStatus::Skipped => "complete (skipped)".into(),
+        RunStatus::Trained => "trained".into(),
+        RunStatus::Resumed => "resumed".into(),
+        RunStatus::Interrupted { step } => format!("interrupted at step {step}"),
+        RunStatus::NotStarted => "not started".into(),
+        RunStatus::Failed(e) => format!("failed: {e}"),
+    }
+}
+
+/// Report the results and exit as the worst of them: 130 when interrupted, 1 when a run failed.
+fn finish(results: &[sweep::RunResult], quiet: bool) -> CliResult {
+    let mut text = String::new();
+    for r in results {
+        let timing = match (r.seconds, r.steps_per_s) {
+            (Some(s), Some(v)) => format!("  {s:.2} s, {v:.0} steps/s"),
+            _ => String::new(),
+        };
+        let _ = writeln!(text, "{}: {}{timing}", r.name, status_word(&r.status));
+    }
+    if !quiet {
+        eprint!("{text}");
+    }
+    let failed: Vec<&sweep::RunResult> = results
+        .iter()
+        .filter(|r| matches!(r.status, RunStatus::Failed(_)))
+        .collect();
+    let stopped = results.iter().any(|r| {
+        matches!(
+            r.status,
+            RunStatus::Interrupted { .. } | RunStatus::NotStarted
+        )
+    });
+    if stopped {
+        eprintln!(
+            "icl: interrupted; the runs are checkpointed: run the same command again to continue"
+        );
+        std::process::exit(130);
+    }
+    if let Some(f) = failed.first() {
+        let RunStatus::Failed(e) = &f.status else {
+            unreachable!()
+        };
+        return Err(CliError::runtime(format!(
+            "{} of {} runs failed (first: {}: {e})",
+            failed.len(),
+            results.len(),
+            f.name
+        )));
+    }
+    Ok(())
+}
+
+pub fn run(a: &Args) -> CliResult {
+    match &a.cmd {
+        Cmd::Plan { file, out: dir } => {
+            let p = sweep::plan(file, dir)?;
+            eprintln!(
+                "{} runs planned in {} (grid: {})",
+                p.runs.len(),
+                dir.display(),
+                if p.keys.is_empty() {
+                    "none".to_string()
+                } else {
+                    p.keys.join(" x ")
+                }
+            );
+            outln(&dir.join(sweep::plan::MANIFEST).display().to_string())
+        }
+        Cmd::Run { dir, jobs, run: r } => {
+            let opts = train_options(r)?;
+            signals::install();
+            let results = sweep::run(dir, *jobs, &opts, &|_, _, _, _| !signals::interrupted())?;
+            finish(&results, r.quiet)
+        }
+        Cmd::RunOne { dir, index, run: r } => {
+            let opts = train_options(r)?;
+            signals::install();
+            let res = sweep::run_one(dir, *index, &opts, &|_, _, _, _| !signals::interrupted())?;
+            finish(std::slice::from_ref(&res), r.quiet)
+        }
+        Cmd::Status { dir, json } => {
+            let st = sweep::status(dir)?;
+            let mut text = String::new();
+            let mut counts = [0usize; 4];
+            for s in &st {
+                let k = match s.state {
+                    State::Complete { .. } => 0,
+                    State::Running => 1,
+                    State::Interrupted { .. } => 2,
+                    State::Pending => 3,
+                };
+                counts[k] += 1;
+                if *json {
+                    let mut o = serde_json::json!({
+                        "index": s.index, "name": s.name, "state": s.state.label(),
+                    });
+                    match s.state {
+                        State::Complete {
+                            steps,
+                            seconds,
+                            steps_per_s,
+                        } => {
+                            o["steps"] = steps.into();
+                            o["seconds"] = seconds.into();
+                            o["steps_per_s"] = steps_per_s.into();
+                        }
+                        State::Interrupted { step: Some(step) } => o["step"] = step.into(),
+                        _ => {}
+                    }
+                    let _ = writeln!(text, "{o}");
+                } else {
+                    let extra = match s.state {
+                        State::Complete {
+                            steps,
+                            seconds,
+                            steps_per_s,
+                        } => format!("{steps} steps, {seconds:.2} s, {steps_per_s:.0} steps/s"),
+                        State::Interrupted { step: Some(step) } => format!("at step {step}"),
+                        _ => String::new(),
+                    };
+                    let _ = writeln!(
+                        text,
+                        "{:>4}  {:<12} {}  {extra}",
+                        s.index,
+                        s.state.label(),
+                        s.name
+                    );
+                }
+            }
+            if !*json {
+                let _ = writeln!(
+                    text,
+                    "{} runs: {} complete, {} running, {} interrupted, {} pending",
+                    st.len(),
+                    counts[0],
+                    counts[1],
+                    counts[2],
+                    counts[3]
+                );
+            }
+            out(&text)
+        }
+        Cmd::Collect { dir, partial } => {
+            let c = sweep::collect(dir, *partial)?;
+            if !c.incomplete.is_empty() {
+                eprintln!(
+                    "left out {} incomplete runs (first: {})",
+                    c.incomplete.len(),
+                    c.incomplete[0]
+                );
+            }
+            let mut text = String::new();
+            for f in &c.files {
+                let _ = writeln!(text, "{}", f.display());
+            }
+            out(&text)
+        }
+        Cmd::Slurm {
+            dir,
+            partition,
+            time,
+            cpus_per_task,
+            mem,
+            max_parallel,
+            job_name,
+            sbatch,
+            engine,
+            icl,
+            submit,
+        } => {
+            let icl = match icl {
+                Some(p) => p.clone(),
+                None => std::env::current_exe()
+                    .map_err(|e| CliError::runtime(format!("finding the icl executable: {e}")))?,
+            };
+            let mut run_args = Vec::new();
+            if let Some(e) = engine {
+                run_args.push("--engine".to_string());
+                run_args.push(e.clone());
+            }
+            let o = SlurmOptions {
+                icl,
+                partition: partition.clone(),
+                time: time.clone(),
+                cpus_per_task: *cpus_per_task,
+                mem: mem.clone(),
+                max_parallel: *max_parallel,
+                job_name: job_name.clone(),
+                extra: sbatch.clone(),
+                run_args,
+            };
+            let path = sweep::slurm::write_script(dir, &o)?;
+            if *submit {
+                let id = sweep::slurm::submit(&path)?;
+                eprintln!("submitted {} as job {id}", path.display());
+                outln(&id)
+            } else {
+                outln(&path.display().to_string())
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Slurm: a sweep folder as one `sbatch --array` job, task `i` running
+//! `icl sweep run-one DIR --index i` (which trains, resumes or skips run `i` like the local
+//! executor). Slurm's SIGTERM at the time limit checkpoints the run; submitting again resumes it.
+use super::plan::load;
+use crate::error::{Result, RunError};
+use crate::folder::atomic_write;
+use std::path::{Path, PathBuf};
+
+/// The script's file name in the sweep folder.
+pub const SCRIPT: &str = "slurm.sh";
+
+/// What the array job asks for.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SlurmOptions {
+    /// The `icl` executable the tasks run (absolute; e.g. `std::env::current_exe()`).
+    pub icl: PathBuf,
+    pub partition: Option<String>,
+    /// Time limit per task, in a form `sbatch --time` accepts (`30`, `2:00:00`, `1-00:00:00`).
+    pub time: Option<String>,
+    pub cpus_per_task: Option<usize>,
+    /// Memory per task (`--mem`, e.g. `2G`).
+    pub mem: Option<String>,
+    /// At most this many tasks at once (`--array=0-N%K`).
+    pub max_parallel: Option<usize>,
+    pub job_name: Option<String>,
+    /// Further `#SBATCH` lines, each one option as sbatch takes it (`--account=abc`, `--qos=short`).
+    pub extra: Vec<String>,
+    /// Extra arguments of `icl sweep run-one` (e.g. `--engine scalar`).
+    pub run_args: Vec<String>,
+}
+
+/// Quote `s` for a POSIX shell.
+fn sh(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn check_opt(what: &str, v: &str) -> Result<()> {
+    if v.is_empty() || v.contains(['\n', '\r', '\0']) {
+        return Err(RunError::Refused(format!(
+            "{what} {v:?}: empty or holding a line break"
+        )));
+    }
+    Ok(())
+}
+
+/// The array script for the sweep folder `dir` (absolute, so the script runs from anywhere).
+pub fn script(dir: &Path, o: &SlurmOptions) -> Result<String> {
+    let runs = load(dir)?;
+    if runs.is_empty() {
+        return Err(RunError::Refused(format!(
+            "{} plans no runs",
+            dir.display()
+        )));
+    }
+    let dir = std::path::absolute(dir).map_err(|e| RunError::Os(dir.into(), e))?;
+    let d = dir.to_string_lossy().to_string();
+    check_opt("the sweep folder", &d)?;
+    let icl = o.icl.to_string_lossy().to_string();
+    check_opt("--icl", &icl)?;
+    if !o.icl.is_absolute() {
+        return Err(RunError::Refused(format!(
+            "the icl executable {icl:?} must be an absolute path (Slurm tasks start elsewhere)"
+        )));
+    }
+    let mut lines = vec!["#!/bin/bash".to_string()];
+    let name = o.job_name.clone().unwrap_or_else(|| {
+        format!(
+            "icl-sweep-{}",
+            dir.file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default()
+        )
+    });
+    check_opt("--job-name", &name)?;
+    lines.push(format!("#SBATCH --job-name={}", sh(&name)));
+    let mut array = format!("0-{}", runs.len() - 1);
+    if let Some(k) = o.max_parallel {
+        if k == 0 {
+            return Err(RunError::Refused(
+                "--max-parallel must be at least 1".into(),
+            ));
+        }
+        array.push_str(&format!("%{k}"));
+    }
+    lines.push(format!("#SBATCH --array={array}"));
+    lines.push(format!(
+        "#SBATCH --output={}",
+        sh(&format!("{d}/slurm/%A_%a.out"))
+    ));
+    lines.push("#SBATCH --ntasks=1".into());
+    if let Some(p) = &o.partition {
+        check_opt("--partition", p)?;
+        lines.push(format!("#SBATCH --partition={}", sh(p)));
+    }
+    if let Some(t) = &o.time {
+        check_opt("--time", t)?;
+        lines.push(format!("#SBATCH --time={}", sh(t)));
+    }
+    if let Some(c) = o.cpus_per_task {
+        if c == 0 {
+            return Err(RunError::Refused(
+                "--cpus-per-task must be at least 1".into(),
+            ));
+        }
+        lines.push(format!("#SBATCH --cpus-per-task={c}"));
+    }
+    if let Some(m) = &o.mem {
+        check_opt("--mem", m)?;
+        lines.push(format!("#SBATCH --mem={}", sh(m)));
+    }
+    for e in &o.extra {
+        check_opt("--sbatch", e)?;
+        if !e.starts_with('-') {
+            return Err(RunError::Refused(format!(
+                "--sbatch {e:?}: expected an sbatch option, e.g. --account=abc"
+            )));
+        }
+        lines.push(format!("#SBATCH {e}"));
+    }
+    lines.push(String::new());
+    lines.push(format!(
+        "# {} runs of the sweep {d}; task i runs `icl sweep run-one --index i` (complete runs are",
+        runs.len()
+    ));
+    lines.push(
+        "# skipped, interrupted ones resumed: submitting again finishes what is left).".into(),
+    );
+    lines.push("set -euo pipefail".into());
+    lines.push("export RAYON_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}".into());
+    let mut cmd = format!(
+        "exec {} sweep run-one {} --index \"$SLURM_ARRAY_TASK_ID\"",
+        sh(&icl),
+        sh(&d)
+    );
+    for a in &o.run_args {
+        check_opt("a run-one argument", a)?;
+        cmd.push(' ');
+        cmd.push_str(&sh(a));
+    }
+    lines.push(cmd);
+    lines.push(String::new());
+    Ok(lines.join("\n"))
+}
+
+/// Write the array script into `dir/slurm.sh` (and make `dir/slurm/` for the task logs).
+pub fn write_script(dir: &Path, o: &SlurmOptions) -> Result<PathBuf> {
+    let text = script(dir, o)?;
+    let logs = dir.join("slurm");
+    std::fs::create_dir_all(&logs).map_err(|e| RunError::Os(logs, e))?;
+    let path = dir.join(SCRIPT);
+    atomic_write(&path, text.as_bytes())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| RunError::Os(path.clone(), e))?;
+    }
+    Ok(path)
+}
+
+/// Submit a script with `sbatch --parsable`; the job id.
+pub fn submit(script: &Path) -> Result<String> {
+    let out = std::process::Command::new("sbatch")
+        .arg("--parsable")
+        .arg(script)
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                RunError::Refused(
+                    "sbatch not found: submit from a Slurm login node (or run the script's array by hand)".into(),
+                )
+            } else {
+                RunError::Os("sbatch".into(), e)
+            }
+        })?;
+    if !out.status.success() {
+        return Err(RunError::Engine(format!(
+            "sbatch failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let id = text.trim().split(';').next().unwrap_or("").to_string();
+    if id.is_empty() {
+        return Err(RunError::Engine("sbatch printed no job id".into()));
+    }
+    Ok(id)
+}
