@@ -366,7 +366,9 @@ fn summary_plot(
         .iter()
         .filter(|c| **c != x_key && c.as_str() != SEED_KEY && varies(c))
         .collect();
-    let mut series: Vec<(String, Vec<(f64, f64, usize)>)> = Vec::new();
+    // per series: (x, sum of the metric, count)
+    type Sums = Vec<(f64, f64, usize)>;
+    let mut series: Vec<(String, Sums)> = Vec::new();
     for r in &rows {
         let label: Vec<String> = others
             .iter()
