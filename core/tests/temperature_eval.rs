@@ -54,7 +54,15 @@ fn tau_one_without_shift_is_the_plain_evaluation_bit_for_bit() {
     let task = Task::new(&c).unwrap();
     let est = icl_core::estimator::Estimator::Ridge { lambda: 0.5 };
     let mut r = Runner::scalar();
-    let plain = mc_risk(&task, 20, 700, 3, Some((&m, &mut r)), &[est.clone()]).unwrap();
+    let plain = mc_risk(
+        &task,
+        20,
+        700,
+        3,
+        Some((&m, &mut r)),
+        std::slice::from_ref(&est),
+    )
+    .unwrap();
     let shifted = task.shifted(&ShiftConfig::default()).unwrap();
     let t = mc_risk_tempered(
         &shifted,

@@ -119,7 +119,7 @@ pub enum Cmd {
 }
 
 fn train_options(a: &RunArgs) -> CliResult<TrainOptions> {
-    if !(a.checkpoint_minutes >= 0.0) || a.checkpoint_minutes.is_infinite() {
+    if !a.checkpoint_minutes.is_finite() || a.checkpoint_minutes < 0.0 {
         return Err(CliError::input(
             "--checkpoint-minutes must be a number >= 0",
         ));
