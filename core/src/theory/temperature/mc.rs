@@ -122,14 +122,18 @@ pub fn coefficients(
         ));
     }
     let d = test.d;
-    let lx = mat(d, &test.sigma_x)
-        .cholesky()
-        .ok_or_else(|| Error::Numerical("Sigma_x is not positive definite".into()))?
-        .l();
-    let lw = mat(d, &test.sigma_w)
-        .cholesky()
-        .ok_or_else(|| Error::Numerical("Sigma_w is not positive definite".into()))?
-        .l();
+    let lx = Chol::new(
+        &mat(d, &test.sigma_x)
+            .cholesky()
+            .ok_or_else(|| Error::Numerical("Sigma_x is not positive definite".into()))?
+            .l(),
+    );
+    let lw = Chol::new(
+        &mat(d, &test.sigma_w)
+            .cholesky()
+            .ok_or_else(|| Error::Numerical("Sigma_w is not positive definite".into()))?
+            .l(),
+    );
     let sig = libm::sqrt(test.sigma2);
     let mut g = vec![0.0; l * d + d + l];
     let mut x = vec![0.0; l * d];
@@ -142,16 +146,15 @@ pub fn coefficients(
         let mut r = rng::stream(seed, Domain::Eval, l as u64, i as u64);
         rng::fill_normal(&mut r, &mut g);
         for t in 0..l {
-            affine(
+            lx.affine(
                 &test.mu_x,
-                &lx,
                 &g[t * d..(t + 1) * d],
                 &mut x[t * d..(t + 1) * d],
             );
         }
         let m = match est {
             Estimator::Plain => {
-                affine(&test.mu_w, &lw, &g[l * d..l * d + d], &mut w);
+                lw.affine(&test.mu_w, &g[l * d..l * d + d], &mut w);
                 let eps = &g[l * d + d..];
                 for t in 0..l - 1 {
                     y[t] = dot(&w, &x[t * d..(t + 1) * d]) + sig * eps[t];
@@ -198,14 +201,31 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// `out = mu + L g` with L lower triangular.
-fn affine(mu: &[f64], l: &nalgebra::DMatrix<f64>, g: &[f64], out: &mut [f64]) {
-    for i in 0..mu.len() {
-        let mut s = mu[i];
-        for j in 0..=i {
-            s += l[(i, j)] * g[j];
+/// A lower-triangular Cholesky factor, row-major, and whether it is diagonal.
+struct Chol {
+    d: usize,
+    rows: Vec<f64>,
+    diagonal: bool,
+}
+
+impl Chol {
+    fn new(l: &nalgebra::DMatrix<f64>) -> Chol {
+        let d = l.nrows();
+        let rows = super::rows(l);
+        let diagonal = (0..d * d).all(|k| k / d == k % d || rows[k] == 0.0);
+        Chol { d, rows, diagonal }
+    }
+
+    /// `out = mu + L g` (the same numbers whichever branch: a diagonal L has zero products).
+    fn affine(&self, mu: &[f64], g: &[f64], out: &mut [f64]) {
+        let d = self.d;
+        for i in 0..d {
+            out[i] = if self.diagonal {
+                mu[i] + self.rows[i * d + i] * g[i]
+            } else {
+                mu[i] + dot(&self.rows[i * d..i * d + i + 1], &g[..i + 1])
+            };
         }
-        out[i] = s;
     }
 }
 
