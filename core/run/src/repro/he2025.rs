@@ -3,7 +3,7 @@
 //! Smoke scale: 4e4 steps instead of 5e5 (the heads have split and ω has nearly settled by then:
 //! ω ≈ 0.14 against 0.127 at 5e5), 3 seeds for H = 2, one for H = 1. Paper scale: 5e5 steps,
 //! 5 seeds for H = 2, H = 1 and H = 4.
-use super::{in_range, mean_se, theory, within, ClaimDef, Measured, RunSpec, Runs, Scale};
+use super::{in_range, mean_se, spec, theory, within, ClaimDef, Measured, RunSpec, Runs, Scale};
 use crate::error::Result;
 use crate::summary::Summary;
 
@@ -18,14 +18,14 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
     let h1 = vec![String::from("h1-seed1")];
     let mut specs: Vec<RunSpec> = (1..=seeds)
         .map(|s| {
-            RunSpec::new(
+            spec(
                 format!("h2-seed{s}"),
                 "he2025",
                 &[("train.steps", st.clone()), ("train.seed", s.to_string())],
             )
         })
         .collect();
-    specs.push(RunSpec::new(
+    specs.push(spec(
         "h1-seed1",
         "he2025-h1",
         &[("train.steps", st.clone()), ("train.seed", "1".into())],

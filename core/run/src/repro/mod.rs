@@ -14,8 +14,8 @@ mod zhang2025;
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::summary::Summary;
-use crate::train::{self, Outcome, TrainOptions};
-use icl_core::config::Config;
+use crate::sweep::{run_specs, RunStatus};
+use crate::train::TrainOptions;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -92,32 +92,18 @@ pub struct ReproOptions {
     pub engine: Option<String>,
 }
 
-/// One run of a paper's plan: a preset with overrides, trained into `OUT/runs/<name>`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunSpec {
-    pub name: String,
-    pub preset: String,
-    pub set: Vec<(String, String)>,
-}
+/// One run of a paper's plan: the sweep executor's spec, trained into `OUT/runs/<name>`.
+pub use crate::sweep::RunSpec;
 
-impl RunSpec {
-    fn new(name: impl Into<String>, preset: &str, set: &[(&str, String)]) -> RunSpec {
-        RunSpec {
-            name: name.into(),
-            preset: preset.into(),
-            set: set
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        }
-    }
-    fn config(&self) -> Result<Config> {
-        let mut c = icl_core::presets::preset(&self.preset)?;
-        for (k, v) in &self.set {
-            c.set(k, v)?;
-        }
-        c.validate()?;
-        Ok(c)
+fn spec(name: impl Into<String>, preset: &str, set: &[(&str, String)]) -> RunSpec {
+    RunSpec {
+        name: name.into(),
+        preset: Some(preset.into()),
+        config: None,
+        set: set
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
     }
 }
 
@@ -230,11 +216,9 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
         .into_iter()
         .filter(|s| defs.iter().any(|d| d.runs.contains(&s.name)))
         .collect();
-    // check every config before training anything
-    let cfgs: Vec<Config> = needed.iter().map(|s| s.config()).collect::<Result<_>>()?;
     let runs_dir = o.out.join("runs");
     std::fs::create_dir_all(&runs_dir).map_err(|e| RunError::Os(runs_dir.clone(), e))?;
-    let rows = run_all(&runs_dir, &needed, &cfgs, o, progress)?;
+    let rows = run_all(&runs_dir, &needed, o, progress)?;
     let runs = Runs { dir: runs_dir };
     let mut claims = Vec::with_capacity(defs.len());
     for d in &defs {
@@ -264,89 +248,56 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
     Ok(report)
 }
 
-/// Train the runs (`jobs` at a time), skipping complete ones and resuming interrupted ones.
+/// Train the runs through the sweep executor (`jobs` at a time; complete runs skipped,
+/// interrupted ones resumed) and report each run's timing.
 fn run_all(
     dir: &Path,
     specs: &[RunSpec],
-    cfgs: &[Config],
     o: &ReproOptions,
     progress: Progress,
 ) -> Result<Vec<RunRow>> {
     let n = specs.len();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let progress = std::sync::Mutex::new(progress);
-    let results: Vec<std::sync::Mutex<Option<Result<RunRow>>>> =
-        (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|sc| {
-        for _ in 0..o.jobs.clamp(1, n.max(1)) {
-            sc.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                if i >= n {
-                    break;
-                }
-                let r = run_one(dir, &specs[i], &cfgs[i], o, i, n, &progress);
-                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-            });
-        }
-    });
-    results
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .unwrap_or_else(|| Err(RunError::Refused("a run was not started".into())))
-        })
-        .collect()
-}
-
-fn run_one(
-    dir: &Path,
-    spec: &RunSpec,
-    cfg: &Config,
-    o: &ReproOptions,
-    i: usize,
-    n: usize,
-    progress: &std::sync::Mutex<Progress>,
-) -> Result<RunRow> {
-    let out = dir.join(&spec.name);
-    let say = |what: &str| {
-        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-        (*p)(&spec.name, i, n, what);
+    let to = TrainOptions {
+        engine: o.engine.clone(),
+        ..TrainOptions::default()
     };
-    let rd = RunDir::new(&out);
-    if !rd.summary().is_file() {
-        say("start");
-        let to = TrainOptions {
-            engine: o.engine.clone(),
-            preset: Some(spec.preset.clone()),
-            ..TrainOptions::default()
-        };
-        let mut quiet = |_: u64, _: u64, _: f64| true;
-        let partial = dir.join(format!(".{}.partial", spec.name));
-        let res = if partial.exists() {
-            train::resume(&out, None, &to, &mut quiet)?
-        } else {
-            train::train(cfg, &out, &to, &mut quiet)?
-        };
-        if let Outcome::Interrupted { .. } = res {
-            return Err(RunError::Refused(format!(
-                "run {} was interrupted; re-run icl repro to resume it",
-                spec.name
-            )));
+    let started: Vec<std::sync::atomic::AtomicBool> = (0..n)
+        .map(|_| std::sync::atomic::AtomicBool::new(false))
+        .collect();
+    let progress = std::sync::Mutex::new(progress);
+    let say = |i: usize, what: &str| {
+        let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
+        (*p)(&specs[i].name, i, n, what);
+    };
+    let on_step = |i: usize, _: u64, _: u64, _: f64| {
+        if !started[i].swap(true, std::sync::atomic::Ordering::SeqCst) {
+            say(i, "start");
         }
-        say("done");
-    } else {
-        say("skip");
+        true
+    };
+    let results = run_specs(dir, specs, o.jobs, &to, &on_step)?;
+    let mut rows = Vec::with_capacity(n);
+    for (i, r) in results.into_iter().enumerate() {
+        match r.status {
+            RunStatus::Failed(e) => return Err(e),
+            RunStatus::Skipped => say(i, "skip"),
+            _ => say(i, "done"),
+        }
+        match (r.seconds, r.steps_per_s) {
+            (Some(seconds), Some(steps_per_s)) => rows.push(RunRow {
+                name: r.name,
+                seconds,
+                steps_per_s,
+            }),
+            _ => {
+                return Err(RunError::Refused(format!(
+                    "run {} did not finish; re-run icl repro to resume it",
+                    r.name
+                )))
+            }
+        }
     }
-    let s = Runs {
-        dir: dir.to_path_buf(),
-    }
-    .summary(&spec.name)?;
-    Ok(RunRow {
-        name: spec.name.clone(),
-        seconds: s.seconds,
-        steps_per_s: s.steps_per_second,
-    })
+    Ok(rows)
 }
 
 /// A theory-registry value by name and parameters (the closed forms of the claims).

@@ -2,7 +2,7 @@
 //!
 //! These runs are cheap (full-batch GD on sufficient statistics), so both scales use the paper's
 //! sizes; smoke runs 2 seeds of Fig. 3, paper the paper's 6.
-use super::{in_range, mean_se, within, ClaimDef, Measured, RunSpec, Runs, Scale};
+use super::{in_range, mean_se, spec, within, ClaimDef, Measured, RunSpec, Runs, Scale};
 use crate::summary::Summary;
 
 /// L(M_4) of the Fig. 1/3 spectrum (eq. 19), as the paper's figures draw it.
@@ -14,15 +14,15 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
         Scale::Paper => 6,
     };
     let fig3: Vec<String> = (0..seeds).map(|s| format!("fig3-seed{s}")).collect();
-    let mut specs = vec![RunSpec::new("fig1", "zhang2025-fig1", &[])];
+    let mut specs = vec![spec("fig1", "zhang2025-fig1", &[])];
     specs.extend((0..seeds).map(|s| {
-        RunSpec::new(
+        spec(
             format!("fig3-seed{s}"),
             "zhang2025-fig3",
             &[("train.seed", s.to_string())],
         )
     }));
-    specs.push(RunSpec::new("fig13", "zhang2025-fig13", &[]));
+    specs.push(spec("fig13", "zhang2025-fig13", &[]));
     let f3 = move |r: &Runs| -> crate::error::Result<Vec<Summary>> {
         (0..seeds)
             .map(|s| r.summary(&format!("fig3-seed{s}")))
