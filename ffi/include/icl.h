@@ -354,8 +354,13 @@ void icl_config_free(icl_config *cfg);
  * `ICL_ERR_ARGUMENT` (an unknown or repeated option, tau <= 0, a malformed value),
  * `ICL_ERR_NONFINITE` (tau or a shift value NaN), `ICL_ERR_CONFIG` (a shift out of range, a
  * covariance that is not positive definite), `ICL_ERR_UNKNOWN_KEY` (an unknown shift key),
- * `ICL_ERR_UNSUPPORTED` (a shift on a task without one), `ICL_ERR_IO`, `ICL_ERR_CHECKPOINT`,
- * `ICL_ERR_NULL`, `ICL_ERR_UTF8`, `ICL_ERR_SIZE`. Nothing is written into `dir`. Thread-safe.
+ * `ICL_ERR_UNSUPPORTED` (a shift on a task without one), `ICL_ERR_IO` (`dir` is missing, is
+ * `""`, is a file, or holds no `model.safetensors`), `ICL_ERR_CHECKPOINT` (its
+ * `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `keys` or
+ * `values` NULL with `n` > 0, `buf` NULL with a large enough `cap`), `ICL_ERR_UTF8` (a text not
+ * UTF-8), `ICL_ERR_SIZE` (`cap` too small: nothing written, `*needed` set; more than 1024
+ * options). A transformer option (`stack`, ...) on a one-layer run is `ICL_ERR_ARGUMENT`.
+ * Nothing is written into `dir`. Thread-safe.
  */
 icl_status icl_eval_run(const char *dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 

@@ -18,8 +18,13 @@ use std::ffi::c_char;
 /// `ICL_ERR_ARGUMENT` (an unknown or repeated option, tau <= 0, a malformed value),
 /// `ICL_ERR_NONFINITE` (tau or a shift value NaN), `ICL_ERR_CONFIG` (a shift out of range, a
 /// covariance that is not positive definite), `ICL_ERR_UNKNOWN_KEY` (an unknown shift key),
-/// `ICL_ERR_UNSUPPORTED` (a shift on a task without one), `ICL_ERR_IO`, `ICL_ERR_CHECKPOINT`,
-/// `ICL_ERR_NULL`, `ICL_ERR_UTF8`, `ICL_ERR_SIZE`. Nothing is written into `dir`. Thread-safe.
+/// `ICL_ERR_UNSUPPORTED` (a shift on a task without one), `ICL_ERR_IO` (`dir` is missing, is
+/// `""`, is a file, or holds no `model.safetensors`), `ICL_ERR_CHECKPOINT` (its
+/// `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `keys` or
+/// `values` NULL with `n` > 0, `buf` NULL with a large enough `cap`), `ICL_ERR_UTF8` (a text not
+/// UTF-8), `ICL_ERR_SIZE` (`cap` too small: nothing written, `*needed` set; more than 1024
+/// options). A transformer option (`stack`, ...) on a one-layer run is `ICL_ERR_ARGUMENT`.
+/// Nothing is written into `dir`. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn icl_eval_run(
     dir: *const c_char,
@@ -33,7 +38,13 @@ pub unsafe extern "C" fn icl_eval_run(
     guard(|| {
         let dir = text(dir, "dir")?;
         let o = icl_run::eval::EvalOptions::from_pairs(&pairs(keys, values, n)?)?;
-        let res = icl_run::eval::eval_run(&icl_run::RunDir::new(dir), &o)?;
+        let run = icl_run::RunDir::new(dir);
+        // A folder that is not a run cannot be read as one: an I/O status, like a missing file.
+        run.check_run().map_err(|e| match e {
+            icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
+            other => other.into(),
+        })?;
+        let res = icl_run::eval::eval_run(&run, &o)?;
         let s = serde_json::to_string(&res).map_err(|e| FfiError::argument(e.to_string()))?;
         copy_str(&s, buf, cap, needed)
     })

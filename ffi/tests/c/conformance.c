@@ -1541,6 +1541,91 @@ typedef struct {
     void (*run)(void);
 } kase;
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* icl_eval_run: a run folder is a folder holding model.safetensors (icl_model_save writes one). */
+
+static const char *run_folder(void) {
+    const char *dir = path("run");
+    mkdir(dir, 0755);
+    icl_model *m = model();
+    char file[4096];
+    snprintf(file, sizeof file, "%s/model.safetensors", dir);
+    OK(icl_model_save(m, file));
+    icl_model_free(m);
+    return dir;
+}
+
+static void c_eval_run(void) {
+    const char *dir = run_folder();
+    const char *k[] = {"lengths", "samples", "seed", "engine", "tau", "shift.x_cov"};
+    const char *v[] = {"4,8", "200", "3", "scalar", "0.5,1", "2"};
+    size_t need = 0;
+    EXPECT(ICL_ERR_SIZE, icl_eval_run(dir, k, v, 6, NULL, 0, &need));
+    CHECK(need > 100);
+    char *buf = malloc(need);
+    EXPECT(ICL_ERR_SIZE, icl_eval_run(dir, k, v, 6, buf, need - 1, NULL));
+    OK(icl_eval_run(dir, k, v, 6, buf, need, NULL));
+    CHECK(strlen(buf) + 1 == need);
+    CHECK(strncmp(buf, "{\"rows\":[", 9) == 0);
+    CHECK(strstr(buf, "\"tau\":0.5") != NULL && strstr(buf, "\"x_cov\":2") != NULL);
+    /* the same options give the same bytes */
+    char *again = malloc(need);
+    OK(icl_eval_run(dir, k, v, 6, again, need, NULL));
+    CHECK(strcmp(buf, again) == 0);
+    free(again);
+    free(buf);
+    /* nothing written into the run folder: only model.safetensors is there */
+    char file[4096];
+    snprintf(file, sizeof file, "%s/metrics.csv", dir);
+    CHECK(access(file, F_OK) != 0);
+}
+
+static void c_eval_run_bad(void) {
+    const char *dir = run_folder();
+    char buf[8192];
+    struct {
+        const char *k, *v;
+        icl_status want;
+    } opts[] = {
+        {"tau", "0", ICL_ERR_ARGUMENT},         {"tau", "nan", ICL_ERR_NONFINITE},
+        {"colour", "red", ICL_ERR_ARGUMENT},    {"samples", "many", ICL_ERR_ARGUMENT},
+        {"shift.bogus", "1", ICL_ERR_UNKNOWN_KEY}, {"shift.x_cov", "[1,2,2,1,-1]", ICL_ERR_CONFIG},
+        {"shift.noise", "nan", ICL_ERR_NONFINITE}, {"stack", "2", ICL_ERR_ARGUMENT},
+    };
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        const char *k[] = {"lengths", "samples", opts[i].k};
+        const char *v[] = {"4", "50", opts[i].v};
+        icl_status s = icl_eval_run(dir, k, v, 3, buf, sizeof buf, NULL);
+        if (s != opts[i].want)
+            FAIL("%s = %s -> %s, expected %s (%s)", opts[i].k, opts[i].v, icl_status_name(s),
+                 icl_status_name(opts[i].want), icl_last_error());
+        else if (icl_last_error()[0] == '\0')
+            FAIL("%s = %s: empty icl_last_error()", opts[i].k, opts[i].v);
+    }
+    const char *k2[] = {"seed", "seed"}, *v2[] = {"1", "2"};
+    EXPECT(ICL_ERR_ARGUMENT, icl_eval_run(dir, k2, v2, 2, buf, sizeof buf, NULL));
+    /* folders that are not runs, files, NULLs, UTF-8 */
+    EXPECT(ICL_ERR_IO, icl_eval_run(path("no/such/run"), NULL, NULL, 0, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_IO, icl_eval_run("", NULL, NULL, 0, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_IO, icl_eval_run(g_dir, NULL, NULL, 0, buf, sizeof buf, NULL));
+    char file[4096];
+    snprintf(file, sizeof file, "%s/model.safetensors", dir);
+    EXPECT(ICL_ERR_IO, icl_eval_run(file, NULL, NULL, 0, buf, sizeof buf, NULL));
+    const char *empty = path("empty");
+    mkdir(empty, 0755);
+    char junk[4096];
+    snprintf(junk, sizeof junk, "%s/model.safetensors", empty);
+    spit(junk, "not safetensors", 15);
+    EXPECT(ICL_ERR_CHECKPOINT, icl_eval_run(empty, NULL, NULL, 0, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_eval_run(NULL, NULL, NULL, 0, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_eval_run(dir, NULL, NULL, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_eval_run(dir, NULL, NULL, 0, NULL, sizeof buf, NULL));
+    EXPECT(ICL_ERR_UTF8, icl_eval_run("\xff\xfe", NULL, NULL, 0, buf, sizeof buf, NULL));
+    const char *k3[] = {"lengths"}, *v3[] = {"\xff"};
+    EXPECT(ICL_ERR_UTF8, icl_eval_run(dir, k3, v3, 1, buf, sizeof buf, NULL));
+}
+
 static const kase CASES[] = {
     {"icl_version", "a static x.y.z string", c_version},
     {"icl_last_error", "empty before a failure, the failure's message after, kept by success", c_last_error_empty_then_set},
@@ -1563,6 +1648,8 @@ static const kase CASES[] = {
     {"icl_config_validate", "cross-key rule, NULL", c_validate},
     {"icl_config_to_toml", "sizing and round trip", c_to_toml},
     {"icl_config_free", "NULL and a config", c_config_free},
+    {"icl_eval_run", "sizing, JSON rows, tau and shift, same bytes, nothing written", c_eval_run},
+    {"icl_eval_run", "bad options, not a run, damaged model, NULLs, UTF-8", c_eval_run_bad},
     {"icl_model_new", "f32 and f64 models and their dims", c_model_new},
     {"icl_model_new", "over the memory budget, NULL", c_model_new_bad},
     {"icl_model_save", "save, load, same bytes", c_model_save_load},
