@@ -221,6 +221,56 @@ fn class4_output_errors_are_reported() {
             "{args:?}: {err}"
         );
     }
+    // commands that read or write a run folder: a trained run evaluated, analysed and trained
+    // again with stdout on a full device report the lost output (exit 1) and write nothing wrong
+    let d = tmp("c4");
+    let run = d.join("run");
+    assert!(train(&run, &["--steps", "50"]).status.success());
+    let again = d.join("again");
+    for args in [
+        vec!["eval", s(&run), "--lengths", "8", "--samples", "100"],
+        vec![
+            "eval",
+            s(&run),
+            "--lengths",
+            "8",
+            "--samples",
+            "100",
+            "--json",
+        ],
+        vec!["analyze", s(&run)],
+        vec!["analyze", s(&run), "--json"],
+        vec![
+            "train",
+            "--preset",
+            "quick",
+            "--steps",
+            "50",
+            "--eval-samples",
+            "0",
+            "-q",
+            "--out",
+            s(&again),
+        ],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_icl"))
+            .args(&args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {:?}", o.status);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.starts_with("icl: error: ") && err.contains("stdout") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+    // the run trained with its stdout lost is nonetheless complete (only the path it prints was lost)
+    let a = Command::new(env!("CARGO_BIN_EXE_icl"))
+        .args(["analyze", s(&again), "--json"])
+        .output()
+        .unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     // a closed pipe stays quiet
     let mut child = Command::new(env!("CARGO_BIN_EXE_icl"))
         .args(["theory", "--list"])
@@ -418,6 +468,217 @@ fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
         .filter(|e| e.starts_with('.'))
         .collect();
     assert!(hidden.is_empty(), "left behind: {hidden:?}");
+}
+
+/// A full disk. Two ways, both checked where possible: a 512 KiB tmpfs (mounted when the test runs
+/// as root), which the space check before training refuses; and a write that fails half-way
+/// through the run (RLIMIT_FSIZE: a write past 256 KiB fails with EFBIG, as on a disk that fills
+/// up while the run writes its snapshots). Either way: one line, exit 2, and the destination holds
+/// no partial run and no staging files.
+#[test]
+fn class5_a_full_disk_leaves_no_partial_run() {
+    let d = tmp("c5full");
+    let train_into = |out: &Path, fsize: Option<u64>, every: &str| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_icl"));
+        // snapshots every 10 steps make the run's files larger than the limit
+        cmd.args([
+            "train",
+            "--preset",
+            "quick",
+            "--steps",
+            "2000",
+            "--eval-samples",
+            "0",
+            "-q",
+            "--set",
+            "train.snapshot_every=10",
+            "--checkpoint-every",
+            every,
+            "--out",
+            s(out),
+        ]);
+        if let Some(limit) = fsize {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    let lim = libc::rlimit {
+                        rlim_cur: limit,
+                        rlim_max: limit,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        cmd.output().unwrap()
+    };
+    // a write fails half-way
+    let half = d.join("half");
+    std::fs::create_dir_all(&half).unwrap();
+    let o = train_into(&half.join("run"), Some(256 * 1024), "0");
+    let e = one_line_error(&o, 2, "a write fails half-way");
+    assert!(e.contains("too large"), "{e}");
+    assert_eq!(
+        entries(&half),
+        Vec::<String>::new(),
+        "left after a failed write"
+    );
+    // ... after a checkpoint: nothing is lost, the error says how to continue, and the run
+    // continued once there is room ends with the same bytes as a run that never failed
+    let kept = d.join("kept");
+    std::fs::create_dir_all(&kept).unwrap();
+    let run = kept.join("run");
+    let o = train_into(&run, Some(256 * 1024), "500");
+    let e = one_line_error(&o, 2, "a write fails after a checkpoint");
+    assert!(
+        e.contains("too large") && e.contains("checkpointed at step") && e.contains("--resume"),
+        "{e}"
+    );
+    assert_eq!(entries(&kept), [".run.partial"]);
+    let r = icl(&["train", "--resume", s(&run), "-q", "--eval-samples", "0"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let straight = d.join("straight");
+    let o = train_into(&straight, None, "500");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["model.safetensors", "metrics.csv", "snapshots.safetensors"] {
+        assert_eq!(
+            std::fs::read(straight.join(f)).unwrap(),
+            std::fs::read(run.join(f)).unwrap(),
+            "{f} differs after the resumed run"
+        );
+    }
+    // a disk too small from the start
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: the tmpfs case is not run");
+        return;
+    }
+    let disk = d.join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=512k", "tmpfs", s(&disk)])
+        .status()
+        .map(|st| st.success())
+        .unwrap_or(false);
+    if !mounted {
+        eprintln!(
+            "mount -t tmpfs failed (a container without CAP_SYS_ADMIN?): the tmpfs case is not run"
+        );
+        return;
+    }
+    let o = train_into(&disk.join("run"), None, "0");
+    let left = entries(&disk);
+    let _ = Command::new("umount").arg(s(&disk)).status();
+    let e = one_line_error(&o, 2, "full disk");
+    assert!(e.contains("not enough disk space"), "{e}");
+    assert_eq!(left, Vec::<String>::new(), "left on the full disk");
+}
+
+/// SIGTERM (a cluster's time limit) and SIGINT (Ctrl-C) during training: the run checkpoints, says
+/// how to continue (exit 130), and `--resume` ends with the same bytes as the uninterrupted run.
+/// A checkpoint cadence in minutes alone (--checkpoint-every 0) also saves an interrupted run from
+/// kill -9.
+#[test]
+fn class6_sigterm_and_sigint_checkpoint_and_the_minute_cadence_survives_kill_9() {
+    let d = tmp("c6sig");
+    let straight = d.join("straight");
+    assert!(train(&straight, &["--steps", "60000"]).status.success());
+    let files = [
+        "model.safetensors",
+        "metrics.csv",
+        "snapshots.safetensors",
+        "config.toml",
+    ];
+    let resume = |out: &Path| icl(&["train", "--resume", s(out), "-q", "--eval-samples", "0"]);
+    for (name, sig) in [("term", libc::SIGTERM), ("int", libc::SIGINT)] {
+        let out = d.join(name);
+        let child = Command::new(env!("CARGO_BIN_EXE_icl"))
+            .args([
+                "train",
+                "--preset",
+                "quick",
+                "--steps",
+                "60000",
+                "--eval-samples",
+                "0",
+                "-q",
+                "--out",
+                s(&out),
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.success() {
+            panic!("{name}: the run finished before the signal (make it longer): {err}");
+        }
+        assert_eq!(o.status.code(), Some(130), "{name}: {err}");
+        assert!(
+            err.contains("interrupted at step") && err.contains("--resume"),
+            "{name}: {err}"
+        );
+        let r = resume(&out);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        for f in files {
+            assert_eq!(
+                std::fs::read(straight.join(f)).unwrap(),
+                std::fs::read(out.join(f)).unwrap(),
+                "{name}: {f} differs after resume"
+            );
+        }
+    }
+    // the minute cadence alone: checkpoints every 0.3 s, kill -9 after 1.5 s
+    let out = d.join("minutes");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_icl"))
+        .args([
+            "train",
+            "--preset",
+            "quick",
+            "--steps",
+            "60000",
+            "--eval-samples",
+            "0",
+            "-q",
+            "--checkpoint-every",
+            "0",
+            "--checkpoint-minutes",
+            "0.005",
+            "--out",
+            s(&out),
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run finished before the kill (make it longer)"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // the kill found a checkpoint past step 0, written by the minute cadence alone
+    let ckpt = d.join(".minutes.partial").join("checkpoint.safetensors");
+    let bytes = std::fs::read(&ckpt).expect("a checkpoint written by the minute cadence");
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let step: u64 = meta.metadata().as_ref().unwrap()["step"].parse().unwrap();
+    assert!(step > 0 && step < 60000, "checkpoint at step {step}");
+    let r = resume(&out);
+    let err = String::from_utf8_lossy(&r.stderr).to_string();
+    assert!(r.status.success(), "{err}");
+    for f in files {
+        assert_eq!(
+            std::fs::read(straight.join(f)).unwrap(),
+            std::fs::read(out.join(f)).unwrap(),
+            "minute cadence: {f} differs after resume"
+        );
+    }
 }
 
 #[test]

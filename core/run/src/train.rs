@@ -83,11 +83,35 @@ pub fn train(cfg: &Config, out: &Path, o: &TrainOptions, progress: Progress) -> 
     let engines = Engines::named(o.engine.as_deref());
     crate::engines::check(&engines.0, cfg.train.dtype)?;
     let stage = Stage::open(out, o.force, false)?;
-    stage.check_space(cfg)?;
-    let t0 = Instant::now();
-    let tr = AnyTrainer::new(cfg, &engines, Start::Fresh, &Options::default())?;
-    let setup = t0.elapsed().as_secs_f64();
-    run(stage, tr, o, None, setup, progress)
+    let staging = stage.dir.dir.clone();
+    let ckpt = stage.checkpoint();
+    let res = (|| {
+        stage.check_space(cfg)?;
+        let t0 = Instant::now();
+        let tr = AnyTrainer::new(cfg, &engines, Start::Fresh, &Options::default())?;
+        let setup = t0.elapsed().as_secs_f64();
+        run(stage, tr, o, None, setup, progress)
+    })();
+    res.map_err(|e| abandoned(e, out, &staging, &ckpt))
+}
+
+/// A fresh run that failed: with no checkpoint there is nothing to keep, so its staging folder
+/// goes (the destination never held anything); with one, the error says how to continue.
+fn abandoned(e: RunError, out: &Path, staging: &Path, ckpt: &Path) -> RunError {
+    if !ckpt.is_file() {
+        let _ = std::fs::remove_dir_all(staging);
+        return e;
+    }
+    match (&e, checkpoint::load(ckpt)) {
+        // a full disk or another write error: after freeing space the run continues
+        (RunError::Os(..), Ok(l)) => RunError::Refused(format!(
+            "{e}; the run is checkpointed at step {} in {}: continue it with `icl train --resume {}`",
+            l.step,
+            staging.display(),
+            out.display()
+        )),
+        _ => e,
+    }
 }
 
 /// Continue the run of `out`: an interrupted run from its last checkpoint, or a finished one
