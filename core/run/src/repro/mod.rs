@@ -8,6 +8,7 @@
 //! Where a claim depends on the seed it is measured over several seeds and the statistic is
 //! reported (mean and standard error, or the fraction of seeds).
 mod he2025;
+mod multilayer;
 pub mod report;
 mod zhang2025;
 
@@ -26,6 +27,7 @@ pub use report::{write_reports, Report};
 pub enum Paper {
     He2025,
     Zhang2025,
+    Multilayer,
 }
 
 impl Paper {
@@ -35,11 +37,12 @@ impl Paper {
         match s {
             "he2025" => Ok(Paper::He2025),
             "zhang2025" => Ok(Paper::Zhang2025),
-            "multilayer" | "temperature" => Err(RunError::Refused(format!(
-                "icl repro {s}: this paper's report is not written yet (he2025 and zhang2025 are)"
+            "multilayer" => Ok(Paper::Multilayer),
+            "temperature" => Err(RunError::Refused(format!(
+                "icl repro {s}: this paper's report is not written yet (he2025, zhang2025 and multilayer are)"
             ))),
             _ => Err(RunError::UnknownName(format!(
-                "paper {s:?} (he2025, zhang2025)"
+                "paper {s:?} (he2025, zhang2025, multilayer)"
             ))),
         }
     }
@@ -47,6 +50,7 @@ impl Paper {
         match self {
             Paper::He2025 => "he2025",
             Paper::Zhang2025 => "zhang2025",
+            Paper::Multilayer => "multilayer",
         }
     }
 }
@@ -114,8 +118,13 @@ pub struct Claim {
     pub figure: String,
     pub description: String,
     /// The paper's number (or, where the paper gives none, the spec's value derived from it;
-    /// `description` says which).
+    /// `description` says which). `null` in JSON (NaN here) where the paper states the claim
+    /// without a number (an ordering, a sign).
+    #[serde(with = "nan_as_null")]
     pub paper_value: f64,
+    /// NaN (`null` in JSON) when it could not be measured (e.g. no seed split); `pass` is then
+    /// false and `note` says why.
+    #[serde(with = "nan_as_null")]
     pub measured: f64,
     /// Standard error of `measured` over seeds or samples, where it has one.
     pub stderr: Option<f64>,
@@ -127,6 +136,21 @@ pub struct Claim {
     pub note: String,
     /// The run folders it was measured on (names under `runs/`).
     pub runs: Vec<String>,
+}
+
+/// A number that may be NaN ("none"), as JSON `null`.
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if x.is_finite() {
+            s.serialize_f64(*x)
+        } else {
+            s.serialize_none()
+        }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
 }
 
 /// One run's cost (the `runs` entries of `report.json`).
@@ -197,6 +221,7 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
     let (specs, defs) = match o.paper {
         Paper::He2025 => he2025::plan(o.scale),
         Paper::Zhang2025 => zhang2025::plan(o.scale),
+        Paper::Multilayer => multilayer::plan(o.scale),
     };
     for id in &o.only {
         if !defs.iter().any(|d| d.id == id) {

@@ -46,7 +46,9 @@ pub fn machine() -> String {
 }
 
 fn num(x: f64) -> String {
-    if x == 0.0 || (x.abs() >= 1e-3 && x.abs() < 1e5) {
+    if !x.is_finite() {
+        "—".into()
+    } else if x == 0.0 || (x.abs() >= 1e-3 && x.abs() < 1e5) {
         format!("{x:.4}")
     } else {
         format!("{x:.3e}")
