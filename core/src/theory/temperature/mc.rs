@@ -75,7 +75,7 @@ impl McCoeffs {
 }
 
 /// Check the shapes of a parameter set against a test distribution and a prompt length.
-pub(super) fn check(p: &Params, test: &Gaussian, l: usize) -> Result<()> {
+pub(crate) fn check(p: &Params, test: &Gaussian, l: usize) -> Result<()> {
     test.validate()?;
     let d = test.d;
     if p.d != d || p.m11.len() != d * d || p.v21.len() != d || p.m21.len() != d {
@@ -121,71 +121,26 @@ pub fn coefficients(
             "the conditional estimator needs m21 = 0 (use the plain one)".into(),
         ));
     }
-    let d = test.d;
-    let lx = Chol::new(
-        &mat(d, &test.sigma_x)
-            .cholesky()
-            .ok_or_else(|| Error::Numerical("Sigma_x is not positive definite".into()))?
-            .l(),
-    );
-    let lw = Chol::new(
-        &mat(d, &test.sigma_w)
-            .cholesky()
-            .ok_or_else(|| Error::Numerical("Sigma_w is not positive definite".into()))?
-            .l(),
-    );
     let sig = libm::sqrt(test.sigma2);
-    let mut g = vec![0.0; l * d + d + l];
-    let mut x = vec![0.0; l * d];
-    let mut w = vec![0.0; d];
+    let mut smp = Sampler::new(test, l)?;
+    let mut w = vec![0.0; test.d];
     let mut y = vec![0.0; l - 1];
-    let mut sums = [0.0f64; 3];
+    let mut scratch = Scratch::new(test.d, l);
     let mut rows: Vec<[f64; 3]> = Vec::with_capacity(n);
-    let mut scratch = Scratch::new(d, l);
     for i in 0..n {
-        let mut r = rng::stream(seed, Domain::Eval, l as u64, i as u64);
-        rng::fill_normal(&mut r, &mut g);
-        for t in 0..l {
-            lx.affine(
-                &test.mu_x,
-                &g[t * d..(t + 1) * d],
-                &mut x[t * d..(t + 1) * d],
-            );
-        }
+        smp.draw(seed, i);
         let m = match est {
             Estimator::Plain => {
-                lw.affine(&test.mu_w, &g[l * d..l * d + d], &mut w);
-                let eps = &g[l * d + d..];
-                for t in 0..l - 1 {
-                    y[t] = dot(&w, &x[t * d..(t + 1) * d]) + sig * eps[t];
-                }
-                let yl = dot(&w, &x[(l - 1) * d..]) + sig * eps[l - 1];
-                let (u, b) = super::predict_parts(p, &x, &y)?;
+                let yl = smp.labels(sig, &mut w, &mut y);
+                let (u, b) = super::predict_parts(p, &smp.x, &y)?;
                 let r = b - yl;
                 [u * u, -2.0 * u * r, r * r]
             }
-            Estimator::Conditional => scratch.conditional(p, test, &x),
+            Estimator::Conditional => scratch.conditional(p, test, &smp.x),
         };
-        for k in 0..3 {
-            sums[k] += m[k];
-        }
         rows.push(m);
     }
-    let nf = n as f64;
-    let mean = [sums[0] / nf, sums[1] / nf, sums[2] / nf];
-    let mut cov = [[0.0; 3]; 3];
-    for m in &rows {
-        for i in 0..3 {
-            for j in 0..3 {
-                cov[i][j] += (m[i] - mean[i]) * (m[j] - mean[j]);
-            }
-        }
-    }
-    for row in &mut cov {
-        for v in row.iter_mut() {
-            *v /= (nf - 1.0) * nf;
-        }
-    }
+    let (mean, cov) = mean_cov(&rows);
     Ok(McCoeffs {
         n,
         coeffs: Coeffs {
@@ -195,6 +150,97 @@ pub fn coefficients(
         },
         cov,
     })
+}
+
+/// The sample mean of K per-prompt values and the covariance of that mean (sample covariance / n).
+pub(crate) fn mean_cov<const K: usize>(rows: &[[f64; K]]) -> ([f64; K], [[f64; K]; K]) {
+    let nf = rows.len() as f64;
+    let mut mean = [0.0; K];
+    for m in rows {
+        for k in 0..K {
+            mean[k] += m[k];
+        }
+    }
+    for v in mean.iter_mut() {
+        *v /= nf;
+    }
+    let mut cov = [[0.0; K]; K];
+    for m in rows {
+        for i in 0..K {
+            for j in 0..K {
+                cov[i][j] += (m[i] - mean[i]) * (m[j] - mean[j]);
+            }
+        }
+    }
+    for row in &mut cov {
+        for v in row.iter_mut() {
+            *v /= (nf - 1.0).max(1.0) * nf;
+        }
+    }
+    (mean, cov)
+}
+
+/// The prompts of every Monte Carlo of the temperature module: prompt `i` draws its `l d + d + l`
+/// standard normals (inputs row by row, query last, then `w`, then the `l` noises) from
+/// `rng::stream(seed, Eval, l, i)`, so every estimator of one seed sees the same inputs.
+pub(crate) struct Sampler {
+    d: usize,
+    l: usize,
+    lx: Chol,
+    lw: Chol,
+    mu_x: Vec<f64>,
+    mu_w: Vec<f64>,
+    g: Vec<f64>,
+    /// The l inputs of the current prompt, row by row (query last).
+    pub x: Vec<f64>,
+}
+
+impl Sampler {
+    pub fn new(test: &Gaussian, l: usize) -> Result<Sampler> {
+        let d = test.d;
+        let chol = |what: &str, v: &[f64]| {
+            mat(d, v)
+                .cholesky()
+                .map(|c| Chol::new(&c.l()))
+                .ok_or_else(|| Error::Numerical(format!("{what} is not positive definite")))
+        };
+        Ok(Sampler {
+            d,
+            l,
+            lx: chol("Sigma_x", &test.sigma_x)?,
+            lw: chol("Sigma_w", &test.sigma_w)?,
+            mu_x: test.mu_x.clone(),
+            mu_w: test.mu_w.clone(),
+            g: vec![0.0; l * d + d + l],
+            x: vec![0.0; l * d],
+        })
+    }
+
+    /// Draw prompt `i`'s normals and its inputs `x_t = mu_x + L_x g_t`.
+    pub fn draw(&mut self, seed: u64, i: usize) {
+        let (d, l) = (self.d, self.l);
+        let mut r = rng::stream(seed, Domain::Eval, l as u64, i as u64);
+        rng::fill_normal(&mut r, &mut self.g);
+        for t in 0..l {
+            self.lx.affine(
+                &self.mu_x,
+                &self.g[t * d..(t + 1) * d],
+                &mut self.x[t * d..(t + 1) * d],
+            );
+        }
+    }
+
+    /// The task `w = mu_w + L_w g` and the labels of the current prompt: fills `w` and the l - 1
+    /// context labels `y`, returns the query's target `y_l` (noise `sigma` included).
+    pub fn labels(&self, sigma: f64, w: &mut [f64], y: &mut [f64]) -> f64 {
+        let (d, l) = (self.d, self.l);
+        self.lw.affine(&self.mu_w, &self.g[l * d..l * d + d], w);
+        let eps = &self.g[l * d + d..];
+        for t in 0..l - 1 {
+            y[t] = dot(w, &self.x[t * d..(t + 1) * d]) + sigma * eps[t];
+        }
+        dot(w, &self.x[(l - 1) * d..]) + sigma * eps[l - 1]
+    }
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {

@@ -12,10 +12,14 @@
 //! * this file: the paper's form (Lemma 4.1, Theorems 4.6–4.7, the isotropic reduction, the
 //!   heuristic) and the layer's exact prediction;
 //! * [`exact`]: the exact finite-size a, b, c of the same layer (no large-d or large-l step);
-//! * [`mc`]: Monte Carlo of the layer's test error (plain and conditional, with standard errors).
+//! * [`mc`]: Monte Carlo of the layer's test error (plain and conditional, with standard errors);
+//! * [`linear`]: linear attention (eq. 6) with the same parameters, the Fig. 4 contrast;
+//! * [`ridge`]: the Bayes ridge baselines (spec §4) and their Monte Carlo error.
 pub mod exact;
+pub mod linear;
 pub mod mc;
 mod moments;
+pub mod ridge;
 
 use crate::rng::{self, Domain};
 use crate::{Error, Result};
@@ -376,4 +380,141 @@ pub fn predict_parts(p: &Params, x: &[f64], y: &[f64]) -> Result<(f64, f64)> {
     }
     let b = p.v21.iter().zip(&sx).map(|(a, b)| a * b).sum::<f64>() + p.v22 * sy;
     Ok((u, b))
+}
+
+/// The linearised softmax (App. B, eqs. 26–34; spec §2.2): the first-order Taylor expansion of
+/// softmax around 0, `lin_sm(z)_i = 1/l + (z_i - mean(z))/l` (sums to 1, can be negative).
+pub fn linearized_softmax(z: &[f64]) -> Vec<f64> {
+    let l = z.len() as f64;
+    let mean = z.iter().sum::<f64>() / l;
+    z.iter().map(|v| 1.0 / l + (v - mean) / l).collect()
+}
+
+/// Softmax (max-subtracted), for comparison with [`linearized_softmax`].
+pub fn softmax(z: &[f64]) -> Vec<f64> {
+    let m = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = z.iter().map(|v| libm::exp(v - m)).collect();
+    let s: f64 = e.iter().sum();
+    e.iter().map(|v| v / s).collect()
+}
+
+/// App. J eq. (123): `tau_opt` with mu_x = mu_w = m21 = 0, Sigma_w = I **and the 1/l terms
+/// dropped**: `v22 Tr(Sigma_x M11 Sigma_x M11^T Sigma_x) / (1/2 Tr(Sigma_x (Sigma_x M11 + M11^T Sigma_x)))`
+/// (Theorem 4.7 with F1's `1/l (.) I` term removed; spec §7.2).
+pub fn tau_opt_eq123(p: &Params, sigma_x: &[f64]) -> Result<f64> {
+    let d = p.d;
+    if sigma_x.len() != d * d || p.m11.len() != d * d {
+        return Err(Error::Shape(format!(
+            "Sigma_x and M11 need {} entries",
+            d * d
+        )));
+    }
+    let s = mat(d, sigma_x);
+    let m = mat(d, &p.m11);
+    let num = p.v22 * (&s * &m * &s * m.transpose() * &s).trace();
+    let den = 0.5 * (&s * (&s * &m + m.transpose() * &s)).trace();
+    Ok(num / den)
+}
+
+/// App. M eqs. (132)–(135) with the v22 factor restored (spec §7.3): for test Sigma_x = alpha I,
+/// Sigma_w = beta I, noise sigma^2, zero means,
+/// `tau_opt = v22 (alpha + (sigma^2/beta + alpha d)/l) Tr(M11^T M11)/Tr(M11)` (exact for M11 ∝ I).
+pub fn tau_opt_eq133(p: &Params, alpha: f64, beta: f64, sigma2: f64, l: usize) -> f64 {
+    let d = p.d;
+    let m = mat(d, &p.m11);
+    let ratio = (m.transpose() * &m).trace() / m.trace();
+    p.v22 * (alpha + (sigma2 / beta + alpha * d as f64) / l as f64) * ratio
+}
+
+/// The centred statistics of one prompt (App. E, eqs. 44–47): `s_x`, `s_y`, `C_xx` (d x d row-major),
+/// `C_xy`, `C_yy`, all divided by l with the query inside `s_x` and `C_xx` (its label 0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptStats {
+    pub sx: Vec<f64>,
+    pub sy: f64,
+    pub cxx: Vec<f64>,
+    pub cxy: Vec<f64>,
+    pub cyy: f64,
+}
+
+/// [`PromptStats`] of a prompt (`x`: l rows, query last; `y`: the l - 1 context labels).
+pub fn prompt_stats(d: usize, x: &[f64], y: &[f64]) -> Result<PromptStats> {
+    let l = y.len() + 1;
+    if x.len() != l * d || d == 0 {
+        return Err(Error::Shape(format!("x needs l*d = {} entries", l * d)));
+    }
+    let lf = l as f64;
+    let mut sx = vec![0.0; d];
+    for t in 0..l {
+        for i in 0..d {
+            sx[i] += x[t * d + i] / lf;
+        }
+    }
+    let sy = y.iter().sum::<f64>() / lf;
+    let mut cxx = vec![0.0; d * d];
+    let mut cxy = vec![0.0; d];
+    for t in 0..l {
+        let xt = &x[t * d..(t + 1) * d];
+        for i in 0..d {
+            for j in 0..d {
+                cxx[i * d + j] += xt[i] * xt[j] / lf;
+            }
+            if t + 1 < l {
+                cxy[i] += y[t] * xt[i] / lf;
+            }
+        }
+    }
+    for i in 0..d {
+        for j in 0..d {
+            cxx[i * d + j] -= sx[i] * sx[j];
+        }
+        cxy[i] -= sy * sx[i];
+    }
+    let cyy = y.iter().map(|v| v * v).sum::<f64>() / lf - sy * sy;
+    Ok(PromptStats {
+        sx,
+        sy,
+        cxx,
+        cxy,
+        cyy,
+    })
+}
+
+/// Monte Carlo of App. J's moment ratio `R = E[(z_i^T M z_j)^2]_{i != j} / E[z_i^T M z_i]` with
+/// `M = blockdiag(M11, 0)` from `n` independent pairs `x_i, x_j ~ N(0, Sigma_x)` of `test` (means
+/// ignored, as App. J assumes mu = 0): `(R, delta-method standard error)`. Its population value is
+/// `Tr(M11 Sigma_x M11^T Sigma_x) / Tr(Sigma_x M11)` (the ratio inside [`tau_heuristic`]).
+pub fn moment_ratio_mc(p: &Params, test: &Gaussian, n: usize, seed: u64) -> Result<(f64, f64)> {
+    test.validate()?;
+    let d = test.d;
+    if p.d != d || n < 2 {
+        return Err(Error::InvalidConfig(format!(
+            "need matching d and n >= 2 (n = {n})"
+        )));
+    }
+    let chol = mat(d, &test.sigma_x)
+        .cholesky()
+        .ok_or_else(|| Error::Numerical("Sigma_x is not positive definite".into()))?
+        .l();
+    let m = mat(d, &p.m11);
+    let mut g = vec![0.0; 2 * d];
+    let mut rows: Vec<[f64; 2]> = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut r = rng::stream(seed, Domain::Eval, 0, i as u64);
+        rng::fill_normal(&mut r, &mut g);
+        let xi = &chol * DVector::from_column_slice(&g[..d]);
+        let xj = &chol * DVector::from_column_slice(&g[d..]);
+        let off = xi.dot(&(&m * &xj));
+        rows.push([off * off, xi.dot(&(&m * &xi))]);
+    }
+    let (mean, cov) = mc::mean_cov(&rows);
+    let r = mean[0] / mean[1];
+    let g2 = [1.0 / mean[1], -mean[0] / (mean[1] * mean[1])];
+    let mut v = 0.0;
+    for a in 0..2 {
+        for b in 0..2 {
+            v += g2[a] * cov[a][b] * g2[b];
+        }
+    }
+    Ok((r, libm::sqrt(v.max(0.0))))
 }
