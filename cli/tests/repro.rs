@@ -151,14 +151,104 @@ fn multilayer_smoke_theory_claims_pass() {
 }
 
 #[test]
+fn temperature_smoke_passes_writes_figures_and_repeats() {
+    let t0 = std::time::Instant::now();
+    let (out, j) = report("temperature", "1");
+    let secs = t0.elapsed().as_secs_f64();
+    check_contract(&j, "temperature");
+    // closed forms beside the Monte Carlo, from icl (never the paper's numbers)
+    let claims = j["claims"].as_array().unwrap();
+    let c = claims.iter().find(|c| c["id"] == "fig1b-tau-opt").unwrap();
+    assert!(c["exact"].is_number() && c["paper_form"].is_number() && c["stderr"].is_number());
+    assert_ne!(c["measured"], c["paper_value"]);
+    for (run, files) in [
+        ("temperature-fig1a", &["fig1a.csv", "fig1a.svg"][..]),
+        ("temperature-fig1b", &["fig1b.csv", "fig1b.svg"]),
+        ("temperature-fig1c", &["fig1c.csv", "fig1c.svg"]),
+        (
+            "temperature-fig2",
+            &[
+                "fig2a.csv",
+                "fig2a.svg",
+                "fig2b.csv",
+                "fig2b.svg",
+                "fig2c.svg",
+            ],
+        ),
+        ("temperature-fig4", &["fig4.csv", "fig4.svg"]),
+        (
+            "temperature-fig7",
+            &[
+                "fig7-alpha.csv",
+                "fig7-alpha.svg",
+                "fig8-sigma.svg",
+                "fig7-beta.csv",
+            ],
+        ),
+    ] {
+        let dir = out.join("runs").join(run);
+        let s: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(s["experiment"], run);
+        assert!(s["prompts"].as_u64().unwrap() > 0);
+        for f in files {
+            let t = std::fs::read_to_string(dir.join(f)).unwrap_or_else(|_| panic!("{run}/{f}"));
+            if f.ends_with(".svg") {
+                assert!(t.contains("<svg") && t.contains("Monte Carlo"), "{run}/{f}");
+            } else {
+                let head = t.lines().next().unwrap();
+                assert!(
+                    head.contains("G1_exact") && head.contains("G1_mc_se"),
+                    "{run}/{f}: {head}"
+                );
+                assert!(t.lines().count() >= 4, "{run}/{f}");
+            }
+        }
+    }
+    assert!(secs < 60.0, "smoke scale took {secs:.1} s");
+    // a second invocation computes nothing and measures the same claims
+    let o = icl(&[
+        "repro",
+        "temperature",
+        "--quiet",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let j2: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["claims"], j2["claims"]);
+    // --only computes only the experiments its claims need
+    let only = tmp("temperature-only");
+    let o = icl(&[
+        "repro",
+        "temperature",
+        "--only",
+        "fig7-alpha",
+        "--quiet",
+        "--out",
+        only.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let names: Vec<String> = std::fs::read_dir(only.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["temperature-fig7".to_string()]);
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&only);
+}
+
+#[test]
 fn bad_input_is_one_line_exit_2() {
     let out = tmp("bad");
     for args in [
         vec!["repro", "nosuch", "--out"],
-        vec!["repro", "temperature", "--out"],
         vec!["repro", "he2025", "--only", "nosuch-claim", "--out"],
         vec!["repro", "he2025", "--scale", "huge", "--out"],
         vec!["repro", "he2025", "--jobs", "0", "--out"],
+        vec!["repro", "temperature", "--only", "nosuch-claim", "--out"],
+        vec!["repro", "temperature", "--scale", "huge", "--out"],
     ] {
         let mut a = args.clone();
         a.push(out.to_str().unwrap());

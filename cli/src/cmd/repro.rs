@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// Arguments of `icl repro`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The paper: he2025 or zhang2025.
+    /// The paper: he2025, zhang2025 or temperature.
     pub paper: String,
     /// Output folder: runs/ (ordinary run folders), report.json, report.md, report.html.
     #[arg(long)]

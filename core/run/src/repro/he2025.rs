@@ -47,6 +47,8 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                     paper_value: 3.5006,
                     measured: m,
                     stderr: None,
+                    exact: None,
+                    paper_form: None,
                     tolerance: "within 1 % of 3.5006".into(),
                     pass: ((m - 3.5006) / 3.5006).abs() <= 0.01,
                     note: String::new(),
@@ -82,6 +84,8 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                     paper_value: 1.0,
                     measured: frac,
                     stderr: None,
+                    exact: None,
+                    paper_form: None,
                     tolerance: "at least one seed splits (the paper shows one run)".into(),
                     pass: !split.is_empty(),
                     note: format!(

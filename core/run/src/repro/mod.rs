@@ -10,6 +10,7 @@
 mod he2025;
 mod multilayer;
 pub mod report;
+mod temperature;
 mod zhang2025;
 
 use crate::error::{Result, RunError};
@@ -28,21 +29,19 @@ pub enum Paper {
     He2025,
     Zhang2025,
     Multilayer,
+    Temperature,
 }
 
 impl Paper {
-    /// Parse a paper name (`he2025`, `zhang2025`; `multilayer` and `temperature` are refused
-    /// with the reason).
+    /// Parse a paper name (`he2025`, `zhang2025`, `multilayer`, `temperature`).
     pub fn parse(s: &str) -> Result<Paper> {
         match s {
             "he2025" => Ok(Paper::He2025),
             "zhang2025" => Ok(Paper::Zhang2025),
             "multilayer" => Ok(Paper::Multilayer),
-            "temperature" => Err(RunError::Refused(format!(
-                "icl repro {s}: this paper's report is not written yet (he2025, zhang2025 and multilayer are)"
-            ))),
+            "temperature" => Ok(Paper::Temperature),
             _ => Err(RunError::UnknownName(format!(
-                "paper {s:?} (he2025, zhang2025, multilayer)"
+                "paper {s:?} (he2025, zhang2025, multilayer, temperature)"
             ))),
         }
     }
@@ -51,6 +50,7 @@ impl Paper {
             Paper::He2025 => "he2025",
             Paper::Zhang2025 => "zhang2025",
             Paper::Multilayer => "multilayer",
+            Paper::Temperature => "temperature",
         }
     }
 }
@@ -128,6 +128,12 @@ pub struct Claim {
     pub measured: f64,
     /// Standard error of `measured` over seeds or samples, where it has one.
     pub stderr: Option<f64>,
+    /// Where a claim has closed forms beside its measurement: the exact finite-size form and the
+    /// paper's form (temperature paper: Theorem 4.6/4.7) of the same quantity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_form: Option<f64>,
     /// The accepted range, in words (e.g. "[0.84, 0.93]", "within 1e-6").
     pub tolerance: String,
     pub pass: bool,
@@ -178,6 +184,8 @@ struct Measured {
     paper_value: f64,
     measured: f64,
     stderr: Option<f64>,
+    exact: Option<f64>,
+    paper_form: Option<f64>,
     tolerance: String,
     pass: bool,
     note: String,
@@ -196,6 +204,11 @@ impl Runs {
     }
     fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
+    }
+    fn experiment(&self, name: &str) -> Result<crate::experiments::ExperimentSummary> {
+        let p = self.dir.join(name).join("summary.json");
+        let text = crate::folder::read_text(&p)?;
+        serde_json::from_str(&text).map_err(|e| RunError::Corrupt(p.clone(), e.to_string()))
     }
 }
 
@@ -222,6 +235,7 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
         Paper::He2025 => he2025::plan(o.scale),
         Paper::Zhang2025 => zhang2025::plan(o.scale),
         Paper::Multilayer => multilayer::plan(o.scale),
+        Paper::Temperature => temperature::plan(o.scale),
     };
     for id in &o.only {
         if !defs.iter().any(|d| d.id == id) {
@@ -243,7 +257,22 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
         .collect();
     let runs_dir = o.out.join("runs");
     std::fs::create_dir_all(&runs_dir).map_err(|e| RunError::Os(runs_dir.clone(), e))?;
-    let rows = run_all(&runs_dir, &needed, o, progress)?;
+    let mut rows = run_all(&runs_dir, &needed, o, &mut *progress)?;
+    let experiments: Vec<&str> = crate::experiments::EXPERIMENTS
+        .iter()
+        .copied()
+        .filter(|e| defs.iter().any(|d| d.runs.iter().any(|r| r == e)))
+        .collect();
+    for (i, e) in experiments.iter().enumerate() {
+        (*progress)(e, i, experiments.len(), "start");
+        let (s, fresh) = crate::experiments::run(e, o.scale, &runs_dir.join(e))?;
+        (*progress)(e, i, experiments.len(), if fresh { "done" } else { "skip" });
+        rows.push(RunRow {
+            name: e.to_string(),
+            seconds: s.seconds,
+            steps_per_s: s.prompts as f64 / s.seconds.max(1e-9),
+        });
+    }
     let runs = Runs { dir: runs_dir };
     let mut claims = Vec::with_capacity(defs.len());
     for d in &defs {
@@ -255,6 +284,8 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
             paper_value: m.paper_value,
             measured: m.measured,
             stderr: m.stderr,
+            exact: m.exact,
+            paper_form: m.paper_form,
             tolerance: m.tolerance,
             pass: m.pass,
             note: m.note,
@@ -343,6 +374,8 @@ fn in_range(paper: f64, measured: f64, se: Option<f64>, lo: f64, hi: f64, note: 
         paper_value: paper,
         measured,
         stderr: se,
+        exact: None,
+        paper_form: None,
         tolerance: format!("[{lo}, {hi}]"),
         pass: measured >= lo && measured <= hi,
         note: note.into(),
@@ -362,6 +395,8 @@ fn within(
         paper_value: paper,
         measured,
         stderr: se,
+        exact: None,
+        paper_form: None,
         tolerance: format!("{target} ± {tol}"),
         pass: (measured - target).abs() <= tol,
         note: note.into(),

@@ -56,9 +56,15 @@ fn num(x: f64) -> String {
 }
 
 fn measured(c: &Claim) -> String {
-    match c.stderr {
+    let m = match c.stderr {
         Some(se) if se > 0.0 => format!("{} ± {}", num(c.measured), num(se)),
         _ => num(c.measured),
+    };
+    match (c.exact, c.paper_form) {
+        (Some(e), Some(p)) => format!("{m} (exact {}, paper form {})", num(e), num(p)),
+        (Some(e), None) => format!("{m} (exact {})", num(e)),
+        (None, Some(p)) => format!("{m} (paper form {})", num(p)),
+        (None, None) => m,
     }
 }
 

@@ -1,0 +1,477 @@
+//! The temperature paper (linearised-softmax attention under distribution shift): its figure
+//! experiments ([`crate::experiments::temperature`]) and the claims measured on them.
+//!
+//! Nothing is trained: each figure is a computed experiment folder under `runs/`. A claim's
+//! `measured` is icl's Monte Carlo of the layer (with its standard error) unless it says otherwise;
+//! `exact` and `paper_form` carry the exact finite-size closed form and Theorem 4.6/4.7 of the same
+//! quantity. The paper prints no numbers for these figures: `paper_value` is the paper's formula
+//! evaluated at the figure's setting (the spec's §7.1 golden table, `icl theory --form paper`), or
+//! the spec's derived value where the description says so. Where the Monte Carlo and the paper's
+//! form disagree by more than the paper's large-d error, the note says why
+//! (`docs/temperature-exact.md`: the paper's form is the leading order in d and l).
+use super::{theory, ClaimDef, Measured, RunSpec, Scale};
+use crate::error::Result;
+use crate::experiments::{get, row_at, Row};
+use icl_core::theory::temperature as tp;
+
+fn names(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// A Monte Carlo claim: `mc ± se` against the paper's value with a relative tolerance, and the
+/// exact form within 4 standard errors of the Monte Carlo (it is the same model's exact value).
+#[allow(clippy::too_many_arguments)]
+fn mc_claim(
+    paper: f64,
+    mc: f64,
+    se: f64,
+    exact: f64,
+    paper_form: f64,
+    rel_tol: f64,
+    note: &str,
+) -> Measured {
+    let z = (mc - exact) / se;
+    let ok_paper = (mc / paper - 1.0).abs() <= rel_tol;
+    let ok_exact = z.abs() <= 4.0;
+    let mut n = format!(
+        "Monte Carlo/paper − 1 = {:+.2}%, exact/paper − 1 = {:+.2}%, (MC − exact)/SE = {z:+.2}",
+        100.0 * (mc / paper - 1.0),
+        100.0 * (exact / paper - 1.0)
+    );
+    if !note.is_empty() {
+        n = format!("{note}; {n}");
+    }
+    Measured {
+        paper_value: paper,
+        measured: mc,
+        stderr: Some(se),
+        exact: Some(exact),
+        paper_form: Some(paper_form),
+        tolerance: format!(
+            "within {}% of the paper's value, and the exact form within 4 SE",
+            100.0 * rel_tol
+        ),
+        pass: ok_paper && ok_exact,
+        note: n,
+    }
+}
+
+fn at<'a>(r: &'a super::Runs, exp: &str, table: &str, k: &str, v: f64) -> Result<Row> {
+    let s = r.experiment(exp)?;
+    Ok(row_at(s.table(table)?, k, v)?.clone())
+}
+
+fn table(r: &super::Runs, exp: &str, table: &str) -> Result<Vec<Row>> {
+    Ok(r.experiment(exp)?.table(table)?.to_vec())
+}
+
+/// The claim ids and runs of the temperature report.
+pub(super) fn plan(_scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
+    let f1a = names(&["temperature-fig1a"]);
+    let f1b = names(&["temperature-fig1b"]);
+    let f1c = names(&["temperature-fig1a", "temperature-fig1c"]);
+    let f2 = names(&["temperature-fig2"]);
+    let f4 = names(&["temperature-fig4"]);
+    let f7 = names(&["temperature-fig7"]);
+    let all = names(crate::experiments::temperature::NAMES);
+    let defs = vec![
+        ClaimDef {
+            id: "fig1a-tau-opt",
+            figure: "Fig. 1a, Thm 4.7",
+            description: "No shift, d = 50, l = 100: τ_opt = 2a/b = k(1 + (d + σ²)/l) = 1.49995 (eq. 15; spec §7.1). Measured: 2a/b of the Monte Carlo coefficients",
+            runs: f1a.clone(),
+            measure: Box::new(|r| {
+                let x = at(r, "temperature-fig1a", "fig1a", "l", 100.0)?;
+                Ok(mc_claim(1.49995, get(&x, "tau_opt_mc"), get(&x, "tau_opt_mc_se"), get(&x, "tau_opt_exact"), get(&x, "tau_opt_paper"), 0.01, "spec §10 test 6 tolerance for τ* at d = 50"))
+            }),
+        },
+        ClaimDef {
+            id: "fig1a-gmin",
+            figure: "Fig. 1a, Thm 4.6",
+            description: "No shift, d = 50, l = 100: G_min = c − b²/(4a) = 16.6789 (spec §7.1)",
+            runs: f1a.clone(),
+            measure: Box::new(|r| {
+                let x = at(r, "temperature-fig1a", "fig1a", "l", 100.0)?;
+                Ok(mc_claim(16.6789, get(&x, "Gmin_mc"), get(&x, "Gmin_mc_se"), get(&x, "Gmin_exact"), get(&x, "Gmin_paper"), 0.05, "spec §10 test 6 tolerance (5% at d = 50); the paper's form is leading order and sits below the model's error"))
+            }),
+        },
+        ClaimDef {
+            id: "fig1a-g1",
+            figure: "Fig. 1a, Thm 4.6",
+            description: "No shift, d = 50, l = 100: G(1) = a − b + c = 25.0100 (spec §7.1)",
+            runs: f1a.clone(),
+            measure: Box::new(|r| {
+                let x = at(r, "temperature-fig1a", "fig1a", "l", 100.0)?;
+                Ok(mc_claim(25.01, get(&x, "G1_mc"), get(&x, "G1_mc_se"), get(&x, "G1_exact"), get(&x, "G1_paper"), 0.05, "spec §10 test 6 tolerance"))
+            }),
+        },
+        ClaimDef {
+            id: "fig1a-towards-bayes",
+            figure: "Fig. 1a",
+            description: "As l grows the model at τ_opt approaches the Bayes ridge: the gap G(τ_opt) − Bayes falls at every l ≥ d of the sweep (below d the ridge interpolates and its error peaks near l = d, spec §4) (measured: the Monte Carlo G(τ_opt) at the largest l; paper value: Thm 4.6's G_min there)",
+            runs: f1a.clone(),
+            measure: Box::new(|r| {
+                let t: Vec<Row> = table(r, "temperature-fig1a", "fig1a")?
+                    .into_iter()
+                    .filter(|x| get(x, "l") >= crate::experiments::temperature::D as f64)
+                    .collect();
+                let gaps: Vec<f64> = t.iter().map(|x| get(x, "Gopt_mc") - get(x, "bayes_mc")).collect();
+                let falling = gaps.len() >= 2 && gaps.windows(2).all(|w| w[1] < w[0]) && gaps.iter().all(|g| *g > 0.0);
+                let last = t.last().cloned().unwrap_or_default();
+                Ok(Measured {
+                    paper_value: get(&last, "Gmin_paper"),
+                    measured: get(&last, "Gopt_mc"),
+                    stderr: Some(get(&last, "Gopt_mc_se")),
+                    exact: Some(get(&last, "Gmin_exact")),
+                    paper_form: Some(get(&last, "Gmin_paper")),
+                    tolerance: "the gap falls with l at every l ≥ d and stays > 0".into(),
+                    pass: falling,
+                    note: format!(
+                        "gaps {} at l = {}; at l = {} the model is {:.0}× the oracle Bayes ridge ({:.4}): the convergence is only as l/d → ∞ (spec §7.1; Corollary 4.4 is asymptotic)",
+                        gaps.iter().map(|g| format!("{g:.3}")).collect::<Vec<_>>().join(", "),
+                        t.iter().map(|x| format!("{}", get(x, "l"))).collect::<Vec<_>>().join(", "),
+                        get(&last, "l"),
+                        get(&last, "Gopt_mc") / get(&last, "bayes_mc"),
+                        get(&last, "bayes_mc")
+                    ),
+                })
+            }),
+        },
+        ClaimDef {
+            id: "fig1b-tau-opt",
+            figure: "Fig. 1b",
+            description: "Covariance shift Σx = 2I, l = 100: τ_opt = 2.9998 (eq. 15; spec §7.1)",
+            runs: f1b.clone(),
+            measure: Box::new(|r| {
+                let x = at(r, "temperature-fig1b", "fig1b", "l", 100.0)?;
+                Ok(mc_claim(2.9998, get(&x, "tau_opt_mc"), get(&x, "tau_opt_mc_se"), get(&x, "tau_opt_exact"), get(&x, "tau_opt_paper"), 0.01, ""))
+            }),
+        },
+        ClaimDef {
+            id: "fig1b-gain",
+            figure: "Fig. 1b",
+            description: "Covariance shift Σx = 2I, l = 100: τ = 1 degrades and τ_opt restores: G(1)/G(τ_opt) = 299.95/33.3456 = 8.995 (spec §9)",
+            runs: f1b.clone(),
+            measure: Box::new(|r| {
+                let x = at(r, "temperature-fig1b", "fig1b", "l", 100.0)?;
+                let (g1, s1, go, so) = (get(&x, "G1_mc"), get(&x, "G1_mc_se"), get(&x, "Gopt_mc"), get(&x, "Gopt_mc_se"));
+                let q = g1 / go;
+                let se = q * ((s1 / g1).powi(2) + (so / go).powi(2)).sqrt();
+                let ex = get(&x, "G1_exact") / get(&x, "Gmin_exact");
+                let pf = get(&x, "G1_paper") / get(&x, "Gmin_paper");
+                Ok(mc_claim(299.95 / 33.3456, q, se, ex, pf, 0.10, "the ratio carries both errors (G(1) −1.5%, G_min +2.9% in the spec's Monte Carlo), so 10%"))
+            }),
+        },
+        ClaimDef {
+            id: "fig1c-task-shift-fades",
+            figure: "Fig. 1c",
+            description: "Task shift Σw = 2I, μw = e₁: its cost at τ_opt, G_shift(τ_opt) − G_noshift(τ_opt), falls as l grows (measured at the largest l; paper value: Thm 4.6's difference there)",
+            runs: f1c.clone(),
+            measure: Box::new(|r| {
+                let a = table(r, "temperature-fig1a", "fig1a")?;
+                let c = table(r, "temperature-fig1c", "fig1c")?;
+                let diff: Vec<(f64, f64, f64, f64)> = a.iter().zip(&c).map(|(x, y)| {
+                    (get(y, "Gopt_mc") - get(x, "Gopt_mc"), (get(y, "Gopt_mc_se").powi(2) + get(x, "Gopt_mc_se").powi(2)).sqrt(),
+                     get(y, "Gmin_exact") - get(x, "Gmin_exact"), get(y, "Gmin_paper") - get(x, "Gmin_paper"))
+                }).collect();
+                let falling = diff.windows(2).all(|w| w[1].0 < w[0].0);
+                let last = diff.last().copied().unwrap_or((f64::NAN, f64::NAN, f64::NAN, f64::NAN));
+                Ok(Measured {
+                    paper_value: last.3,
+                    measured: last.0,
+                    stderr: Some(last.1),
+                    exact: Some(last.2),
+                    paper_form: Some(last.3),
+                    tolerance: "falls with l at every step".into(),
+                    pass: falling,
+                    note: format!("cost at l = {}: {}", a.iter().map(|x| format!("{}", get(x, "l"))).collect::<Vec<_>>().join(", "), diff.iter().map(|d| format!("{:.3}", d.0)).collect::<Vec<_>>().join(", ")),
+                })
+            }),
+        },
+        ClaimDef {
+            id: "fig2b-g1",
+            figure: "Fig. 2b",
+            description: "Noise shift σ_test = 3 at l = d = 50: G(1) = 67.9764 (≈ 50 + 2σ²; spec §7.1)",
+            runs: f2.clone(),
+            measure: Box::new(|r| {
+                let x = at(r, "temperature-fig2", "fig2b", "sigma_test", 3.0)?;
+                Ok(mc_claim(67.9764, get(&x, "G1_mc"), get(&x, "G1_mc_se"), get(&x, "G1_exact"), get(&x, "G1_paper"), 0.05, ""))
+            }),
+        },
+        ClaimDef {
+            id: "fig2b-gmin",
+            figure: "Fig. 2b",
+            description: "Noise shift σ_test = 3 at l = d = 50: G_min = 36.0642 (spec §7.1)",
+            runs: f2.clone(),
+            measure: Box::new(|r| {
+                let x = at(r, "temperature-fig2", "fig2b", "sigma_test", 3.0)?;
+                Ok(mc_claim(36.0642, get(&x, "Gmin_mc"), get(&x, "Gmin_mc_se"), get(&x, "Gmin_exact"), get(&x, "Gmin_paper"), 0.05, "spec §10 test 6 at l = d: +4%"))
+            }),
+        },
+        ClaimDef {
+            id: "fig2b-tau-closes-gap",
+            figure: "Fig. 2b",
+            description: "At l = d, τ_opt lowers the error at every test noise: the smallest relative gain (G(1) − G(τ_opt))/G(1) over σ_test (Monte Carlo, same prompts; paper value: Thm 4.6's)",
+            runs: f2.clone(),
+            measure: Box::new(|r| {
+                let t = table(r, "temperature-fig2", "fig2b")?;
+                let gain = |x: &Row, a: &str, b: &str| (get(x, a) - get(x, b)) / get(x, a);
+                let mc = t.iter().map(|x| gain(x, "G1_mc", "Gopt_mc")).fold(f64::INFINITY, f64::min);
+                let pf = t.iter().map(|x| gain(x, "G1_paper", "Gmin_paper")).fold(f64::INFINITY, f64::min);
+                let ex = t.iter().map(|x| gain(x, "G1_exact", "Gmin_exact")).fold(f64::INFINITY, f64::min);
+                let last = t.last().cloned().unwrap_or_default();
+                Ok(Measured {
+                    paper_value: pf,
+                    measured: mc,
+                    stderr: None,
+                    exact: Some(ex),
+                    paper_form: Some(pf),
+                    tolerance: "> 0.3 at every σ_test".into(),
+                    pass: mc > 0.3,
+                    note: format!(
+                        "which Bayes (spec §9): at σ_test = {} the oracle ridge (test σ) has {:.3} ± {:.3}, the ridge with the train σ and prior {:.3} ± {:.3}, the model {:.3} at τ = 1 and {:.3} at τ_opt; the absolute gap to the oracle does not grow with σ",
+                        get(&last, "sigma_test"), get(&last, "bayes_mc"), get(&last, "bayes_mc_se"), get(&last, "ridge_train_mc"), get(&last, "ridge_train_mc_se"), get(&last, "G1_mc"), get(&last, "Gopt_mc")
+                    ),
+                })
+            }),
+        },
+        ClaimDef {
+            id: "fig2c-tau-rises",
+            figure: "Fig. 2c",
+            description: "τ_opt rises with σ_test; at l = d = 50, σ_test = 3: τ_opt = k(2 + σ²/50) = 2.17956 (spec §7.1)",
+            runs: f2.clone(),
+            measure: Box::new(|r| {
+                let t = table(r, "temperature-fig2", "fig2b")?;
+                let rising = t.windows(2).all(|w| get(&w[1], "tau_opt_exact") > get(&w[0], "tau_opt_exact"));
+                let x = at(r, "temperature-fig2", "fig2b", "sigma_test", 3.0)?;
+                let mut m = mc_claim(2.17956, get(&x, "tau_opt_mc"), get(&x, "tau_opt_mc_se"), get(&x, "tau_opt_exact"), get(&x, "tau_opt_paper"), 0.01, "");
+                m.pass &= rising;
+                m.tolerance.push_str("; the exact τ_opt rises with σ_test");
+                Ok(m)
+            }),
+        },
+        ClaimDef {
+            id: "fig4-linear-floor",
+            figure: "Fig. 4",
+            description: "Input-mean shift μx = 2e₁: linear attention (eq. 6) does not recover; its error plateaus near |μ|⁴(1 + |μ|²) + σ² = 80.01 (spec §2.6, derived). Measured at the largest l",
+            runs: f4.clone(),
+            measure: Box::new(|r| {
+                let t = table(r, "temperature-fig4", "fig4")?;
+                let last = t.last().cloned().unwrap_or_default();
+                let (m, se) = (get(&last, "linear_mc"), get(&last, "linear_mc_se"));
+                let ok = (m / 80.01 - 1.0).abs() <= 0.1;
+                Ok(Measured {
+                    paper_value: 80.01,
+                    measured: m,
+                    stderr: Some(se),
+                    exact: None,
+                    paper_form: None,
+                    tolerance: "within 10% of the floor".into(),
+                    pass: ok,
+                    note: format!("l = {}; the linearised layer there: {:.3} at τ = 1", get(&last, "l"), get(&last, "G1_mc")),
+                })
+            }),
+        },
+        ClaimDef {
+            id: "fig4-linearised-robust",
+            figure: "Fig. 4",
+            description: "Input-mean shift μx = 2e₁: the linearised layer (centred statistics) keeps improving with l (its τ = 1 error falls at every l); measured at the largest l",
+            runs: f4.clone(),
+            measure: Box::new(|r| {
+                let t = table(r, "temperature-fig4", "fig4")?;
+                let falling = t.windows(2).all(|w| get(&w[1], "G1_mc") < get(&w[0], "G1_mc"));
+                let first = t.first().cloned().unwrap_or_default();
+                let last = t.last().cloned().unwrap_or_default();
+                let mut m = mc_claim(get(&last, "G1_paper"), get(&last, "G1_mc"), get(&last, "G1_mc_se"), get(&last, "G1_exact"), get(&last, "G1_paper"), 0.10, &format!(
+                    "the paper's form ignores the mean inside the centring (the query's zero label): at l = {} it is {:+.1}% off the exact form",
+                    get(&first, "l"), 100.0 * (get(&first, "G1_paper") / get(&first, "G1_exact") - 1.0)));
+                m.pass &= falling;
+                m.tolerance.push_str("; falls with l");
+                Ok(m)
+            }),
+        },
+        ClaimDef {
+            id: "fig7-alpha",
+            figure: "Fig. 7",
+            description: "τ_opt increases with α (test Σx = αI), l = 100; at α = 3: τ_opt = k(1.5α + 10⁻⁴) = 4.49965 (spec §7.3)",
+            runs: f7.clone(),
+            measure: Box::new(|r| {
+                let t = table(r, "temperature-fig7", "fig7-alpha")?;
+                let rising = t.windows(2).all(|w| get(&w[1], "tau_opt_mc") > get(&w[0], "tau_opt_mc"));
+                let x = at(r, "temperature-fig7", "fig7-alpha", "alpha", 3.0)?;
+                let mut m = mc_claim(4.49965, get(&x, "tau_opt_mc"), get(&x, "tau_opt_mc_se"), get(&x, "tau_opt_exact"), get(&x, "tau_opt_paper"), 0.01, "");
+                m.pass &= rising;
+                m.tolerance.push_str("; the Monte Carlo τ* rises with α");
+                Ok(m)
+            }),
+        },
+        ClaimDef {
+            id: "fig7-beta-flat",
+            figure: "Fig. 7",
+            description: "τ_opt is nearly flat in β (test Σw = βI): k(1.5 + 10⁻⁴/β) changes by < 0.05% over the sweep (measured: the exact form's relative range; paper value: eq. 15's)",
+            runs: f7.clone(),
+            measure: Box::new(|r| {
+                let t = table(r, "temperature-fig7", "fig7-beta")?;
+                let range = |k: &str| {
+                    let v: Vec<f64> = t.iter().map(|x| get(x, k)).collect();
+                    let (lo, hi) = (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+                    hi / lo - 1.0
+                };
+                let (ex, pf, mc) = (range("tau_opt_exact"), range("tau_opt_paper"), range("tau_opt_mc"));
+                Ok(Measured {
+                    paper_value: pf,
+                    measured: ex,
+                    stderr: None,
+                    exact: Some(ex),
+                    paper_form: Some(pf),
+                    tolerance: "< 5e-4 in both closed forms".into(),
+                    pass: ex < 5e-4 && pf < 5e-4,
+                    note: format!("the Monte Carlo τ* varies by {:.2}% over the sweep (its standard error is ~{:.2}%)", 100.0 * mc, 100.0 * get(&t[0], "tau_opt_mc_se") / get(&t[0], "tau_opt_mc")),
+                })
+            }),
+        },
+        ClaimDef {
+            id: "fig7-sigma",
+            figure: "Fig. 7",
+            description: "τ_opt increases with the test noise σ, l = 100; at σ = 3: k(1.5 + σ²/100) = 1.58984 (spec §7.1)",
+            runs: f7.clone(),
+            measure: Box::new(|r| {
+                let t = table(r, "temperature-fig7", "fig7-sigma")?;
+                let rising = t.windows(2).all(|w| get(&w[1], "tau_opt_exact") > get(&w[0], "tau_opt_exact"));
+                let x = at(r, "temperature-fig7", "fig7-sigma", "sigma", 3.0)?;
+                let mut m = mc_claim(1.58984, get(&x, "tau_opt_mc"), get(&x, "tau_opt_mc_se"), get(&x, "tau_opt_exact"), get(&x, "tau_opt_paper"), 0.01, "");
+                m.pass &= rising;
+                m.tolerance.push_str("; the exact τ_opt rises with σ");
+                Ok(m)
+            }),
+        },
+        ClaimDef {
+            id: "fig7-heuristic",
+            figure: "Fig. 7, App. J",
+            description: "The moment-ratio heuristic (eq. 136, v22 restored) tracks τ_opt (eq. 15): the largest relative difference over the α, β and σ sweeps",
+            runs: f7.clone(),
+            measure: Box::new(|r| {
+                let mut worst: f64 = 0.0;
+                let mut worst_ex: f64 = 0.0;
+                for k in ["fig7-alpha", "fig7-beta", "fig7-sigma"] {
+                    for x in table(r, "temperature-fig7", k)? {
+                        worst = worst.max((get(&x, "tau_heuristic") / get(&x, "tau_opt_paper") - 1.0).abs());
+                        worst_ex = worst_ex.max((get(&x, "tau_heuristic") / get(&x, "tau_opt_exact") - 1.0).abs());
+                    }
+                }
+                Ok(Measured {
+                    paper_value: 0.0,
+                    measured: worst,
+                    stderr: None,
+                    exact: Some(worst_ex),
+                    paper_form: Some(worst),
+                    tolerance: "< 1e-3 against eq. 15".into(),
+                    pass: worst < 1e-3,
+                    note: format!("against the exact form's τ_opt the heuristic is up to {:.2}% off", 100.0 * worst_ex),
+                })
+            }),
+        },
+        ClaimDef {
+            id: "fig8-gain",
+            figure: "Fig. 8",
+            description: "G(τ_opt) ≤ G(1) at every point of the α, β, σ sweeps: the smallest G(1)/G(τ_opt) (Monte Carlo, same prompts for both τ)",
+            runs: f7.clone(),
+            measure: Box::new(|r| {
+                let (mut mc, mut ex, mut pf) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+                for k in ["fig7-alpha", "fig7-beta", "fig7-sigma"] {
+                    for x in table(r, "temperature-fig7", k)? {
+                        mc = mc.min(get(&x, "G1_mc") / get(&x, "Gmin_mc"));
+                        ex = ex.min(get(&x, "G1_exact") / get(&x, "Gmin_exact"));
+                        pf = pf.min(get(&x, "G1_paper") / get(&x, "Gmin_paper"));
+                    }
+                }
+                Ok(Measured {
+                    paper_value: pf,
+                    measured: mc,
+                    stderr: None,
+                    exact: Some(ex),
+                    paper_form: Some(pf),
+                    tolerance: ">= 1".into(),
+                    pass: mc >= 1.0 && ex >= 1.0,
+                    note: String::new(),
+                })
+            }),
+        },
+        ClaimDef {
+            id: "sec44-rescaling",
+            figure: "§4.4",
+            description: "σ = σ_tr = 0, Σx^test = cI (c = 3): τ_opt = c \"fully counteracts\"; exactly τ_opt(c)/τ_opt(1) = c (the paper's τ_opt = c holds only as l/d → ∞: here τ_opt(1) = 1 + d/l). Measured: the exact form's ratio at d = 50, l = 100",
+            runs: vec![],
+            measure: Box::new(|_| {
+                let f = |form: &str, c: &str| theory("optimal-temperature", &[("form", form), ("train-sigma", "0"), ("test-sigma", "0"), ("test-sigma-x", c)]);
+                let (e3, e1, p3, p1) = (f("exact", "3")?, f("exact", "1")?, f("paper", "3")?, f("paper", "1")?);
+                Ok(Measured {
+                    paper_value: 3.0,
+                    measured: e3 / e1,
+                    stderr: None,
+                    exact: Some(e3 / e1),
+                    paper_form: Some(p3 / p1),
+                    tolerance: "within 1e-9 of 3".into(),
+                    pass: (e3 / e1 - 3.0).abs() < 1e-9 && (p3 / p1 - 3.0).abs() < 1e-9,
+                    note: format!("τ_opt(3) = {e3:.5} (exact), {p3:.5} (paper form), not 3"),
+                })
+            }),
+        },
+        ClaimDef {
+            id: "lemma41-finite-m",
+            figure: "Lemma 4.1",
+            description: "m = 5000 sampled pretraining prompts (the paper's) give M11 within ~3% (relative Frobenius) of the population d I/(1 + σ²/l) (d = 50, l = 100; spec §10 test 4: a (l−1)/l centring bias of 1% and ~1% sampling noise); the figures use the population form",
+            runs: vec![],
+            measure: Box::new(|_| {
+                let (d, l) = (50usize, 100usize);
+                let train = tp::Gaussian::isotropic(d, 1.0, 1.0, 0.01);
+                let xx = tp::pretraining_cov(&train, l, 5000, 1)?;
+                let pf = tp::lemma41_with_cov(&train, l, &xx)?;
+                let pop = d as f64 * tp::k_iso(l, 0.01);
+                let num: f64 = (0..d * d).map(|k| (pf.m11[k] - if k / d == k % d { pop } else { 0.0 }).powi(2)).sum::<f64>().sqrt();
+                let rel = num / (pop * (d as f64).sqrt());
+                Ok(Measured {
+                    paper_value: 0.03,
+                    measured: rel,
+                    stderr: None,
+                    exact: None,
+                    paper_form: None,
+                    tolerance: "< 0.03".into(),
+                    pass: rel < 0.03,
+                    note: String::new(),
+                })
+            }),
+        },
+        ClaimDef {
+            id: "exact-vs-mc",
+            figure: "all",
+            description: "The exact form is the layer's error: the largest |Monte Carlo − closed form|/SE of G(1) over every point of every figure (measured: the exact form's; paper value: Thm 4.6's, leading order in d and l)",
+            runs: all,
+            measure: Box::new(|r| {
+                let (mut ze, mut zp, mut npts) = (0.0f64, 0.0f64, 0usize);
+                for e in crate::experiments::temperature::NAMES {
+                    let s = r.experiment(e)?;
+                    for rows in s.tables.values() {
+                        for x in rows {
+                            let (m, se) = (get(x, "G1_mc"), get(x, "G1_mc_se"));
+                            ze = ze.max(((m - get(x, "G1_exact")) / se).abs());
+                            zp = zp.max(((m - get(x, "G1_paper")) / se).abs());
+                            npts += 1;
+                        }
+                    }
+                }
+                Ok(Measured {
+                    paper_value: zp,
+                    measured: ze,
+                    stderr: None,
+                    exact: Some(ze),
+                    paper_form: Some(zp),
+                    tolerance: "< 4.5 (the largest of ~N(0,1) z-scores over all points)".into(),
+                    pass: ze < 4.5,
+                    note: format!("{npts} points"),
+                })
+            }),
+        },
+    ];
+    (Vec::new(), defs)
+}
