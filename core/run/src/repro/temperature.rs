@@ -56,7 +56,7 @@ fn mc_claim(
     }
 }
 
-fn at<'a>(r: &'a super::Runs, exp: &str, table: &str, k: &str, v: f64) -> Result<Row> {
+fn at(r: &super::Runs, exp: &str, table: &str, k: &str, v: f64) -> Result<Row> {
     let s = r.experiment(exp)?;
     Ok(row_at(s.table(table)?, k, v)?.clone())
 }
