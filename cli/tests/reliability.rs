@@ -428,6 +428,14 @@ fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
         let out = d.join(format!("killed{trial}"));
         let kills: Vec<u64> = (0..3).map(|_| next()).collect();
         let hits = train_with_kills(&out, "6000", &kills);
+        let temps: Vec<String> = entries(&out)
+            .into_iter()
+            .filter(|e| e.contains(".tmp-"))
+            .collect();
+        assert!(
+            temps.is_empty(),
+            "trial {trial}: temporaries of killed writers in the run: {temps:?}"
+        );
         assert!(
             hits >= 1,
             "trial {trial}: no kill hit a running process ({kills:?} ms)"
@@ -480,7 +488,7 @@ fn class5_a_full_disk_leaves_no_partial_run() {
     let d = tmp("c5full");
     let train_into = |out: &Path, fsize: Option<u64>, every: &str| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_icl"));
-        // snapshots every 10 steps make the run's files larger than the limit
+        // snapshots every 2 steps make the run's files (and later checkpoints) larger than the limit
         cmd.args([
             "train",
             "--preset",
@@ -491,7 +499,7 @@ fn class5_a_full_disk_leaves_no_partial_run() {
             "0",
             "-q",
             "--set",
-            "train.snapshot_every=10",
+            "train.snapshot_every=2",
             "--checkpoint-every",
             every,
             "--out",

@@ -689,6 +689,11 @@ impl Stage {
             dir: RunDir::new(&path),
             _lock: lock,
         };
+        if resume {
+            // a process killed while writing left its temporary file (`.NAME.tmp-PID`); we hold
+            // the lock, so no writer owns one now, and it must not end up in the run folder
+            stage.remove_stale_temporaries()?;
+        }
         if !resume && stage.checkpoint().is_file() {
             if !force {
                 return Err(RunError::Refused(format!(
@@ -707,6 +712,21 @@ impl Stage {
     /// The in-progress checkpoint.
     fn checkpoint(&self) -> PathBuf {
         self.dir.file("checkpoint.safetensors")
+    }
+
+    /// Remove the temporary files of killed writers (`.NAME.tmp-PID`, see
+    /// [`crate::folder::atomic_write`]) from the staging folder.
+    fn remove_stale_temporaries(&self) -> Result<()> {
+        let entries =
+            std::fs::read_dir(&self.dir.dir).map_err(|e| RunError::Os(self.dir.dir.clone(), e))?;
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.contains(".tmp-") && e.path().is_file() {
+                let p = e.path();
+                std::fs::remove_file(&p).map_err(|e| RunError::Os(p.clone(), e))?;
+            }
+        }
+        Ok(())
     }
 
     /// Remove everything but the lock from the staging folder.
