@@ -420,3 +420,49 @@ fn t11_moment_ratio() {
         );
     }
 }
+
+#[test]
+fn sgd_pretraining_converges_to_lemma41_over_tau_opt() {
+    use icl_core::theory::temperature::fit::{self, FitOptions};
+    let (d, l) = (4, 12);
+    let train = Gaussian::isotropic(d, 1.0, 1.0, 0.09);
+    let o = FitOptions {
+        steps: 6000,
+        batch: 256,
+        lr: 0.003,
+        seed: 1,
+    };
+    let f = fit::fit(&train, l, o).unwrap();
+    let lemma = tp::lemma41(&train, l).unwrap();
+    let t = tp::exact::coefficients(&lemma, &train, l)
+        .unwrap()
+        .tau_opt()
+        .unwrap();
+    let target = fit::scaled(&lemma.m11, t);
+    let to_target = fit::rel_frobenius(&f.params.m11, &target);
+    let to_lemma = fit::rel_frobenius(&f.params.m11, &lemma.m11);
+    eprintln!(
+        "tau_opt {t}: |M - M_lemma/tau_opt| = {to_target}, |M - M_lemma| = {to_lemma}, losses {:?}",
+        f.losses
+    );
+    assert!(
+        to_target < 0.02,
+        "trained M11 is {to_target} from M_lemma/tau_opt"
+    );
+    assert!(
+        to_lemma > 0.5 * (1.0 - 1.0 / t),
+        "trained M11 is {to_lemma} from M_lemma"
+    );
+    let vn = f.params.v21.iter().map(|v| v * v).sum::<f64>().sqrt();
+    assert!(vn < 0.02, "|v21| = {vn}");
+    // the trained layer's error at tau = 1 is the exact form's G_min of Lemma 4.1's scale
+    let g = tp::exact::coefficients(&f.params, &train, l)
+        .unwrap()
+        .g(1.0);
+    let gmin = tp::exact::coefficients(&lemma, &train, l)
+        .unwrap()
+        .g_min()
+        .unwrap();
+    assert!(rel(g, gmin) < 0.01, "trained G(1) {g} vs G_min {gmin}");
+    assert!(f.losses.last().unwrap() < &f.losses[0]);
+}

@@ -6,7 +6,7 @@
 //!   error, `docs/temperature-exact.md`; `paper`: Theorem 4.6/4.7) and the conditional Monte Carlo
 //!   (spec §10) with its standard error, evaluated at the exact form's tau_opt;
 //! * tau_opt in both forms, from the Monte Carlo's coefficients (2a/b with its standard error) and
-//!   as the minimiser of the Monte Carlo curve on a grid of 481 log-spaced points in [0.02, 50];
+//!   as the minimiser of the Monte Carlo curve on a grid of 4001 log-spaced points in [0.02, 50];
 //! * the oracle Bayes ridge (test prior and noise, context centred by its own mean; spec §4) by
 //!   Monte Carlo on the same prompts, and for Fig. 2b also the train-prior ridge (sigma_tr, N(0, I));
 //! * for Fig. 4 linear attention (eq. 6) with the same parameters at tau = 1, by Monte Carlo, and
@@ -97,9 +97,9 @@ fn e1(c: f64) -> Vec<f64> {
     v
 }
 
-/// The tau grid of the Monte Carlo minimiser: 481 log-spaced points in [0.02, 50].
+/// The tau grid of the Monte Carlo minimiser: 4001 log-spaced points (0.2 % apart) in [0.02, 50].
 fn grid_argmin(g: impl Fn(f64) -> f64) -> f64 {
-    let (lo, hi, n) = (0.02f64.ln(), 50f64.ln(), 481);
+    let (lo, hi, n) = (0.02f64.ln(), 50f64.ln(), 4001);
     (0..n)
         .map(|i| (lo + (hi - lo) * i as f64 / (n - 1) as f64).exp())
         .min_by(|a, b| g(*a).total_cmp(&g(*b)))

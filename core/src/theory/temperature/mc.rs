@@ -218,8 +218,12 @@ impl Sampler {
 
     /// Draw prompt `i`'s normals and its inputs `x_t = mu_x + L_x g_t`.
     pub fn draw(&mut self, seed: u64, i: usize) {
+        self.draw_from(rng::stream(seed, Domain::Eval, self.l as u64, i as u64));
+    }
+
+    /// Draw a prompt from the stream `r` (inputs, then `w`, then the noises, as [`Sampler::draw`]).
+    pub fn draw_from(&mut self, mut r: rng::Rng) {
         let (d, l) = (self.d, self.l);
-        let mut r = rng::stream(seed, Domain::Eval, l as u64, i as u64);
         rng::fill_normal(&mut r, &mut self.g);
         for t in 0..l {
             self.lx.affine(

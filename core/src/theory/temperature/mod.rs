@@ -14,8 +14,10 @@
 //! * [`exact`]: the exact finite-size a, b, c of the same layer (no large-d or large-l step);
 //! * [`mc`]: Monte Carlo of the layer's test error (plain and conditional, with standard errors);
 //! * [`linear`]: linear attention (eq. 6) with the same parameters, the Fig. 4 contrast;
-//! * [`ridge`]: the Bayes ridge baselines (spec §4) and their Monte Carlo error.
+//! * [`ridge`]: the Bayes ridge baselines (spec §4) and their Monte Carlo error;
+//! * [`fit`]: pretraining the layer by gradient descent instead of Lemma 4.1.
 pub mod exact;
+pub mod fit;
 pub mod linear;
 pub mod mc;
 mod moments;
