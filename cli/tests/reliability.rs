@@ -481,8 +481,9 @@ fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
 /// A full disk. Two ways, both checked where possible: a 512 KiB tmpfs (mounted when the test runs
 /// as root), which the space check before training refuses; and a write that fails half-way
 /// through the run (RLIMIT_FSIZE: a write past 256 KiB fails with EFBIG, as on a disk that fills
-/// up while the run writes its snapshots). Either way: one line, exit 2, and the destination holds
-/// no partial run and no staging files.
+/// up while the run writes its snapshots). One line, exit 2 for the refusal before training and 1
+/// for the failure while running (the CLI's runtime-failure code), and the destination holds no
+/// partial run; a staging folder stays only when it holds a checkpoint to resume from.
 #[test]
 fn class5_a_full_disk_leaves_no_partial_run() {
     let d = tmp("c5full");
@@ -528,7 +529,7 @@ fn class5_a_full_disk_leaves_no_partial_run() {
     let half = d.join("half");
     std::fs::create_dir_all(&half).unwrap();
     let o = train_into(&half.join("run"), Some(256 * 1024), "0");
-    let e = one_line_error(&o, 2, "a write fails half-way");
+    let e = one_line_error(&o, 1, "a write fails half-way");
     assert!(e.contains("too large"), "{e}");
     assert_eq!(
         entries(&half),
@@ -541,7 +542,7 @@ fn class5_a_full_disk_leaves_no_partial_run() {
     std::fs::create_dir_all(&kept).unwrap();
     let run = kept.join("run");
     let o = train_into(&run, Some(256 * 1024), "500");
-    let e = one_line_error(&o, 2, "a write fails after a checkpoint");
+    let e = one_line_error(&o, 1, "a write fails after a checkpoint");
     assert!(
         e.contains("too large") && e.contains("checkpointed at step") && e.contains("--resume"),
         "{e}"

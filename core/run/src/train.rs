@@ -102,15 +102,21 @@ fn abandoned(e: RunError, out: &Path, staging: &Path, ckpt: &Path) -> RunError {
         let _ = std::fs::remove_dir_all(staging);
         return e;
     }
-    match (&e, checkpoint::load(ckpt)) {
+    match (e, checkpoint::load(ckpt)) {
         // a full disk or another write error: after freeing space the run continues
-        (RunError::Os(..), Ok(l)) => RunError::Refused(format!(
-            "{e}; the run is checkpointed at step {} in {}: continue it with `icl train --resume {}`",
-            l.step,
-            staging.display(),
-            out.display()
-        )),
-        _ => e,
+        (RunError::Os(p, io), Ok(l)) => RunError::Os(
+            p,
+            std::io::Error::new(
+                io.kind(),
+                format!(
+                    "{io}; the run is checkpointed at step {} in {}: continue it with `icl train --resume {}`",
+                    l.step,
+                    staging.display(),
+                    out.display()
+                ),
+            ),
+        ),
+        (e, _) => e,
     }
 }
 
