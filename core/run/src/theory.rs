@@ -78,19 +78,16 @@ pub fn write_svg(path: &Path, t: &Traj) -> Result<()> {
     let mut series: Vec<Series> = t
         .plot
         .iter()
-        .map(|&j| Series {
-            name: t.columns[j].clone(),
-            points: t.rows.iter().map(|r| (r[0], r[j])).collect(),
-            dashed: false,
+        .map(|&j| {
+            Series::line(
+                t.columns[j].clone(),
+                t.rows.iter().map(|r| (r[0], r[j])).collect(),
+            )
         })
         .collect();
     if let (Some(first), Some(last)) = (t.rows.first(), t.rows.last()) {
         for (name, y) in &t.refs {
-            series.push(Series {
-                name: name.clone(),
-                points: vec![(first[0], *y), (last[0], *y)],
-                dashed: true,
-            });
+            series.push(Series::level(name.clone(), *y, first[0], last[0]));
         }
     }
     lines_svg(path, &t.title, &t.columns[0], "value", &series, t.log_y)

@@ -15,7 +15,7 @@ use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
 use crate::eval::EvalOptions;
 use crate::folder::RunDir;
-use crate::plot::{lines_svg, Series};
+use crate::plot::{figures, lines_svg, Series};
 use crate::summary::{
     config_json, pretty, HeadSummary, LinattnSummary, PlateauSummary, Risk, Summary,
 };
@@ -417,29 +417,39 @@ fn write_outputs<T: RunScalar>(
             });
         }
         loss_plot(dir, &curve)?;
+        omega_mu_plot(t, dir)?;
     }
     dir.write_text("summary.json", &pretty(&summary))?;
     Ok(summary)
 }
 
-/// `loss.svg`: the training loss curve (log scale).
+/// `loss.svg`: the training loss curve (log step and loss axes).
 fn loss_plot(dir: &RunDir, curve: &[(f64, f64)]) -> Result<()> {
     if curve.len() >= 2 {
-        let series = vec![Series {
-            name: "train loss".into(),
-            points: curve.to_vec(),
-            dashed: false,
-        }];
-        lines_svg(
-            &dir.file("loss.svg"),
-            "training loss",
-            "step",
-            "MSE",
-            &series,
-            true,
-        )?;
+        figures::loss(curve).write(&dir.file("loss.svg"))?;
     }
     Ok(())
+}
+
+/// `omega_mu.svg`: each head's omega and mu over training, from the `omega` and `mu` columns of
+/// the log (one-layer attention runs).
+fn omega_mu_plot<T: Scalar>(t: &Trainer<T>, dir: &RunDir) -> Result<()> {
+    if t.log.len() < 2 {
+        return Ok(());
+    }
+    let steps: Vec<f64> = t.log.iter().map(|r| r.step as f64).collect();
+    let per_head = |group: &str| -> Vec<Vec<f64>> {
+        let rows: Vec<Vec<f64>> = t.log.iter().map(|r| t.group(r, group)).collect();
+        let heads = rows.first().map_or(0, |r| r.len());
+        (0..heads)
+            .map(|h| rows.iter().map(|r| r[h]).collect())
+            .collect()
+    };
+    let (omega, mu) = (per_head("omega"), per_head("mu"));
+    if omega.is_empty() || mu.is_empty() {
+        return Ok(());
+    }
+    figures::omega_mu(&steps, &omega, &mu).write(&dir.file("omega_mu.svg"))
 }
 
 /// The Zhang et al. (2025) outputs: plateaus against the theory levels, group CSVs and plots.
@@ -507,42 +517,30 @@ fn linattn_outputs<T: Scalar>(
     dir.write_text("m.csv", &group_csv(t, "m"))?;
 
     let x_end = curve.last().map(|p| p.0).unwrap_or(1.0).max(1.0);
-    let mut series = vec![Series {
-        name: "train loss".into(),
-        points: curve.to_vec(),
-        dashed: false,
-    }];
+    let mut series = vec![Series::line("train loss", curve.to_vec())];
     for n in &tests {
         let pts = t.column(n).unwrap_or_default();
-        series.push(Series {
-            name: n.replace('_', " "),
-            points: t
-                .log
+        series.push(Series::line(
+            n.replace('_', " "),
+            t.log
                 .iter()
                 .zip(pts)
                 .map(|(r, l)| (r.step as f64, l))
                 .collect(),
-            dashed: false,
-        });
+        ));
     }
     if let Some(tw) = &twin {
-        series.push(Series {
-            name: "cubic-feature MLP".into(),
-            points: t
-                .log
+        series.push(Series::line(
+            "cubic-feature MLP",
+            t.log
                 .iter()
                 .zip(tw)
                 .map(|(r, l)| (r.step as f64, *l))
                 .collect(),
-            dashed: false,
-        });
+        ));
     }
     for (m, l) in levels.iter().enumerate() {
-        series.push(Series {
-            name: format!("L(M_{m}) = {l:.4}"),
-            points: vec![(0.0, *l), (x_end, *l)],
-            dashed: true,
-        });
+        series.push(Series::level(format!("L(M_{m}) = {l:.4}"), *l, 0.0, x_end));
     }
     if curve.len() >= 2 {
         lines_svg(
@@ -554,23 +552,24 @@ fn linattn_outputs<T: Scalar>(
             false,
         )?;
         let mut vs: Vec<Series> = (0..t.model.spec.heads)
-            .map(|h| Series {
-                name: format!("v_{}", h + 1),
-                points: t
-                    .log
-                    .iter()
-                    .map(|r| (r.step as f64, t.group(r, "values")[h]))
-                    .collect(),
-                dashed: false,
+            .map(|h| {
+                Series::line(
+                    format!("v_{}", h + 1),
+                    t.log
+                        .iter()
+                        .map(|r| (r.step as f64, t.group(r, "values")[h]))
+                        .collect(),
+                )
             })
             .collect();
         if cfg.model.lin_norm == LinNorm::Len {
             for (d, v) in vstar.iter().enumerate() {
-                vs.push(Series {
-                    name: format!("v*_{} = {v:.3}", d + 1),
-                    points: vec![(0.0, *v), (x_end, *v)],
-                    dashed: true,
-                });
+                vs.push(Series::level(
+                    format!("v*_{} = {v:.3}", d + 1),
+                    *v,
+                    0.0,
+                    x_end,
+                ));
             }
         }
         lines_svg(

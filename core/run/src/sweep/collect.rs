@@ -412,11 +412,7 @@ fn summary_plot(
         .into_iter()
         .map(|(name, mut pts)| {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                name,
-                points: pts.iter().map(|p| (p.0, p.1 / p.2 as f64)).collect(),
-                dashed: false,
-            }
+            Series::line(name, pts.iter().map(|p| (p.0, p.1 / p.2 as f64)).collect())
         })
         .collect();
     lines_svg(path, title, &x_key, metric, &series, log_y)?;

@@ -1,0 +1,97 @@
+//! icl's own figures, built from what a run logs or an evaluation measures:
+//! * [`loss`]: `loss.svg`, the training loss on log-log axes (a log step axis shows the first
+//!   thousand steps as well as the last decade);
+//! * [`omega_mu`]: `omega_mu.svg`, each head's omega and mu over training (He et al. 2025
+//!   figures 1b and 2b);
+//! * [`risk_vs_len`]: the risk of the model and of every baseline against the test length L',
+//!   with error bars of one standard error (He et al. 2025 figure 3).
+use super::{Axis, Figure, Panel, Series};
+use crate::error::{Result, RunError};
+use crate::summary::EvalRows;
+
+/// The training loss against the step, both axes log (a step-0 row is left out).
+pub fn loss(curve: &[(f64, f64)]) -> Figure {
+    Figure::single(Panel {
+        title: "training loss".into(),
+        x: Axis::log("step").steps(),
+        y: Axis::log("MSE"),
+        series: vec![Series::line("train loss", curve.to_vec())],
+    })
+}
+
+/// Each head's omega (mean diagonal of KQ_11) and mu (OV entry of the first output) against the
+/// step, one panel each: `omega[h]` and `mu[h]` hold head h's value at every `steps` entry.
+pub fn omega_mu(steps: &[f64], omega: &[Vec<f64>], mu: &[Vec<f64>]) -> Figure {
+    let panel = |title: &str, y: &str, v: &[Vec<f64>]| Panel {
+        title: title.into(),
+        x: Axis::log("step").steps(),
+        y: Axis::linear(y),
+        series: v
+            .iter()
+            .enumerate()
+            .map(|(h, col)| {
+                Series::line(
+                    format!("head {}", h + 1),
+                    steps.iter().copied().zip(col.iter().copied()).collect(),
+                )
+            })
+            .collect(),
+    };
+    Figure::stacked(vec![
+        panel("ω per head: mean diagonal of KQ₁₁", "ω", omega),
+        panel("μ per head: OV entry (y, y)", "μ", mu),
+    ])
+}
+
+/// The name of an estimator row in the legend: `model (τ = 0.5)` for tempered model rows.
+fn row_label(estimator: &str, tau: Option<f64>, tau_opt: bool) -> String {
+    match tau {
+        Some(_) if tau_opt => format!("{estimator} (τ opt)"),
+        Some(t) if t != 1.0 => format!("{estimator} (τ = {t})"),
+        _ => estimator.to_string(),
+    }
+}
+
+/// Risk against the test length L' of every estimator of `res` (one series each, in row
+/// order), with error bars of one standard error. L' is on a log axis when it spans a factor
+/// 20 or more, the risk when it spans a factor 10 or more.
+pub fn risk_vs_len(res: &EvalRows) -> Result<Figure> {
+    let mut series: Vec<Series> = Vec::new();
+    for r in &res.rows {
+        let name = row_label(&r.estimator, r.tau, r.tau_opt);
+        let i = match series.iter().position(|s| s.name == name) {
+            Some(i) => i,
+            None => {
+                series.push(Series::line(name, Vec::new()).with_errors(Vec::new()));
+                series.len() - 1
+            }
+        };
+        series[i].points.push((r.len as f64, r.risk));
+        series[i].err.push(r.stderr);
+    }
+    if series.is_empty() {
+        return Err(RunError::Refused("no evaluation rows to plot".into()));
+    }
+    let mut title = String::from("test risk against L′ (±1 standard error)");
+    if let Some(sh) = res.rows.first().and_then(|r| r.shift.as_ref()) {
+        let keys: Vec<String> = sh.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if !keys.is_empty() {
+            title.push_str(&format!(", shift {}", keys.join(", ")));
+        }
+    }
+    let ylabel = match &res.target {
+        Some(t) => format!("risk ({t} target)"),
+        None => "risk".to_string(),
+    };
+    Ok(Figure::single(Panel {
+        title,
+        x: Axis::auto(
+            "test length L′",
+            res.rows.iter().map(|r| r.len as f64),
+            20.0,
+        )
+        .steps(),
+        y: Axis::auto(&ylabel, res.rows.iter().map(|r| r.risk), 10.0),
+        series,
+    }))
+}
