@@ -49,9 +49,23 @@ fn train_writes_run_folder_and_prints_summary_path_last() {
         "metrics.csv",
         "summary.json",
         "loss.svg",
+        "omega_mu.svg",
     ] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
+    // loss.svg: log step axis labelled 1, 10, 100 (no "100.0"); omega_mu.svg: a line per head
+    let loss = std::fs::read_to_string(out.join("loss.svg")).unwrap();
+    for l in [">1<", ">10<", ">100<"] {
+        assert!(loss.contains(l), "loss.svg lacks the step label {l}");
+    }
+    assert!(!loss.contains("100.0<"), "loss.svg prints steps as floats");
+    let om = std::fs::read_to_string(out.join("omega_mu.svg")).unwrap();
+    assert!(om.contains("ω per head") && om.contains("μ per head"));
+    assert_eq!(
+        om.matches(">head 2<").count(),
+        2,
+        "omega_mu.svg: head 2 in each panel"
+    );
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["steps"], 300);
@@ -82,8 +96,12 @@ fn train_writes_run_folder_and_prints_summary_path_last() {
         "--json",
         "--engine",
         "scalar",
+        "--plot",
+        out.join("risk.png").to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let png = std::fs::read(out.join("risk.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "eval --plot wrote no PNG");
     let e: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let rows = e["rows"].as_array().unwrap();
     let names: Vec<&str> = rows
@@ -96,6 +114,50 @@ fn train_writes_run_folder_and_prints_summary_path_last() {
     assert!(rows
         .iter()
         .all(|r| r["risk"].as_f64().unwrap() > 0.0 && r["stderr"].as_f64().unwrap() > 0.0));
+    // --plot FILE.svg: a legend entry per estimator, the L' labels at the evaluated lengths
+    let o = icl(&[
+        "eval",
+        out.to_str().unwrap(),
+        "--lengths",
+        "10,50",
+        "--samples",
+        "300",
+        "--engine",
+        "scalar",
+        "--plot",
+        out.join("risk.svg").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(out.join("risk.svg")).unwrap();
+    for n in [
+        "model",
+        "vanilla_gd",
+        "debiased_gd",
+        "ridge",
+        "ols",
+        "nw",
+        "10",
+        "50",
+    ] {
+        assert!(svg.contains(&format!(">{n}<")), "risk.svg lacks {n}");
+    }
+    // a --plot into a missing folder is one line, exit 2
+    let o = icl(&[
+        "eval",
+        out.to_str().unwrap(),
+        "--lengths",
+        "10",
+        "--samples",
+        "300",
+        "--plot",
+        out.join("no/such/dir/risk.svg").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("icl: error: ") && err.lines().count() == 1,
+        "{err}"
+    );
     std::fs::remove_dir_all(&out).unwrap();
 }
 

@@ -2,7 +2,7 @@
 //! lengths L' (length generalisation, He et al. 2025 figure 3).
 use super::common::{outln, parse_usize_list};
 use crate::error::CliResult;
-use icl_run::eval::{eval_run, temper_from_text, EvalOptions, MlEvalOptions};
+use icl_run::eval::{eval_run, temper_from_text, write_risk_plot, EvalOptions, MlEvalOptions};
 use icl_run::summary::pretty;
 use icl_run::RunDir;
 use std::path::PathBuf;
@@ -50,6 +50,10 @@ pub struct Args {
     /// Held-out sequences per length for `--tau opt`.
     #[arg(long, value_name = "N")]
     pub tau_holdout: Option<usize>,
+    /// Also write the figure of the risks against L' (model and every baseline, error bars of
+    /// one standard error) to FILE: PNG if it ends in .png, SVG otherwise.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Print JSON: {"rows": [{"estimator", "L", "risk", "stderr", "tau", "shift"}], ...} ("tau"
     /// on model rows); transformer runs add "target": "noise-free", "etas", "alignment".
     #[arg(long)]
@@ -83,6 +87,9 @@ pub fn run(a: &Args) -> CliResult {
         temper: temper_from_text(a.tau.as_deref(), &a.shift, a.tau_holdout)?,
     };
     let res = eval_run(&RunDir::new(&a.dir), &opts)?;
+    if let Some(p) = &a.plot {
+        write_risk_plot(&res, p)?;
+    }
     if a.json {
         return outln(&pretty(&res));
     }

@@ -438,3 +438,9 @@ pub fn eval_run(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
     }
     eval_model(&loaded.config, &loaded.model, o)
 }
+
+/// Write the figure of `res` (risk against L' of the model and every baseline, error bars of one
+/// standard error; He et al. 2025 figure 3) to `path`: PNG if it ends in `.png`, SVG otherwise.
+pub fn write_risk_plot(res: &EvalRows, path: &std::path::Path) -> Result<()> {
+    crate::plot::figures::risk_vs_len(res)?.write(path)
+}

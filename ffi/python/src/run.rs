@@ -220,8 +220,9 @@ impl Run {
     /// tau, `opt` chosen per length on held-out sequences); `shift`: test-time shifts as a dict
     /// (`{"x_cov": 3, "x_mean": "2e1", "noise": 1.0}`, the keys of `icl eval --shift`). A
     /// pandas DataFrame when pandas is installed (and `as_frame` is not False), else a list of
-    /// dicts. The GIL is released while it runs.
-    #[pyo3(signature = (lengths = vec![10, 20, 40, 100], samples = 20_000, seed = 0, engine = None, as_frame = None, tau = None, shift = None, tau_holdout = None))]
+    /// dicts. `plot`: a file to draw the risks against L' in (`icl eval --plot`; PNG if it ends
+    /// in `.png`, SVG otherwise). The GIL is released while it runs.
+    #[pyo3(signature = (lengths = vec![10, 20, 40, 100], samples = 20_000, seed = 0, engine = None, as_frame = None, tau = None, shift = None, tau_holdout = None, plot = None))]
     #[allow(clippy::too_many_arguments)]
     fn eval<'py>(
         &self,
@@ -234,6 +235,7 @@ impl Run {
         tau: Option<Bound<'py, PyAny>>,
         shift: Option<Bound<'py, PyDict>>,
         tau_holdout: Option<usize>,
+        plot: Option<std::path::PathBuf>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let tau_text = match tau {
             None => None,
@@ -263,7 +265,15 @@ impl Run {
             temper,
         };
         let dir = RunDir::new(&self.dir);
-        let res = py.detach(|| icl_run::eval::eval_run(&dir, &o)).or_py()?;
+        let res = py
+            .detach(|| {
+                let res = icl_run::eval::eval_run(&dir, &o)?;
+                if let Some(p) = &plot {
+                    icl_run::eval::write_risk_plot(&res, p)?;
+                }
+                Ok::<_, icl_run::RunError>(res)
+            })
+            .or_py()?;
         let rows = to_py(py, &res.rows)?;
         frame(py, rows.cast_into::<PyList>()?.into_any(), as_frame)
     }

@@ -254,3 +254,18 @@ def test_out_none_trains_into_a_new_temporary_folder():
     assert other.dir != run.dir
     shutil.rmtree(run.dir)
     shutil.rmtree(other.dir)
+
+
+def test_eval_plot_writes_the_figure_cli_writes(runs, cli_json, tmp_path):
+    # the figure of the same rows is the same bytes from Python and from `icl eval --plot`
+    cli_json(
+        "eval", runs["cli"], "--lengths", "10,40", "--samples", 300, "--json",
+        "--plot", str(tmp_path / "cli.svg"),
+    )
+    rows = runs["py"].eval(lengths=[10, 40], samples=300, as_frame=False, plot=str(tmp_path / "py.svg"))
+    svg = (tmp_path / "py.svg").read_text()
+    assert svg == (tmp_path / "cli.svg").read_text()
+    for r in rows:
+        assert ">%s<" % r["estimator"] in svg
+    runs["py"].eval(lengths=[10, 40], samples=300, plot=str(tmp_path / "py.png"))
+    assert (tmp_path / "py.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -83,14 +83,12 @@ pub fn risk_vs_len(res: &EvalRows) -> Result<Figure> {
         Some(t) => format!("risk ({t} target)"),
         None => "risk".to_string(),
     };
+    let lens: Vec<f64> = res.rows.iter().map(|r| r.len as f64).collect();
     Ok(Figure::single(Panel {
         title,
-        x: Axis::auto(
-            "test length L′",
-            res.rows.iter().map(|r| r.len as f64),
-            20.0,
-        )
-        .steps(),
+        x: Axis::auto("test length L′", lens.iter().copied(), 20.0)
+            .steps()
+            .with_ticks(lens.clone()),
         y: Axis::auto(&ylabel, res.rows.iter().map(|r| r.risk), 10.0),
         series,
     }))

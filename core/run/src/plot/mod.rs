@@ -120,6 +120,9 @@ pub struct Axis {
     pub label: String,
     pub scale: Scale,
     pub labels: Labels,
+    /// The labelled ticks, when they are given (e.g. the evaluated lengths); used when every
+    /// two are far enough apart to be read, otherwise the automatic ticks are.
+    pub ticks: Option<Vec<f64>>,
 }
 
 impl Axis {
@@ -129,6 +132,7 @@ impl Axis {
             label: label.into(),
             scale: Scale::Linear,
             labels: Labels::Number,
+            ticks: None,
         }
     }
     /// A log axis of numbers.
@@ -151,6 +155,11 @@ impl Axis {
         } else {
             Axis::linear(label)
         }
+    }
+    /// The same axis labelled at `ticks` where they are far enough apart.
+    pub fn with_ticks(mut self, ticks: Vec<f64>) -> Axis {
+        self.ticks = Some(ticks);
+        self
     }
     /// The same axis with integer / SI tick labels (training steps).
     pub fn steps(mut self) -> Axis {
@@ -263,14 +272,30 @@ impl Coord {
             }
         };
         let decimals = if log { 0 } else { ticks::decimals(&t.major) };
-        Coord {
+        let mut c = Coord {
             lo,
             hi,
             log,
             labels: axis.labels,
             ticks: t,
             decimals,
+        };
+        if let Some(given) = &axis.ticks {
+            let mut g: Vec<f64> = given
+                .iter()
+                .copied()
+                .filter(|&v| usable(axis, v) && v >= lo && v <= hi)
+                .collect();
+            g.sort_by(f64::total_cmp);
+            g.dedup();
+            // labels about 5% of the axis wide: keep them apart
+            let apart = g.windows(2).all(|w| c.frac(w[1]) - c.frac(w[0]) >= 0.05);
+            if g.len() >= 2 && apart {
+                c.ticks.minor.retain(|v| !g.contains(v));
+                c.ticks.major = g;
+            }
         }
+        c
     }
     /// Where `v` falls on the axis, 0 at `lo` and 1 at `hi` (clamped to -1..2).
     fn frac(&self, v: f64) -> f64 {
@@ -363,8 +388,8 @@ fn drawable(p: &Panel, s: &Series) -> Vec<(f64, f64, f64)> {
         .collect()
 }
 
-/// The corner of the plot where the fewest points fall, for the legend.
-fn legend_corner(p: &Panel, xc: &Coord, yc: &Coord) -> SeriesLabelPosition {
+/// The corner of the plot where the fewest points fall, for the legend, and how many fall there.
+fn legend_corner(p: &Panel, xc: &Coord, yc: &Coord) -> (SeriesLabelPosition, usize) {
     let mut counts = [0usize; 4]; // upper right, upper left, lower right, lower left
     for s in &p.series {
         for (x, y, _) in drawable(p, s) {
@@ -379,13 +404,50 @@ fn legend_corner(p: &Panel, xc: &Coord, yc: &Coord) -> SeriesLabelPosition {
         }
     }
     let best = (0..4).min_by_key(|&i| counts[i]).unwrap_or(0);
-    [
+    let pos = [
         SeriesLabelPosition::UpperRight,
         SeriesLabelPosition::UpperLeft,
         SeriesLabelPosition::LowerRight,
         SeriesLabelPosition::LowerLeft,
     ][best]
-        .clone()
+        .clone();
+    (pos, counts[best])
+}
+
+/// Series at most this many get their legend inside the plot (in an empty corner).
+const INSIDE_LEGEND: usize = 4;
+
+/// The legend beside the plot (right of it): a line (with its dot) and the name per series.
+fn draw_side_legend(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
+    for (i, s) in p.series.iter().enumerate() {
+        let col = PALETTE[i % PALETTE.len()];
+        let y = 64 + 24 * i as i32;
+        let style = col.stroke_width(if s.dashed { 1 } else { 2 });
+        area.draw(&PathElement::new(vec![(6, y), (30, y)], style))
+            .map_err(perr)?;
+        if s.markers {
+            area.draw(&Circle::new((18, y), 3, col.filled()))
+                .map_err(perr)?;
+        }
+        area.draw(&Text::new(
+            s.name.clone(),
+            (36, y - 8),
+            ("sans-serif", 14).into_font(),
+        ))
+        .map_err(perr)?;
+    }
+    Ok(())
+}
+
+/// Pixels the side legend needs (about 7.5 per character of the longest name).
+fn side_legend_width(p: &Panel) -> u32 {
+    let chars = p
+        .series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    (44 + chars * 15 / 2).min(320)
 }
 
 fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
@@ -404,8 +466,19 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
         )));
     };
     let (xc, yc) = (Coord::new(&p.x, xr), Coord::new(&p.y, yr));
-    let corner = legend_corner(p, &xc, &yc);
-    let mut chart = ChartBuilder::on(area)
+    let (corner, crowd) = legend_corner(p, &xc, &yc);
+    let inside = p.series.len() <= INSIDE_LEGEND && crowd == 0;
+    let (plot, side) = if inside {
+        (area.clone(), None)
+    } else {
+        let w = area.dim_in_pixel().0;
+        let (a, b) = area.split_horizontally(w.saturating_sub(side_legend_width(p)));
+        (a, Some(b))
+    };
+    if let Some(side) = &side {
+        draw_side_legend(side, p)?;
+    }
+    let mut chart = ChartBuilder::on(&plot)
         .caption(&p.title, ("sans-serif", 19))
         .margin(14)
         .x_label_area_size(50)
@@ -462,6 +535,9 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
                 .map_err(perr)?;
             chart.draw_series([cap(lo), cap(y + e)]).map_err(perr)?;
         }
+    }
+    if !inside {
+        return Ok(());
     }
     chart
         .configure_series_labels()

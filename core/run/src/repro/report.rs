@@ -1,11 +1,13 @@
-//! The report files: `report.json` (the contract), `report.md`, `report.html` (self-contained,
-//! figures inline). Each file is written atomically.
+//! The report files: `report.json` (the contract), `report.md` (with the PNG figures),
+//! `report.html` (self-contained, figures inline), and every run's figures as
+//! `figures/RUN-NAME.svg` and `.png`. Each file is written atomically.
 use super::{Claim, RunRow, Runs};
 use crate::error::Result;
 use crate::folder::atomic_write;
+use crate::plot::write_svg_text;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `report.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -160,17 +162,7 @@ pub fn html(r: &Report, runs: &Runs) -> String {
             x.seconds,
             x.steps_per_s
         );
-        let dir = runs.path(&x.name);
-        let mut figs: Vec<_> = std::fs::read_dir(&dir)
-            .map(|d| {
-                d.filter_map(|e| e.ok())
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "svg"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        figs.sort();
-        for f in figs {
+        for f in run_figures(runs, &x.name) {
             if let Ok(svg) = std::fs::read_to_string(&f) {
                 let body = svg.find("<svg").map(|i| &svg[i..]).unwrap_or("");
                 let _ = write!(s, "<figure>{body}</figure>");
@@ -181,11 +173,112 @@ pub fn html(r: &Report, runs: &Runs) -> String {
     s
 }
 
-/// Write `report.json`, `report.md` and `report.html` into `out`.
+/// The SVG figures of run `name`, sorted by file name.
+fn run_figures(runs: &Runs, name: &str) -> Vec<PathBuf> {
+    let mut figs: Vec<PathBuf> = std::fs::read_dir(runs.path(name))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+                .collect()
+        })
+        .unwrap_or_default();
+    figs.sort();
+    figs
+}
+
+/// Copy every run's figures into `out/figures/` as `RUN-NAME.svg` and render each to
+/// `RUN-NAME.png`; returns the PNG names (relative to `out`) with their run.
+pub fn write_figures(out: &Path, r: &Report, runs: &Runs) -> Result<Vec<(String, String)>> {
+    let dir = out.join("figures");
+    std::fs::create_dir_all(&dir).map_err(|e| crate::error::RunError::Os(dir.clone(), e))?;
+    let mut written = Vec::new();
+    for x in &r.runs {
+        for f in run_figures(runs, &x.name) {
+            let Some(stem) = f.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            let svg = crate::folder::read_text(&f)?;
+            let base = format!("{}-{stem}", x.name.replace(['/', '\\'], "_"));
+            atomic_write(&dir.join(format!("{base}.svg")), svg.as_bytes())?;
+            write_svg_text(&dir.join(format!("{base}.png")), &svg)?;
+            written.push((x.name.clone(), format!("figures/{base}.png")));
+        }
+    }
+    Ok(written)
+}
+
+/// The figures section of `report.md`: each run's PNGs.
+fn markdown_figures(figs: &[(String, String)]) -> String {
+    let mut s = String::new();
+    if figs.is_empty() {
+        return s;
+    }
+    let _ = writeln!(s, "\n## Figures\n");
+    let mut last = "";
+    for (run, png) in figs {
+        if run != last {
+            let _ = writeln!(s, "\n### {run}\n");
+            last = run;
+        }
+        let _ = writeln!(s, "![{run}: {png}]({png})");
+    }
+    s
+}
+
+/// Write `report.json`, `report.md`, `report.html` and the figures (`figures/*.svg`, `*.png`)
+/// into `out`.
 pub fn write_reports(out: &Path, r: &Report, runs: &Runs) -> Result<()> {
     let json = serde_json::to_string_pretty(r).unwrap_or_default();
     atomic_write(&out.join("report.json"), format!("{json}\n").as_bytes())?;
-    atomic_write(&out.join("report.md"), markdown(r).as_bytes())?;
+    let figs = write_figures(out, r, runs)?;
+    let md = markdown(r) + &markdown_figures(&figs);
+    atomic_write(&out.join("report.md"), md.as_bytes())?;
     atomic_write(&out.join("report.html"), html(r, runs).as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_carry_every_run_figure_as_svg_and_png() {
+        let out = std::env::temp_dir().join(format!("icl-report-figs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let run = out.join("runs").join("h2-seed1");
+        std::fs::create_dir_all(&run).unwrap();
+        let curve: Vec<(f64, f64)> = (1..=40)
+            .map(|k| (100.0 * k as f64, 1.0 / k as f64))
+            .collect();
+        crate::plot::figures::loss(&curve)
+            .write(&run.join("loss.svg"))
+            .unwrap();
+        let r = Report {
+            paper: "he2025".into(),
+            scale: "smoke".into(),
+            version: "0".into(),
+            machine: "test".into(),
+            claims: Vec::new(),
+            runs: vec![RunRow {
+                name: "h2-seed1".into(),
+                seconds: 1.0,
+                steps_per_s: 1.0,
+            }],
+        };
+        let runs = Runs {
+            dir: out.join("runs"),
+        };
+        write_reports(&out, &r, &runs).unwrap();
+        let svg = std::fs::read_to_string(out.join("figures/h2-seed1-loss.svg")).unwrap();
+        assert_eq!(svg, std::fs::read_to_string(run.join("loss.svg")).unwrap());
+        let png = std::fs::read(out.join("figures/h2-seed1-loss.png")).unwrap();
+        let (w, h, _) = crate::plot::png::decode(&png).unwrap();
+        assert_eq!((w, h), (1600, 1000));
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(md.contains("](figures/h2-seed1-loss.png)"), "{md}");
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(html.contains("<figure><svg"));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
 }

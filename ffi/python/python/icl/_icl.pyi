@@ -114,12 +114,14 @@ class Run:
         tau: Optional[Union[str, Sequence[Union[float, str]]]] = None,
         shift: Optional[Dict[str, Any]] = None,
         tau_holdout: Optional[int] = None,
+        plot: Optional[str] = None,
     ) -> _Rows:
         """Rows ``{"estimator", "L", "risk", "stderr", "tau", "shift"}`` as ``icl eval --json``
         computes them (default lengths 10, 20, 40, 100); ``tau=[0.5, 1, "opt"]`` evaluates the
         model with its attention logits divided by tau (``"opt"``: chosen on held-out data),
         ``shift={"x_cov": 3, "x_mean": "2e1"}`` shifts the test data. A DataFrame when pandas
-        is installed (unless ``as_frame=False``), else a list of dicts."""
+        is installed (unless ``as_frame=False``), else a list of dicts. ``plot="risk.png"``
+        also draws the risks against L' with error bars (``.svg`` or ``.png``)."""
     def predict(self, z: npt.NDArray[Union[np.float64, np.float32]], engine: Optional[str] = None) -> npt.NDArray[np.float64]:
         """Predictions for token-major ``z`` of shape ``(n, L+1, E)`` (or ``(L+1, E)``),
         C-contiguous float64/float32; returns ``(n, n_out)`` (or ``(n_out,)``). Raises
