@@ -206,6 +206,25 @@ fn temperature_smoke_passes_writes_figures_and_repeats() {
         }
     }
     assert!(secs < 60.0, "smoke scale took {secs:.1} s");
+    // every run figure is in figures/ as SVG and PNG, and report.md shows the PNGs
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let mut n = 0;
+    for run in std::fs::read_dir(out.join("runs")).unwrap() {
+        let run = run.unwrap();
+        let name = run.file_name().to_string_lossy().into_owned();
+        for f in std::fs::read_dir(run.path()).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "svg") {
+                let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+                let png = std::fs::read(out.join(format!("figures/{name}-{stem}.png"))).unwrap();
+                assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{name}-{stem}.png");
+                assert!(out.join(format!("figures/{name}-{stem}.svg")).is_file());
+                assert!(md.contains(&format!("(figures/{name}-{stem}.png)")));
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 10, "only {n} figures");
     // a second invocation computes nothing and measures the same claims
     let o = icl(&[
         "repro",
