@@ -422,9 +422,16 @@ fn draw_side_legend(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<
     for (i, s) in p.series.iter().enumerate() {
         let col = PALETTE[i % PALETTE.len()];
         let y = 64 + 24 * i as i32;
-        let style = col.stroke_width(if s.dashed { 1 } else { 2 });
-        area.draw(&PathElement::new(vec![(6, y), (30, y)], style))
-            .map_err(perr)?;
+        let style = col.stroke_width(2);
+        let pieces: &[(i32, i32)] = if s.dashed {
+            &[(6, 12), (16, 22), (26, 30)]
+        } else {
+            &[(6, 30)]
+        };
+        for &(a, b) in pieces {
+            area.draw(&PathElement::new(vec![(a, y), (b, y)], style))
+                .map_err(perr)?;
+        }
         if s.markers {
             area.draw(&Circle::new((18, y), 3, col.filled()))
                 .map_err(perr)?;
@@ -500,7 +507,7 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
         .map_err(perr)?;
     for (i, (s, data)) in p.series.iter().zip(all).enumerate() {
         let col = PALETTE[i % PALETTE.len()];
-        let style = col.stroke_width(if s.dashed { 1 } else { 2 });
+        let style = col.stroke_width(2);
         let xy: Vec<(f64, f64)> = data.iter().map(|q| (q.0, q.1)).collect();
         let anno = if s.dashed {
             chart
@@ -512,10 +519,17 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
                 .map_err(perr)?
         };
         let dots = s.markers;
+        let dashed = s.dashed;
         anno.label(s.name.clone()).legend(move |(x, y)| {
-            let line = PathElement::new(vec![(x, y), (x + 22, y)], style);
+            // three pieces: apart for a dashed line, touching for a solid one
+            let [a, b, c] = if dashed {
+                [(0, 6), (9, 14), (17, 22)]
+            } else {
+                [(0, 8), (8, 16), (16, 22)]
+            };
+            let piece = |(p, q): (i32, i32)| PathElement::new(vec![(x + p, y), (x + q, y)], style);
             let dot = Circle::new((x + 11, y), if dots { 3 } else { 0 }, col.filled());
-            EmptyElement::at((0, 0)) + line + dot
+            EmptyElement::at((0, 0)) + piece(a) + piece(b) + piece(c) + dot
         });
         if s.markers {
             chart
