@@ -35,6 +35,7 @@ pub const NAMES: &[&str] = &[
     "temperature-fig2",
     "temperature-fig4",
     "temperature-fig7",
+    "temperature-fig5",
 ];
 
 /// The dimension of every figure (the paper's).
@@ -603,6 +604,122 @@ fn fig7(ctx: &mut Ctx, dir: &Path) -> Result<Out> {
     })
 }
 
+/// Fig. 5 (App. D): softmax(x/tau), its linearisation lin_sm(x/tau) = 1/l + (x - mean x)/(l tau)
+/// and the plain scaling x/(l tau) of one vector x ~ N(0, I_l) (l = 100, from `stream(SEED, Eval,
+/// 0, 0)`) at several tau: the sorted values (the figure; a histogram's information) and their
+/// summary per tau.
+fn fig5(dir: &Path) -> Result<Out> {
+    use icl_core::rng::{self, Domain};
+    let l = 100;
+    let mut x = vec![0.0; l];
+    rng::fill_normal(&mut rng::stream(SEED, Domain::Eval, 0, 0), &mut x);
+    let lf = l as f64;
+    let stats = |v: &[f64]| {
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        let sd = (v.iter().map(|a| (a - m) * (a - m)).sum::<f64>() / v.len() as f64).sqrt();
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (m, sd, lo, hi)
+    };
+    let (_, sd_x, _, _) = stats(&x);
+    let mut rows = Vec::new();
+    let mut values = Vec::new();
+    let mut curves = Vec::new();
+    for tau in [0.1, 0.3, 1.0, 3.0, 10.0] {
+        let z: Vec<f64> = x.iter().map(|v| v / tau).collect();
+        let sm = tp::softmax(&z);
+        let ls = tp::linearized_softmax(&z);
+        let lin: Vec<f64> = x.iter().map(|v| v / (lf * tau)).collect();
+        let mut r = Row::new();
+        put(&mut r, "tau", tau);
+        for (name, v) in [("softmax", &sm), ("lin_sm", &ls), ("linear", &lin)] {
+            let (m, sd, lo, hi) = stats(v);
+            put(&mut r, &format!("{name}_mean"), m);
+            put(&mut r, &format!("{name}_sd"), sd);
+            put(&mut r, &format!("{name}_min"), lo);
+            put(&mut r, &format!("{name}_max"), hi);
+        }
+        put(&mut r, "sd_x_over_l_tau", sd_x / (lf * tau));
+        put(&mut r, "one_over_l", 1.0 / lf);
+        rows.push(r);
+        let sorted = |v: &[f64]| {
+            let mut s = v.to_vec();
+            s.sort_by(|a, b| a.total_cmp(b));
+            s
+        };
+        let (a, b, c) = (sorted(&sm), sorted(&ls), sorted(&lin));
+        for i in 0..l {
+            let mut v = Row::new();
+            put(&mut v, "tau", tau);
+            put(&mut v, "rank", i as f64);
+            put(&mut v, "softmax", a[i]);
+            put(&mut v, "lin_sm", b[i]);
+            put(&mut v, "linear", c[i]);
+            values.push(v);
+        }
+        if tau == 0.3 || tau == 3.0 {
+            for (name, v, style) in [
+                ("softmax", &a, Style::Solid),
+                ("lin_sm", &b, Style::Dashed),
+                ("x/(lτ)", &c, Style::Solid),
+            ] {
+                curves.push(Curve {
+                    name: format!("{name}, τ = {tau}"),
+                    points: v
+                        .iter()
+                        .enumerate()
+                        .map(|(i, y)| (i as f64, *y, 0.0))
+                        .collect(),
+                    style,
+                });
+            }
+        }
+    }
+    curves.push(Curve {
+        name: "1/l".into(),
+        points: vec![(0.0, 1.0 / lf, 0.0), ((l - 1) as f64, 1.0 / lf, 0.0)],
+        style: Style::Dashed,
+    });
+    let cols = [
+        "tau",
+        "softmax_mean",
+        "softmax_sd",
+        "softmax_min",
+        "softmax_max",
+        "lin_sm_mean",
+        "lin_sm_sd",
+        "lin_sm_min",
+        "lin_sm_max",
+        "linear_mean",
+        "linear_sd",
+        "linear_min",
+        "linear_max",
+        "sd_x_over_l_tau",
+        "one_over_l",
+    ];
+    write_csv(&dir.join("fig5.csv"), &cols, &rows)?;
+    write_csv(
+        &dir.join("fig5-values.csv"),
+        &["tau", "rank", "softmax", "lin_sm", "linear"],
+        &values,
+    )?;
+    curves_svg(
+        &dir.join("fig5.svg"),
+        "Fig. 5: sorted attention weights of one x ~ N(0, I), l = 100",
+        "rank",
+        "weight",
+        &curves,
+        false,
+        false,
+    )?;
+    Ok(Out {
+        tables: [("fig5".to_string(), rows), ("fig5-values".to_string(), values)].into_iter().collect(),
+        setting: setting(&[("l", l.to_string()), ("x", format!("one draw of N(0, I_l), stream (seed {SEED}, eval, 0, 0)")), ("tau", "0.1, 0.3, 1, 3, 10".into())]),
+        figure: "Fig. 5",
+        description: "Fig. 5 (App. D): softmax(x/tau), the linearised softmax 1/l + (x - mean x)/(l tau) and x/(l tau) of one random x, sorted (the information of the paper's histograms), and their mean, sd, min and max per tau".into(),
+    })
+}
+
 /// Compute experiment `name` into `dir`.
 pub fn run(name: &str, scale: Scale, dir: &Path) -> Result<ExperimentSummary> {
     let t0 = std::time::Instant::now();
@@ -617,6 +734,10 @@ pub fn run(name: &str, scale: Scale, dir: &Path) -> Result<ExperimentSummary> {
         "temperature-fig2" => fig2(&mut ctx, dir)?,
         "temperature-fig4" => fig4(&mut ctx, dir)?,
         "temperature-fig7" => fig7(&mut ctx, dir)?,
+        "temperature-fig5" => {
+            ctx.prompts = 1; // one random vector
+            fig5(dir)?
+        }
         _ => {
             return Err(RunError::UnknownName(format!(
                 "experiment {name:?} ({})",
