@@ -23,13 +23,7 @@ pub fn run(a: &Args) -> CliResult {
     }
     if a.keys {
         if a.json {
-            let v: Vec<_> = keys()
-                .chain(ShiftConfig::KEYS)
-                .map(|k| {
-                    serde_json::json!({"key": k.dotted(), "aliases": k.aliases.iter().map(|a| format!("{}.{a}", k.section)).collect::<Vec<_>>(), "doc": k.doc, "accepts": k.describe()})
-                })
-                .collect();
-            return super::common::outln(&icl_run::summary::pretty(&v));
+            return super::common::outln(&icl_run::summary::pretty(&icl_run::summary::keys_json()));
         }
         let mut s = String::new();
         for k in keys().chain(ShiftConfig::KEYS) {

@@ -26,6 +26,23 @@ pub fn pretty<T: Serialize>(v: &T) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
 }
 
+/// Every configuration key, the shift keys of evaluation included, as `icl presets --keys --json`
+/// prints them and Python's `icl.Config.keys()` returns them: `[{"key", "aliases", "doc",
+/// "accepts"}]`.
+pub fn keys_json() -> Vec<serde_json::Value> {
+    icl_core::config::keys()
+        .chain(icl_core::config::ShiftConfig::KEYS)
+        .map(|k| {
+            serde_json::json!({
+                "key": k.dotted(),
+                "aliases": k.aliases.iter().map(|a| format!("{}.{a}", k.section)).collect::<Vec<_>>(),
+                "doc": k.doc,
+                "accepts": k.describe(),
+            })
+        })
+        .collect()
+}
+
 /// Monte Carlo risk at one length.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Risk {

@@ -61,20 +61,11 @@ impl Config {
         })
     }
 
-    /// Every key: `[{"key", "aliases", "doc", "accepts"}]` (as `icl presets --keys --json`).
+    /// Every key, the evaluation's `shift.*` keys included: `[{"key", "aliases", "doc",
+    /// "accepts"}]` (as `icl presets --keys --json`).
     #[staticmethod]
     fn keys(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-        let v: Vec<_> = icl_core::config::keys()
-            .map(|k| {
-                serde_json::json!({
-                    "key": k.dotted(),
-                    "aliases": k.aliases.iter().map(|a| format!("{}.{a}", k.section)).collect::<Vec<_>>(),
-                    "doc": k.doc,
-                    "accepts": k.describe(),
-                })
-            })
-            .collect();
-        to_py(py, &v)
+        to_py(py, &icl_run::summary::keys_json())
     }
 
     /// Set `key` (dotted, e.g. `"model.heads"`) to `value` (bool, int, float, list, or text as

@@ -26,15 +26,16 @@ def test_gil_released_while_training(tmp_path):
     t = threading.Thread(target=count)
     t.start()
     t0 = time.perf_counter()
-    icl.train("quick", steps=20_000, out=tmp_path / "r", progress=False, eval_samples=0)
+    icl.train("quick", steps=60_000, out=tmp_path / "r", progress=False, eval_samples=0)
     t1 = time.perf_counter()
     stop.set()
     t.join()
     during = [x for x in ticks if t0 < x < t1]
-    # training takes seconds; the other thread ran all along (a held GIL would stop it for the
-    # whole run, or hand it over every 0.1 s at best)
-    assert t1 - t0 > 1.0
-    assert len(during) > 100
+    # the other thread ran all along (a held GIL would stop it for the whole run): it ticks about
+    # once a millisecond, so it must have ticked for a good part of the run however fast training
+    # is on this machine
+    assert t1 - t0 > 0.2
+    assert len(during) > 0.2 * (t1 - t0) / 0.001, (len(during), t1 - t0)
     gaps = [b - a for a, b in zip(during, during[1:])]
     assert max(gaps) < 0.5, max(gaps)
 
