@@ -5,7 +5,9 @@
 //! model. Paper scale: 5e5 steps, 5 seeds for H = 2, one for H = 1, and (one seed each) H = 3, 4, 8,
 //! the anisotropic task, every normalised activation of Table 1, the two-task model with
 //! H = 1, 2, and linear attention with its length sweep.
-use super::{in_range, mean_se, spec, theory, within, ClaimDef, Measured, RunSpec, Runs, Scale};
+use super::{
+    fmt_list, in_range, mean_se, spec, theory, within, ClaimDef, Measured, RunSpec, Runs, Scale,
+};
 use crate::error::{Result, RunError};
 use crate::eval::{eval_run, EvalOptions};
 use crate::folder::RunDir;
@@ -246,13 +248,6 @@ fn length_risks_se(r: &Runs, name: &str) -> Result<Vec<(f64, f64)>> {
                 .map_or((f64::NAN, f64::NAN), |x| (x.risk, x.stderr))
         })
         .collect())
-}
-
-fn fmt_list(v: &[f64]) -> String {
-    v.iter()
-        .map(|x| format!("{x:.4}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Length generalisation (Fig. 3): the two-head model's risk falls monotonically over L' = 10..100

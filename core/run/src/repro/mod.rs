@@ -212,6 +212,14 @@ impl Runs {
     }
 }
 
+/// Numbers to 4 decimals, comma-separated (claim notes).
+fn fmt_list(v: &[f64]) -> String {
+    v.iter()
+        .map(|x| format!("{x:.4}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Mean and standard error of the mean (0 for one value).
 fn mean_se(v: &[f64]) -> (f64, f64) {
     let n = v.len() as f64;

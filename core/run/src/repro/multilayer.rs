@@ -9,7 +9,7 @@
 //! linear T = 2..4, H = 2 / 1, d = 5, L = 120, batch 256, the presets' step counts; the IV
 //! two-block model and TF Ref) and the claims measured on them (depth, Table 1, stacking, TF ≈
 //! Algorithm 1, OOD, IV). Errors are measured against the noise-free target, not divided by d.
-use super::{in_range, within, ClaimDef, Measured, RunSpec, Runs, Scale};
+use super::{fmt_list, in_range, within, ClaimDef, Measured, RunSpec, Runs, Scale};
 use crate::error::{Result, RunError};
 use crate::eval::{eval_run, EvalOptions, MlEvalOptions};
 use crate::folder::RunDir;
@@ -53,13 +53,6 @@ fn alg1(ex: f64, ey: f64, steps: usize, lo: f64, hi: f64) -> Result<Vec<f64>> {
             ("lmax", hi.to_string()),
         ],
     )
-}
-
-fn fmt_list(v: &[f64]) -> String {
-    v.iter()
-        .map(|x| format!("{x:.4}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn argmin(v: &[f64]) -> usize {
@@ -217,10 +210,11 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
         description: "Depth helps and saturates: err(T=1) ≥ 0.2, err(2) < err(1)/2, err(3) ≤ err(2), |err(4) − err(3)| ≤ 0.03 (raw; the paper's < 0.01 fits /d), ridge < err(4) at L = 120; measured: |err(4) − err(3)|",
         runs: soft.clone(),
         measure: Box::new(|r| {
-            let e: Vec<f64> = (1..=4)
-                .map(|t| Ok(risk(&ml_eval(r, &format!("softmax-t{t}"), &[120], None)?, "model", 120)))
+            let rows: Vec<EvalRows> = (1..=4)
+                .map(|t| ml_eval(r, &format!("softmax-t{t}"), MlEvalOptions::default()))
                 .collect::<Result<_>>()?;
-            let ridge = risk(&ml_eval(r, "softmax-t4", &[120], None)?, "ridge", 120);
+            let e: Vec<f64> = rows.iter().map(|x| risk(x, "model", 120)).collect();
+            let ridge = risk(&rows[3], "ridge", 120);
             let gap = (e[3] - e[2]).abs();
             let ok = e[0] >= 0.2 && e[1] < e[0] / 2.0 && e[2] <= e[1] && ridge < e[3];
             let mut c = within(0.01, gap, None, 0.0, 0.03, "");
@@ -273,7 +267,13 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
         runs: vec!["softmax-t3".into()],
         measure: Box::new(|r| {
             let e: Vec<f64> = (1..=4)
-                .map(|k| Ok(risk(&ml_eval(r, "softmax-t3", &[120], Some(k))?, "model", 120)))
+                .map(|k| {
+                    let ml = MlEvalOptions {
+                        stack: Some(k),
+                        ..Default::default()
+                    };
+                    Ok(risk(&ml_eval(r, "softmax-t3", ml)?, "model", 120))
+                })
                 .collect::<Result<_>>()?;
             let ratio = e[1] / e[0];
             let mut c = in_range(f64::NAN, ratio, None, 5.0, f64::INFINITY, "");
@@ -289,7 +289,7 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
         description: "The trained 3-layer model is Algorithm 1 with its own (η_x, η_y): |err_TF − err_Alg| ≤ max(0.01, 30 %) at L = 120; both beat 3-step GD (η = 1) and lose to ridge",
         runs: vec!["softmax-t3".into()],
         measure: Box::new(|r| {
-            let rows = ml_eval(r, "softmax-t3", &[120], None)?;
+            let rows = ml_eval(r, "softmax-t3", MlEvalOptions::default())?;
             let (tf, alg, gd, ridge) = (
                 risk(&rows, "model", 120),
                 risk(&rows, "alg1", 120),
@@ -313,7 +313,11 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
             let e: Vec<f64> = [(0.8, 1.2), (0.9, 1.3), (1.1, 1.5), (1.3, 1.7), (3.0, 4.0)]
                 .iter()
                 .map(|&range| {
-                    let rows = ml_eval_range(r, "softmax-t3", range)?;
+                    let ml = MlEvalOptions {
+                        lambda_range: Some(range),
+                        ..Default::default()
+                    };
+                    let rows = ml_eval(r, "softmax-t3", ml)?;
                     Ok(risk(&rows, "model", 120))
                 })
                 .collect::<Result<_>>()?;
@@ -374,26 +378,9 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
     });
 }
 
-/// `icl eval` of a transformer run at `lengths` (4000 sequences, evaluation seed 0), the trained
-/// block applied `stack` times.
-fn ml_eval(r: &Runs, name: &str, lengths: &[usize], stack: Option<usize>) -> Result<EvalRows> {
-    eval_run(
-        &RunDir::new(r.path(name)),
-        &EvalOptions {
-            lengths: lengths.to_vec(),
-            samples: 4000,
-            seed: 0,
-            engine: None,
-            multilayer: MlEvalOptions {
-                stack,
-                ..Default::default()
-            },
-            temper: Default::default(),
-        },
-    )
-}
-
-fn ml_eval_range(r: &Runs, name: &str, range: (f64, f64)) -> Result<EvalRows> {
+/// `icl eval` of a transformer run at L = 120 (4000 sequences, evaluation seed 0) with the
+/// transformer options `ml` (stacking, a test eigenvalue range).
+fn ml_eval(r: &Runs, name: &str, ml: MlEvalOptions) -> Result<EvalRows> {
     eval_run(
         &RunDir::new(r.path(name)),
         &EvalOptions {
@@ -401,10 +388,7 @@ fn ml_eval_range(r: &Runs, name: &str, range: (f64, f64)) -> Result<EvalRows> {
             samples: 4000,
             seed: 0,
             engine: None,
-            multilayer: MlEvalOptions {
-                lambda_range: Some(range),
-                ..Default::default()
-            },
+            multilayer: ml,
             temper: Default::default(),
         },
     )
