@@ -365,6 +365,16 @@ void icl_config_free(icl_config *cfg);
 icl_status icl_eval_run(const char *dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
 /**
+ * Draw the rows of an evaluation (`rows_json`: the JSON `icl_eval_run` wrote, or `icl eval
+ * --json`'s) against the test length L', model and every baseline with error bars of one
+ * standard error, into the file `path`: PNG if it ends in `.png`, SVG otherwise (`icl eval
+ * --plot`). Statuses: `ICL_ERR_ARGUMENT` (`rows_json` is not such JSON, or holds no row),
+ * `ICL_ERR_IO` (`path` cannot be written), `ICL_ERR_NULL` (`rows_json` or `path` NULL),
+ * `ICL_ERR_UTF8` (a text not UTF-8). Thread-safe.
+ */
+icl_status icl_eval_plot(const char *rows_json, const char *path);
+
+/**
  * Create a freshly initialised model of a configuration (seed `train.seed`, precision
  * `train.dtype`, run by the default engine) into `*out`. Free with `icl_model_free`.
  *

@@ -1,6 +1,6 @@
 //! `icl_eval_run` (the C API's `icl eval`): the same rows as the run layer's `eval_run` for the
 //! same options (temperatures and shifts included), and typed statuses for bad options.
-use icl_ffi::{icl_eval_run, icl_status};
+use icl_ffi::{icl_eval_plot, icl_eval_run, icl_status};
 use icl_run::eval::{eval_run, temper_from_text, EvalOptions};
 use icl_run::train::{train, TrainOptions};
 use icl_run::RunDir;
@@ -94,6 +94,35 @@ fn c_eval_is_the_run_layer_eval_with_tau_and_shift() {
     assert_eq!(v["rows"][0]["tau"], 0.7);
     assert_eq!(v["rows"][1]["tau_opt"], true);
     assert_eq!(v["rows"][0]["shift"]["x_cov"], 2.0);
+    // icl_eval_plot draws those rows: a legend entry per estimator; bad input is typed
+    let svg = CString::new(out.join("risk.svg").to_str().unwrap()).unwrap();
+    let rows = CString::new(json.clone()).unwrap();
+    assert_eq!(
+        unsafe { icl_eval_plot(rows.as_ptr(), svg.as_ptr()) },
+        icl_status::ICL_OK
+    );
+    let text = std::fs::read_to_string(out.join("risk.svg")).unwrap();
+    for r in v["rows"].as_array().unwrap() {
+        let name = r["estimator"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("\n{name}")),
+            "{name} not in the figure"
+        );
+    }
+    let bad = CString::new("{\"rows\": 3}").unwrap();
+    assert_eq!(
+        unsafe { icl_eval_plot(bad.as_ptr(), svg.as_ptr()) },
+        icl_status::ICL_ERR_ARGUMENT
+    );
+    let nowhere = CString::new(out.join("no/such/risk.svg").to_str().unwrap()).unwrap();
+    assert_eq!(
+        unsafe { icl_eval_plot(rows.as_ptr(), nowhere.as_ptr()) },
+        icl_status::ICL_ERR_IO
+    );
+    assert_eq!(
+        unsafe { icl_eval_plot(std::ptr::null(), svg.as_ptr()) },
+        icl_status::ICL_ERR_NULL
+    );
     for (opts, status) in [
         (vec![("tau", "0")], icl_status::ICL_ERR_ARGUMENT),
         (vec![("tau", "nan")], icl_status::ICL_ERR_NONFINITE),

@@ -49,3 +49,28 @@ pub unsafe extern "C" fn icl_eval_run(
         copy_str(&s, buf, cap, needed)
     })
 }
+
+/// Draw the rows of an evaluation (`rows_json`: the JSON `icl_eval_run` wrote, or `icl eval
+/// --json`'s) against the test length L', model and every baseline with error bars of one
+/// standard error, into the file `path`: PNG if it ends in `.png`, SVG otherwise (`icl eval
+/// --plot`). Statuses: `ICL_ERR_ARGUMENT` (`rows_json` is not such JSON, or holds no row),
+/// `ICL_ERR_IO` (`path` cannot be written), `ICL_ERR_NULL` (`rows_json` or `path` NULL),
+/// `ICL_ERR_UTF8` (a text not UTF-8). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn icl_eval_plot(
+    rows_json: *const c_char,
+    path: *const c_char,
+) -> icl_status {
+    guard(|| {
+        let json = text(rows_json, "rows_json")?;
+        let path = text(path, "path")?;
+        let rows: icl_run::summary::EvalRows = serde_json::from_str(json).map_err(|e| {
+            FfiError::argument(format!("rows_json is not icl_eval_run's JSON: {e}"))
+        })?;
+        if rows.rows.is_empty() {
+            return Err(FfiError::argument("rows_json holds no row"));
+        }
+        icl_run::eval::write_risk_plot(&rows, std::path::Path::new(path))?;
+        Ok(())
+    })
+}

@@ -1626,6 +1626,63 @@ static void c_eval_run_bad(void) {
     EXPECT(ICL_ERR_UTF8, icl_eval_run(dir, k3, v3, 1, buf, sizeof buf, NULL));
 }
 
+/* icl_eval_plot: the rows icl_eval_run wrote, drawn into an SVG or a PNG file. */
+static char *eval_rows(void) {
+    const char *dir = run_folder();
+    const char *k[] = {"lengths", "samples", "seed", "engine"};
+    const char *v[] = {"4,8,16", "100", "3", "scalar"};
+    size_t need = 0;
+    EXPECT(ICL_ERR_SIZE, icl_eval_run(dir, k, v, 4, NULL, 0, &need));
+    char *buf = malloc(need);
+    OK(icl_eval_run(dir, k, v, 4, buf, need, NULL));
+    return buf;
+}
+
+static void c_eval_plot(void) {
+    char *rows = eval_rows();
+    const char *svg = path("risk.svg");
+    OK(icl_eval_plot(rows, svg));
+    size_t n = 0;
+    unsigned char *b = slurp(svg, &n);
+    CHECK(b != NULL && n > 200);
+    if (b) {
+        CHECK(strstr((const char *)b, "<svg") != NULL && strstr((const char *)b, "</svg>") != NULL);
+        free(b);
+    }
+    const char *png = path("risk.png");
+    OK(icl_eval_plot(rows, png));
+    b = slurp(png, &n);
+    CHECK(b != NULL && n > 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0);
+    free(b);
+    /* the same rows give the same bytes */
+    const char *svg2 = path("risk2.svg");
+    OK(icl_eval_plot(rows, svg2));
+    size_t n1 = 0, n2 = 0;
+    unsigned char *b1 = slurp(svg, &n1), *b2 = slurp(svg2, &n2);
+    CHECK(b1 && b2 && n1 == n2 && memcmp(b1, b2, n1) == 0);
+    free(b1);
+    free(b2);
+    free(rows);
+}
+
+static void c_eval_plot_bad(void) {
+    char *rows = eval_rows();
+    const char *out = path("bad.svg");
+    EXPECT(ICL_ERR_ARGUMENT, icl_eval_plot("", out));
+    EXPECT(ICL_ERR_ARGUMENT, icl_eval_plot("not json", out));
+    EXPECT(ICL_ERR_ARGUMENT, icl_eval_plot("{\"rows\":[]}", out));
+    EXPECT(ICL_ERR_ARGUMENT, icl_eval_plot("{\"rows\":[{\"L\":\"x\"}]}", out));
+    CHECK(access(out, F_OK) != 0);
+    EXPECT(ICL_ERR_IO, icl_eval_plot(rows, path("no/such/folder/risk.svg")));
+    EXPECT(ICL_ERR_IO, icl_eval_plot(rows, g_dir));
+    EXPECT(ICL_ERR_NULL, icl_eval_plot(NULL, out));
+    EXPECT(ICL_ERR_NULL, icl_eval_plot(rows, NULL));
+    EXPECT(ICL_ERR_UTF8, icl_eval_plot("\xff\xfe", out));
+    EXPECT(ICL_ERR_UTF8, icl_eval_plot(rows, "\xff.svg"));
+    CHECK(access(out, F_OK) != 0);
+    free(rows);
+}
+
 static const kase CASES[] = {
     {"icl_version", "a static x.y.z string", c_version},
     {"icl_last_error", "empty before a failure, the failure's message after, kept by success", c_last_error_empty_then_set},
@@ -1650,6 +1707,8 @@ static const kase CASES[] = {
     {"icl_config_free", "NULL and a config", c_config_free},
     {"icl_eval_run", "sizing, JSON rows, tau and shift, same bytes, nothing written", c_eval_run},
     {"icl_eval_run", "bad options, not a run, damaged model, NULLs, UTF-8", c_eval_run_bad},
+    {"icl_eval_plot", "SVG and PNG files from icl_eval_run's rows, same bytes", c_eval_plot},
+    {"icl_eval_plot", "not rows, no row, unwritable paths, NULLs, UTF-8", c_eval_plot_bad},
     {"icl_model_new", "f32 and f64 models and their dims", c_model_new},
     {"icl_model_new", "over the memory budget, NULL", c_model_new_bad},
     {"icl_model_save", "save, load, same bytes", c_model_save_load},
