@@ -270,6 +270,33 @@ fn bad_input_is_one_line_exit_2() {
         vec!["repro", "he2025", "--jobs", "0", "--out"],
         vec!["repro", "temperature", "--only", "nosuch-claim", "--out"],
         vec!["repro", "temperature", "--scale", "huge", "--out"],
+        vec!["repro", "he2025", "--submit", "--out"],
+        vec!["repro", "he2025", "--partition", "debug", "--out"],
+        vec!["repro", "he2025", "--slurm", "--jobs", "2", "--out"],
+        vec![
+            "repro",
+            "he2025",
+            "--slurm",
+            "--cpus-per-task",
+            "0",
+            "--out",
+        ],
+        vec![
+            "repro",
+            "he2025",
+            "--slurm",
+            "--sbatch",
+            "account=x",
+            "--out",
+        ],
+        vec![
+            "repro",
+            "he2025",
+            "--slurm",
+            "--icl",
+            "relative/icl",
+            "--out",
+        ],
     ] {
         let mut a = args.clone();
         a.push(out.to_str().unwrap());
@@ -282,4 +309,127 @@ fn bad_input_is_one_line_exit_2() {
         );
         assert!(!out.join("runs").exists(), "{args:?} wrote runs");
     }
+}
+
+/// `--slurm` writes the array over exactly the runs the claims need (the names a local repro
+/// trains, as a sweep manifest `icl sweep run-one` reads) and the report job running the same
+/// repro command; it trains nothing, and a folder holding another plan is refused. The real
+/// Slurm round trip is tests/slurm/run.sh.
+#[test]
+fn slurm_writes_the_array_and_the_report_job() {
+    let out = tmp("slurm");
+    let o = icl(&[
+        "repro",
+        "he2025",
+        "--only",
+        "h2-mu,mu-gamma",
+        "--slurm",
+        "--partition",
+        "debug",
+        "--time",
+        "30",
+        "--max-parallel",
+        "2",
+        "--engine",
+        "scalar",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["runs"], 3, "{j}");
+    assert!(j["array_job"].is_null() && j["report_job"].is_null(), "{j}");
+    let manifest = std::fs::read_to_string(out.join("runs/manifest.jsonl")).unwrap();
+    let names: Vec<String> = manifest
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(names, ["h2-seed1", "h2-seed2", "h2-seed3"]);
+    let array = std::fs::read_to_string(out.join("runs/slurm.sh")).unwrap();
+    for want in [
+        "#SBATCH --array=0-2%2",
+        "#SBATCH --partition=debug",
+        "#SBATCH --time=30",
+        "sweep run-one",
+        "--index \"$SLURM_ARRAY_TASK_ID\" --engine scalar",
+    ] {
+        assert!(array.contains(want), "slurm.sh lacks {want:?}:\n{array}");
+    }
+    let report = std::fs::read_to_string(out.join("report.sh")).unwrap();
+    assert!(!report.contains("--array"), "{report}");
+    assert!(
+        report.contains("repro he2025 --scale smoke --out ")
+            && report.contains("--only=h2-mu,mu-gamma --engine scalar"),
+        "{report}"
+    );
+    // nothing trained, nothing reported
+    assert!(!out.join("runs/h2-seed1").exists() && !out.join("report.json").exists());
+    // `icl sweep status` reads the folder as a sweep
+    let st = icl(&["sweep", "status", out.join("runs").to_str().unwrap()]);
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&st.stdout)
+            .lines()
+            .filter(|l| l.contains(" pending "))
+            .count(),
+        3
+    );
+    // the same plan again is fine; another plan into the same folder is refused
+    let again = icl(&[
+        "repro",
+        "he2025",
+        "--only",
+        "h2-omega",
+        "--slurm",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let other = icl(&[
+        "repro",
+        "he2025",
+        "--only",
+        "h1-omega",
+        "--slurm",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&other.stderr);
+    assert_eq!(other.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("holds the Slurm plan of other claims"),
+        "{err}"
+    );
+    // claims without runs: only the report job
+    let theory = tmp("slurm-theory");
+    let t = icl(&[
+        "repro",
+        "he2025",
+        "--only",
+        "mu-gamma",
+        "--slurm",
+        "--json",
+        "--out",
+        theory.to_str().unwrap(),
+    ]);
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    let tj: Value = serde_json::from_slice(&t.stdout).unwrap();
+    assert_eq!(tj["runs"], 0);
+    assert!(tj["array_script"].is_null() && theory.join("report.sh").is_file());
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&theory);
 }

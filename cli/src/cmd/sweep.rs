@@ -88,34 +88,63 @@ pub enum Cmd {
     /// Write DIR/slurm.sh, an sbatch --array script running `icl sweep run-one` per task.
     Slurm {
         dir: PathBuf,
-        #[arg(long)]
-        partition: Option<String>,
-        /// Time limit per task (as sbatch: 30, 2:00:00, 1-00:00:00).
-        #[arg(long)]
-        time: Option<String>,
-        #[arg(long)]
-        cpus_per_task: Option<usize>,
-        /// Memory per task (as sbatch --mem, e.g. 2G).
-        #[arg(long)]
-        mem: Option<String>,
-        /// At most K tasks at once (--array=0-N%K).
-        #[arg(long, value_name = "K")]
-        max_parallel: Option<usize>,
-        #[arg(long)]
-        job_name: Option<String>,
-        /// Another #SBATCH option, e.g. --sbatch=--account=abc (repeatable).
-        #[arg(long = "sbatch", value_name = "OPTION", allow_hyphen_values = true)]
-        sbatch: Vec<String>,
+        #[command(flatten)]
+        slurm: SlurmArgs,
         /// The engine the tasks train with.
         #[arg(long)]
         engine: Option<String>,
-        /// The icl executable the tasks run (default: this one).
-        #[arg(long, value_name = "PATH")]
-        icl: Option<PathBuf>,
         /// Submit the script with sbatch and print the job id.
         #[arg(long)]
         submit: bool,
     },
+}
+
+/// What a Slurm job asks for (`icl sweep slurm`, `icl repro --slurm`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct SlurmArgs {
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Time limit per task (as sbatch: 30, 2:00:00, 1-00:00:00).
+    #[arg(long)]
+    pub time: Option<String>,
+    #[arg(long)]
+    pub cpus_per_task: Option<usize>,
+    /// Memory per task (as sbatch --mem, e.g. 2G).
+    #[arg(long)]
+    pub mem: Option<String>,
+    /// At most K array tasks at once (--array=0-N%K).
+    #[arg(long, value_name = "K")]
+    pub max_parallel: Option<usize>,
+    #[arg(long)]
+    pub job_name: Option<String>,
+    /// Another #SBATCH option, e.g. --sbatch=--account=abc (repeatable).
+    #[arg(long = "sbatch", value_name = "OPTION", allow_hyphen_values = true)]
+    pub sbatch: Vec<String>,
+    /// The icl executable the tasks run (default: this one).
+    #[arg(long, value_name = "PATH")]
+    pub icl: Option<PathBuf>,
+}
+
+impl SlurmArgs {
+    /// The run layer's options; the tasks run `run_args` after their command.
+    pub fn options(&self, run_args: Vec<String>) -> CliResult<SlurmOptions> {
+        let icl = match &self.icl {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| CliError::runtime(format!("finding the icl executable: {e}")))?,
+        };
+        Ok(SlurmOptions {
+            icl,
+            partition: self.partition.clone(),
+            time: self.time.clone(),
+            cpus_per_task: self.cpus_per_task,
+            mem: self.mem.clone(),
+            max_parallel: self.max_parallel,
+            job_name: self.job_name.clone(),
+            extra: self.sbatch.clone(),
+            run_args,
+        })
+    }
 }
 
 fn train_options(a: &RunArgs) -> CliResult<TrainOptions> {
@@ -295,38 +324,16 @@ pub fn run(a: &Args) -> CliResult {
         }
         Cmd::Slurm {
             dir,
-            partition,
-            time,
-            cpus_per_task,
-            mem,
-            max_parallel,
-            job_name,
-            sbatch,
+            slurm,
             engine,
-            icl,
             submit,
         } => {
-            let icl = match icl {
-                Some(p) => p.clone(),
-                None => std::env::current_exe()
-                    .map_err(|e| CliError::runtime(format!("finding the icl executable: {e}")))?,
-            };
             let mut run_args = Vec::new();
             if let Some(e) = engine {
                 run_args.push("--engine".to_string());
                 run_args.push(e.clone());
             }
-            let o = SlurmOptions {
-                icl,
-                partition: partition.clone(),
-                time: time.clone(),
-                cpus_per_task: *cpus_per_task,
-                mem: mem.clone(),
-                max_parallel: *max_parallel,
-                job_name: job_name.clone(),
-                extra: sbatch.clone(),
-                run_args,
-            };
+            let o = slurm.options(run_args)?;
             let path = sweep::slurm::write_script(dir, &o)?;
             if *submit {
                 let id = sweep::slurm::submit(&path)?;

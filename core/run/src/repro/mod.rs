@@ -237,8 +237,9 @@ fn mean_se(v: &[f64]) -> (f64, f64) {
 /// Progress of a reproduction: `(run name, index, number of runs, "start" | "done" | "skip")`.
 pub type Progress<'a> = &'a mut (dyn FnMut(&str, usize, usize, &str) + Send);
 
-/// Train every run the selected claims need, measure the claims, write the reports.
-pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
+/// The runs and claims of `o`: the claims `--only` selects (all without it) and the runs they
+/// need, in plan order.
+fn select(o: &ReproOptions) -> Result<(Vec<RunSpec>, Vec<ClaimDef>)> {
     let (specs, defs) = match o.paper {
         Paper::He2025 => he2025::plan(o.scale),
         Paper::Zhang2025 => zhang2025::plan(o.scale),
@@ -263,6 +264,12 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
         .into_iter()
         .filter(|s| defs.iter().any(|d| d.runs.contains(&s.name)))
         .collect();
+    Ok((needed, defs))
+}
+
+/// Train every run the selected claims need, measure the claims, write the reports.
+pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
+    let (needed, defs) = select(o)?;
     let runs_dir = o.out.join("runs");
     std::fs::create_dir_all(&runs_dir).map_err(|e| RunError::Os(runs_dir.clone(), e))?;
     let mut rows = run_all(&runs_dir, &needed, o, &mut *progress)?;
@@ -310,6 +317,148 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
     };
     write_reports(&o.out, &report, &runs)?;
     Ok(report)
+}
+
+/// What `icl repro --slurm` wrote (and submitted).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlurmPlan {
+    /// Runs in the array (`OUT/runs/manifest.jsonl`); 0 when the claims need no training.
+    pub runs: usize,
+    /// `OUT/runs/slurm.sh`, the array job (None without runs).
+    pub array_script: Option<PathBuf>,
+    /// `OUT/report.sh`, the job that measures the claims and writes the reports.
+    pub report_script: PathBuf,
+    /// The job ids when submitted: the array's (None without runs) and the report's.
+    pub jobs: Option<(Option<String>, String)>,
+}
+
+/// The file name of the report job in the output folder.
+pub const REPORT_SCRIPT: &str = "report.sh";
+
+/// `icl repro --slurm`: the runs the selected claims need as a Slurm job array, and the job that
+/// writes the report once they are done. `OUT/runs` becomes a sweep folder (its manifest, one
+/// line per run, and `slurm.sh`, task `i` running `icl sweep run-one OUT/runs --index i`, so
+/// Slurm trains exactly the run folders the local `icl repro` would); `OUT/report.sh` runs
+/// `icl repro PAPER` with the same options (it finds every run complete, computes the claims and
+/// any experiments, and writes the reports). With `submit`, the array is submitted and the
+/// report job with `--dependency=afterok` on it. A folder whose `runs/` already holds another
+/// plan (other claims or scale) is refused: its array may still be running.
+pub fn slurm(o: &ReproOptions, s: &crate::sweep::SlurmOptions, submit: bool) -> Result<SlurmPlan> {
+    use crate::sweep::{plan, slurm as sl};
+    let (needed, _) = select(o)?;
+    let runs_dir = o.out.join("runs");
+    let out = std::path::absolute(&o.out).map_err(|e| RunError::Os(o.out.clone(), e))?;
+    let planned: Vec<plan::PlannedRun> = needed
+        .iter()
+        .enumerate()
+        .map(|(index, r)| plan::PlannedRun {
+            index,
+            name: r.name.clone(),
+            values: Vec::new(),
+            preset: r.preset.clone(),
+            config: r.config.clone(),
+            set: r.set.clone(),
+        })
+        .collect();
+    let mut run_args = Vec::new();
+    if let Some(e) = &o.engine {
+        run_args.extend(["--engine".to_string(), e.clone()]);
+    }
+    // both scripts first: bad options are refused before anything is written
+    let array_text = if planned.is_empty() {
+        None
+    } else {
+        let a = crate::sweep::SlurmOptions {
+            job_name: Some(
+                s.job_name
+                    .clone()
+                    .unwrap_or_else(|| format!("icl-repro-{}-runs", o.paper.name())),
+            ),
+            run_args: run_args.clone(),
+            ..s.clone()
+        };
+        Some(sl::array_script(&runs_dir, planned.len(), &a)?)
+    };
+    let name = s
+        .job_name
+        .clone()
+        .map(|n| format!("{n}-report"))
+        .unwrap_or_else(|| format!("icl-repro-{}-report", o.paper.name()));
+    let mut lines = sl::header(
+        &name,
+        None,
+        &format!("{}/slurm/report_%j.out", out.to_string_lossy()),
+        s,
+    )?;
+    let mut words = vec![
+        "repro".to_string(),
+        o.paper.name().to_string(),
+        "--scale".to_string(),
+        o.scale.name().to_string(),
+        "--out".to_string(),
+        out.to_string_lossy().to_string(),
+        "--quiet".to_string(),
+    ];
+    if !o.only.is_empty() {
+        words.push(format!("--only={}", o.only.join(",")));
+    }
+    words.extend(run_args);
+    lines.push(String::new());
+    lines.push(format!(
+        "# The report of `icl repro {}` once the {} runs of {}/runs are complete",
+        o.paper.name(),
+        planned.len(),
+        out.to_string_lossy()
+    ));
+    lines.push(
+        "# (submitted with --dependency=afterok on their array; run by hand any time).".into(),
+    );
+    lines.push("set -euo pipefail".into());
+    lines.push("export RAYON_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}".into());
+    lines.push(format!(
+        "exec {} {}",
+        sl::icl_text(s)?,
+        sl::command(&words)?
+    ));
+    lines.push(String::new());
+    // the manifest: the same plan again is fine, another one is refused
+    let text = plan::manifest_text(&planned);
+    let manifest = runs_dir.join(plan::MANIFEST);
+    if manifest.exists() && crate::folder::read_text(&manifest)? != text {
+        return Err(RunError::Refused(format!(
+            "{} holds the Slurm plan of other claims or another scale (its jobs may still run); \
+             choose another --out, or remove that file once its jobs are done",
+            manifest.display()
+        )));
+    }
+    let array_script = match &array_text {
+        Some(t) => {
+            std::fs::create_dir_all(&runs_dir).map_err(|e| RunError::Os(runs_dir.clone(), e))?;
+            if !manifest.exists() {
+                crate::folder::atomic_write(&manifest, text.as_bytes())?;
+            }
+            Some(sl::write_text(&runs_dir, sl::SCRIPT, t)?)
+        }
+        None => None,
+    };
+    std::fs::create_dir_all(&o.out).map_err(|e| RunError::Os(o.out.clone(), e))?;
+    let report_script = sl::write_text(&o.out, REPORT_SCRIPT, &lines.join("\n"))?;
+    let jobs = if submit {
+        let array = match &array_script {
+            Some(p) => Some(sl::submit(p)?),
+            None => None,
+        };
+        let report = sl::submit_after(&report_script, array.as_deref())?;
+        Some((array, report))
+    } else {
+        None
+    };
+    Ok(SlurmPlan {
+        runs: planned.len(),
+        array_script,
+        report_script,
+        jobs,
+    })
 }
 
 /// Train the runs through the sweep executor (`jobs` at a time; complete runs skipped,

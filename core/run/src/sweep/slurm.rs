@@ -50,50 +50,22 @@ fn check_opt(what: &str, v: &str) -> Result<()> {
     Ok(())
 }
 
-/// The array script for the sweep folder `dir` (absolute, so the script runs from anywhere).
-pub fn script(dir: &Path, o: &SlurmOptions) -> Result<String> {
-    let runs = load(dir)?;
-    if runs.is_empty() {
-        return Err(RunError::Refused(format!(
-            "{} plans no runs",
-            dir.display()
-        )));
-    }
-    let dir = std::path::absolute(dir).map_err(|e| RunError::Os(dir.into(), e))?;
-    let d = dir.to_string_lossy().to_string();
-    check_opt("the sweep folder", &d)?;
-    let icl = o.icl.to_string_lossy().to_string();
-    check_opt("--icl", &icl)?;
-    if !o.icl.is_absolute() {
-        return Err(RunError::Refused(format!(
-            "the icl executable {icl:?} must be an absolute path (Slurm tasks start elsewhere)"
-        )));
-    }
+/// The `#SBATCH` lines every icl job shares: job name, output file, one task, and the options
+/// of `o` (partition, time, cpus, memory, extra lines); `array` adds `--array=...`.
+pub fn header(
+    name: &str,
+    array: Option<&str>,
+    output: &str,
+    o: &SlurmOptions,
+) -> Result<Vec<String>> {
     let mut lines = vec!["#!/bin/bash".to_string()];
-    let name = o.job_name.clone().unwrap_or_else(|| {
-        format!(
-            "icl-sweep-{}",
-            dir.file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_default()
-        )
-    });
-    check_opt("--job-name", &name)?;
-    lines.push(format!("#SBATCH --job-name={}", sh(&name)));
-    let mut array = format!("0-{}", runs.len() - 1);
-    if let Some(k) = o.max_parallel {
-        if k == 0 {
-            return Err(RunError::Refused(
-                "--max-parallel must be at least 1".into(),
-            ));
-        }
-        array.push_str(&format!("%{k}"));
+    check_opt("--job-name", name)?;
+    lines.push(format!("#SBATCH --job-name={}", sh(name)));
+    if let Some(a) = array {
+        lines.push(format!("#SBATCH --array={a}"));
     }
-    lines.push(format!("#SBATCH --array={array}"));
-    lines.push(format!(
-        "#SBATCH --output={}",
-        sh(&format!("{d}/slurm/%A_%a.out"))
-    ));
+    check_opt("the output file", output)?;
+    lines.push(format!("#SBATCH --output={}", sh(output)));
     lines.push("#SBATCH --ntasks=1".into());
     if let Some(p) = &o.partition {
         check_opt("--partition", p)?;
@@ -124,10 +96,67 @@ pub fn script(dir: &Path, o: &SlurmOptions) -> Result<String> {
         }
         lines.push(format!("#SBATCH {e}"));
     }
+    Ok(lines)
+}
+
+/// The absolute icl executable of `o`, as script text.
+pub fn icl_text(o: &SlurmOptions) -> Result<String> {
+    let icl = o.icl.to_string_lossy().to_string();
+    check_opt("--icl", &icl)?;
+    if !o.icl.is_absolute() {
+        return Err(RunError::Refused(format!(
+            "the icl executable {icl:?} must be an absolute path (Slurm tasks start elsewhere)"
+        )));
+    }
+    Ok(sh(&icl))
+}
+
+/// A command line for a script: each word quoted for a POSIX shell.
+pub fn command(words: &[String]) -> Result<String> {
+    for w in words {
+        check_opt("an argument", w)?;
+    }
+    Ok(words.iter().map(|w| sh(w)).collect::<Vec<_>>().join(" "))
+}
+
+/// The array script for the sweep folder `dir` (absolute, so the script runs from anywhere).
+pub fn script(dir: &Path, o: &SlurmOptions) -> Result<String> {
+    array_script(dir, load(dir)?.len(), o)
+}
+
+/// The array script of `n` runs for the sweep folder `dir` (its manifest written or not yet).
+pub fn array_script(dir: &Path, n: usize, o: &SlurmOptions) -> Result<String> {
+    if n == 0 {
+        return Err(RunError::Refused(format!(
+            "{} plans no runs",
+            dir.display()
+        )));
+    }
+    let dir = std::path::absolute(dir).map_err(|e| RunError::Os(dir.into(), e))?;
+    let d = dir.to_string_lossy().to_string();
+    check_opt("the sweep folder", &d)?;
+    let icl = icl_text(o)?;
+    let name = o.job_name.clone().unwrap_or_else(|| {
+        format!(
+            "icl-sweep-{}",
+            dir.file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default()
+        )
+    });
+    let mut array = format!("0-{}", n - 1);
+    if let Some(k) = o.max_parallel {
+        if k == 0 {
+            return Err(RunError::Refused(
+                "--max-parallel must be at least 1".into(),
+            ));
+        }
+        array.push_str(&format!("%{k}"));
+    }
+    let mut lines = header(&name, Some(&array), &format!("{d}/slurm/%A_%a.out"), o)?;
     lines.push(String::new());
     lines.push(format!(
-        "# {} runs of the sweep {d}; task i runs `icl sweep run-one --index i` (complete runs are",
-        runs.len()
+        "# {n} runs of the sweep {d}; task i runs `icl sweep run-one --index i` (complete runs are"
     ));
     lines.push(
         "# skipped, interrupted ones resumed: submitting again finishes what is left).".into(),
@@ -135,14 +164,12 @@ pub fn script(dir: &Path, o: &SlurmOptions) -> Result<String> {
     lines.push("set -euo pipefail".into());
     lines.push("export RAYON_NUM_THREADS=${SLURM_CPUS_PER_TASK:-1}".into());
     let mut cmd = format!(
-        "exec {} sweep run-one {} --index \"$SLURM_ARRAY_TASK_ID\"",
-        sh(&icl),
+        "exec {icl} sweep run-one {} --index \"$SLURM_ARRAY_TASK_ID\"",
         sh(&d)
     );
-    for a in &o.run_args {
-        check_opt("a run-one argument", a)?;
+    if !o.run_args.is_empty() {
         cmd.push(' ');
-        cmd.push_str(&sh(a));
+        cmd.push_str(&command(&o.run_args)?);
     }
     lines.push(cmd);
     lines.push(String::new());
@@ -151,10 +178,14 @@ pub fn script(dir: &Path, o: &SlurmOptions) -> Result<String> {
 
 /// Write the array script into `dir/slurm.sh` (and make `dir/slurm/` for the task logs).
 pub fn write_script(dir: &Path, o: &SlurmOptions) -> Result<PathBuf> {
-    let text = script(dir, o)?;
+    write_text(dir, SCRIPT, &script(dir, o)?)
+}
+
+/// Write an executable script `name` into `dir` (and make `dir/slurm/` for the job logs).
+pub fn write_text(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
     let logs = dir.join("slurm");
     std::fs::create_dir_all(&logs).map_err(|e| RunError::Os(logs, e))?;
-    let path = dir.join(SCRIPT);
+    let path = dir.join(name);
     atomic_write(&path, text.as_bytes())?;
     #[cfg(unix)]
     {
@@ -167,8 +198,19 @@ pub fn write_script(dir: &Path, o: &SlurmOptions) -> Result<PathBuf> {
 
 /// Submit a script with `sbatch --parsable`; the job id.
 pub fn submit(script: &Path) -> Result<String> {
-    let out = std::process::Command::new("sbatch")
-        .arg("--parsable")
+    submit_after(script, None)
+}
+
+/// Submit a script with `sbatch --parsable`, to start only after job `after` succeeded
+/// (`--dependency=afterok:ID`) when given; the job id.
+pub fn submit_after(script: &Path, after: Option<&str>) -> Result<String> {
+    let mut cmd = std::process::Command::new("sbatch");
+    cmd.arg("--parsable");
+    if let Some(id) = after {
+        check_opt("a job id", id)?;
+        cmd.arg(format!("--dependency=afterok:{id}"));
+    }
+    let out = cmd
         .arg(script)
         .output()
         .map_err(|e| {
