@@ -45,6 +45,7 @@ enum Command {
 
 fn main() {
     restore_sigpipe();
+    icl_run::engines::adopt_current_thread();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => parse_error(e),

@@ -28,10 +28,21 @@ enum Source<'a, T> {
     },
 }
 
+/// The tokens, targets and mask of one group of a chunk (swapped into the chunk's [`Group`] to
+/// be filled or computed on).
+#[derive(Debug, Clone)]
+struct Tokens<V> {
+    z: Vec<V>,
+    y: Vec<V>,
+    mask: V,
+}
+
 /// One chunk's scratch and its partial results.
 #[derive(Debug, Clone)]
 struct Chunk<T: SimdScalar> {
     group: Group<T::V>,
+    /// The tokens of each group of the chunk, filled first, then computed on.
+    tokens: Vec<Tokens<T::V>>,
     gen: GenScratch<T>,
     gkq: Vec<T>,
     gov: Vec<T>,
@@ -41,8 +52,15 @@ struct Chunk<T: SimdScalar> {
 impl<T: SimdScalar> Chunk<T> {
     fn new(shape: Shape) -> Self {
         let (h, e, no) = (shape.heads, shape.e, shape.n_out);
+        let group = Group::new(shape);
+        let tokens = Tokens {
+            z: group.z.clone(),
+            y: group.y.clone(),
+            mask: group.mask,
+        };
         Chunk {
-            group: Group::new(shape),
+            tokens: vec![tokens; CHUNK.div_ceil(<T::V as Lanes>::W)],
+            group,
             gen: GenScratch::default(),
             gkq: vec![T::zero(); h * e * e],
             gov: vec![T::zero(); h * no * e],
@@ -60,19 +78,36 @@ impl<T: SimdScalar> Chunk<T> {
         }
     }
 
-    /// Loss and gradient partials of sequences `first .. min(first + CHUNK, n)`.
+    /// Swap the tokens of group `i` with the ones in `self.group`.
     #[inline(always)]
-    fn loss_grad(
-        &mut self,
-        act: &Act,
-        circ: &Circuits<T>,
-        src: Source<'_, T>,
-        first: usize,
-        n: usize,
-        inv: T,
-    ) {
+    fn swap(&mut self, i: usize) {
+        let (g, t) = (&mut self.group, &mut self.tokens[i]);
+        core::mem::swap(&mut g.z, &mut t.z);
+        core::mem::swap(&mut g.y, &mut t.y);
+        core::mem::swap(&mut g.mask, &mut t.mask);
+    }
+
+    /// Fill the tokens of every group of sequences `first .. min(first + CHUNK, n)`; returns the
+    /// number of groups.
+    #[inline(always)]
+    fn fill_all(&mut self, src: Source<'_, T>, first: usize, n: usize) -> usize {
+        let w = <T::V as Lanes>::W;
+        let end = (first + CHUNK).min(n);
+        let mut i = 0;
+        while first + i * w < end {
+            self.swap(i);
+            self.fill(src, first + i * w, end);
+            self.swap(i);
+            i += 1;
+        }
+        i
+    }
+
+    /// Loss and gradient partials of the `groups` filled groups (`inv` = 1 / (n n_out)).
+    #[inline(always)]
+    fn loss_grad(&mut self, act: &Act, circ: &Circuits<T>, groups: usize, inv: T) {
         self.group.clear_grad();
-        crate::with_dim!(self.group.shape.e, dim => self.groups(dim, act, circ, src, first, n, inv));
+        crate::with_dim!(self.group.shape.e, dim => self.groups(dim, act, circ, groups, inv));
         // lane-wise accumulators -> chunk partials (fixed lane order)
         for (dst, v) in self.gkq.iter_mut().zip(&self.group.gkq) {
             *dst = v.sum();
@@ -83,27 +118,14 @@ impl<T: SimdScalar> Chunk<T> {
         self.loss = self.group.sse.sum() * inv;
     }
 
-    /// The groups of the chunk, with the width E as a type.
-    #[allow(clippy::too_many_arguments)]
+    /// Forward and backward of the groups in order, with the width E as a type.
     #[inline(always)]
-    fn groups<D: Dim>(
-        &mut self,
-        dim: D,
-        act: &Act,
-        circ: &Circuits<T>,
-        src: Source<'_, T>,
-        first: usize,
-        n: usize,
-        inv: T,
-    ) {
-        let w = <T::V as Lanes>::W;
-        let end = (first + CHUNK).min(n);
-        let mut b0 = first;
-        while b0 < end {
-            self.fill(src, b0, end);
+    fn groups<D: Dim>(&mut self, dim: D, act: &Act, circ: &Circuits<T>, groups: usize, inv: T) {
+        for i in 0..groups {
+            self.swap(i);
             self.group.forward(dim, act, circ);
             self.group.backward(dim, act, circ, inv);
-            b0 += w;
+            self.swap(i);
         }
     }
 
@@ -148,6 +170,14 @@ impl<T: SimdScalar> Chunk<T> {
     }
 }
 
+/// The level the forward and backward run at when the engine runs at `level`: at most AVX2. On
+/// AVX-512 the compiler vectorises some of the kernel's loops over keys with gathers and scatters
+/// instead of one vector per lane group, and the AVX2 code is faster (measured on AMD EPYC, f32
+/// and f64); every level gives the same bits, so this changes only the speed.
+pub fn compute_level(level: Level) -> Level {
+    level.min(Level::Avx2)
+}
+
 /// The SIMD + rayon engine. Holds per-chunk scratch, sized on first use and reused afterwards
 /// (no heap allocation per step once the shape is fixed).
 #[derive(Debug)]
@@ -162,23 +192,37 @@ impl<T: SimdScalar> Default for SimdEngine<T> {
     }
 }
 
-/// A chunk's loss and gradient partials.
-struct LossGrad<'a, 'b, T: SimdScalar> {
+/// Fill a chunk's groups.
+struct Fill<'a, 'b, T: SimdScalar> {
     ch: &'a mut Chunk<T>,
-    act: &'a Act,
-    circ: &'a Circuits<T>,
     src: Source<'b, T>,
     first: usize,
     n: usize,
+}
+
+impl<T: SimdScalar> Kernel for Fill<'_, '_, T> {
+    type Out = usize;
+    #[inline(always)]
+    fn run(self) -> usize {
+        self.ch.fill_all(self.src, self.first, self.n)
+    }
+}
+
+/// A chunk's loss and gradient partials from its filled groups.
+struct LossGrad<'a, T: SimdScalar> {
+    ch: &'a mut Chunk<T>,
+    act: &'a Act,
+    circ: &'a Circuits<T>,
+    groups: usize,
     inv: T,
 }
 
-impl<T: SimdScalar> Kernel for LossGrad<'_, '_, T> {
+impl<T: SimdScalar> Kernel for LossGrad<'_, T> {
     type Out = ();
     #[inline(always)]
     fn run(self) {
         self.ch
-            .loss_grad(self.act, self.circ, self.src, self.first, self.n, self.inv)
+            .loss_grad(self.act, self.circ, self.groups, self.inv)
     }
 }
 
@@ -290,16 +334,21 @@ impl<T: SimdScalar> SimdEngine<T> {
         let act = spec.act();
         let inv = T::one() / T::of((n * spec.n_out) as f64);
         self.each(nch, |level, c, ch| {
+            let fill = Fill {
+                ch: &mut *ch,
+                src,
+                first: c * CHUNK,
+                n,
+            };
+            let groups = dispatch::run(level, fill);
             let k = LossGrad {
                 ch,
                 act: &act,
                 circ,
-                src,
-                first: c * CHUNK,
-                n,
+                groups,
                 inv,
             };
-            dispatch::run(level, k)
+            dispatch::run(compute_level(level), k)
         });
         // fixed reduction order: chunk 0, 1, 2, ...
         grad.clear();
@@ -386,7 +435,7 @@ impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
                     first: c * CHUNK,
                     out: o,
                 };
-                dispatch::run(level, k)
+                dispatch::run(compute_level(level), k)
             });
         Ok(())
     }

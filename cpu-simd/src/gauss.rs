@@ -241,16 +241,28 @@ pub fn box_muller_f64<const N: usize>(rng: &mut Xoshiro<N>) -> ([f64; N], [f64; 
 pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>) -> ([f32; N], [f32; N]) {
     let a = rng.next_u64s();
     let b = rng.next_u64s();
+    // in stages over the lanes: the 64-bit stages run at half the f32 width, the f32 stage at full
+    // width (one loop over all of it would run everything at the 64-bit stages' width)
+    let mut hi = [0.0f32; N];
+    let mut lo = [0.0f32; N];
+    for k in 0..N {
+        let u = uniform_open0(a[k]);
+        hi[k] = u as f32;
+        lo[k] = (u - hi[k] as f64) as f32;
+    }
+    let mut t = [0.0f32; N];
+    let mut q = [0u32; N];
+    for k in 0..N {
+        let (tk, qk) = quadrant(b[k]);
+        t[k] = tk as f32;
+        q[k] = qk as u32;
+    }
     let mut c = [0.0; N];
     let mut s = [0.0; N];
     for k in 0..N {
-        let u = uniform_open0(a[k]);
-        let hi = u as f32;
-        let lo = (u - hi as f64) as f32;
-        let r = (-2.0 * (ln_f32(hi) + lo)).sqrt();
-        let (t, q) = quadrant(b[k]);
-        let (st, ct) = sin_cos_f32(t as f32);
-        let (cb, sb) = quadrant_fix!(st, ct, q, u32, 1u32 << 31);
+        let r = (-2.0 * (ln_f32(hi[k]) + lo[k])).sqrt();
+        let (st, ct) = sin_cos_f32(t[k]);
+        let (cb, sb) = quadrant_fix!(st, ct, q[k], u32, 1u32 << 31);
         c[k] = r * f32::from_bits(cb);
         s[k] = r * f32::from_bits(sb);
     }

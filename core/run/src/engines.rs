@@ -4,6 +4,20 @@ use crate::error::{Result, RunError};
 use icl_core::multilayer::{StackEngine, StackScalar};
 use icl_core::{Engine, EngineFactory, Scalar, ScalarEngine};
 
+/// Make the calling thread worker 0 of rayon's global pool (the pool's other threads are spawned
+/// as usual; `RAYON_NUM_THREADS` still sets the total). For a process's main thread, called before
+/// anything uses rayon: the engines' parallel loops then run on this thread and the pool's other
+/// workers instead of handing every step to the pool and sleeping until it is done (a wake-up
+/// per step, tens of microseconds on a busy or virtual machine). Returns false, changing nothing,
+/// when the global pool already exists. Only for a thread that does not block while other
+/// threads use the global pool (a one-thread pool would wait for it): the CLI's main thread.
+pub fn adopt_current_thread() -> bool {
+    rayon::ThreadPoolBuilder::new()
+        .use_current_thread()
+        .build_global()
+        .is_ok()
+}
+
 /// Engines built in, fastest first.
 pub const ENGINES: &[&str] = &["simd", "scalar", "vulkan"];
 
