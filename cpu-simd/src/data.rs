@@ -66,7 +66,8 @@ pub fn gather<V: Lanes>(g: &mut Group<V>, batch: &Batch<V::T>, b0: usize) {
 }
 
 /// Generate the training sequences `b0 .. b0 + W` of (seed, step) into the lanes of `g`;
-/// lanes at or past `n` are filled (from their own streams) but masked out.
+/// lanes at or past `n` are filled (from their own streams) but masked out. `native`: see
+/// [`SimdScalar::box_muller`].
 #[inline(always)]
 pub fn generate<T: SimdScalar>(
     g: &mut Group<T::V>,
@@ -76,10 +77,11 @@ pub fn generate<T: SimdScalar>(
     b0: usize,
     n: usize,
     s: &mut GenScratch<T>,
+    native: bool,
 ) {
     set_mask(g, b0, n);
     if task.kind == TaskKind::Isotropic && task.shift.is_none() {
-        generate_isotropic::<T>(g, task, seed, step, b0, s);
+        generate_isotropic::<T>(g, task, seed, step, b0, s, native);
         return;
     }
     let (len, e, no) = (g.shape.len, task.e(), task.n_out);
@@ -143,6 +145,7 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
     step: u64,
     b0: usize,
     s: &mut GenScratch<T>,
+    native: bool,
 ) {
     let (d, no, len) = (task.d, task.n_out, g.shape.len);
     let e = d + no;
@@ -163,12 +166,12 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
     };
     // pairs in order; an odd tail keeps the cosine half (`icl_core::rng::fill_normal`)
     for _ in 0..total / 2 {
-        let (c, sn) = T::box_muller(&mut rng);
+        let (c, sn) = T::box_muller(&mut rng, native);
         sink.put(c);
         sink.put(sn);
     }
     if total % 2 == 1 {
-        sink.put(T::box_muller(&mut rng).0);
+        sink.put(T::box_muller(&mut rng, native).0);
     }
     let sc = T::V::splat(T::inv_sqrt(d));
     s.beta.iter_mut().for_each(|b| *b = *b * sc);

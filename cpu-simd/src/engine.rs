@@ -69,12 +69,19 @@ impl<T: SimdScalar> Chunk<T> {
     }
 
     #[inline(always)]
-    fn fill(&mut self, src: Source<'_, T>, b0: usize, n: usize) {
+    fn fill(&mut self, src: Source<'_, T>, b0: usize, n: usize, native: bool) {
         match src {
             Source::Batch(b) => gather(&mut self.group, b, b0),
-            Source::Train { task, seed, step } => {
-                generate(&mut self.group, task, seed, step, b0, n, &mut self.gen)
-            }
+            Source::Train { task, seed, step } => generate(
+                &mut self.group,
+                task,
+                seed,
+                step,
+                b0,
+                n,
+                &mut self.gen,
+                native,
+            ),
         }
     }
 
@@ -90,13 +97,13 @@ impl<T: SimdScalar> Chunk<T> {
     /// Fill the tokens of every group of sequences `first .. min(first + CHUNK, n)`; returns the
     /// number of groups.
     #[inline(always)]
-    fn fill_all(&mut self, src: Source<'_, T>, first: usize, n: usize) -> usize {
+    fn fill_all(&mut self, src: Source<'_, T>, first: usize, n: usize, native: bool) -> usize {
         let w = <T::V as Lanes>::W;
         let end = (first + CHUNK).min(n);
         let mut i = 0;
         while first + i * w < end {
             self.swap(i);
-            self.fill(src, first + i * w, end);
+            self.fill(src, first + i * w, end, native);
             self.swap(i);
             i += 1;
         }
@@ -131,13 +138,13 @@ impl<T: SimdScalar> Chunk<T> {
 
     /// Only the data generation of the chunk (for the benchmark's time split).
     #[inline(always)]
-    fn generate_only(&mut self, src: Source<'_, T>, first: usize, n: usize) -> T {
+    fn generate_only(&mut self, src: Source<'_, T>, first: usize, n: usize, native: bool) -> T {
         let w = <T::V as Lanes>::W;
         let end = (first + CHUNK).min(n);
         let mut b0 = first;
         let mut acc = T::zero();
         while b0 < end {
-            self.fill(src, b0, end);
+            self.fill(src, b0, end, native);
             acc += self.group.y[0].sum();
             b0 += w;
         }
@@ -178,6 +185,13 @@ pub fn compute_level(level: Level) -> Level {
     level.min(Level::Avx2)
 }
 
+/// Whether the data generator converts 64-bit integers with the language's casts at `level`
+/// (one instruction each with AVX-512DQ; emulated, and slower than the generator's own exact
+/// conversions, below it). The same bits either way.
+fn native_conversions(level: Level) -> bool {
+    level == Level::Avx512
+}
+
 /// The SIMD + rayon engine. Holds per-chunk scratch, sized on first use and reused afterwards
 /// (no heap allocation per step once the shape is fixed).
 #[derive(Debug)]
@@ -198,13 +212,14 @@ struct Fill<'a, 'b, T: SimdScalar> {
     src: Source<'b, T>,
     first: usize,
     n: usize,
+    native: bool,
 }
 
 impl<T: SimdScalar> Kernel for Fill<'_, '_, T> {
     type Out = usize;
     #[inline(always)]
     fn run(self) -> usize {
-        self.ch.fill_all(self.src, self.first, self.n)
+        self.ch.fill_all(self.src, self.first, self.n, self.native)
     }
 }
 
@@ -232,13 +247,15 @@ struct GenOnly<'a, 'b, T: SimdScalar> {
     src: Source<'b, T>,
     first: usize,
     n: usize,
+    native: bool,
 }
 
 impl<T: SimdScalar> Kernel for GenOnly<'_, '_, T> {
     type Out = T;
     #[inline(always)]
     fn run(self) -> T {
-        self.ch.generate_only(self.src, self.first, self.n)
+        self.ch
+            .generate_only(self.src, self.first, self.n, self.native)
     }
 }
 
@@ -339,6 +356,7 @@ impl<T: SimdScalar> SimdEngine<T> {
                 src,
                 first: c * CHUNK,
                 n,
+                native: native_conversions(level),
             };
             let groups = dispatch::run(level, fill);
             let k = LossGrad {
@@ -385,6 +403,7 @@ impl<T: SimdScalar> SimdEngine<T> {
                 src,
                 first: c * CHUNK,
                 n,
+                native: native_conversions(level),
             };
             let s = dispatch::run(level, k);
             if let Ok(mut m) = sums.lock() {

@@ -82,22 +82,34 @@ fn u53_to_f64(m: u64) -> f64 {
 }
 
 /// `u1 = ((x >> 11) + 1) 2^-53` in (0, 1], exactly as `icl_core::rng::uniform_open0`.
+/// `NATIVE`: convert with the language's cast (one instruction with AVX-512DQ, slow without);
+/// the conversion is exact either way, so both give the same bits.
 #[inline(always)]
-fn uniform_open0(x: u64) -> f64 {
-    u53_to_f64((x >> 11) + 1) * INV53
+fn uniform_open0<const NATIVE: bool>(x: u64) -> f64 {
+    let m = (x >> 11) + 1;
+    if NATIVE {
+        m as f64 * INV53
+    } else {
+        u53_to_f64(m) * INV53
+    }
 }
 
 /// The angle `2 pi u2` (u2 = m 2^-53, m = x >> 11) as `k pi/2 + t`, |t| <= pi/4, exactly in
 /// integers: `k = round(m / 2^51)` in 0..=4 and `t = 2 pi (m - k 2^51) 2^-53`, rounded once.
+/// `NATIVE` as for [`uniform_open0`] (same bits).
 #[inline(always)]
-fn quadrant(x: u64) -> (f64, u64) {
+fn quadrant<const NATIVE: bool>(x: u64) -> (f64, u64) {
     let m = x >> 11;
     let k = (m + (1 << 50)) >> 51;
-    // m - k 2^51 + 2^51 lies in (2^50, 3 2^50]: converts exactly
-    let biased = m + (1 << 51) - (k << 51);
-    let t = ((f64::from_bits(MAGIC | biased) - TWO52) - 2_251_799_813_685_248.0)
-        * (core::f64::consts::TAU * INV53);
-    (t, k)
+    let r = if NATIVE {
+        // m - k 2^51 lies in [-2^50, 2^50): converts exactly
+        (m as i64 - (k << 51) as i64) as f64
+    } else {
+        // m - k 2^51 + 2^51 lies in [2^50, 3 2^50): converts exactly
+        let biased = m + (1 << 51) - (k << 51);
+        (f64::from_bits(MAGIC | biased) - TWO52) - 2_251_799_813_685_248.0
+    };
+    (r * (core::f64::consts::TAU * INV53), k)
 }
 
 /// Natural logarithm for positive normal f64 (fdlibm's `log`: x = 2^k (1 + f),
@@ -217,13 +229,27 @@ macro_rules! quadrant_fix {
 /// draw, the angle `2 pi u2` from the second, returns `(r cos th, r sin th)`, r = sqrt(-2 ln u1).
 #[inline(always)]
 pub fn box_muller_f64<const N: usize>(rng: &mut Xoshiro<N>) -> ([f64; N], [f64; N]) {
+    box_muller_f64_as::<N, false>(rng)
+}
+
+/// [`box_muller_f64`] with the integer conversions by the language's casts (for AVX-512DQ; same
+/// bits).
+#[inline(always)]
+pub fn box_muller_f64_native<const N: usize>(rng: &mut Xoshiro<N>) -> ([f64; N], [f64; N]) {
+    box_muller_f64_as::<N, true>(rng)
+}
+
+#[inline(always)]
+fn box_muller_f64_as<const N: usize, const NATIVE: bool>(
+    rng: &mut Xoshiro<N>,
+) -> ([f64; N], [f64; N]) {
     let a = rng.next_u64s();
     let b = rng.next_u64s();
     let mut c = [0.0; N];
     let mut s = [0.0; N];
     for k in 0..N {
-        let r = (-2.0 * ln_f64(uniform_open0(a[k]))).sqrt();
-        let (t, q) = quadrant(b[k]);
+        let r = (-2.0 * ln_f64(uniform_open0::<NATIVE>(a[k]))).sqrt();
+        let (t, q) = quadrant::<NATIVE>(b[k]);
         let (st, ct) = sin_cos_f64(t);
         let (cb, sb) = quadrant_fix!(st, ct, q, u64, 1u64 << 63);
         c[k] = r * f64::from_bits(cb);
@@ -237,6 +263,7 @@ pub fn box_muller_f64<const N: usize>(rng: &mut Xoshiro<N>) -> ([f64; N], [f64; 
 /// ln u1 for u1 near 1, where rounding u1 itself to f32 would lose it), the angle is reduced
 /// exactly in integers and rounded once to f32. Within a few f32 ulp of
 /// `icl_core::rng::box_muller` rounded to f32.
+/// (The casts of [`box_muller_f64_native`] measured no faster here, with AVX-512DQ too.)
 #[inline(always)]
 pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>) -> ([f32; N], [f32; N]) {
     let a = rng.next_u64s();
@@ -246,14 +273,14 @@ pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>) -> ([f32; N], [f32; 
     let mut hi = [0.0f32; N];
     let mut lo = [0.0f32; N];
     for k in 0..N {
-        let u = uniform_open0(a[k]);
+        let u = uniform_open0::<false>(a[k]);
         hi[k] = u as f32;
         lo[k] = (u - hi[k] as f64) as f32;
     }
     let mut t = [0.0f32; N];
     let mut q = [0u32; N];
     for k in 0..N {
-        let (tk, qk) = quadrant(b[k]);
+        let (tk, qk) = quadrant::<false>(b[k]);
         t[k] = tk as f32;
         q[k] = qk as u32;
     }
@@ -315,6 +342,43 @@ mod tests {
         assert!(w32 < 3e-7, "f32 ln relative error {w32:e}");
         assert_eq!(ln_f64(1.0), 0.0);
         assert_eq!(ln_f32(1.0), 0.0);
+    }
+
+    #[test]
+    fn native_conversions_give_the_same_bits() {
+        // edges of m = (x >> 11) + 1 (1, 2^53, powers of two), then xoshiro draws
+        let mut xs: Vec<u64> = [
+            0u64,
+            1,
+            2,
+            3,
+            1 << 24,
+            (1 << 24) + 1,
+            (1 << 25) + 1,
+            (1 << 25) + 2,
+        ]
+        .iter()
+        .flat_map(|&m: &u64| [m.saturating_sub(1), m, m + 1, (1 << 53) - 1 - m])
+        .map(|m| m << 11)
+        .collect();
+        xs.extend([u64::MAX, u64::MAX - 2047, 1 << 63, (1 << 62) + (1 << 61)]);
+        let mut r = Xoshiro::<1>::from_keys([5]);
+        xs.extend((0..200_000).map(|_| r.next_u64s()[0]));
+        for &x in &xs {
+            assert_eq!(
+                uniform_open0::<false>(x).to_bits(),
+                uniform_open0::<true>(x).to_bits()
+            );
+            let (t0, k0) = quadrant::<false>(x);
+            let (t1, k1) = quadrant::<true>(x);
+            assert_eq!((t0.to_bits(), k0), (t1.to_bits(), k1), "{x:#x}");
+        }
+        let (mut a, mut b) = (Xoshiro::<8>::train(3, 9, 0), Xoshiro::<8>::train(3, 9, 0));
+        for _ in 0..1000 {
+            let (p, q) = (box_muller_f64(&mut a), box_muller_f64_native(&mut b));
+            assert_eq!(p.0.map(f64::to_bits), q.0.map(f64::to_bits));
+            assert_eq!(p.1.map(f64::to_bits), q.1.map(f64::to_bits));
+        }
     }
 
     #[test]
