@@ -68,6 +68,7 @@ pub fn gather<V: Lanes>(g: &mut Group<V>, batch: &Batch<V::T>, b0: usize) {
 /// Generate the training sequences `b0 .. b0 + W` of (seed, step) into the lanes of `g`;
 /// lanes at or past `n` are filled (from their own streams) but masked out. `native`: see
 /// [`SimdScalar::box_muller`].
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn generate<T: SimdScalar>(
     g: &mut Group<T::V>,
