@@ -252,6 +252,7 @@ fn linearized_layer_identities() {
         m21: (0..d).map(|j| m[(d, j)]).collect(),
         v21: (0..d).map(|j| v[(d, j)]).collect(),
         v22: v[(d, d)],
+        self_attend: true,
     };
     let (u, b) = tp::predict_parts(&p, &xs, ys).unwrap();
     let mine = u / tau + b;
@@ -286,6 +287,7 @@ fn linearized_layer_identities() {
         m21: vec![0.0; d],
         v21: v21.iter().copied().collect(),
         v22: 1.0,
+        self_attend: true,
     };
     let (u, _) = tp::predict_parts(&p, xs, &ys).unwrap();
     let wb =

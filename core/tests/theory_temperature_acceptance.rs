@@ -83,6 +83,7 @@ fn t3_translation_invariance() {
         m21: vec![0.0; d],
         v21: g2[d * d..d * d + d].to_vec(),
         v22: 0.7,
+        self_attend: true,
     };
     let (u, bias) = tp::predict_parts(&p, x, y).unwrap();
     let inner: Vec<f64> = (0..d)
@@ -315,6 +316,7 @@ fn linear_attention_layer() {
         m21: (0..d).map(|j| m[(d, j)]).collect(),
         v21: (0..d).map(|j| v[(d, j)]).collect(),
         v22: v[(d, d)],
+        self_attend: true,
     };
     let u = linear::predict(&p, &xs, ys).unwrap();
     assert!(rel(u / tau, out[(d, l - 1)]) < 1e-12);

@@ -513,14 +513,14 @@ fn theory_list() -> FfiResult<String> {
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn theory_eval(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
     guard_cxx(|| {
-        let (out, vals) = icl_core::theory::registry::evaluate(name, &theory_args(keys, values)?)?;
+        let (out, vals) = icl_run::theory::evaluate(name, &theory_args(keys, values)?)?;
         Ok(icl_run::theory::result_json(name, &out, &vals).to_string())
     })
 }
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn theory_value(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<Vec<f64>> {
     guard_cxx(|| {
-        let (out, _) = icl_core::theory::registry::evaluate(name, &theory_args(keys, values)?)?;
+        let (out, _) = icl_run::theory::evaluate(name, &theory_args(keys, values)?)?;
         out.value.as_f64s().ok_or_else(|| {
             crate::status::FfiError::new(
                 crate::status::icl_status::ICL_ERR_UNSUPPORTED,

@@ -8,9 +8,9 @@
 //! `--svg FILE`.
 use super::common::{out, outln};
 use crate::error::{CliError, CliResult};
-use icl_core::theory::registry::{evaluate, registry, Value};
+use icl_core::theory::registry::{registry, Value};
 use icl_run::summary::pretty;
-use icl_run::theory::{list_json, result_json, to_text, write_csv, write_svg};
+use icl_run::theory::{evaluate, list_json, result_json, to_text, write_csv, write_svg};
 use std::path::PathBuf;
 
 /// Arguments of `icl theory`.

@@ -1,12 +1,45 @@
-//! The theory registry ([`icl_core::theory::registry`]) for front ends: JSON forms of a quantity's
-//! result and of the list of quantities (the contracts of `icl theory --json` and
+//! The theory registry ([`icl_core::theory::registry`]) for front ends: [`evaluate`] (the
+//! registry with the runs a `--run` parameter names loaded from their folders), JSON forms of a
+//! quantity's result and of the list of quantities (the contracts of `icl theory --json` and
 //! `icl theory --list --json`, also returned by the C API), and trajectory files.
 use crate::error::{Result, RunError};
+use crate::folder::RunDir;
 use crate::plot::{lines_svg, Series};
-use icl_core::theory::registry::{registry, Out, Traj, Value};
+use icl_core::theory::registry::{evaluate_with, registry, Out, Trained, Traj, Value};
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// Evaluate theory quantity `name` with parameters given as (name, text) pairs: the registry's
+/// [`evaluate`](icl_core::theory::registry::evaluate), except that when the quantity takes a
+/// `run` parameter (the temperature quantities) and it names a folder, that run is loaded
+/// ([`load_trained`]) and handed to the registry. Every front end (CLI, C, C++, Python) calls
+/// this, so `--run` means the same everywhere.
+pub fn evaluate(name: &str, args: &[(String, String)]) -> Result<(Out, BTreeMap<String, String>)> {
+    let takes_run = registry()
+        .iter()
+        .find(|q| q.name == name)
+        .is_some_and(|q| q.all_params().any(|p| p.0 == "run"));
+    let dir = args
+        .iter()
+        .filter(|(k, _)| takes_run && k == "run")
+        .map(|(_, v)| v.trim())
+        .find(|v| !v.is_empty() && *v != "none");
+    let run = dir.map(|d| load_trained(Path::new(d))).transpose()?;
+    Ok(evaluate_with(name, args, run)?)
+}
+
+/// The run in folder `dir` (its `model.safetensors`, which holds the config) as the registry
+/// takes it, the parameters widened to f64.
+pub fn load_trained(dir: &Path) -> Result<Trained> {
+    let rd = RunDir::new(dir);
+    rd.check_run()?;
+    let l = crate::checkpoint::load(&rd.model())?;
+    Ok(Trained {
+        config: l.config,
+        model: l.model.to::<f64>(),
+    })
+}
 
 /// A registry value as JSON.
 pub fn to_json(v: &Value) -> serde_json::Value {

@@ -7,7 +7,8 @@
 //! `P(name, default, doc)` in its list, with its kind in [`kind_of`] if the name is new. A
 //! parameter's value is text (as on a command line) or a number; [`evaluate`] checks every value
 //! against its kind and range before the quantity runs, so errors name the parameter.
-use crate::config::Range;
+use crate::config::{Config, Range};
+use crate::model::Model;
 use crate::theory::{he2025, multilayer, ode, temperature, zhang2025};
 use crate::{Error, Result};
 use alloc::borrow::ToOwned;
@@ -109,6 +110,8 @@ pub enum Kind {
     Cov,
     /// One of the words.
     Choice(&'static [&'static str]),
+    /// A run folder (read by the run layer, never by the core), or `none`.
+    Folder,
     /// true | false.
     Bool,
 }
@@ -132,6 +135,7 @@ impl Kind {
             }
             Kind::Choice(w) => w.join(" | "),
             Kind::Bool => "true | false".into(),
+            Kind::Folder => "a run folder (written by `icl train`), or none".into(),
         }
     }
 
@@ -178,6 +182,13 @@ impl Kind {
                 "true" | "false" | "1" | "0" | "yes" | "no" => Ok(()),
                 _ => Err(bad(format!("--{name}: {t:?} is not true or false"))),
             },
+            Kind::Folder => {
+                if t.is_empty() {
+                    Err(bad(format!("--{name}: give a run folder or none")))
+                } else {
+                    Ok(())
+                }
+            }
         }
     }
 }
@@ -255,6 +266,7 @@ pub fn kind_of(q: &str, p: &P) -> Kind {
             max: 10_000_000,
         }),
         ("form", _) => Kind::Choice(&["exact", "paper"]),
+        ("run", _) => Kind::Folder,
         ("estimator", _) => Kind::Choice(&["conditional", "plain"]),
         ("l-train", _) => Kind::NumOr(
             "l",
@@ -371,9 +383,18 @@ impl Q {
     }
 }
 
-/// The checked parameter values of one evaluation (defaults filled in).
+/// A trained run a front end loaded for a `--run` parameter: the core reads no folders, the run
+/// layer (`icl_run::theory::evaluate`) does and passes the run here ([`evaluate_with`]).
+#[derive(Debug, Clone)]
+pub struct Trained {
+    pub config: Config,
+    pub model: Model<f64>,
+}
+
+/// The checked parameter values of one evaluation (defaults filled in), and the loaded run.
 pub struct Ctx {
     pub vals: BTreeMap<String, String>,
+    pub run: Option<Trained>,
 }
 
 impl Ctx {
@@ -416,6 +437,17 @@ impl Ctx {
 /// parameters, missing required ones, and values outside their kind or range are errors naming
 /// the parameter; defaults fill in the rest. Returns the output and the values used.
 pub fn evaluate(name: &str, args: &[(String, String)]) -> Result<(Out, BTreeMap<String, String>)> {
+    evaluate_with(name, args, None)
+}
+
+/// [`evaluate`] with the run a front end loaded for `--run` (`Some` exactly when the arguments
+/// name a run folder): the run's values become the defaults of the parameters it determines
+/// ([`run_defaults`]), and parameters that describe what the run replaces are refused.
+pub fn evaluate_with(
+    name: &str,
+    args: &[(String, String)],
+    run: Option<Trained>,
+) -> Result<(Out, BTreeMap<String, String>)> {
     let reg = registry();
     let q = reg.iter().find(|q| q.name == name).ok_or_else(|| {
         Error::UnknownName(format!(
@@ -435,6 +467,25 @@ pub fn evaluate(name: &str, args: &[(String, String)]) -> Result<(Out, BTreeMap<
             return Err(bad(format!("{name}: --{k} given twice")));
         }
     }
+    let wants_run = vals.get("run").is_some_and(|v| v.trim() != "none");
+    match (&run, wants_run) {
+        (None, true) => {
+            return Err(Error::Unsupported(
+                "--run: the core registry reads no folders; the run layer (icl theory, the C and Python APIs) loads the run".into(),
+            ))
+        }
+        (Some(_), false) => {
+            return Err(bad(format!(
+                "{name}: a loaded run was passed without a --run parameter"
+            )))
+        }
+        (Some(t), true) => {
+            for (k, v) in run_defaults(q.name, t, &vals)? {
+                vals.entry(k.to_owned()).or_insert(v);
+            }
+        }
+        (None, false) => {}
+    }
     for (p, kind) in q.param_kinds() {
         match (vals.get(p.0), p.1) {
             (Some(v), _) => kind.check(p.0, v)?,
@@ -446,7 +497,7 @@ pub fn evaluate(name: &str, args: &[(String, String)]) -> Result<(Out, BTreeMap<
             }
         }
     }
-    let ctx = Ctx { vals };
+    let ctx = Ctx { vals, run };
     let out = (q.run)(&ctx)?;
     Ok((out, ctx.vals))
 }
@@ -1014,6 +1065,7 @@ fn gaussian(c: &Ctx, pre: &str, d: usize) -> Result<temperature::Gaussian> {
 }
 
 const TEMP: &[P] = &[
+    P("run", Some("none"), RUN_DOC),
     P("d", Some("50"), "dimension"),
     P(
         "l",
@@ -1051,6 +1103,8 @@ const TEMP: &[P] = &[
     P("test-sigma-w", Some("1"), "test task covariance"),
 ];
 
+const RUN_DOC: &str = "a trained one-layer, one-head softmax run: its linearised layer (M11 = C_f KQ_11, m21 set to 0 as Assumption 4.5 asks, v21, v22 = OV) replaces Lemma 4.1, the keys are the run's (context only unless model.self_attend), and d, l = L + 1 and the test distribution default to the run's training ones (Sigma_w = I/d, noise task.sigma2); the train-* and pretrain flags do not apply. It describes the run's linearisation (logits small), not the softmax run itself: `icl eval DIR --tau` measures that";
+
 const FORM_DOC: &str = "exact (default: the exact finite-size error of the model) | paper (Theorem 4.6: leading order in d and l)";
 
 /// Largest d of the exact form (its cost grows like d^3 with a large constant).
@@ -1058,6 +1112,128 @@ const EXACT_MAX_D: usize = 512;
 
 /// A mean norm above which the paper's form is outside its bounded-mean assumption (3.1).
 const MEAN_WARN: f64 = 2.0;
+
+/// The flags a loaded run replaces (Lemma 4.1's inputs): refused with `--run`.
+const RUN_REPLACES: &[&str] = &[
+    "l-train",
+    "pretrain-m",
+    "pretrain-seed",
+    "train-sigma",
+    "train-mu-x",
+    "train-sigma-x",
+    "train-mu-w",
+    "train-sigma-w",
+];
+
+/// The values a loaded run gives the parameters of quantity `q` not in `given`: d, l = L + 1 (the
+/// run's prompts: L context pairs and the query) and its training distribution as the test one;
+/// an explicit `--d` must be the run's, and the flags the run replaces are refused.
+fn run_defaults(
+    q: &str,
+    t: &Trained,
+    given: &BTreeMap<String, String>,
+) -> Result<Vec<(&'static str, String)>> {
+    let d = t.model.spec.d;
+    if let Some(v) = given.get("d") {
+        if v.trim().parse::<usize>().ok() != Some(d) {
+            return Err(bad(format!(
+                "--d {v}: the run's model has d = {d} (leave --d out to take the run's)"
+            )));
+        }
+    }
+    if let Some(k) = RUN_REPLACES.iter().find(|k| given.contains_key(**k)) {
+        return Err(bad(format!(
+            "--{k} does not apply with --run: the layer's parameters are the run's, not Lemma 4.1's"
+        )));
+    }
+    let mut v = vec![
+        ("d", d.to_string()),
+        ("l", (t.config.task.len + 1).to_string()),
+    ];
+    // a non-Gaussian training task leaves the test flags at their defaults (a warning says so)
+    if let Ok(g) = temperature::trained::training_distribution(&t.config) {
+        let sig = format!("{}", libm::sqrt(g.sigma2));
+        let w = format!("{}", 1.0 / d as f64);
+        if q == "temperature-isotropic" {
+            v.extend([("beta", w), ("sigma", sig)]);
+        } else {
+            let iso = g.sigma_x == temperature::Gaussian::isotropic(d, 1.0, 1.0, 0.0).sigma_x;
+            let sx = if iso {
+                "1".to_string()
+            } else {
+                g.sigma_x
+                    .iter()
+                    .map(|x| format!("{x}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            v.extend([
+                ("test-sigma", sig),
+                ("test-sigma-x", sx),
+                ("test-sigma-w", w),
+            ]);
+        }
+    }
+    Ok(v)
+}
+
+/// What the output says about a run's linearised layer.
+struct RunInfo {
+    keys: &'static str,
+    m11_diag: f64,
+    m11_offdiag: f64,
+    m21: f64,
+    v21: f64,
+    v22: f64,
+}
+
+impl RunInfo {
+    fn add(&self, out: Out) -> Out {
+        out.with("run_keys", Value::from(self.keys))
+            .with("run_M11_diag_mean", Value::from(self.m11_diag))
+            .with("run_M11_offdiag_rel", Value::from(self.m11_offdiag))
+            .with("run_m21_norm", Value::from(self.m21))
+            .with("run_v21_norm", Value::from(self.v21))
+            .with("run_v22", Value::from(self.v22))
+    }
+}
+
+/// A run's linearised layer with m21 set to 0 (Assumption 4.5; the closed forms need it), what
+/// it looks like, and the warnings: a large dropped m21, a test distribution not the run's own.
+fn run_layer(t: &Trained, w: &mut Vec<String>) -> Result<(temperature::Params, RunInfo)> {
+    let mut p = temperature::trained::linearise(&t.model)?;
+    let (m11_diag, m11_offdiag, m21, v21) = temperature::trained::summary(&p);
+    let m11_norm = libm::sqrt(p.m11.iter().map(|x| x * x).sum::<f64>());
+    if m21 > 0.05 * m11_norm {
+        w.push(format!(
+            "the run's m21 (|m21| = {m21:.3e}, {:.1}% of |M11|) is set to 0 as Assumption 4.5 and the closed forms need: the forms describe the layer without it",
+            100.0 * m21 / m11_norm
+        ));
+    }
+    p.m21.iter_mut().for_each(|x| *x = 0.0);
+    if let Err(e) = temperature::trained::training_distribution(&t.config) {
+        w.push(format!(
+            "{e}: the test distribution is the test-* flags' (defaults)"
+        ));
+    }
+    let keys = if p.self_attend {
+        "context+query"
+    } else {
+        "context"
+    };
+    let v22 = p.v22;
+    Ok((
+        p,
+        RunInfo {
+            keys,
+            m11_diag,
+            m11_offdiag,
+            m21,
+            v21,
+            v22,
+        },
+    ))
+}
 
 /// One temperature evaluation: the parameters, both forms' coefficients, the chosen form, warnings.
 struct TempEval {
@@ -1068,6 +1244,7 @@ struct TempEval {
     paper: temperature::Coeffs,
     exact_form: bool,
     warnings: Vec<String>,
+    run: Option<RunInfo>,
 }
 
 impl TempEval {
@@ -1092,6 +1269,7 @@ impl TempEval {
         let form = if self.exact_form { "exact" } else { "paper" };
         let gap = exact.map(|e| paper / e - 1.0);
         let mut w = self.warnings;
+        let run = self.run;
         if let Some(g) = gap {
             if !self.exact_form && g.abs() > 0.05 {
                 w.push(format!(
@@ -1101,7 +1279,7 @@ impl TempEval {
                 ));
             }
         }
-        Ok(Out::num(v)
+        let out = Out::num(v)
             .with("form", Value::from(form))
             .with("forms", Value::from("default exact (the model's exact finite-size error); paper = Theorem 4.6, leading order in d and l"))
             .with("a", Value::from(k.a))
@@ -1110,7 +1288,11 @@ impl TempEval {
             .with(key[1], Value::from(exact))
             .with(key[2], Value::from(paper))
             .with("rel_gap", Value::from(gap))
-            .with("warnings", Value::List(w.into_iter().map(Value::Text).collect())))
+            .with("warnings", Value::List(w.into_iter().map(Value::Text).collect()));
+        Ok(match &run {
+            Some(r) => r.add(out),
+            None => out,
+        })
     }
 }
 
@@ -1127,8 +1309,17 @@ fn mean_warnings(g: &temperature::Gaussian, side: &str, w: &mut Vec<String>) {
 
 fn temp_eval(c: &Ctx, exact_form: bool) -> Result<TempEval> {
     let (d, l) = (c.u("d")?, c.u("l")?);
-    let train = gaussian(c, "train", d)?;
     let test = gaussian(c, "test", d)?;
+    if let Some(t) = &c.run {
+        let mut w = Vec::new();
+        let (p, info) = run_layer(t, &mut w)?;
+        let mut e = temp_eval_params(p, None, test, l, exact_form)?;
+        w.append(&mut e.warnings);
+        e.warnings = w;
+        e.run = Some(info);
+        return Ok(e);
+    }
+    let train = gaussian(c, "train", d)?;
     let l_train = if c.raw("l-train")? == "l" {
         l
     } else {
@@ -1143,19 +1334,21 @@ fn temp_eval(c: &Ctx, exact_form: bool) -> Result<TempEval> {
         }
     };
     let p = temperature::pretrained(&train, l_train, how)?;
-    temp_eval_params(p, train, test, l, exact_form)
+    temp_eval_params(p, Some(train), test, l, exact_form)
 }
 
 fn temp_eval_params(
     p: temperature::Params,
-    train: temperature::Gaussian,
+    train: Option<temperature::Gaussian>,
     test: temperature::Gaussian,
     l: usize,
     exact_form: bool,
 ) -> Result<TempEval> {
     let d = test.d;
     let mut warnings = Vec::new();
-    mean_warnings(&train, "train", &mut warnings);
+    if let Some(train) = &train {
+        mean_warnings(train, "train", &mut warnings);
+    }
     mean_warnings(&test, "test", &mut warnings);
     let paper = temperature::coefficients(&p, &test, l)?;
     let exact = if d <= EXACT_MAX_D {
@@ -1178,6 +1371,7 @@ fn temp_eval_params(
         paper,
         exact_form,
         warnings,
+        run: None,
     })
 }
 
@@ -1234,7 +1428,7 @@ fn temperature_quantities() -> Vec<Q> {
                         w.push(format!("G({tau}): the paper's leading-order form is {:+.1}% off the exact finite-size value here", 100.0 * g));
                     }
                 }
-                Ok(Out::num(k.g(tau))
+                let out = Out::num(k.g(tau))
                     .with("form", Value::from(if t.exact_form { "exact" } else { "paper" }))
                     .with("forms", Value::from("default exact (the model's exact finite-size error); paper = Theorem 4.6, leading order in d and l"))
                     .with("a", Value::from(k.a))
@@ -1243,14 +1437,19 @@ fn temperature_quantities() -> Vec<Q> {
                     .with("G_exact", Value::from(e))
                     .with("G_paper", Value::from(p))
                     .with("rel_gap", Value::from(gap))
-                    .with("warnings", Value::List(w.into_iter().map(Value::Text).collect())))
+                    .with("warnings", Value::List(w.into_iter().map(Value::Text).collect()));
+                Ok(match &t.run {
+                    Some(r) => r.add(out),
+                    None => out,
+                })
             },
         },
         Q {
             name: "temperature-isotropic",
             paper: "temperature",
-            about: "isotropic train (Sigma = I, mean 0), test Sigma_x = alpha I, Sigma_w = beta I: paper form (spec 7.1) tau_opt = k(alpha + (sigma^2/beta + alpha d)/l), k = 1/(1+sigma_tr^2/l), or the exact form; a, b, c, G(1), G_min",
+            about: "isotropic train (Sigma = I, mean 0), test Sigma_x = alpha I, Sigma_w = beta I: paper form (spec 7.1) tau_opt = k(alpha + (sigma^2/beta + alpha d)/l), k = 1/(1+sigma_tr^2/l), or the exact form; a, b, c, G(1), G_min. With --run: the run's linearised layer on that test distribution (paper form: the matrix Theorem 4.6)",
             params: params!(
+                P("run", Some("none"), RUN_DOC),
                 P("d", Some("50"), "dimension"),
                 P("l", Some("100"), "tokens per prompt"),
                 P("alpha", Some("1"), "test Sigma_x = alpha I"),
@@ -1265,12 +1464,23 @@ fn temperature_quantities() -> Vec<Q> {
                 let ts = c.f("train-sigma")?;
                 let s = c.f("sigma")?;
                 let (alpha, beta) = (c.f("alpha")?, c.f("beta")?);
-                let train = temperature::Gaussian::isotropic(d, 1.0, 1.0, ts * ts);
                 let test = temperature::Gaussian::isotropic(d, alpha, beta, s * s);
-                let p = temperature::lemma41(&train, l)?;
-                let mut t = temp_eval_params(p, train, test, l, exact_form(c)?)?;
-                // the scalar reduction of the paper's form (equal to the matrix form here)
-                t.paper = temperature::isotropic(d, l, alpha, beta, s * s, temperature::k_iso(l, ts * ts));
+                let t = if let Some(run) = &c.run {
+                    let mut w = Vec::new();
+                    let (p, info) = run_layer(run, &mut w)?;
+                    let mut t = temp_eval_params(p, None, test, l, exact_form(c)?)?;
+                    w.append(&mut t.warnings);
+                    t.warnings = w;
+                    t.run = Some(info);
+                    t
+                } else {
+                    let train = temperature::Gaussian::isotropic(d, 1.0, 1.0, ts * ts);
+                    let p = temperature::lemma41(&train, l)?;
+                    let mut t = temp_eval_params(p, Some(train), test, l, exact_form(c)?)?;
+                    // the scalar reduction of the paper's form (equal to the matrix form here)
+                    t.paper = temperature::isotropic(d, l, alpha, beta, s * s, temperature::k_iso(l, ts * ts));
+                    t
+                };
                 let k = t.chosen();
                 Ok(t.both(|k| k.tau_opt(), ["tau_opt", "tau_opt_exact", "tau_opt_paper"])?
                     .with("G_1", Value::from(k.g(1.0)))
@@ -1304,7 +1514,7 @@ fn temperature_quantities() -> Vec<Q> {
                 let (to, to_se) = m.tau_opt().map_or((None, None), |(a, b)| (Some(a), Some(b)));
                 let (gm, gm_se) = m.g_min().map_or((None, None), |(a, b)| (Some(a), Some(b)));
                 let e = t.exact;
-                Ok(Out::num(g)
+                let out = Out::num(g)
                     .with("stderr", Value::from(se))
                     .with("a", Value::from(m.coeffs.a))
                     .with("b", Value::from(m.coeffs.b))
@@ -1320,7 +1530,11 @@ fn temperature_quantities() -> Vec<Q> {
                     .with("tau_opt_paper", Value::from(t.paper.tau_opt().ok()))
                     .with("G_min_exact", Value::from(e.and_then(|e| e.g_min().ok())))
                     .with("G_min_paper", Value::from(t.paper.g_min().ok()))
-                    .with("warnings", Value::List(t.warnings.into_iter().map(Value::Text).collect())))
+                    .with("warnings", Value::List(t.warnings.into_iter().map(Value::Text).collect()));
+                Ok(match &t.run {
+                    Some(r) => r.add(out),
+                    None => out,
+                })
             },
         },
     ]

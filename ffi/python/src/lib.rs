@@ -123,7 +123,7 @@ fn theory<'py>(
     }
     let name = name.to_string();
     let (out, vals) = py
-        .detach(|| icl_core::theory::registry::evaluate(&name, &args))
+        .detach(|| icl_run::theory::evaluate(&name, &args))
         .or_py()?;
     let res = to_py(py, &icl_run::theory::result_json(&name, &out, &vals))?;
     if let Some(t) = &out.traj {

@@ -89,8 +89,12 @@ fn scalar_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
     if let Ok(s) = v.cast::<PyString>() {
         return Ok(s.to_cow()?.into_owned());
     }
+    if v.hasattr("__fspath__")? {
+        // a path (e.g. pathlib.Path, for `run=`)
+        return scalar_text(&v.call_method0("__fspath__")?);
+    }
     Err(type_err(format!(
-        "a parameter value must be a bool, int, float, str or a list of numbers, not {}",
+        "a parameter value must be a bool, int, float, str, path or a list of numbers, not {}",
         describe(v)
     )))
 }

@@ -45,7 +45,7 @@ fn eval(
     name: &str,
     args: &[(String, String)],
 ) -> FfiResult<(Out, std::collections::BTreeMap<String, String>)> {
-    let (out, vals) = icl_core::theory::registry::evaluate(name, args)?;
+    let (out, vals) = icl_run::theory::evaluate(name, args)?;
     let named =
         std::iter::once(("value", &out.value)).chain(out.extra.iter().map(|(k, v)| (*k, v)));
     for (k, v) in named {

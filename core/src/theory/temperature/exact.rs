@@ -16,6 +16,10 @@
 //! with the context mean `m = mu_x + s + delta/l`, and the query is `z = mu_x + s - n/l delta`.
 //! The expectation over w and the noise is taken first (spec §10), then over W (Wishart moments),
 //! then over `xi = (s, delta)` (products of up to three quadratic forms, [`super::moments`]).
+//!
+//! Without the query among the keys ([`Params::self_attend`] false, icl's softmax runs) the
+//! statistics are the n = l - 1 context tokens' and the query is independent of them, which makes
+//! the expectation a closed form of traces ([`context_keys`]).
 use super::mc::check;
 use super::moments::{Aff, Gauss, Quad};
 use super::{mat, Coeffs, Gaussian, Params};
@@ -29,6 +33,9 @@ pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
         return Err(Error::Unsupported(
             "the exact form needs m21 = 0 (Assumption 4.5), as Theorem 4.6".into(),
         ));
+    }
+    if !p.self_attend {
+        return context_keys(p, test, l);
     }
     let d = p.d;
     let (lf, n, kap) = (l as f64, (l - 1) as f64, (l - 2) as f64);
@@ -103,6 +110,60 @@ pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
         + s2 * v22 * v22 * n / l3 * g.e1(&p_delta);
     // c = E[rho^2] + E[q^T Sigma_w q] + sigma^2 (v22^2 (l-1)/l^2 + 1)
     let c = g.e2(&rho, &rho) + g.e1(&q_sw_q) + s2 * (v22 * v22 * n / l2 + 1.0);
+    Ok(Coeffs {
+        a,
+        b: -2.0 * e_ur,
+        c,
+    })
+}
+
+/// The exact `a, b, c` when the keys are the n = l - 1 context tokens (the query is not a key):
+/// `C_xx = W/n` with the context scatter `W ~ Wishart(k = n - 1, Sigma_x)`, independent of the
+/// context mean deviation `e_bar ~ N(0, Sigma_x/n)` and of the query `x_l = mu_x + e_q`.
+/// Given X (spec §10's conditional moments with the keys' statistics): `p = M11 x_l`,
+/// `gamma = p^T W nu / n` with `nu = v21 + v22 mu_w`, `g = v22/n W p`, `|h|^2 = (v22/n)^2 p^T W p`,
+/// `sum_i h_i = 0`, `q = (v22 - 1) mu_x + v22 e_bar - e_q`, `rho = rho0 + nu^T e_bar - mu_w^T e_q`,
+/// `rho0 = v21^T mu_x + (v22 - 1) mu_x^T mu_w`. The Wishart moments
+/// `E[W] = k Sigma`, `E[W B W] = (k^2 + k) Sigma B Sigma + k tr(B Sigma) Sigma` (B symmetric) and
+/// `E[p p^T] = M11 A M11^T =: P` (A = Sigma_x + mu_x mu_x^T) give
+/// * `a = [(k^2+k) nu^T Sigma P Sigma nu + k nu^T Sigma nu tr(Sigma P)]/n^2
+///   + (v22/n)^2 [(k^2+k) tr(Sigma Sigma_w Sigma P) + k (tr(Sigma_w Sigma) + sigma^2) tr(Sigma P)]`,
+/// * `-b/2 = k/n [rho0 mu_x^T M11^T Sigma nu - mu_w^T Sigma M11^T Sigma nu]
+///   + v22 k/n [(v22 - 1) mu_x^T M11^T Sigma Sigma_w mu_x - tr(M11^T Sigma Sigma_w Sigma)]`,
+/// * `c = rho0^2 + nu^T Sigma nu/n + mu_w^T Sigma mu_w + (v22 - 1)^2 mu_x^T Sigma_w mu_x
+///   + (v22^2/n + 1) (tr(Sigma_w Sigma) + sigma^2)`.
+fn context_keys(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
+    let d = p.d;
+    let (n, k) = ((l - 1) as f64, (l - 2) as f64);
+    let sig = mat(d, &test.sigma_x);
+    let sw = mat(d, &test.sigma_w);
+    let mu = DVector::from_column_slice(&test.mu_x);
+    let muw = DVector::from_column_slice(&test.mu_w);
+    let v21 = DVector::from_column_slice(&p.v21);
+    let m11 = mat(d, &p.m11);
+    let (v22, s2) = (p.v22, test.sigma2);
+    let nu = &v21 + &muw * v22;
+    let am = &sig + &mu * mu.transpose();
+    let pm = &m11 * am * m11.transpose();
+    let sig_nu = &sig * &nu;
+    let tr_sp = (&sig * &pm).trace();
+    let tr_sws = (&sw * &sig).trace();
+    let nsn = nu.dot(&sig_nu);
+    let a = ((k * k + k) * sig_nu.dot(&(&pm * &sig_nu)) + k * nsn * tr_sp) / (n * n)
+        + (v22 / n)
+            * (v22 / n)
+            * ((k * k + k) * (&sig * &sw * &sig * &pm).trace() + k * (tr_sws + s2) * tr_sp);
+    let rho0 = v21.dot(&mu) + (v22 - 1.0) * mu.dot(&muw);
+    let m_sig_nu = m11.transpose() * &sig_nu; // M11^T Sigma nu
+    let e_ur = k / n * (rho0 * mu.dot(&m_sig_nu) - muw.dot(&(&sig * &m_sig_nu)))
+        + v22 * k / n
+            * ((v22 - 1.0) * mu.dot(&(m11.transpose() * &sig * &sw * &mu))
+                - (m11.transpose() * &sig * &sw * &sig).trace());
+    let c = rho0 * rho0
+        + nsn / n
+        + muw.dot(&(&sig * &muw))
+        + (v22 - 1.0) * (v22 - 1.0) * mu.dot(&(&sw * &mu))
+        + (v22 * v22 / n + 1.0) * (tr_sws + s2);
     Ok(Coeffs {
         a,
         b: -2.0 * e_ur,

@@ -159,6 +159,7 @@ pub fn fit(train: &Gaussian, l: usize, o: FitOptions) -> Result<Fit> {
             m21: vec![0.0; d],
             v21: avg_v.iter().map(|v| v / n).collect(),
             v22,
+            self_attend: true,
         },
         losses,
     })

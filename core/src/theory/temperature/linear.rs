@@ -24,9 +24,21 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
+/// Eq. 6 attends from the query to all l tokens.
+fn keys_all(p: &Params) -> Result<()> {
+    if p.self_attend {
+        Ok(())
+    } else {
+        Err(Error::Unsupported(
+            "linear attention (eq. 6) here has the query among its keys (self_attend)".into(),
+        ))
+    }
+}
+
 /// The linear-attention prediction's `u` (`yhat = u/tau`) on one prompt: `x` holds the l inputs row
 /// by row (query last), `y` the l - 1 context labels.
 pub fn predict(p: &Params, x: &[f64], y: &[f64]) -> Result<f64> {
+    keys_all(p)?;
     let d = p.d;
     let l = y.len() + 1;
     if x.len() != l * d {
@@ -70,6 +82,7 @@ pub fn coefficients(
     est: Estimator,
 ) -> Result<McCoeffs> {
     check(p, test, l)?;
+    keys_all(p)?;
     if n < 2 {
         return Err(Error::InvalidConfig(alloc::format!(
             "need n >= 2 Monte Carlo prompts (got {n})"

@@ -303,21 +303,24 @@ impl Scratch {
         }
     }
 
-    /// Spec §10: with `p = M11 x_l`, `h_i = v22/l (x_i - s_x)^T p` (i < l), `g = sum_i h_i x_i`,
+    /// Spec §10 (l below is the number of keys, s_x and C_xx theirs: [`Params::keys`]): with
+    /// `p = M11 x_l`, `h_i = v22/l (x_i - s_x)^T p` (i < l), `g = sum_i h_i x_i`,
     /// `c0 = p^T C_xx v21`, `b0 = v21^T s_x`, `q = v22/l sum_{i<l} x_i - x_l`, `u = c0 + g^T w + h^T eps`
     /// and `r = b0 + q^T w + v22/l 1^T eps - eps_l`; with `gamma = c0 + g^T mu_w`, `rho = b0 + q^T mu_w`:
     /// `E[u^2|X] = gamma^2 + g^T Sigma_w g + sigma^2 |h|^2`,
     /// `E[u r|X] = gamma rho + g^T Sigma_w q + sigma^2 v22/l sum_i h_i`,
-    /// `E[r^2|X] = rho^2 + q^T Sigma_w q + sigma^2 (v22^2 (l-1)/l^2 + 1)`.
+    /// `E[r^2|X] = rho^2 + q^T Sigma_w q + sigma^2 (v22^2 n/l^2 + 1)` (n: the number of labels).
     /// Returns `[E[u^2|X], -2 E[u r|X], E[r^2|X]]`.
     fn conditional(&mut self, p: &Params, test: &Gaussian, x: &[f64]) -> [f64; 3] {
         let d = p.d;
         let l = x.len() / d;
-        let lf = l as f64;
+        // the statistics are the keys' (the first nk rows): all l tokens, or the l - 1 context ones
+        let nk = p.keys(l);
+        let lf = nk as f64;
         let v22 = p.v22;
         let xq = &x[(l - 1) * d..];
         self.sx.iter_mut().for_each(|v| *v = 0.0);
-        for t in 0..l {
+        for t in 0..nk {
             for j in 0..d {
                 self.sx[j] += x[t * d + j] / lf;
             }
@@ -342,7 +345,7 @@ impl Scratch {
                     self.gv[j] += h * xt[j];
                     self.q[j] += v22 / lf * xt[j];
                 }
-            } else {
+            } else if nk == l {
                 for j in 0..d {
                     self.cv[j] += xt[j] * xv;
                 }
@@ -368,7 +371,7 @@ impl Scratch {
         let hs: f64 = self.h.iter().sum();
         let uu = gam * gam + gsg + s2 * hh;
         let ur = gam * rho + gsq + s2 * v22 / lf * hs;
-        let rr = rho * rho + qsq + s2 * (v22 * v22 * (lf - 1.0) / (lf * lf) + 1.0);
+        let rr = rho * rho + qsq + s2 * (v22 * v22 * (l - 1) as f64 / (lf * lf) + 1.0);
         [uu, -2.0 * ur, rr]
     }
 }

@@ -22,6 +22,7 @@ pub mod linear;
 pub mod mc;
 mod moments;
 pub mod ridge;
+pub mod trained;
 
 use crate::rng::{self, Domain};
 use crate::{Error, Result};
@@ -110,7 +111,8 @@ impl Gaussian {
     }
 }
 
-/// Parameters of the reparametrised layer (eq. 7): only M11 (d x d), m21, v21 (d) and v22 affect yhat.
+/// Parameters of the reparametrised layer (eq. 7): only M11 (d x d), m21, v21 (d) and v22 affect
+/// yhat; and which tokens are the keys.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Params {
     pub d: usize,
@@ -118,6 +120,22 @@ pub struct Params {
     pub m21: Vec<f64>,
     pub v21: Vec<f64>,
     pub v22: f64,
+    /// Whether the query is one of the keys (attends to itself). The paper's layer (eq. 5) has
+    /// all l tokens as keys (`true`): its statistics divide by l and include the query. icl's
+    /// softmax runs default to `false` (`model.self_attend`): the keys are the l - 1 context
+    /// tokens, and the statistics are theirs, divided by l - 1 ([`trained`]).
+    pub self_attend: bool,
+}
+
+impl Params {
+    /// The number of keys on prompts of l tokens: l, or l - 1 without the query.
+    pub fn keys(&self, l: usize) -> usize {
+        if self.self_attend {
+            l
+        } else {
+            l - 1
+        }
+    }
 }
 
 /// Lemma 4.1 (eq. 11) in its population form (X^T X/(ml) replaced by Sigma_x^tr):
@@ -161,6 +179,7 @@ pub fn lemma41_with_cov(train: &Gaussian, l: usize, xx: &[f64]) -> Result<Params
         m21: vec![0.0; d],
         v21: v21.iter().copied().collect(),
         v22: 1.0 / df,
+        self_attend: true,
     })
 }
 
@@ -329,20 +348,23 @@ pub fn tau_heuristic(p: &Params, test: &Gaussian, l: usize) -> Result<f64> {
 /// `yhat = u/tau + b_att`: returns `(u, b_att)` with `u = w_att^T x_l`,
 /// `w_att = M11^T (C_xx v21 + v22 C_xy) + (v21^T C_xy + v22 C_yy) m21`, `b_att = v21^T s_x + v22 s_y`.
 /// `x` holds the l tokens' covariates row by row (query last), `y` the l - 1 context labels.
-/// The statistics divide by l and s_x, C_xx include the query (App. E, eqs. 44–47).
+/// The statistics are those of the keys: with the query a key (the paper's layer) they divide by
+/// l and s_x, C_xx include the query with its zero label (App. E, eqs. 44–47); without it
+/// ([`Params::self_attend`] false) they are the l - 1 context tokens', divided by l - 1.
 pub fn predict_parts(p: &Params, x: &[f64], y: &[f64]) -> Result<(f64, f64)> {
     let d = p.d;
     let l = y.len() + 1;
-    if x.len() != l * d {
+    if x.len() != l * d || (l < 2 && !p.self_attend) {
         return Err(Error::Shape(format!(
-            "x needs l*d = {} entries for {} labels",
+            "x needs l*d = {} entries for {} labels (and at least one context token)",
             l * d,
             y.len()
         )));
     }
-    let lf = l as f64;
+    let nk = p.keys(l);
+    let lf = nk as f64;
     let mut sx = vec![0.0; d];
-    for t in 0..l {
+    for t in 0..nk {
         for i in 0..d {
             sx[i] += x[t * d + i] / lf;
         }
@@ -351,7 +373,7 @@ pub fn predict_parts(p: &Params, x: &[f64], y: &[f64]) -> Result<(f64, f64)> {
     // C_xx v21 = 1/l sum_i x_i (x_i . v21) - s_x (s_x . v21)
     let mut cv = vec![0.0; d];
     let sxv: f64 = sx.iter().zip(&p.v21).map(|(a, b)| a * b).sum();
-    for t in 0..l {
+    for t in 0..nk {
         let xv: f64 = (0..d).map(|i| x[t * d + i] * p.v21[i]).sum();
         for i in 0..d {
             cv[i] += x[t * d + i] * xv / lf;
