@@ -99,6 +99,14 @@ impl Run {
         pathlib(py, &self.dir)
     }
 
+    /// The run folder as text: a run is a path (`os.fspath(run)`; `icl.theory(..., run=run)`).
+    fn __fspath__(&self) -> PyResult<String> {
+        self.dir
+            .to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| crate::errors::input_err("the run folder's path is not UTF-8"))
+    }
+
     /// The run's configuration (a copy).
     #[getter]
     fn config(&self) -> Config {

@@ -4,6 +4,7 @@ import copy
 import csv
 
 import numpy as np
+import pytest
 
 import icl
 
@@ -102,3 +103,27 @@ def test_module_constants():
     assert icl.ENGINES[0] == icl.DEFAULT_ENGINE == "simd"
     assert set(icl.ENGINES) == {"simd", "scalar", "vulkan"}
     assert isinstance(icl.__version__, str)
+
+
+def test_theory_run_equals_cli(tmp_path, cli, cli_json):
+    # the temperature closed forms at a one-head softmax run's linearised layer (README
+    # "Temperature of a trained run"): a folder as str or path, or the Run itself
+    cfg = icl.Config.preset("he2025-h1").set("task.L", 10)
+    run = icl.train(cfg, steps=50, out=tmp_path / "h1", progress=False, eval_samples=0)
+    want = cli_json("theory", "optimal-temperature", "--run", run.dir, "--json")
+    assert want["run_keys"] == "context" and want["params"]["l"] == "11"
+    for r in (run, run.dir, str(run.dir)):
+        assert icl.theory("optimal-temperature", run=r) == want
+    shifted = icl.theory("temperature-error", run=run, tau=2, test_sigma_x=2)
+    assert shifted == cli_json(
+        "theory", "temperature-error", "--run", run.dir, "--tau", 2, "--test-sigma-x", 2, "--json"
+    )
+    # refused as the CLI refuses them (exit 2 there)
+    two = icl.train("quick", steps=5, out=tmp_path / "h2", progress=False, eval_samples=0)
+    assert cli("theory", "optimal-temperature", "--run", two.dir, check=False).returncode == 2
+    with pytest.raises(icl.InputError, match="2 heads"):
+        icl.theory("optimal-temperature", run=two)
+    with pytest.raises(icl.InputError, match="d = 5"):
+        icl.theory("optimal-temperature", run=run, d=7)
+    with pytest.raises(icl.RunNotFoundError):
+        icl.theory("optimal-temperature", run=tmp_path / "nothing")

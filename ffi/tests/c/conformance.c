@@ -1683,6 +1683,42 @@ static void c_eval_plot_bad(void) {
     free(rows);
 }
 
+/* icl_theory_eval with "run": the temperature closed forms at the linearised layer of a
+ * one-head softmax run folder (d, l and the test distribution from the run); a two-head run,
+ * a missing folder, another d, and "run" for a quantity without it are refused. */
+static void c_theory_run(void) {
+    const char *dir = path("run1");
+    mkdir(dir, 0755);
+    icl_config *cfg = config();
+    OK(icl_config_set(cfg, "model.heads", "1"));
+    icl_model *m = NULL;
+    OK(icl_model_new(cfg, &m));
+    char file[4096];
+    snprintf(file, sizeof file, "%s/model.safetensors", dir);
+    OK(icl_model_save(m, file));
+    icl_model_free(m);
+    icl_config_free(cfg);
+    char buf[8192];
+    const char *k[] = {"run"};
+    const char *v[] = {dir};
+    OK(icl_theory_eval("optimal-temperature", k, v, 1, buf, sizeof buf, NULL));
+    CHECK(strstr(buf, "\"run_keys\":\"context\"") != NULL);
+    CHECK(strstr(buf, "\"l\":\"11\"") != NULL && strstr(buf, "\"d\":\"5\"") != NULL);
+    /* the same number through icl_theory_value, and again: same bytes */
+    double x = 0, y = 0;
+    const char *kt[] = {"run", "tau"}, *vt[] = {dir, "2"};
+    OK(icl_theory_value("temperature-error", kt, vt, 2, &x, 1, NULL));
+    OK(icl_theory_value("temperature-error", kt, vt, 2, &y, 1, NULL));
+    CHECK(x > 0 && x == y);
+    const char *v2[] = {run_folder()}; /* two heads */
+    EXPECT(ICL_ERR_UNSUPPORTED, icl_theory_eval("optimal-temperature", k, v2, 1, buf, sizeof buf, NULL));
+    const char *v3[] = {path("no-such-run")};
+    EXPECT(ICL_ERR_IO, icl_theory_eval("optimal-temperature", k, v3, 1, buf, sizeof buf, NULL));
+    const char *kd[] = {"run", "d"}, *vd[] = {dir, "7"};
+    EXPECT(ICL_ERR_ARGUMENT, icl_theory_eval("temperature-error", kd, vd, 2, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_ARGUMENT, icl_theory_eval("eta-star", k, v, 1, buf, sizeof buf, NULL));
+}
+
 static const kase CASES[] = {
     {"icl_version", "a static x.y.z string", c_version},
     {"icl_last_error", "empty before a failure, the failure's message after, kept by success", c_last_error_empty_then_set},
@@ -1747,6 +1783,7 @@ static const kase CASES[] = {
     {"icl_theory_eval", "values, defaults, sizing", c_theory_eval},
     {"icl_theory_eval", "unknown names and parameters, ranges, NaN, NULLs, n > 1024, UTF-8", c_theory_eval_bad},
     {"icl_theory_eval", "an overflowing closed form is ICL_ERR_NUMERICAL", c_theory_overflow},
+    {"icl_theory_eval", "run: a one-head run's linearised layer; unmappable runs refused", c_theory_run},
     {"icl_theory_value", "eta* by hand, count, sizing", c_theory_value},
     {"icl_trainer_new", "engines NULL/\"\"/case, NULL, budget, vulkan f64", c_trainer_new},
     {"icl_trainer_new", "a multi-layer transformer trains, predicts, saves and loads", c_trainer_transformer},

@@ -83,6 +83,8 @@ class Run:
     @property
     def dir(self) -> Path:
         """The run folder."""
+    def __fspath__(self) -> str:
+        """The run folder as text: a run is a path (``os.fspath(run)``, ``icl.theory(..., run=run)``)."""
     @property
     def config(self) -> Config:
         """The run's configuration (a copy)."""
@@ -178,7 +180,9 @@ def sample(
 
 def theory(name: str, **params: Any) -> Dict[str, Any]:
     """A theory quantity: the dict ``icl theory NAME --json`` prints (``"value"``, extra outputs,
-    ``"params"``), plus ``"trajectory"`` for ODE and simulator quantities."""
+    ``"params"``), plus ``"trajectory"`` for ODE and simulator quantities. The temperature
+    quantities take ``run=`` (a run folder as str or path, or an ``icl.Run``): the closed forms at
+    that run's linearised softmax head, as ``icl theory ... --run DIR``."""
 
 def theories() -> List[Dict[str, Any]]:
     """Every theory quantity with its parameters (``icl theory --list --json``)."""
