@@ -602,15 +602,26 @@ icl_status icl_theory_list(char *buf, size_t cap, size_t *needed);
  * [`icl_theory_list`]): `{"name", "value", <extra outputs>, "params"}`, the same text as
  * `icl theory NAME --json`. With `n` = 0, `keys` and `values` may be NULL. Thread-safe.
  *
+ * The temperature quantities take `run` = a run folder (`icl train`'s, or one holding a
+ * `model.safetensors` that `icl_model_save` wrote): its checkpoint is read and the closed forms
+ * are evaluated at the linearised layer of its one softmax head, `d`, `l` and the test
+ * distribution defaulting to the run's (as `icl theory ... --run DIR`; README "Temperature of a
+ * trained run").
+ *
  * Returns ICL_OK, or:
  * - ICL_ERR_UNKNOWN_NAME: no quantity has this name (exact, case-sensitive);
  * - ICL_ERR_ARGUMENT: an unknown, repeated or missing parameter, or a value outside its kind or
- *   range (e.g. `xi` = -1, `rho` = 5, `d` = 100000);
+ *   range (e.g. `xi` = -1, `rho` = 5, `d` = 100000); with `run`, a `d` other than the run's or a
+ *   flag the run replaces (`train-*`, `l-train`, `pretrain-*`);
  * - ICL_ERR_NONFINITE: a parameter is NaN or infinite;
  * - ICL_ERR_NUMERICAL: the computation failed (a singular matrix, a diverging trajectory) or its
  *   value is not finite (a closed form that overflows at these parameters: reported, never
  *   returned as inf or JSON null);
  * - ICL_ERR_SIZE: `n` > 1024, or `cap` < the size needed (nothing written; `*needed` is set);
+ * - ICL_ERR_IO: `run` names no folder or file;
+ * - ICL_ERR_CHECKPOINT: the run's `model.safetensors` is damaged;
+ * - ICL_ERR_UNSUPPORTED: the run's model is not one softmax head with one output (several heads,
+ *   linear attention, a transformer);
  * - ICL_ERR_NULL: `name` is NULL, `keys`/`values` is NULL with `n` > 0, an entry of them is
  *   NULL, or `buf` is NULL with a large enough `cap`.
  */

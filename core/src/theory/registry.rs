@@ -467,7 +467,10 @@ pub fn evaluate_with(
             return Err(bad(format!("{name}: --{k} given twice")));
         }
     }
-    let wants_run = vals.get("run").is_some_and(|v| v.trim() != "none");
+    // an empty value is left to the kind check ("give a run folder or none")
+    let wants_run = vals
+        .get("run")
+        .is_some_and(|v| !matches!(v.trim(), "none" | ""));
     match (&run, wants_run) {
         (None, true) => {
             return Err(Error::Unsupported(
