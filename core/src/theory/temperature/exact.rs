@@ -26,6 +26,34 @@ use super::{mat, Coeffs, Gaussian, Params};
 use crate::{Error, Result};
 use nalgebra::{DMatrix, DVector};
 
+/// The test distribution and the layer's parameters as nalgebra values (both exact forms).
+struct Inputs {
+    sig: DMatrix<f64>,
+    sw: DMatrix<f64>,
+    mu: DVector<f64>,
+    muw: DVector<f64>,
+    v21: DVector<f64>,
+    m11: DMatrix<f64>,
+    v22: f64,
+    s2: f64,
+}
+
+impl Inputs {
+    fn new(p: &Params, test: &Gaussian) -> Inputs {
+        let d = p.d;
+        Inputs {
+            sig: mat(d, &test.sigma_x),
+            sw: mat(d, &test.sigma_w),
+            mu: DVector::from_column_slice(&test.mu_x),
+            muw: DVector::from_column_slice(&test.mu_w),
+            v21: DVector::from_column_slice(&p.v21),
+            m11: mat(d, &p.m11),
+            v22: p.v22,
+            s2: test.sigma2,
+        }
+    }
+}
+
 /// Exact `a, b, c` of the layer with parameters `p` (m21 = 0) on prompts of `l >= 2` tokens from `test`.
 pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
     check(p, test, l)?;
@@ -39,13 +67,16 @@ pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
     }
     let d = p.d;
     let (lf, n, kap) = (l as f64, (l - 1) as f64, (l - 2) as f64);
-    let sig = mat(d, &test.sigma_x);
-    let sw = mat(d, &test.sigma_w);
-    let mu = DVector::from_column_slice(&test.mu_x);
-    let muw = DVector::from_column_slice(&test.mu_w);
-    let v21 = DVector::from_column_slice(&p.v21);
-    let m11 = mat(d, &p.m11);
-    let (v22, s2) = (p.v22, test.sigma2);
+    let Inputs {
+        sig,
+        sw,
+        mu,
+        muw,
+        v21,
+        m11,
+        v22,
+        s2,
+    } = Inputs::new(p, test);
     let id = DMatrix::<f64>::identity(d, d);
     // xi = (s, delta) ~ N(0, blockdiag(Sigma/l, l/n Sigma))
     let mut cxi = DMatrix::<f64>::zeros(2 * d, 2 * d);
@@ -133,15 +164,17 @@ pub fn coefficients(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
 /// * `c = rho0^2 + nu^T Sigma nu/n + mu_w^T Sigma mu_w + (v22 - 1)^2 mu_x^T Sigma_w mu_x
 ///   + (v22^2/n + 1) (tr(Sigma_w Sigma) + sigma^2)`.
 fn context_keys(p: &Params, test: &Gaussian, l: usize) -> Result<Coeffs> {
-    let d = p.d;
     let (n, k) = ((l - 1) as f64, (l - 2) as f64);
-    let sig = mat(d, &test.sigma_x);
-    let sw = mat(d, &test.sigma_w);
-    let mu = DVector::from_column_slice(&test.mu_x);
-    let muw = DVector::from_column_slice(&test.mu_w);
-    let v21 = DVector::from_column_slice(&p.v21);
-    let m11 = mat(d, &p.m11);
-    let (v22, s2) = (p.v22, test.sigma2);
+    let Inputs {
+        sig,
+        sw,
+        mu,
+        muw,
+        v21,
+        m11,
+        v22,
+        s2,
+    } = Inputs::new(p, test);
     let nu = &v21 + &muw * v22;
     let am = &sig + &mu * mu.transpose();
     let pm = &m11 * am * m11.transpose();
