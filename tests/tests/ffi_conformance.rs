@@ -27,7 +27,7 @@ fn program() -> &'static PathBuf {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
         let b = built();
-        let dir = scratch("conformance-build");
+        let dir = scratch("conformance-build").keep();
         let exe = dir.join("conformance");
         run(Command::new("cc")
             .args([

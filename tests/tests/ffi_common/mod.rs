@@ -94,14 +94,54 @@ pub fn built() -> &'static Built {
     })
 }
 
-/// A fresh scratch folder for one test.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh scratch folder for one test, removed when the test passes (kept when it fails, to
+/// look at): a statically linked client weighs ~150 MB with debug info, and CI disks are small.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// Keep the folder past this value (for artefacts built once per test binary).
+    pub fn keep(self) -> PathBuf {
+        let path = self.0.clone();
+        std::mem::forget(self);
+        path
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A fresh scratch folder for one test (see [`Scratch`]).
+pub fn scratch(name: &str) -> Scratch {
     let d = profile_dir()
         .join("ffi-tests")
         .join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch folder");
-    d
+    Scratch(d)
 }
 
 /// Run a command, failing the test with its output if it fails.
