@@ -547,6 +547,36 @@ icl_status icl_model_risk(icl_model *model, const icl_task *task, size_t len, si
 void icl_model_free(icl_model *model);
 
 /**
+ * Reproduce the paper `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"` or `"temperature"`)
+ * into the folder `out_dir` like `icl repro PAPER --out OUT_DIR --json`, and copy the text of
+ * the `report.json` it writes into `buf` (capacity `cap`, NUL included; `needed`, optional,
+ * receives the size required): `{"paper", "scale", "version", "machine", "claims": [{"id",
+ * "figure", "description", "paper_value", "measured", "stderr", "tolerance", "pass", "runs",
+ * ...}], "runs": [{"name", "seconds", "steps_per_s"}]}`. The runs the selected claims need are
+ * trained as run folders under `OUT_DIR/runs/` (`out_dir` and `runs/` are created if missing);
+ * a run already complete there is skipped and an interrupted one resumed, so calling again with
+ * the same options trains nothing and returns the same claims. `OUT_DIR/report.json`,
+ * `report.md`, `report.html` and the figures are (re)written on every success. The options are
+ * `n` text pairs `keys[i]` = `values[i]`: `scale` (`"smoke"`, the default, or `"paper"`), `only`
+ * (comma-separated claim ids, e.g. `"fig13-final"`; unset or `""`: every claim; only the runs
+ * the selected claims need are trained), `jobs` (runs trained at once, `"1"` to `"256"`,
+ * default `"1"`), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset: `icl_default_engine()`).
+ * Nothing is printed. Statuses: `ICL_ERR_UNKNOWN_NAME` (an unknown `paper` or `engine`),
+ * `ICL_ERR_ARGUMENT` (an unknown or repeated key, a `scale` other than `smoke` or `paper`, a
+ * claim id the paper does not have, `jobs` not an integer in 1..=256, `out_dir` `""`),
+ * `ICL_ERR_IO` (a folder or file under `out_dir` cannot be created or written, e.g. `out_dir`
+ * is a file), `ICL_ERR_NULL` (`paper` or `out_dir` NULL, `keys` or `values` NULL with `n` > 0,
+ * `buf` NULL with `cap` > 0), `ICL_ERR_UTF8` (a text not UTF-8), `ICL_ERR_SIZE` (more than 1024
+ * options, or `cap` too small: nothing is copied and `*needed` is set, but the runs and reports
+ * are written, so the call again with a buffer of `*needed` bytes trains nothing). Every bad
+ * option and NULL is reported before anything is written; a run that fails while training
+ * returns its status (e.g. `ICL_ERR_NUMERICAL`, `ICL_ERR_UNSUPPORTED` for vulkan without a
+ * device). Blocks until every run is done (seconds for one zhang2025 claim, minutes for a paper
+ * at smoke scale, hours at paper scale). Thread-safe, but two calls must not share `out_dir`.
+ */
+icl_status icl_repro(const char *paper, const char *out_dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
+
+/**
  * Create the task sampler of a configuration into `*out`. Free with `icl_task_free`.
  *
  * Returns ICL_OK, or:

@@ -2,7 +2,7 @@
 //! icl's measured value, verdict). Thin: the runs and claims live in `icl_run::repro`.
 use crate::cmd::common::outln;
 use crate::error::{CliError, CliResult};
-use icl_run::repro::{repro, Paper, ReproOptions, Scale};
+use icl_run::repro::{repro, ReproOptions};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -45,17 +45,15 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> CliResult {
-    if a.jobs == 0 || a.jobs > 256 {
-        return Err(CliError::input(format!("--jobs {}: give 1..=256", a.jobs)));
-    }
-    let o = ReproOptions {
-        paper: Paper::parse(&a.paper)?,
-        scale: Scale::parse(&a.scale)?,
-        only: a.only.iter().filter(|s| !s.is_empty()).cloned().collect(),
-        jobs: a.jobs,
-        out: a.out.clone(),
-        engine: a.engine.clone(),
-    };
+    // checked where the C API and Python check them too
+    let o = ReproOptions::new(
+        &a.paper,
+        &a.scale,
+        &a.only,
+        a.jobs,
+        a.engine.as_deref(),
+        a.out.clone(),
+    )?;
     if a.slurm {
         if a.jobs != 1 {
             return Err(CliError::input(
@@ -87,7 +85,7 @@ pub fn run(a: &Args) -> CliResult {
     };
     let r = repro(&o, &mut progress)?;
     if a.json {
-        outln(&serde_json::to_string_pretty(&r).unwrap_or_default())?;
+        outln(icl_run::repro::report::json(&r).trim_end())?;
     } else {
         outln(&icl_run::repro::report::markdown(&r))?;
         let (p, n) = r.passed();

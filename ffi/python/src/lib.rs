@@ -14,6 +14,7 @@
 mod arrays;
 mod config;
 mod errors;
+mod repro;
 mod run;
 mod values;
 
@@ -160,5 +161,6 @@ fn _icl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run::train, m)?)?;
     m.add_function(wrap_pyfunction!(run::resume, m)?)?;
     m.add_function(wrap_pyfunction!(run::load, m)?)?;
+    m.add_function(wrap_pyfunction!(repro::repro, m)?)?;
     Ok(())
 }

@@ -353,7 +353,7 @@ impl Report {
     }
 }
 
-fn stderr_write(py: Python<'_>, s: &str) {
+pub(crate) fn stderr_write(py: Python<'_>, s: &str) {
     if let Ok(e) = py.import("sys").and_then(|m| m.getattr("stderr")) {
         let _ = e.call_method1("write", (s,));
         let _ = e.call_method0("flush");

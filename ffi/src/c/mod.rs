@@ -10,6 +10,7 @@
 pub mod config;
 pub mod eval;
 pub mod model;
+pub mod repro;
 pub mod task;
 pub mod theory;
 pub mod trainer;

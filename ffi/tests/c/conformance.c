@@ -1719,6 +1719,129 @@ static void c_theory_run(void) {
     EXPECT(ICL_ERR_ARGUMENT, icl_theory_eval("eta-star", k, v, 1, buf, sizeof buf, NULL));
 }
 
+/* icl_repro: the zhang2025 claim fig13-final at smoke scale (one run of about a second). */
+static long long mtime_ns(const char *p) {
+    struct stat st;
+    if (stat(p, &st) != 0) return -1;
+    return (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+}
+
+static void c_repro(void) {
+    const char *out = path("repro");
+    const char *k[] = {"scale", "only", "jobs", "engine"};
+    const char *v[] = {"smoke", "fig13-final", "1", "simd"};
+    size_t need = 0;
+    /* cap 0 asks for the size; the run and the reports are written all the same */
+    EXPECT(ICL_ERR_SIZE, icl_repro("zhang2025", out, k, v, 4, NULL, 0, &need));
+    CHECK(need > 100);
+    char summary[4096], report[4096], other[4096];
+    snprintf(summary, sizeof summary, "%s/runs/fig13/summary.json", out);
+    snprintf(report, sizeof report, "%s/report.json", out);
+    snprintf(other, sizeof other, "%s/runs/fig1", out);
+    long long t0 = mtime_ns(summary);
+    CHECK(t0 > 0);
+    CHECK(access(other, F_OK) != 0); /* only the run the claim needs */
+    /* one byte short: ICL_ERR_SIZE, the buffer untouched, needed set again */
+    char *buf = malloc(need);
+    memset(buf, 'x', need);
+    size_t need2 = 0;
+    EXPECT(ICL_ERR_SIZE, icl_repro("zhang2025", out, k, v, 4, buf, need - 1, &need2));
+    CHECK(need2 == need && buf[0] == 'x' && buf[need - 1] == 'x');
+    OK(icl_repro("zhang2025", out, k, v, 4, buf, need, NULL));
+    CHECK(strlen(buf) + 1 == need);
+    CHECK(strstr(buf, "\"paper\": \"zhang2025\"") != NULL);
+    CHECK(strstr(buf, "\"scale\": \"smoke\"") != NULL);
+    CHECK(strstr(buf, "\"id\": \"fig13-final\"") != NULL);
+    CHECK(strstr(buf, "\"pass\": true") != NULL && strstr(buf, "\"pass\": false") == NULL);
+    CHECK(strstr(buf, "\"name\": \"fig13\"") != NULL);
+    /* the buffer holds report.json, byte for byte */
+    size_t len = 0;
+    unsigned char *file = slurp(report, &len);
+    CHECK(file != NULL && len + 1 == need && memcmp(file, buf, len) == 0);
+    free(file);
+    /* the complete run was skipped each time: the same report, the run folder untouched */
+    char *again = malloc(need);
+    OK(icl_repro("zhang2025", out, k, v, 4, again, need, NULL));
+    CHECK(strcmp(buf, again) == 0);
+    CHECK(mtime_ns(summary) == t0);
+    /* the defaults (scale smoke, jobs 1, default engine) are the options above */
+    const char *k1[] = {"only"}, *v1[] = {"fig13-final"};
+    OK(icl_repro("zhang2025", out, k1, v1, 1, again, need, NULL));
+    CHECK(strcmp(buf, again) == 0);
+    free(again);
+    free(buf);
+}
+
+static void c_repro_bad(void) {
+    const char *out = path("repro-bad");
+    char buf[8192];
+    struct {
+        const char *paper, *k, *v;
+        icl_status want;
+    } opts[] = {
+        {"nosuch", "jobs", "1", ICL_ERR_UNKNOWN_NAME},
+        {"ZHANG2025", "jobs", "1", ICL_ERR_UNKNOWN_NAME},
+        {"", "jobs", "1", ICL_ERR_UNKNOWN_NAME},
+        {"zhang2025", "colour", "red", ICL_ERR_ARGUMENT},
+        {"zhang2025", "paper", "he2025", ICL_ERR_ARGUMENT},
+        {"zhang2025", "out", "elsewhere", ICL_ERR_ARGUMENT},
+        {"zhang2025", "scale", "huge", ICL_ERR_ARGUMENT},
+        {"zhang2025", "scale", "Smoke", ICL_ERR_ARGUMENT},
+        {"zhang2025", "scale", "", ICL_ERR_ARGUMENT},
+        {"zhang2025", "jobs", "0", ICL_ERR_ARGUMENT},
+        {"zhang2025", "jobs", "257", ICL_ERR_ARGUMENT},
+        {"zhang2025", "jobs", "-1", ICL_ERR_ARGUMENT},
+        {"zhang2025", "jobs", "two", ICL_ERR_ARGUMENT},
+        {"zhang2025", "jobs", "18446744073709551616", ICL_ERR_ARGUMENT},
+        {"zhang2025", "only", "nosuch-claim", ICL_ERR_ARGUMENT},
+        {"zhang2025", "only", "fig13-final,nosuch", ICL_ERR_ARGUMENT},
+        {"he2025", "only", "fig13-final", ICL_ERR_ARGUMENT},
+        {"zhang2025", "engine", "SIMD", ICL_ERR_UNKNOWN_NAME},
+        {"zhang2025", "engine", "", ICL_ERR_UNKNOWN_NAME},
+    };
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        const char *k[] = {"only", opts[i].k};
+        const char *v[] = {"fig13-final", opts[i].v};
+        /* "only" comes first unless it is the option under test */
+        size_t first = strcmp(opts[i].k, "only") == 0 ? 1 : 0;
+        size_t need = 12345;
+        icl_status s = icl_repro(opts[i].paper, out, k + first, v + first, 2 - first, buf,
+                                 sizeof buf, &need);
+        if (s != opts[i].want)
+            FAIL("%s, %s = %s -> %s, expected %s (%s)", opts[i].paper, opts[i].k, opts[i].v,
+                 icl_status_name(s), icl_status_name(opts[i].want), icl_last_error());
+        else if (icl_last_error()[0] == '\0')
+            FAIL("%s = %s: empty icl_last_error()", opts[i].k, opts[i].v);
+        CHECK(need == 12345);
+    }
+    const char *k2[] = {"jobs", "jobs"}, *v2[] = {"1", "1"};
+    EXPECT(ICL_ERR_ARGUMENT, icl_repro("zhang2025", out, k2, v2, 2, buf, sizeof buf, NULL));
+    const char *k[] = {"only"}, *v[] = {"fig13-final"};
+    EXPECT(ICL_ERR_ARGUMENT, icl_repro("zhang2025", "", k, v, 1, buf, sizeof buf, NULL));
+    /* NULLs, UTF-8, too many options, a misaligned needed */
+    EXPECT(ICL_ERR_NULL, icl_repro(NULL, out, k, v, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_repro("zhang2025", NULL, k, v, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_repro("zhang2025", out, NULL, v, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_repro("zhang2025", out, k, NULL, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_repro("zhang2025", out, k, v, 1, NULL, sizeof buf, NULL));
+    EXPECT(ICL_ERR_UTF8, icl_repro("\xff\xfe", out, k, v, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_UTF8, icl_repro("zhang2025", "\xff\xfe", k, v, 1, buf, sizeof buf, NULL));
+    const char *v3[] = {"\xff"};
+    EXPECT(ICL_ERR_UTF8, icl_repro("zhang2025", out, k, v3, 1, buf, sizeof buf, NULL));
+    static const char *many_k[1025], *many_v[1025];
+    for (size_t i = 0; i < 1025; i++) many_k[i] = "jobs", many_v[i] = "1";
+    EXPECT(ICL_ERR_SIZE, icl_repro("zhang2025", out, many_k, many_v, 1025, buf, sizeof buf, NULL));
+    size_t words[2];
+    EXPECT(ICL_ERR_ARGUMENT, icl_repro("zhang2025", out, k, v, 1, buf, sizeof buf,
+                                       (size_t *)((char *)words + 1)));
+    /* every refusal above came before anything was written */
+    CHECK(access(out, F_OK) != 0);
+    /* a file where the folder should be: ICL_ERR_IO */
+    const char *file = path("repro-file");
+    spit(file, "x", 1);
+    EXPECT(ICL_ERR_IO, icl_repro("zhang2025", file, k, v, 1, buf, sizeof buf, NULL));
+}
+
 static const kase CASES[] = {
     {"icl_version", "a static x.y.z string", c_version},
     {"icl_last_error", "empty before a failure, the failure's message after, kept by success", c_last_error_empty_then_set},
@@ -1744,6 +1867,8 @@ static const kase CASES[] = {
     {"icl_eval_run", "sizing, JSON rows, tau and shift, same bytes, nothing written", c_eval_run},
     {"icl_eval_run", "bad options, not a run, damaged model, NULLs, UTF-8", c_eval_run_bad},
     {"icl_eval_plot", "SVG and PNG files from icl_eval_run's rows, same bytes", c_eval_plot},
+    {"icl_repro", "zhang2025 fig13-final: sizing, report.json, claim passes, complete run skipped", c_repro},
+    {"icl_repro", "unknown paper, key, scale, claim, engine; jobs range; NULLs, UTF-8; nothing written", c_repro_bad},
     {"icl_eval_plot", "not rows, no row, unwritable paths, NULLs, UTF-8", c_eval_plot_bad},
     {"icl_model_new", "f32 and f64 models and their dims", c_model_new},
     {"icl_model_new", "over the memory budget, NULL", c_model_new_bad},

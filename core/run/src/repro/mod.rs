@@ -96,6 +96,94 @@ pub struct ReproOptions {
     pub engine: Option<String>,
 }
 
+/// The most runs trained at once (`jobs` is `1..=MAX_JOBS`).
+pub const MAX_JOBS: usize = 256;
+
+/// The option keys of [`ReproOptions::from_pairs`].
+pub const OPTION_KEYS: &[&str] = &["scale", "only", "jobs", "engine"];
+
+impl ReproOptions {
+    /// Checked options, as every front end builds them (the CLI from its flags, the C API and
+    /// Python through [`ReproOptions::from_pairs`]): `paper` one of [`Paper::parse`]'s names
+    /// (else [`RunError::UnknownName`]), `scale` `smoke` or `paper`, `only` claim ids of that paper
+    /// (empty entries are ignored; none: every claim), `jobs` in `1..=MAX_JOBS`, `engine` one of
+    /// [`crate::ENGINES`] (`None`: the default), `out` not empty. Every other failure is
+    /// [`RunError::Refused`]. Nothing is written.
+    pub fn new<S: AsRef<str>>(
+        paper: &str,
+        scale: &str,
+        only: &[S],
+        jobs: usize,
+        engine: Option<&str>,
+        out: impl Into<PathBuf>,
+    ) -> Result<ReproOptions> {
+        if jobs == 0 || jobs > MAX_JOBS {
+            return Err(RunError::Refused(format!(
+                "--jobs {jobs}: give 1..={MAX_JOBS}"
+            )));
+        }
+        let out = out.into();
+        if out.as_os_str().is_empty() {
+            return Err(RunError::Refused("--out is empty: give a folder".into()));
+        }
+        if let Some(e) = engine {
+            crate::engines::check(e, icl_core::config::Dtype::F32)?;
+        }
+        let o = ReproOptions {
+            paper: Paper::parse(paper)?,
+            scale: Scale::parse(scale)?,
+            only: only
+                .iter()
+                .map(|s| s.as_ref().trim())
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+            jobs,
+            out,
+            engine: engine.map(String::from),
+        };
+        select(&o)?;
+        Ok(o)
+    }
+
+    /// The options from (key, value) text pairs, for front ends without a flag parser (the C
+    /// API, Python): `scale` (`smoke`, the default, or `paper`), `only` (comma-separated claim
+    /// ids, `"fig1-final,fig3-drops"`), `jobs` (`1`), `engine` (`simd`, `scalar`, `vulkan`).
+    /// An unknown or repeated key, or a `jobs` that is not a non-negative integer, is
+    /// [`RunError::Refused`]; the values are then checked as by [`ReproOptions::new`].
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
+        paper: &str,
+        out: impl Into<PathBuf>,
+        pairs: &[(K, V)],
+    ) -> Result<ReproOptions> {
+        let (mut scale, mut only, mut jobs, mut engine) = ("smoke", Vec::new(), 1, None);
+        let mut seen = std::collections::BTreeSet::new();
+        for (k, v) in pairs {
+            let (k, v) = (k.as_ref().trim(), v.as_ref().trim());
+            if !seen.insert(k) {
+                return Err(RunError::Refused(format!("repro option {k} given twice")));
+            }
+            match k {
+                "scale" => scale = v,
+                "only" => only = v.split(',').collect(),
+                "jobs" => {
+                    jobs = v.parse::<usize>().map_err(|_| {
+                        RunError::Refused(format!("jobs = {v:?} is not a non-negative integer"))
+                    })?
+                }
+                "engine" => engine = Some(v),
+                _ => {
+                    return Err(RunError::Refused(format!(
+                        "unknown repro option {k:?} ({})",
+                        OPTION_KEYS.join(", ")
+                    )))
+                }
+            }
+        }
+        ReproOptions::new(paper, scale, &only, jobs, engine, out)
+    }
+}
+
 /// One run of a paper's plan: the sweep executor's spec, trained into `OUT/runs/<name>`.
 pub use crate::sweep::RunSpec;
 

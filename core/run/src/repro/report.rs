@@ -30,6 +30,13 @@ impl Report {
     }
 }
 
+/// The text of `report.json` (pretty-printed, one trailing newline): what `icl repro --json`
+/// prints, `icl_repro` returns and Python's `icl.repro` parses.
+pub fn json(r: &Report) -> String {
+    let json = serde_json::to_string_pretty(r).unwrap_or_default();
+    format!("{json}\n")
+}
+
 /// CPU model and logical cores of this machine.
 pub fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
@@ -229,8 +236,7 @@ fn markdown_figures(figs: &[(String, String)]) -> String {
 /// Write `report.json`, `report.md`, `report.html` and the figures (`figures/*.svg`, `*.png`)
 /// into `out`.
 pub fn write_reports(out: &Path, r: &Report, runs: &Runs) -> Result<()> {
-    let json = serde_json::to_string_pretty(r).unwrap_or_default();
-    atomic_write(&out.join("report.json"), format!("{json}\n").as_bytes())?;
+    atomic_write(&out.join("report.json"), json(r).as_bytes())?;
     let figs = write_figures(out, r, runs)?;
     let md = markdown(r) + &markdown_figures(&figs);
     atomic_write(&out.join("report.md"), md.as_bytes())?;

@@ -12,6 +12,7 @@ Quick start::
     print(run.eval(lengths=[10, 40, 100], samples=5000))
     z, y = icl.sample(run.config, 8, domain="eval")
     yhat = run.predict(z)                            # (8, 1) float64
+    report = icl.repro("zhang2025", "repro/zhang2025")  # a paper's claims, as icl repro
 
 Errors raise ``icl.Error`` subclasses (``icl.InputError`` is a ``ValueError``,
 ``icl.FileError`` an ``OSError``, ...) carrying the library's message.
@@ -36,6 +37,7 @@ from ._icl import (
     __version__,
     load,
     presets,
+    repro,
     resume,
     sample,
     theories,
@@ -49,6 +51,7 @@ __all__ = [
     "train",
     "resume",
     "load",
+    "repro",
     "presets",
     "sample",
     "theory",

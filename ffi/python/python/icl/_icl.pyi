@@ -14,6 +14,7 @@ __all__ = [
     "ENGINES",
     "load",
     "presets",
+    "repro",
     "resume",
     "sample",
     "theories",
@@ -165,6 +166,24 @@ def resume(
 
 def load(dir: _Path) -> Run:
     """Open a run folder. Raises ``icl.RunNotFoundError`` or ``icl.CorruptFileError``."""
+
+def repro(
+    paper: str,
+    out: _Path,
+    *,
+    scale: str = "smoke",
+    only: Optional[Union[str, Sequence[str]]] = None,
+    jobs: int = 1,
+    engine: Optional[str] = None,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Reproduce ``paper`` (``"he2025"``, ``"zhang2025"``, ``"multilayer"``, ``"temperature"``)
+    into ``out`` as ``icl repro PAPER --out OUT --json``: the runs the claims need under
+    ``out/runs/`` (complete runs skipped, interrupted ones resumed), ``report.json``,
+    ``report.md``, ``report.html`` and the figures; returns ``report.json`` as a dict
+    (``"claims"``: id, measured, paper_value, tolerance, pass, ...). ``only``: claim ids (a list
+    or a comma-separated str); ``jobs``: 1 to 256. Raises ``icl.UnknownNameError`` (paper,
+    engine) or ``icl.InputError`` (scale, claim id, jobs) before anything is written."""
 
 def sample(
     config: Union[Config, str],

@@ -1,0 +1,85 @@
+//! `icl.repro`: a paper's runs, claims and reports, as `icl repro PAPER --out DIR --json`. The
+//! options are checked and the work done by the run layer ([`ReproOptions::from_pairs`],
+//! [`icl_run::repro::repro`]), exactly as for the CLI and the C API's `icl_repro`.
+use crate::errors::{type_err, OrPy};
+use crate::run::stderr_write;
+use icl_run::repro::ReproOptions;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use std::path::PathBuf;
+
+/// `only` as the run layer's text: a str is taken as it is (`"fig1-final,fig3-drops"`), a
+/// sequence of str is joined with commas.
+fn only_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(s.to_cow()?.into_owned());
+    }
+    let ids: Vec<String> = v
+        .extract()
+        .map_err(|_| type_err("only must be a str or a sequence of str (claim ids)"))?;
+    Ok(ids.join(","))
+}
+
+/// Reproduce a paper, as `icl repro PAPER --out OUT --json`: train the runs its claims need as
+/// run folders under `out/runs/` (a run already complete there is skipped and an interrupted
+/// one resumed, so calling again trains nothing), measure every claim, write
+/// `out/report.json`, `report.md`, `report.html` and the figures, and return `report.json` as a
+/// dict: `{"paper", "scale", "version", "machine", "claims": [{"id", "figure", "description",
+/// "paper_value", "measured", "stderr", "tolerance", "pass", "runs", ...}], "runs": [{"name",
+/// "seconds", "steps_per_s"}]}` (`None` where the JSON has `null`).
+///
+/// * `paper`: `"he2025"`, `"zhang2025"`, `"multilayer"` or `"temperature"`;
+/// * `scale`: `"smoke"` (minutes on 2 cores, with the reductions each claim states) or
+///   `"paper"` (the paper's sizes);
+/// * `only`: claim ids (a list, or one comma-separated str); only the runs they need are
+///   trained; `None`: every claim;
+/// * `jobs`: runs trained at once, 1 to 256;
+/// * `engine`: `"simd"` (default, the fastest built in), `"scalar"` or `"vulkan"`;
+/// * `progress`: print a line per run (`[i/n] start|done|skip NAME`) on `sys.stderr`.
+///
+/// Raises `icl.UnknownNameError` (an unknown paper or engine), `icl.InputError` (an unknown
+/// scale or claim id, `jobs` outside 1..=256) before anything is written, `icl.FileError` when
+/// `out` cannot be written. The GIL is released while it runs; Ctrl-C takes effect when the
+/// call returns (complete runs are kept: the next call skips them).
+#[pyfunction]
+#[pyo3(
+    signature = (paper, out, *, scale = "smoke", only = None, jobs = 1, engine = None, progress = false),
+    text_signature = "(paper, out, *, scale='smoke', only=None, jobs=1, engine=None, progress=False)"
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn repro<'py>(
+    py: Python<'py>,
+    paper: &str,
+    out: PathBuf,
+    scale: &str,
+    only: Option<&Bound<'py, PyAny>>,
+    jobs: i64,
+    engine: Option<String>,
+    progress: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut pairs = vec![
+        ("scale".to_string(), scale.to_string()),
+        ("jobs".to_string(), jobs.to_string()),
+    ];
+    if let Some(v) = only {
+        pairs.push(("only".into(), only_text(v)?));
+    }
+    if let Some(e) = engine {
+        pairs.push(("engine".into(), e));
+    }
+    let o = ReproOptions::from_pairs(paper, out, &pairs).or_py()?;
+    let report = py
+        .detach(|| {
+            let mut say = |name: &str, i: usize, n: usize, what: &str| {
+                if progress {
+                    Python::attach(|py| {
+                        stderr_write(py, &format!("[{}/{n}] {what:5} {name}\n", i + 1))
+                    });
+                }
+            };
+            icl_run::repro::repro(&o, &mut say)
+        })
+        .or_py()?;
+    py.import("json")?
+        .call_method1("loads", (icl_run::repro::report::json(&report),))
+}

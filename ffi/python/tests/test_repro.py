@@ -1,0 +1,72 @@
+"""`icl.repro` is `icl repro ... --json`: the same report from the same run layer (one cheap
+zhang2025 claim at smoke scale), the complete run skipped when called again, and bad options
+refused before anything is written."""
+
+import json
+
+import pytest
+
+import icl
+
+CLAIM = "fig13-final"  # one run of about a second
+
+
+def test_repro_equals_cli(tmp_path, cli_json):
+    want = cli_json(
+        "repro", "zhang2025", "--only", CLAIM, "--quiet", "--json", "--out", tmp_path / "cli"
+    )
+    got = icl.repro("zhang2025", tmp_path / "py", only=[CLAIM])
+    assert [c["id"] for c in got["claims"]] == [CLAIM]
+    # the claims are measured from the runs: the same numbers, the same verdicts
+    assert got["claims"] == want["claims"]
+    assert got["claims"][0]["pass"] is True
+    assert [r["name"] for r in got["runs"]] == [r["name"] for r in want["runs"]] == ["fig13"]
+    assert {k: got[k] for k in ("paper", "scale", "version", "machine")} == {
+        k: want[k] for k in ("paper", "scale", "version", "machine")
+    }
+    # the dict is report.json, which the call wrote beside the run folder
+    assert json.loads((tmp_path / "py" / "report.json").read_text()) == got
+    assert (tmp_path / "py" / "runs" / "fig13" / "model.safetensors").is_file()
+    assert (tmp_path / "py" / "report.md").is_file()
+
+
+def test_repro_again_skips_the_complete_run(tmp_path, capsys):
+    out = tmp_path / "r"
+    first = icl.repro("zhang2025", str(out), only=CLAIM, scale="smoke", jobs=1, engine="simd")
+    model = out / "runs" / "fig13" / "model.safetensors"
+    stamp = model.stat().st_mtime_ns
+    again = icl.repro("zhang2025", out, only=CLAIM, progress=True)
+    assert again == first
+    assert model.stat().st_mtime_ns == stamp
+    assert "[1/1] skip  fig13" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"paper": "nosuch"}, icl.UnknownNameError),
+        ({"scale": "huge"}, icl.InputError),
+        ({"only": ["nosuch-claim"]}, icl.InputError),
+        ({"only": "fig13-final,nosuch"}, icl.InputError),
+        ({"jobs": 0}, icl.InputError),
+        ({"jobs": 257}, icl.InputError),
+        ({"jobs": -1}, icl.InputError),
+        ({"engine": "SIMD"}, icl.UnknownNameError),
+        ({"only": 3}, TypeError),
+    ],
+)
+def test_repro_refuses_bad_options_before_writing(tmp_path, kwargs, error):
+    out = tmp_path / "bad"
+    args = {"paper": "zhang2025", "only": [CLAIM], **kwargs}
+    paper = args.pop("paper")
+    with pytest.raises(error) as e:
+        icl.repro(paper, out, **args)
+    assert str(e.value)
+    assert not out.exists()
+
+
+def test_repro_into_a_file_is_a_file_error(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(icl.FileError):
+        icl.repro("zhang2025", f, only=[CLAIM])
