@@ -86,6 +86,8 @@ struct Ws<T: LaneScalar> {
     dz2: Vec<Lv<T>>,
     dphi: Vec<Lv<T>>,
     dpsi: Vec<Lv<T>>,
+    /// One column's da_ij (backward).
+    da: Vec<Lv<T>>,
     loss: Lv<T>,
 }
 
@@ -96,9 +98,16 @@ struct Partial<T> {
     psi: Vec<T>,
 }
 
+/// `v` with `n` zeros.
 #[inline(always)]
 fn resize<T: LaneScalar>(v: &mut Vec<Lv<T>>, n: usize) {
     v.clear();
+    v.resize(n, Lv::zero());
+}
+
+/// `v` with `n` values, for buffers that are written before they are read (no clearing).
+#[inline(always)]
+fn fit<T: LaneScalar>(v: &mut Vec<Lv<T>>, n: usize) {
     v.resize(n, Lv::zero());
 }
 
@@ -113,6 +122,58 @@ fn gather<T: LaneScalar, const D: usize>(job: &Job<'_, T>, z: &mut [Lv<T>]) {
         for (i, v) in src.iter().enumerate() {
             z[i].0[k] = *v;
         }
+    }
+}
+
+/// `a . b` over the D rows of one token.
+#[inline(always)]
+fn dot<T: LaneScalar, const D: usize>(a: &[Lv<T>], b: &[Lv<T>; D]) -> Lv<T> {
+    let mut acc = Lv::zero();
+    for k in 0..D {
+        acc += a[k] * b[k];
+    }
+    acc
+}
+
+/// Keys per block of the softmax's exponentials: independent polynomial chains side by side
+/// (one chain is ~25 dependent operations; one at a time leaves the vector pipes idle).
+const EXP_BLOCK: usize = 4;
+
+/// `x_i <- e^(x_i - mx)` and `tot + sum_i x_i` (added in order of i).
+#[inline(always)]
+fn exp_shifted<T: LaneScalar>(x: &mut [Lv<T>], mx: Lv<T>, mut tot: Lv<T>) -> Lv<T> {
+    let mut blocks = x.chunks_exact_mut(EXP_BLOCK);
+    for blk in &mut blocks {
+        let mut buf = [T::ZERO; EXP_BLOCK * W];
+        for (b, v) in blk.iter().enumerate() {
+            for k in 0..W {
+                buf[b * W + k] = v.0[k] - mx.0[k];
+            }
+        }
+        T::exp_lanes(&mut buf);
+        for (b, v) in blk.iter_mut().enumerate() {
+            for k in 0..W {
+                v.0[k] = buf[b * W + k];
+            }
+            tot += *v;
+        }
+    }
+    for v in blocks.into_remainder() {
+        let e = (*v - mx).exp();
+        *v = e;
+        tot += e;
+    }
+    tot
+}
+
+/// The keys of column `j` as at most two ranges (the column itself left out under
+/// `exclude_self`).
+#[inline(always)]
+fn key_ranges(l: usize, j: usize, excl: bool) -> [core::ops::Range<usize>; 2] {
+    if excl && j < l {
+        [0..j, j + 1..l]
+    } else {
+        [0..l, l..l]
     }
 }
 
@@ -133,7 +194,6 @@ fn layer_forward<T: LaneScalar, const D: usize>(
     zout.copy_from_slice(&zin[..nd]);
     let linear = job.spec.attention == AttentionKind::Linear;
     let excl = job.pass.exclude_self;
-    let mut s = vec![Lv::<T>::zero(); l];
     for h in 0..h_n {
         let c = (set * h_n + h) * D * D;
         let (phi, psi) = (&job.phi[c..c + D * D], &job.psi[c..c + D * D]);
@@ -143,60 +203,48 @@ fn layer_forward<T: LaneScalar, const D: usize>(
         let a = &mut ws.a[(t * h_n + h) * n * l..][..n * l];
         // p_j = Phi z_j
         for j in 0..n {
+            let zj: [Lv<T>; D] = core::array::from_fn(|k| zin[j * D + k]);
             for r in 0..D {
-                let mut acc = Lv::zero();
-                for k in 0..D {
-                    acc += phi[r * D + k] * zin[j * D + k];
-                }
-                p[j * D + r] = acc;
+                p[j * D + r] = dot::<T, D>(&phi[r * D..r * D + D], &zj);
             }
         }
         for j in 0..n {
             let aj = &mut a[j * l..(j + 1) * l];
-            // s_ij = z_i . p_j
-            for i in 0..l {
-                let mut acc = Lv::zero();
-                for k in 0..D {
-                    acc += zin[i * D + k] * p[j * D + k];
+            let pj: [Lv<T>; D] = core::array::from_fn(|k| p[j * D + k]);
+            let keys = key_ranges(l, j, excl);
+            // s_ij = z_i . p_j; a_ij = s_ij / K_j (linear) or, by way of e_ij = exp(s_ij - max_i
+            // s_ij) kept in a, softmax_i(s_ij)
+            let inv = if linear {
+                let k_j = if excl && j < l { l - 1 } else { l };
+                for r in &keys {
+                    for i in r.clone() {
+                        aj[i] = dot::<T, D>(&zin[i * D..i * D + D], &pj);
+                    }
                 }
-                s[i] = acc;
-            }
-            if linear {
-                let keys = if excl && j < l { l - 1 } else { l };
-                let inv = Lv::splat(T::lane_of(1.0 / keys as f64));
-                for i in 0..l {
-                    aj[i] = if excl && i == j {
-                        Lv::zero()
-                    } else {
-                        s[i] * inv
-                    };
-                }
+                Lv::splat(T::lane_of(1.0 / k_j as f64))
             } else {
                 let mut mx = Lv::splat(T::lane_of(f64::NEG_INFINITY));
-                for (i, si) in s[..l].iter().enumerate() {
-                    if !(excl && i == j) {
-                        mx = mx.max(*si);
+                for r in &keys {
+                    for i in r.clone() {
+                        let s = dot::<T, D>(&zin[i * D..i * D + D], &pj);
+                        aj[i] = s;
+                        mx = mx.max(s);
                     }
                 }
                 let mut tot = Lv::zero();
-                for i in 0..l {
-                    let e = if excl && i == j {
-                        Lv::zero()
-                    } else {
-                        (s[i] - mx).exp()
-                    };
-                    aj[i] = e;
-                    tot += e;
+                for r in &keys {
+                    tot = exp_shifted::<T>(&mut aj[r.clone()], mx, tot);
                 }
-                let inv = tot.recip();
-                for v in aj.iter_mut() {
-                    *v = *v * inv;
-                }
+                tot.recip()
+            };
+            if excl && j < l {
+                aj[j] = Lv::zero();
             }
-            // m_j = sum_i a_ij z_i
+            // a_ij = e_ij / sum_i e_ij (or s_ij / K_j); m_j = sum_i a_ij z_i
             let mut mj = [Lv::<T>::zero(); D];
             for i in 0..l {
-                let ai = aj[i];
+                let ai = aj[i] * inv;
+                aj[i] = ai;
                 for k in 0..D {
                     mj[k] += ai * zin[i * D + k];
                 }
@@ -204,11 +252,7 @@ fn layer_forward<T: LaneScalar, const D: usize>(
             m[j * D..(j + 1) * D].copy_from_slice(&mj);
             // out_j += Psi m_j
             for r in 0..D {
-                let mut acc = Lv::zero();
-                for k in 0..D {
-                    acc += psi[r * D + k] * mj[k];
-                }
-                zout[j * D + r] += acc;
+                zout[j * D + r] += dot::<T, D>(&psi[r * D..r * D + D], &mj);
             }
         }
     }
@@ -232,7 +276,8 @@ fn layer_backward<T: LaneScalar, const D: usize>(
     // zo = z + ...: the residual passes dzo through
     dz.copy_from_slice(dzo);
     let linear = job.spec.attention == AttentionKind::Linear;
-    let mut da = vec![Lv::<T>::zero(); l];
+    let excl = job.pass.exclude_self;
+    let da = &mut ws.da[..l];
     for h in 0..h_n {
         let c = (set * h_n + h) * D * D;
         let (phi, psi) = (&job.phi[c..c + D * D], &job.psi[c..c + D * D]);
@@ -253,41 +298,36 @@ fn layer_backward<T: LaneScalar, const D: usize>(
                     dm[k] += psi[r * D + k] * g;
                 }
             }
-            // m_j = sum_i a_ij z_i: da_ij = dm_j . z_i, dz_i += a_ij dm_j
-            for i in 0..l {
-                let mut acc = Lv::zero();
-                for k in 0..D {
-                    acc += dm[k] * zin[i * D + k];
-                }
-                da[i] = acc;
-                let ai = aj[i];
-                for k in 0..D {
-                    dz[i * D + k] += ai * dm[k];
-                }
-            }
+            // m_j = sum_i a_ij z_i: da_ij = dm_j . z_i (and dz_i += a_ij dm_j, below)
             // softmax: ds_ij = a_ij (da_ij - sum_i' a_i'j da_i'j); linear: da_ij / K_j
-            if linear {
-                let inv = Lv::splat(T::lane_of(1.0 / l as f64));
-                for v in da.iter_mut() {
-                    *v = *v * inv;
-                }
-            } else {
-                let mut sum = Lv::zero();
-                for i in 0..l {
-                    sum += aj[i] * da[i];
-                }
-                for i in 0..l {
-                    da[i] = aj[i] * (da[i] - sum);
-                }
+            let mut sum = Lv::zero();
+            for i in 0..l {
+                let d = dot::<T, D>(&zin[i * D..i * D + D], &dm);
+                da[i] = d;
+                sum += aj[i] * d;
             }
-            // s_ij = z_i . p_j: dz_i += ds_ij p_j, dp_j = sum_i ds_ij z_i
+            let inv = if excl && j < l {
+                Lv::splat(T::lane_of(1.0 / (l - 1) as f64))
+            } else {
+                Lv::splat(T::lane_of(1.0 / l as f64))
+            };
+            if linear && excl && j < l {
+                da[j] = Lv::zero();
+            }
+            // dz_i += a_ij dm_j + ds_ij p_j (in that order), dp_j = sum_i ds_ij z_i
             let mut dp = [Lv::<T>::zero(); D];
             let pj: [Lv<T>; D] = core::array::from_fn(|k| p[j * D + k]);
             for i in 0..l {
-                let g = da[i];
+                let ai = aj[i];
+                let g = if linear {
+                    da[i] * inv
+                } else {
+                    ai * (da[i] - sum)
+                };
                 for k in 0..D {
-                    dz[i * D + k] += g * pj[k];
-                    dp[k] += g * zin[i * D + k];
+                    let zik = zin[i * D + k];
+                    dz[i * D + k] = (dz[i * D + k] + ai * dm[k]) + g * pj[k];
+                    dp[k] += g * zik;
                 }
             }
             // p_j = Phi z_j: dPhi += dp_j z_j^T, dz_j += Phi^T dp_j
@@ -309,10 +349,10 @@ fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: 
     let n = job.batch.len + 1;
     let (l, h_n, nl) = (n - 1, sp.heads, job.pass.layers);
     let nd = n * D;
-    resize(&mut ws.zs, (nl + 1) * nd);
-    resize(&mut ws.p, nl * h_n * nd);
-    resize(&mut ws.m, nl * h_n * nd);
-    resize(&mut ws.a, nl * h_n * n * l);
+    fit(&mut ws.zs, (nl + 1) * nd);
+    fit(&mut ws.p, nl * h_n * nd);
+    fit(&mut ws.m, nl * h_n * nd);
+    fit(&mut ws.a, nl * h_n * n * l);
     gather::<T, D>(job, &mut ws.zs[..nd]);
     for t in 0..nl {
         let set = if sp.looped { 0 } else { t % sp.layers };
@@ -324,7 +364,8 @@ fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: 
     // loss: w sum_o (yhat_o - y_o)^2 at the last n_out rows of the query column
     let no = sp.n_out;
     resize(&mut ws.dz, nd);
-    resize(&mut ws.dz2, nd);
+    fit(&mut ws.dz2, nd);
+    fit(&mut ws.da, l);
     let out = &ws.zs[nl * nd..];
     let mut wl = Lv::zero();
     let mut y = Lv::zero();
