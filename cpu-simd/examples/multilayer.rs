@@ -28,7 +28,10 @@ fn run<T: MlScalar>(spec: &StackSpec, steps: usize) {
     let mut g = StackCircuits::zeros(spec);
     // forward + backward flops per sequence, layer and head: 4 N L E + 8 N E^2, times 3
     let (nn, e) = ((len + 1) as f64, spec.e as f64);
-    let flop = 3.0 * (spec.layers * spec.heads) as f64 * (4.0 * nn * len as f64 * e + 8.0 * nn * e * e) * n as f64;
+    let flop = 3.0
+        * (spec.layers * spec.heads) as f64
+        * (4.0 * nn * len as f64 * e + 8.0 * nn * e * e)
+        * n as f64;
     for level in [Level::Base, Level::Avx2, Level::Avx512] {
         if level > icl_simd::dispatch::detected()
             || std::env::var("KERNELS_LEVEL").is_ok_and(|l| l != level.as_str())

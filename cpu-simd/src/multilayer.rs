@@ -7,6 +7,7 @@
 use crate::dispatch::{self, Level};
 use crate::lane::{LaneScalar, Lv, W};
 use icl_core::config::AttentionKind;
+use icl_core::multilayer::engine::SequenceFill;
 use icl_core::multilayer::stack::{Pass, StackCircuits, StackSpec};
 use icl_core::multilayer::{StackEngine, StackScalar};
 use icl_core::{Batch, Result, Scalar};
@@ -16,13 +17,14 @@ use rayon::prelude::*;
 pub const ML_CHUNK: usize = 16;
 
 /// The scalars the engine runs in, with the widest level worth using: on the Zen 4 machine this
-/// was measured on, f32 groups (256 bits) run fastest at AVX2 (26 vs 19 steps/s at the paper's
-/// 3-layer size), f64 groups (512 bits) at AVX-512 (11 vs 10).
+/// was measured on (`examples/multilayer.rs`, paper's 3-layer size, one thread), f32 runs fastest
+/// at AVX-512 (26 vs 23 steps per CPU-second at AVX2; the exponentials of four keys run as two
+/// 512-bit chains), f64 too (11 vs 7.7).
 pub trait MlScalar: Scalar + LaneScalar {
     const WIDEST: Level;
 }
 impl MlScalar for f32 {
-    const WIDEST: Level = Level::Avx2;
+    const WIDEST: Level = Level::Avx512;
 }
 impl MlScalar for f64 {
     const WIDEST: Level = Level::Avx512;
@@ -508,6 +510,25 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
         "simd"
     }
 
+    /// The sequences over rayon's threads, [`ML_CHUNK`] at a time.
+    fn fill_batch(&mut self, batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
+        let (w, no) = ((batch.len + 1) * batch.e(), batch.n_out);
+        batch
+            .z
+            .par_chunks_mut(w * ML_CHUNK)
+            .zip(batch.y.par_chunks_mut(no * ML_CHUNK))
+            .enumerate()
+            .for_each_init(Vec::new, |scratch, (ch, (z, y))| {
+                for (k, (zb, yb)) in z
+                    .chunks_exact_mut(w)
+                    .zip(y.chunks_exact_mut(no))
+                    .enumerate()
+                {
+                    fill(ch * ML_CHUNK + k, zb, yb, scratch);
+                }
+            });
+    }
+
     fn loss_grad(
         &mut self,
         spec: &StackSpec,
@@ -582,5 +603,33 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
             return StackScalar::new().forward(spec, c, pass, batch, out);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use icl_core::multilayer::engine::fill_serial;
+
+    #[test]
+    fn parallel_fill_is_the_serial_fill() {
+        // 37 sequences: two full chunks and a partial one
+        let fill = |b: usize, z: &mut [f32], y: &mut [f32], s: &mut Vec<f64>| {
+            s.resize(z.len(), 0.0);
+            for (i, v) in z.iter_mut().enumerate() {
+                *v = (b * 1000 + i) as f32;
+            }
+            y[0] = -(b as f32);
+        };
+        let mut a = Batch::<f32>::zeros(37, 9, 5, 1);
+        let mut b = a.clone();
+        fill_serial(&mut a, &fill);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        pool.install(|| MlSimd::<f32>::new().fill_batch(&mut b, &fill));
+        assert_eq!(a, b);
+        assert_eq!(b.y[36], -36.0);
     }
 }

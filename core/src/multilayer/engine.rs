@@ -7,6 +7,7 @@ use crate::task::Batch;
 use crate::{Error, Result, Scalar};
 use alloc::boxed::Box;
 use alloc::format;
+use alloc::vec::Vec;
 
 /// A way of running transformer stacks over a batch. Loss convention as for one-layer engines:
 /// `sum_b sum_o (yhat_bo - y_bo)^2 / (n n_out)`.
@@ -30,6 +31,29 @@ pub trait StackEngine<T: Scalar>: Send {
         batch: &Batch<T>,
         out: &mut [T],
     ) -> Result<()>;
+    /// Fill every sequence of `batch`: `fill(b, z_b, y_b, scratch)` writes sequence b's tokens
+    /// and targets and may depend on nothing but b (an engine may run the sequences in parallel
+    /// and in any order; `scratch` is a per-thread buffer).
+    fn fill_batch(&mut self, batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
+        fill_serial(batch, fill);
+    }
+}
+
+/// How to write sequence b of a batch: `(b, tokens, targets, scratch)`.
+pub type SequenceFill<'a, T> = dyn Fn(usize, &mut [T], &mut [T], &mut Vec<f64>) + Sync + 'a;
+
+/// [`StackEngine::fill_batch`] one sequence after another.
+pub fn fill_serial<T: Scalar>(batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
+    let (w, no) = ((batch.len + 1) * batch.e(), batch.n_out);
+    let mut scratch = Vec::new();
+    for (b, (z, y)) in batch
+        .z
+        .chunks_exact_mut(w)
+        .zip(batch.y.chunks_exact_mut(no))
+        .enumerate()
+    {
+        fill(b, z, y, &mut scratch);
+    }
 }
 
 /// The scalar reference: one sequence after another.
@@ -151,6 +175,11 @@ impl<T: Scalar> StackRunner<T> {
             )));
         }
         self.engine.forward(spec, c, pass, batch, out)
+    }
+
+    /// Fill `batch` sequence by sequence ([`StackEngine::fill_batch`]).
+    pub fn fill_batch(&mut self, batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
+        self.engine.fill_batch(batch, fill)
     }
 
     /// Predictions (the last n_out rows of every query column) into `out` (n n_out values).

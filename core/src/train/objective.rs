@@ -17,7 +17,7 @@ use crate::linattn::data::{generate, SetKind};
 use crate::linattn::moments::{ntp_batches, Moments};
 use crate::model::{lin_norm_of, Circuits, Model, ModelSpec, Net};
 use crate::multilayer::{iv, stack, StackCircuits, StackRunner};
-use crate::rng::Domain;
+use crate::rng::{self, Domain};
 use crate::task::{Batch, Task};
 use crate::{Result, Scalar};
 use alloc::boxed::Box;
@@ -383,7 +383,6 @@ pub struct Multilayer<T: Scalar> {
     n: usize,
     len: usize,
     batch: Batch<T>,
-    normals: Vec<f64>,
 }
 
 impl<T: Scalar> Multilayer<T> {
@@ -403,7 +402,6 @@ impl<T: Scalar> Multilayer<T> {
             n,
             len,
             batch: Batch::try_zeros(n, len, task.d, 1)?,
-            normals: Vec::new(),
         })
     }
 }
@@ -421,14 +419,14 @@ impl<T: Scalar> Objective<T> for Multilayer<T> {
     fn loss_grad(&mut self, step: u64, params: &[T], grad: &mut [T]) -> Result<f64> {
         match &self.net {
             Net::Stack(sp) => {
-                self.task.sample_into(
-                    self.seed,
-                    Domain::Train,
-                    step,
-                    0,
-                    &mut self.batch,
-                    &mut self.normals,
-                );
+                // sequence b from stream (seed, Train, step, b), as Task::sample_into; the engine
+                // may fill sequences in parallel
+                let (task, seed, len) = (&self.task, self.seed, self.len);
+                self.runner
+                    .fill_batch(&mut self.batch, &|b, z, y, normals| {
+                        let mut r = rng::stream(seed, Domain::Train, step, b as u64);
+                        task.sample_sequence(&mut r, len, normals, z, y);
+                    });
                 let mut c = StackCircuits::zeros(sp);
                 let mut g = StackCircuits::zeros(sp);
                 stack::circuits_forward(sp, params, &mut c);
