@@ -5,6 +5,7 @@
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
 use icl_core::model::{Circuits, Net};
+use icl_core::multilayer::StackSpec;
 use icl_core::rng::Domain;
 use icl_core::train::{Options, Trainer};
 use icl_core::{Batch, Config};
@@ -50,7 +51,8 @@ pub struct BenchRow {
     pub rss_kb_start: u64,
     pub rss_kb_end: u64,
     pub final_loss: f64,
-    /// Arithmetic of the one-layer forward + backward ([`kernel_flops`]) per second, in GFLOP/s.
+    /// Arithmetic of the forward + backward ([`kernel_flops`], [`stack_flops`]) per second, in
+    /// GFLOP/s (none for the IV model).
     pub gflops: Option<f64>,
     /// The stated peak for the threads used ([`peak_gflops`]).
     pub peak_gflops: Option<f64>,
@@ -63,6 +65,19 @@ pub struct BenchRow {
 pub fn kernel_flops(heads: usize, e: usize, keys: usize, n_out: usize, batch: usize) -> f64 {
     let per = 2 * (2 * e * e + 4 * keys * e + 3 * n_out * e + 3 * keys);
     (per * heads * batch) as f64
+}
+
+/// Floating-point operations of one training step's forward + backward of a transformer stack,
+/// per sequence, layer and head `12 N K E + 12 N E^2 + 7 N K` (N = K + 1 tokens of width E, K
+/// keys: six token-by-key products of 2 N K E (scores and mixing forward; their two input
+/// gradients and the two residual gradients backward), eight E x E circuit products of 2 N E^2,
+/// and the softmax's 3 N K forward and 4 N K backward; a multiply-add counts 2, `exp` and the data
+/// generation are not
+/// counted), times layers, heads and batch.
+pub fn stack_flops(spec: &StackSpec, keys: usize, batch: usize) -> f64 {
+    let (n, e) = (keys + 1, spec.e);
+    let per = 12 * n * keys * e + 12 * n * e * e + 7 * n * keys;
+    (per * spec.layers * spec.heads * batch) as f64
 }
 
 /// Nominal clock of this machine in GHz (`cpu MHz` of /proc/cpuinfo), if known.
@@ -161,17 +176,18 @@ pub fn measure<T: RunScalar>(
         };
         let spec = &tr.model.spec;
         let simd_level = crate::engines::simd_level::<T>(engine, spec.net != Net::Attention);
-        let gflops = (spec.net == Net::Attention).then(|| {
-            kernel_flops(
+        let flops = match &spec.net {
+            Net::Attention => Some(kernel_flops(
                 spec.heads,
                 spec.e(),
                 spec.keys(cfg.task.len),
                 spec.n_out,
                 cfg.train.batch,
-            ) * steps as f64
-                / secs
-                / 1e9
-        });
+            )),
+            Net::Stack(sp) => Some(stack_flops(sp, cfg.task.len, cfg.train.batch)),
+            Net::Iv(_) => None,
+        };
+        let gflops = flops.map(|f| f * steps as f64 / secs / 1e9);
         let peak_gflops = simd_level
             .as_deref()
             .and_then(|l| peak_gflops(threads, l, 8 * core::mem::size_of::<T>()));
@@ -260,4 +276,29 @@ pub fn vulkan_predict(cfg: &Config) -> Result<icl_vulkan::bench::BenchReport> {
         &icl_vulkan::Options::from_env(),
         &p,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use icl_core::config::AttentionKind;
+
+    #[test]
+    fn stack_flops_counts_per_sequence_layer_and_head() {
+        let sp = |layers, heads| StackSpec {
+            e: 2,
+            n_out: 1,
+            heads,
+            layers,
+            looped: true,
+            attention: AttentionKind::Softmax,
+            scale: 1.0,
+        };
+        // one key, two tokens of width 2: 12*2*1*2 + 12*2*4 + 7*2*1 = 48 + 96 + 14
+        assert_eq!(stack_flops(&sp(1, 1), 1, 1), 158.0);
+        assert_eq!(stack_flops(&sp(3, 2), 1, 5), 158.0 * 30.0);
+        // the multilayer paper's step (T = 3, H = 2, E = 6, L = 120, batch 256): ~1.84 GFLOP
+        let paper = stack_flops(&StackSpec { e: 6, ..sp(3, 2) }, 120, 256);
+        assert!((paper / 1e9 - 1.842).abs() < 1e-3, "{paper}");
+    }
 }
