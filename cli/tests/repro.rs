@@ -100,8 +100,25 @@ fn zhang2025_smoke_passes_and_resumes() {
     }
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg"), "report.html has no inline figure");
-    // a second invocation trains nothing and measures the same numbers
-    let t0 = std::time::Instant::now();
+    // a second invocation trains nothing (every run's model file untouched) and measures the
+    // same numbers
+    let mtimes = |out: &std::path::Path| -> Vec<(String, std::time::SystemTime)> {
+        let mut v: Vec<_> = std::fs::read_dir(out.join("runs"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let m = std::fs::metadata(e.path().join("model.safetensors")).ok()?;
+                Some((
+                    e.file_name().to_string_lossy().into_owned(),
+                    m.modified().unwrap(),
+                ))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = mtimes(&out);
+    assert!(!before.is_empty(), "no run folders under runs/");
     let o = icl(&[
         "repro",
         "zhang2025",
@@ -113,10 +130,7 @@ fn zhang2025_smoke_passes_and_resumes() {
     assert!(o.status.success());
     let j2: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["claims"], j2["claims"]);
-    assert!(
-        t0.elapsed().as_secs_f64() < 30.0,
-        "complete runs were retrained"
-    );
+    assert_eq!(mtimes(&out), before, "complete runs were retrained");
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -152,9 +166,7 @@ fn multilayer_smoke_theory_claims_pass() {
 
 #[test]
 fn temperature_smoke_passes_writes_figures_and_repeats() {
-    let t0 = std::time::Instant::now();
     let (out, j) = report("temperature", "1");
-    let secs = t0.elapsed().as_secs_f64();
     check_contract(&j, "temperature");
     // closed forms beside the Monte Carlo, from icl (never the paper's numbers)
     let claims = j["claims"].as_array().unwrap();
@@ -207,7 +219,6 @@ fn temperature_smoke_passes_writes_figures_and_repeats() {
             }
         }
     }
-    assert!(secs < 60.0, "smoke scale took {secs:.1} s");
     // every run figure is in figures/ as SVG and PNG, and report.md shows the PNGs
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     let mut n = 0;
