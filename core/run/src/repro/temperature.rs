@@ -674,119 +674,113 @@ fn with_fig6<T>(cell: &Fig6Cell, r: &super::Runs, f: impl FnOnce(&Fig6) -> T) ->
     Ok(f(cell.get().expect("set above")))
 }
 
+/// One Fig. 6 claim: `m` gives (measured, tolerance, pass, note) from the shared evaluation; the
+/// paper prints no number for Fig. 6.
+fn fig6_claim(
+    cell: &Fig6Cell,
+    id: &'static str,
+    description: &'static str,
+    m: fn(&Fig6) -> (f64, &'static str, bool, String),
+) -> ClaimDef {
+    let c = cell.clone();
+    ClaimDef {
+        id,
+        figure: "Fig. 6 (icl's transformer for GPT-2)",
+        description,
+        runs: names(&[FIG6_RUN]),
+        measure: Box::new(move |r| {
+            with_fig6(&c, r, |f| {
+                let (measured, tolerance, pass, note) = m(f);
+                Measured {
+                    paper_value: f64::NAN,
+                    measured,
+                    stderr: None,
+                    exact: None,
+                    paper_form: None,
+                    tolerance: tolerance.into(),
+                    pass,
+                    note,
+                }
+            })
+        }),
+    }
+}
+
+/// `l: value` for every Fig. 6 length.
+fn by_length(v: &[f64]) -> String {
+    FIG6_LENGTHS
+        .iter()
+        .zip(v)
+        .map(|(l, x)| format!("{l}: {x:.3}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The largest rise of `v` over l and where, with the errors per length (the two monotonicity
+/// claims).
+fn rise(v: &[(f64, f64)], what: &str) -> (f64, String) {
+    let (z, i) = Fig6::largest_rise(v);
+    let note = format!(
+        "largest change between l = {} and {}; {what} at l = {}",
+        FIG6_LENGTHS[i - 1],
+        FIG6_LENGTHS[i],
+        by_length(&v.iter().map(|x| x.0).collect::<Vec<_>>())
+    );
+    (z, note)
+}
+
 fn fig6_plan(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
     specs.push(super::spec(FIG6_RUN, "temperature-fig6", &[]));
-    let runs = names(&[FIG6_RUN]);
     let cell: Fig6Cell = Default::default();
-    let lens = |v: &[f64]| {
-        FIG6_LENGTHS
-            .iter()
-            .zip(v)
-            .map(|(l, x)| format!("{l}: {x:.3}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let c = cell.clone();
-    defs.push(ClaimDef {
-        id: "fig6-shift-hurts",
-        figure: "Fig. 6 (icl's transformer for GPT-2)",
-        description: "The covariance shift Σx = I → 3I degrades the trained transformer's in-context error at τ = 1 at every l (the paper: 'substantially'; no number). Measured: err(shift)/err(no shift) at the training length l = 40",
-        runs: runs.clone(),
-        measure: Box::new(move |r| {
-            with_fig6(&c, r, |f| {
-                let ratio: Vec<f64> = f.tau1.iter().zip(&f.clean).map(|(s, c)| s.0 / c.0).collect();
-                Measured {
-                    paper_value: f64::NAN,
-                    measured: ratio[3],
-                    stderr: None,
-                    exact: None,
-                    paper_form: None,
-                    tolerance: "the ratio ≥ 2 at every l".into(),
-                    pass: ratio.iter().all(|&x| x >= 2.0),
-                    note: format!("err(shift)/err(no shift) at l = {}", lens(&ratio)),
-                }
-            })
-        }),
-    });
-    let c = cell.clone();
-    defs.push(ClaimDef {
-        id: "fig6-tau-helps",
-        figure: "Fig. 6 (icl's transformer for GPT-2)",
-        description: "Under the shift, the best temperature (every layer's and head's logits divided by τ, chosen per l on held-out prompts from independent streams) improves the error at every l. Measured: err(τ = 1)/err(best τ) at l = 40; the note gives the chosen τ per l (the linearised theory's τ_opt tends to α = 3)",
-        runs: runs.clone(),
-        measure: Box::new(move |r| {
-            with_fig6(&c, r, |f| {
-                let ok = f.tau1.iter().zip(&f.opt).all(|(t, o)| o.0 + 2.0 * (t.1 * t.1 + o.1 * o.1).sqrt() < t.0);
-                let ratio: Vec<f64> = f.tau1.iter().zip(&f.opt).map(|(t, o)| t.0 / o.0).collect();
-                let taus: Vec<f64> = f.opt.iter().map(|o| o.2).collect();
-                Measured {
-                    paper_value: f64::NAN,
-                    measured: ratio[3],
-                    stderr: None,
-                    exact: None,
-                    paper_form: None,
-                    tolerance: "err(best τ) below err(τ = 1) by more than 2 SE at every l".into(),
-                    pass: ok,
-                    note: format!("err(τ = 1)/err(best τ) at l = {}; best τ at l = {}", lens(&ratio), lens(&taus)),
-                }
-            })
-        }),
-    });
-    let c = cell.clone();
-    defs.push(ClaimDef {
-        id: "fig6-nonmonotone",
-        figure: "Fig. 6 (icl's transformer for GPT-2)",
-        description: "Under the shift the error at τ = 1 is non-monotone in l: it rises somewhere as l grows. Measured: the largest rise from one l to the next, in standard errors",
-        runs: runs.clone(),
-        measure: Box::new(move |r| {
-            with_fig6(&c, r, |f| {
-                let (z, i) = Fig6::largest_rise(&f.tau1);
-                Measured {
-                    paper_value: f64::NAN,
-                    measured: z,
-                    stderr: None,
-                    exact: None,
-                    paper_form: None,
-                    tolerance: "a rise of more than 2 SE".into(),
-                    pass: z > 2.0,
-                    note: format!(
-                        "largest rise between l = {} and {}; err(shift, τ = 1) at l = {}",
-                        FIG6_LENGTHS[i - 1],
-                        FIG6_LENGTHS[i],
-                        lens(&f.tau1.iter().map(|x| x.0).collect::<Vec<_>>())
-                    ),
-                }
-            })
-        }),
-    });
-    let c = cell;
-    defs.push(ClaimDef {
-        id: "fig6-opt-monotone",
-        figure: "Fig. 6 (icl's transformer for GPT-2)",
-        description: "At the best τ per l the error under the shift falls with l (the optimal temperature removes the non-monotonicity). Measured: the largest rise from one l to the next, in standard errors",
-        runs,
-        measure: Box::new(move |r| {
-            with_fig6(&c, r, |f| {
-                let v: Vec<(f64, f64)> = f.opt.iter().map(|o| (o.0, o.1)).collect();
-                let (z, i) = Fig6::largest_rise(&v);
-                Measured {
-                    paper_value: f64::NAN,
-                    measured: z,
-                    stderr: None,
-                    exact: None,
-                    paper_form: None,
-                    tolerance: "no rise of more than 2 SE".into(),
-                    pass: z <= 2.0,
-                    note: format!(
-                        "largest change between l = {} and {}; err(shift, best τ) at l = {}",
-                        FIG6_LENGTHS[i - 1],
-                        FIG6_LENGTHS[i],
-                        lens(&v.iter().map(|x| x.0).collect::<Vec<_>>())
-                    ),
-                }
-            })
-        }),
-    });
+    defs.push(fig6_claim(
+        &cell,
+        "fig6-shift-hurts",
+        "The covariance shift Σx = I → 3I degrades the trained transformer's in-context error at τ = 1 at every l (the paper: 'substantially'; no number). Measured: err(shift)/err(no shift) at the training length l = 40",
+        |f| {
+            let ratio: Vec<f64> = f.tau1.iter().zip(&f.clean).map(|(s, c)| s.0 / c.0).collect();
+            (
+                ratio[3],
+                "the ratio ≥ 2 at every l",
+                ratio.iter().all(|&x| x >= 2.0),
+                format!("err(shift)/err(no shift) at l = {}", by_length(&ratio)),
+            )
+        },
+    ));
+    defs.push(fig6_claim(
+        &cell,
+        "fig6-tau-helps",
+        "Under the shift, the best temperature (every layer's and head's logits divided by τ, chosen per l on held-out prompts from independent streams) improves the error at every l. Measured: err(τ = 1)/err(best τ) at l = 40; the note gives the chosen τ per l (the linearised theory's τ_opt tends to α = 3)",
+        |f| {
+            let ok = f.tau1.iter().zip(&f.opt).all(|(t, o)| o.0 + 2.0 * (t.1 * t.1 + o.1 * o.1).sqrt() < t.0);
+            let ratio: Vec<f64> = f.tau1.iter().zip(&f.opt).map(|(t, o)| t.0 / o.0).collect();
+            let taus: Vec<f64> = f.opt.iter().map(|o| o.2).collect();
+            (
+                ratio[3],
+                "err(best τ) below err(τ = 1) by more than 2 SE at every l",
+                ok,
+                format!("err(τ = 1)/err(best τ) at l = {}; best τ at l = {}", by_length(&ratio), by_length(&taus)),
+            )
+        },
+    ));
+    defs.push(fig6_claim(
+        &cell,
+        "fig6-nonmonotone",
+        "Under the shift the error at τ = 1 is non-monotone in l: it rises somewhere as l grows. Measured: the largest rise from one l to the next, in standard errors",
+        |f| {
+            let (z, note) = rise(&f.tau1, "err(shift, τ = 1)");
+            (z, "a rise of more than 2 SE", z > 2.0, note)
+        },
+    ));
+    defs.push(fig6_claim(
+        &cell,
+        "fig6-opt-monotone",
+        "At the best τ per l the error under the shift falls with l (the optimal temperature removes the non-monotonicity). Measured: the largest rise from one l to the next, in standard errors",
+        |f| {
+            let v: Vec<(f64, f64)> = f.opt.iter().map(|o| (o.0, o.1)).collect();
+            let (z, note) = rise(&v, "err(shift, best τ)");
+            (z, "no rise of more than 2 SE", z <= 2.0, note)
+        },
+    ));
 }
 
 #[cfg(test)]
