@@ -308,6 +308,29 @@ fn bad_input_is_one_line_exit_2() {
             "relative/icl",
             "--out",
         ],
+        vec!["repro", "he2025", "--set", "train.steps", "--out"],
+        vec!["repro", "he2025", "--set", "no.such_key=1", "--out"],
+        vec!["repro", "he2025", "--set", "train.steps=many", "--out"],
+        vec!["repro", "he2025", "--set", "=5", "--out"],
+        vec![
+            "repro",
+            "he2025",
+            "--set",
+            "train.steps=5",
+            "--set",
+            "train.steps=6",
+            "--out",
+        ],
+        // the claims need no training: an override would change nothing
+        vec![
+            "repro",
+            "multilayer",
+            "--only",
+            "ridge-l120",
+            "--set",
+            "train.steps=5",
+            "--out",
+        ],
     ] {
         let mut a = args.clone();
         a.push(out.to_str().unwrap());
@@ -379,6 +402,28 @@ fn slurm_writes_the_array_and_the_report_job() {
             && report.contains("--only=h2-mu,mu-gamma --engine scalar"),
         "{report}"
     );
+    // --set reaches every run of the array (the manifest) and the report job
+    let short = tmp("slurm-set");
+    let o = icl(&[
+        "repro",
+        "he2025",
+        "--only",
+        "h2-mu",
+        "--slurm",
+        "--set",
+        "train.steps=777",
+        "--out",
+        short.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = std::fs::read_to_string(short.join("runs/manifest.jsonl")).unwrap();
+    assert!(
+        m.lines().count() == 3 && m.lines().all(|l| l.contains("[\"train.steps\",\"777\"]")),
+        "{m}"
+    );
+    let rs = std::fs::read_to_string(short.join("report.sh")).unwrap();
+    assert!(rs.contains("--set=train.steps=777"), "{rs}");
+    let _ = std::fs::remove_dir_all(&short);
     // nothing trained, nothing reported
     assert!(!out.join("runs/h2-seed1").exists() && !out.join("report.json").exists());
     // `icl sweep status` reads the folder as a sweep

@@ -26,6 +26,10 @@ pub struct Args {
     /// Engine (default: the fastest built in).
     #[arg(long)]
     pub engine: Option<String>,
+    /// Override a config key in every trained run, e.g. `--set train.steps=50000` for runs
+    /// shorter than the paper's (repeatable; report.json records it under "set").
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
     /// Print report.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -53,7 +57,8 @@ pub fn run(a: &Args) -> CliResult {
         a.jobs,
         a.engine.as_deref(),
         a.out.clone(),
-    )?;
+    )?
+    .with_set(&sets(&a.sets)?)?;
     if a.slurm {
         if a.jobs != 1 {
             return Err(CliError::input(
@@ -95,6 +100,22 @@ pub fn run(a: &Args) -> CliResult {
         ))?;
     }
     Ok(())
+}
+
+/// `--set KEY=VALUE` flags as pairs.
+fn sets(flags: &[String]) -> CliResult<Vec<(String, String)>> {
+    flags
+        .iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| {
+                    CliError::input(format!(
+                        "--set {s:?}: expected KEY=VALUE, e.g. train.steps=50000"
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// `--slurm`: write (and with `--submit` submit) the array and the report job.

@@ -3,9 +3,10 @@
 //! [`icl_run::repro::repro`]), exactly as for the CLI and the C API's `icl_repro`.
 use crate::errors::{type_err, OrPy};
 use crate::run::stderr_write;
+use crate::values::to_toml;
 use icl_run::repro::ReproOptions;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyDict, PyString};
 use std::path::PathBuf;
 
 /// `only` as the run layer's text: a str is taken as it is (`"fig1-final,fig3-drops"`), a
@@ -35,16 +36,19 @@ fn only_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 ///   trained; `None`: every claim;
 /// * `jobs`: runs trained at once, 1 to 256;
 /// * `engine`: `"simd"` (default, the fastest built in), `"scalar"` or `"vulkan"`;
+/// * `set`: config overrides for every run the claims train, `{"train.steps": 50000}` (as
+///   `icl repro --set train.steps=50000`; `report.json` lists them under `"set"`);
 /// * `progress`: print a line per run (`[i/n] start|done|skip NAME`) on `sys.stderr`.
 ///
-/// Raises `icl.UnknownNameError` (an unknown paper or engine), `icl.InputError` (an unknown
-/// scale or claim id, `jobs` outside 1..=256) before anything is written, `icl.FileError` when
+/// Raises `icl.UnknownNameError` (an unknown paper, engine or `set` key), `icl.InputError` (an
+/// unknown scale or claim id, `jobs` outside 1..=256, a bad `set` value, `set` when the claims
+/// train no run) before anything is written, `icl.FileError` when
 /// `out` cannot be written. The GIL is released while it runs; Ctrl-C takes effect when the
 /// call returns (complete runs are kept: the next call skips them).
 #[pyfunction]
 #[pyo3(
-    signature = (paper, out, *, scale = "smoke", only = None, jobs = 1, engine = None, progress = false),
-    text_signature = "(paper, out, *, scale='smoke', only=None, jobs=1, engine=None, progress=False)"
+    signature = (paper, out, *, scale = "smoke", only = None, jobs = 1, engine = None, set = None, progress = false),
+    text_signature = "(paper, out, *, scale='smoke', only=None, jobs=1, engine=None, set=None, progress=False)"
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn repro<'py>(
@@ -55,6 +59,7 @@ pub fn repro<'py>(
     only: Option<&Bound<'py, PyAny>>,
     jobs: i64,
     engine: Option<String>,
+    set: Option<&Bound<'py, PyDict>>,
     progress: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut pairs = vec![
@@ -66,6 +71,17 @@ pub fn repro<'py>(
     }
     if let Some(e) = engine {
         pairs.push(("engine".into(), e));
+    }
+    for (k, v) in set.iter().flat_map(|d| d.iter()) {
+        let k: String = k
+            .extract()
+            .map_err(|_| type_err("set must map str keys to values"))?;
+        // the text `icl repro --set KEY=TEXT` would give: a str as it is, else its TOML form
+        let text = match to_toml(&v)? {
+            toml::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        pairs.push((format!("set.{k}"), text));
     }
     let o = ReproOptions::from_pairs(paper, out, &pairs).or_py()?;
     let report = py

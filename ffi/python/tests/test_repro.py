@@ -53,6 +53,10 @@ def test_repro_again_skips_the_complete_run(tmp_path, capsys):
         ({"jobs": -1}, icl.InputError),
         ({"engine": "SIMD"}, icl.UnknownNameError),
         ({"only": 3}, TypeError),
+        ({"set": {"no.such_key": 1}}, icl.UnknownNameError),
+        ({"set": {"train.steps": "many"}}, icl.InputError),
+        ({"set": {"train.lr": float("nan")}}, icl.InputError),
+        ({"set": {1: 2}}, TypeError),
     ],
 )
 def test_repro_refuses_bad_options_before_writing(tmp_path, kwargs, error):
@@ -70,3 +74,21 @@ def test_repro_into_a_file_is_a_file_error(tmp_path):
     f.write_text("x")
     with pytest.raises(icl.FileError):
         icl.repro("zhang2025", f, only=[CLAIM])
+
+
+def test_repro_set_overrides_every_run_and_is_reported(tmp_path, cli_json):
+    out = tmp_path / "short"
+    got = icl.repro("zhang2025", out, only=[CLAIM], set={"train.steps": 300, "train.seed": "5"})
+    want = cli_json(
+        "repro", "zhang2025", "--only", CLAIM, "--quiet", "--json",
+        "--set", "train.steps=300", "--set", "train.seed=5", "--out", tmp_path / "cli",
+    )
+    assert got["set"] == want["set"] == {"train.steps": "300", "train.seed": "5"}
+    assert got["claims"] == want["claims"]
+    run = icl.load(out / "runs" / "fig13")
+    assert run.config["train.steps"] == 300 and run.config["train.seed"] == 5
+    assert run.step == 300
+    # without overrides the report has no "set" and the run its preset's steps
+    plain = icl.repro("zhang2025", tmp_path / "plain", only=[CLAIM])
+    assert "set" not in plain
+    assert icl.load(tmp_path / "plain" / "runs" / "fig13").config["train.steps"] != 300

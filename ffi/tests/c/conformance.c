@@ -1772,6 +1772,26 @@ static void c_repro(void) {
     free(buf);
 }
 
+/* set.KEY: the override in the run's config and in report.json's "set" */
+static void c_repro_set(void) {
+    const char *out = path("repro-set");
+    const char *k[] = {"only", "set.train.steps"};
+    const char *v[] = {"fig13-final", "300"};
+    char buf[1 << 16];
+    OK(icl_repro("zhang2025", out, k, v, 2, buf, sizeof buf, NULL));
+    CHECK(strstr(buf, "\"set\": {\n    \"train.steps\": \"300\"\n  }") != NULL);
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "%s/runs/fig13/config.toml", out);
+    size_t len = 0;
+    char *text = (char *)slurp(cfg, &len);
+    CHECK(text != NULL && strstr(text, "\nsteps = 300\n") != NULL);
+    free(text);
+    /* without set.KEY the report has no "set" */
+    const char *k0[] = {"only"};
+    OK(icl_repro("zhang2025", path("repro-noset"), k0, v, 1, buf, sizeof buf, NULL));
+    CHECK(strstr(buf, "\"set\"") == NULL);
+}
+
 static void c_repro_bad(void) {
     const char *out = path("repro-bad");
     char buf[8192];
@@ -1798,6 +1818,12 @@ static void c_repro_bad(void) {
         {"he2025", "only", "fig13-final", ICL_ERR_ARGUMENT},
         {"zhang2025", "engine", "SIMD", ICL_ERR_UNKNOWN_NAME},
         {"zhang2025", "engine", "", ICL_ERR_UNKNOWN_NAME},
+        {"zhang2025", "set.", "1", ICL_ERR_ARGUMENT},
+        {"zhang2025", "set.no.such_key", "1", ICL_ERR_UNKNOWN_KEY},
+        {"zhang2025", "set.train.steps", "many", ICL_ERR_CONFIG},
+        {"zhang2025", "set.train.batch", "0", ICL_ERR_CONFIG},
+        {"zhang2025", "set.train.lr", "nan", ICL_ERR_NONFINITE},
+        {"zhang2025", "set", "train.steps=1", ICL_ERR_ARGUMENT},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         const char *k[] = {"only", opts[i].k};
@@ -1868,7 +1894,8 @@ static const kase CASES[] = {
     {"icl_eval_run", "bad options, not a run, damaged model, NULLs, UTF-8", c_eval_run_bad},
     {"icl_eval_plot", "SVG and PNG files from icl_eval_run's rows, same bytes", c_eval_plot},
     {"icl_repro", "zhang2025 fig13-final: sizing, report.json, claim passes, complete run skipped", c_repro},
-    {"icl_repro", "unknown paper, key, scale, claim, engine; jobs range; NULLs, UTF-8; nothing written", c_repro_bad},
+    {"icl_repro", "set.KEY overrides the run's config and is listed under \"set\"", c_repro_set},
+    {"icl_repro", "unknown paper, key, scale, claim, engine; jobs range; set.KEY statuses; NULLs, UTF-8; nothing written", c_repro_bad},
     {"icl_eval_plot", "not rows, no row, unwritable paths, NULLs, UTF-8", c_eval_plot_bad},
     {"icl_model_new", "f32 and f64 models and their dims", c_model_new},
     {"icl_model_new", "over the memory budget, NULL", c_model_new_bad},

@@ -94,12 +94,16 @@ pub struct ReproOptions {
     pub out: PathBuf,
     /// Engine name (default: the fastest built in).
     pub engine: Option<String>,
+    /// Config overrides `(key, value)` applied to every trained run after the run's own (as
+    /// `icl train --set`), e.g. `train.steps` for runs shorter than the paper's; recorded in the
+    /// report. Set through [`ReproOptions::with_set`], which checks them.
+    pub set: Vec<(String, String)>,
 }
 
 /// The most runs trained at once (`jobs` is `1..=MAX_JOBS`).
 pub const MAX_JOBS: usize = 256;
 
-/// The option keys of [`ReproOptions::from_pairs`].
+/// The option keys of [`ReproOptions::from_pairs`] (besides `set.KEY`).
 pub const OPTION_KEYS: &[&str] = &["scale", "only", "jobs", "engine"];
 
 impl ReproOptions {
@@ -141,22 +145,68 @@ impl ReproOptions {
             jobs,
             out,
             engine: engine.map(String::from),
+            set: Vec::new(),
         };
         select(&o)?;
         Ok(o)
     }
 
+    /// These options with the config overrides `set` for every run the selected claims train
+    /// (`train.steps` = `"50000"`, as `icl train --set train.steps=50000`). Refused
+    /// ([`RunError::Refused`], or the config's own error for an unknown key or a bad value):
+    /// an empty or repeated key, an override that makes some run's config invalid, and any
+    /// override when the selected claims train no run (it would change nothing). Nothing is
+    /// written.
+    pub fn with_set<K: AsRef<str>, V: AsRef<str>>(mut self, set: &[(K, V)]) -> Result<Self> {
+        let mut keys = std::collections::BTreeSet::new();
+        let mut out = Vec::with_capacity(set.len());
+        for (k, v) in set {
+            let (k, v) = (k.as_ref().trim(), v.as_ref().trim());
+            if k.is_empty() {
+                return Err(RunError::Refused(format!(
+                    "--set ={v}: the key is empty (KEY=VALUE, e.g. train.steps=50000)"
+                )));
+            }
+            if !keys.insert(k.to_string()) {
+                return Err(RunError::Refused(format!("--set {k} given twice")));
+            }
+            out.push((k.to_string(), v.to_string()));
+        }
+        if !out.is_empty() {
+            self.set.clear();
+            let (specs, _) = select(&self)?;
+            if specs.is_empty() {
+                return Err(RunError::Refused(
+                    "--set changes the trained runs, and the selected claims train none".into(),
+                ));
+            }
+            // the config's own errors (unknown key, bad value, a broken rule between keys)
+            for s in &specs {
+                let mut cfg = s.build()?;
+                for (k, v) in &out {
+                    cfg.set(k, v)?;
+                }
+                cfg.validate()?;
+            }
+        }
+        self.set = out;
+        Ok(self)
+    }
+
     /// The options from (key, value) text pairs, for front ends without a flag parser (the C
     /// API, Python): `scale` (`smoke`, the default, or `paper`), `only` (comma-separated claim
-    /// ids, `"fig1-final,fig3-drops"`), `jobs` (`1`), `engine` (`simd`, `scalar`, `vulkan`).
+    /// ids, `"fig1-final,fig3-drops"`), `jobs` (`1`), `engine` (`simd`, `scalar`, `vulkan`),
+    /// and `set.KEY` (a config override for every run, `set.train.steps` = `"50000"`).
     /// An unknown or repeated key, or a `jobs` that is not a non-negative integer, is
-    /// [`RunError::Refused`]; the values are then checked as by [`ReproOptions::new`].
+    /// [`RunError::Refused`]; the values are then checked as by [`ReproOptions::new`] and
+    /// [`ReproOptions::with_set`].
     pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
         paper: &str,
         out: impl Into<PathBuf>,
         pairs: &[(K, V)],
     ) -> Result<ReproOptions> {
         let (mut scale, mut only, mut jobs, mut engine) = ("smoke", Vec::new(), 1, None);
+        let mut set = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
         for (k, v) in pairs {
             let (k, v) = (k.as_ref().trim(), v.as_ref().trim());
@@ -172,15 +222,16 @@ impl ReproOptions {
                     })?
                 }
                 "engine" => engine = Some(v),
+                _ if k.starts_with("set.") => set.push((&k[4..], v)),
                 _ => {
                     return Err(RunError::Refused(format!(
-                        "unknown repro option {k:?} ({})",
+                        "unknown repro option {k:?} ({}, set.KEY)",
                         OPTION_KEYS.join(", ")
                     )))
                 }
             }
         }
-        ReproOptions::new(paper, scale, &only, jobs, engine, out)
+        ReproOptions::new(paper, scale, &only, jobs, engine, out)?.with_set(&set)
     }
 }
 
@@ -351,6 +402,10 @@ fn select(o: &ReproOptions) -> Result<(Vec<RunSpec>, Vec<ClaimDef>)> {
     let needed: Vec<RunSpec> = specs
         .into_iter()
         .filter(|s| defs.iter().any(|d| d.runs.contains(&s.name)))
+        .map(|mut s| {
+            s.set.extend(o.set.iter().cloned());
+            s
+        })
         .collect();
     Ok((needed, defs))
 }
@@ -400,6 +455,7 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
         scale: o.scale.name().into(),
         version: env!("CARGO_PKG_VERSION").into(),
         machine: report::machine(),
+        set: o.set.iter().cloned().collect(),
         claims,
         runs: rows,
     };
@@ -489,6 +545,9 @@ pub fn slurm(o: &ReproOptions, s: &crate::sweep::SlurmOptions, submit: bool) -> 
     ];
     if !o.only.is_empty() {
         words.push(format!("--only={}", o.only.join(",")));
+    }
+    for (k, v) in &o.set {
+        words.push(format!("--set={k}={v}"));
     }
     words.extend(run_args);
     lines.push(String::new());
@@ -645,5 +704,60 @@ fn within(
         tolerance: format!("{target} ± {tol}"),
         pass: (measured - target).abs() <= tol,
         note: note.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `set.KEY` reaches every run the selected claims train, after the run's own overrides,
+    /// and is checked (unknown key, bad value, empty or repeated key, no run to change) before
+    /// anything is written.
+    #[test]
+    fn set_reaches_every_planned_run_and_is_checked() {
+        let out = "/nonexistent/icl-repro-set";
+        let o = ReproOptions::from_pairs(
+            "he2025",
+            out,
+            &[("only", "h2-mu"), ("set.train.steps", "77")],
+        )
+        .unwrap();
+        assert_eq!(o.set, [("train.steps".to_string(), "77".to_string())]);
+        let (specs, _) = select(&o).unwrap();
+        assert_eq!(specs.len(), 3);
+        let seeds: Vec<u64> = specs
+            .iter()
+            .map(|s| s.build().unwrap().train.seed)
+            .collect();
+        for s in &specs {
+            assert_eq!(s.build().unwrap().train.steps, 77);
+        }
+        // the runs keep their own overrides (three seeds)
+        assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2], "{seeds:?}");
+        let bad = |pairs: &[(&str, &str)]| {
+            let mut p = vec![("only", "h2-mu")];
+            p.extend_from_slice(pairs);
+            ReproOptions::from_pairs("he2025", out, &p).unwrap_err()
+        };
+        assert!(matches!(
+            bad(&[("set.no.such_key", "1")]),
+            RunError::Core(icl_core::Error::UnknownKey(_))
+        ));
+        assert!(matches!(
+            bad(&[("set.train.steps", "many")]),
+            RunError::Core(icl_core::Error::InvalidConfig(_))
+        ));
+        assert!(matches!(bad(&[("set.", "1")]), RunError::Refused(_)));
+        assert!(matches!(
+            bad(&[("set.train.steps", "1"), ("set.train.steps", "2")]),
+            RunError::Refused(_)
+        ));
+        // claims measured without training: an override would change nothing
+        let none = ReproOptions::new("multilayer", "smoke", &["ridge-l120"], 1, None, out)
+            .unwrap()
+            .with_set(&[("train.steps", "5")]);
+        assert!(matches!(none, Err(RunError::Refused(_))));
+        assert!(!std::path::Path::new(out).exists());
     }
 }

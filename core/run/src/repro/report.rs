@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::folder::atomic_write;
 use crate::plot::write_svg_text;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,10 @@ pub struct Report {
     pub scale: String,
     pub version: String,
     pub machine: String,
+    /// The config overrides every run was trained with (`icl repro --set`), where any: the
+    /// runs then differ from the paper's setting by these keys.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub set: BTreeMap<String, String>,
     pub claims: Vec<Claim>,
     pub runs: Vec<RunRow>,
 }
@@ -87,6 +92,13 @@ pub fn markdown(r: &Report) -> String {
         "icl {} on {}. **{p} of {n} claims pass.**\n",
         r.version, r.machine
     );
+    if !r.set.is_empty() {
+        let _ = writeln!(
+            s,
+            "Every run was trained with `{}` (a change from the paper's setting).\n",
+            set_text(&r.set)
+        );
+    }
     let _ = writeln!(s, "| claim | figure | paper | icl | tolerance | verdict |");
     let _ = writeln!(s, "|---|---|---|---|---|---|");
     for c in &r.claims {
@@ -119,6 +131,14 @@ pub fn markdown(r: &Report) -> String {
     s
 }
 
+/// The overrides as `--set` flags: `--set train.steps=50000 --set ...`.
+fn set_text(set: &BTreeMap<String, String>) -> String {
+    set.iter()
+        .map(|(k, v)| format!("--set {k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn esc(t: &str) -> String {
     t.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -138,12 +158,22 @@ pub fn html(r: &Report, runs: &Runs) -> String {
     );
     let _ = write!(
         s,
-        "<h1>icl repro {} ({} scale)</h1><p>icl {} on {}. <b>{p} of {n} claims pass.</b></p><table>\
-         <tr><th>claim</th><th>figure</th><th>description</th><th>paper</th><th>icl</th><th>tolerance</th><th>verdict</th></tr>",
+        "<h1>icl repro {} ({} scale)</h1><p>icl {} on {}. <b>{p} of {n} claims pass.</b></p>",
         esc(&r.paper),
         esc(&r.scale),
         esc(&r.version),
         esc(&r.machine)
+    );
+    if !r.set.is_empty() {
+        let _ = write!(
+            s,
+            "<p>Every run was trained with <code>{}</code> (a change from the paper's setting).</p>",
+            esc(&set_text(&r.set))
+        );
+    }
+    s.push_str(
+        "<table><tr><th>claim</th><th>figure</th><th>description</th><th>paper</th><th>icl</th>\
+         <th>tolerance</th><th>verdict</th></tr>",
     );
     for c in &r.claims {
         let _ = write!(
@@ -265,6 +295,7 @@ mod tests {
             scale: "smoke".into(),
             version: "0".into(),
             machine: "test".into(),
+            set: [("train.steps".to_string(), "50".to_string())].into(),
             claims: Vec::new(),
             runs: vec![RunRow {
                 name: "h2-seed1".into(),
@@ -283,8 +314,21 @@ mod tests {
         assert_eq!((w, h), (1600, 1000));
         let md = std::fs::read_to_string(out.join("report.md")).unwrap();
         assert!(md.contains("](figures/h2-seed1-loss.png)"), "{md}");
+        // the overrides every run was trained with, in each report
+        assert!(
+            md.contains("Every run was trained with `--set train.steps=50`"),
+            "{md}"
+        );
         let html = std::fs::read_to_string(out.join("report.html")).unwrap();
         assert!(html.contains("<figure><svg"));
+        assert!(html.contains("<code>--set train.steps=50</code>"));
+        let json = std::fs::read_to_string(out.join("report.json")).unwrap();
+        let back: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        assert!(
+            json.contains("\"set\": {\n    \"train.steps\": \"50\"\n  }"),
+            "{json}"
+        );
         std::fs::remove_dir_all(&out).unwrap();
     }
 }

@@ -2,7 +2,7 @@
 
 from os import PathLike
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, final
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -175,6 +175,7 @@ def repro(
     only: Optional[Union[str, Sequence[str]]] = None,
     jobs: int = 1,
     engine: Optional[str] = None,
+    set: Optional[Mapping[str, _Value]] = None,
     progress: bool = False,
 ) -> Dict[str, Any]:
     """Reproduce ``paper`` (``"he2025"``, ``"zhang2025"``, ``"multilayer"``, ``"temperature"``)
@@ -182,8 +183,10 @@ def repro(
     ``out/runs/`` (complete runs skipped, interrupted ones resumed), ``report.json``,
     ``report.md``, ``report.html`` and the figures; returns ``report.json`` as a dict
     (``"claims"``: id, measured, paper_value, tolerance, pass, ...). ``only``: claim ids (a list
-    or a comma-separated str); ``jobs``: 1 to 256. Raises ``icl.UnknownNameError`` (paper,
-    engine) or ``icl.InputError`` (scale, claim id, jobs) before anything is written."""
+    or a comma-separated str); ``jobs``: 1 to 256; ``set``: config overrides for every run the
+    claims train (``{"train.steps": 50000}``, listed in the report under ``"set"``). Raises
+    ``icl.UnknownNameError`` (paper, engine, ``set`` key) or ``icl.InputError`` (scale, claim
+    id, jobs, a ``set`` value) before anything is written."""
 
 def sample(
     config: Union[Config, str],
