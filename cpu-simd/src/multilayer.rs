@@ -7,7 +7,7 @@
 use crate::dispatch::{self, Level};
 use crate::lane::{LaneScalar, Lv, W};
 use icl_core::config::AttentionKind;
-use icl_core::multilayer::engine::SequenceFill;
+use icl_core::multilayer::engine::RowsFill;
 use icl_core::multilayer::stack::{Pass, StackCircuits, StackSpec};
 use icl_core::multilayer::{StackEngine, StackScalar};
 use icl_core::{Batch, Result, Scalar};
@@ -179,7 +179,9 @@ fn key_ranges(l: usize, j: usize, excl: bool) -> [core::ops::Range<usize>; 2] {
     }
 }
 
-/// Forward of layer `t` (parameter set `set`) from `zs[t]` to `zs[t+1]`, keeping p, a, m.
+/// Forward of layer `t` (parameter set `set`) from `zs[t]` to `zs[t+1]` for the columns `j0..n`
+/// (the others keep the residual only), keeping p, m and, with `keep`, the attention weights a
+/// (without, one column's weights at a time in `ws.a[..L]`).
 #[inline(always)]
 fn layer_forward<T: LaneScalar, const D: usize>(
     job: &Job<'_, T>,
@@ -187,6 +189,8 @@ fn layer_forward<T: LaneScalar, const D: usize>(
     t: usize,
     set: usize,
     n: usize,
+    j0: usize,
+    keep: bool,
 ) {
     let (l, h_n) = (n - 1, job.spec.heads);
     let nd = n * D;
@@ -202,16 +206,24 @@ fn layer_forward<T: LaneScalar, const D: usize>(
         let base = (t * h_n + h) * nd;
         let p = &mut ws.p[base..base + nd];
         let m = &mut ws.m[base..base + nd];
-        let a = &mut ws.a[(t * h_n + h) * n * l..][..n * l];
+        let a = if keep {
+            &mut ws.a[(t * h_n + h) * n * l..][..n * l]
+        } else {
+            &mut ws.a[..l]
+        };
         // p_j = Phi z_j
-        for j in 0..n {
+        for j in j0..n {
             let zj: [Lv<T>; D] = core::array::from_fn(|k| zin[j * D + k]);
             for r in 0..D {
                 p[j * D + r] = dot::<T, D>(&phi[r * D..r * D + D], &zj);
             }
         }
-        for j in 0..n {
-            let aj = &mut a[j * l..(j + 1) * l];
+        for j in j0..n {
+            let aj = if keep {
+                &mut a[j * l..(j + 1) * l]
+            } else {
+                &mut a[..l]
+            };
             let pj: [Lv<T>; D] = core::array::from_fn(|k| p[j * D + k]);
             let keys = key_ranges(l, j, excl);
             // s_ij = z_i . p_j; a_ij = s_ij / K_j (linear) or, by way of e_ij = exp(s_ij - max_i
@@ -260,15 +272,20 @@ fn layer_forward<T: LaneScalar, const D: usize>(
     }
 }
 
-/// Backward of layer `t` from `ws.dz` (gradient of its output) into `ws.dz2` (of its input),
-/// accumulating the circuit gradients of `set`.
+/// Backward of layer `t` from `ws.dz` (gradient of its output, zero outside the columns `j0..n`)
+/// into `ws.dz2` (of its input; with `input_grad`, else left alone), accumulating the circuit
+/// gradients of `set`. A column whose output gradient is zero adds exact zeros to every
+/// accumulator, so leaving it out changes no bit.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn layer_backward<T: LaneScalar, const D: usize>(
     job: &Job<'_, T>,
     ws: &mut Ws<T>,
     t: usize,
     set: usize,
     n: usize,
+    j0: usize,
+    input_grad: bool,
 ) {
     let (l, h_n) = (n - 1, job.spec.heads);
     let nd = n * D;
@@ -276,7 +293,9 @@ fn layer_backward<T: LaneScalar, const D: usize>(
     let dzo = &ws.dz[..nd];
     let dz = &mut ws.dz2[..nd];
     // zo = z + ...: the residual passes dzo through
-    dz.copy_from_slice(dzo);
+    if input_grad {
+        dz.copy_from_slice(dzo);
+    }
     let linear = job.spec.attention == AttentionKind::Linear;
     let excl = job.pass.exclude_self;
     let da = &mut ws.da[..l];
@@ -289,7 +308,7 @@ fn layer_backward<T: LaneScalar, const D: usize>(
         let a = &ws.a[(t * h_n + h) * n * l..][..n * l];
         let dphi = &mut ws.dphi[c..c + D * D];
         let dpsi = &mut ws.dpsi[c..c + D * D];
-        for j in 0..n {
+        for j in j0..n {
             let aj = &a[j * l..(j + 1) * l];
             // out_j = Psi m_j: dPsi += dout_j m_j^T, dm_j = Psi^T dout_j
             let mut dm = [Lv::<T>::zero(); D];
@@ -319,17 +338,30 @@ fn layer_backward<T: LaneScalar, const D: usize>(
             // dz_i += a_ij dm_j + ds_ij p_j (in that order), dp_j = sum_i ds_ij z_i
             let mut dp = [Lv::<T>::zero(); D];
             let pj: [Lv<T>; D] = core::array::from_fn(|k| p[j * D + k]);
-            for i in 0..l {
-                let ai = aj[i];
-                let g = if linear {
-                    da[i] * inv
-                } else {
-                    ai * (da[i] - sum)
-                };
-                for k in 0..D {
-                    let zik = zin[i * D + k];
-                    dz[i * D + k] = (dz[i * D + k] + ai * dm[k]) + g * pj[k];
-                    dp[k] += g * zik;
+            if input_grad {
+                for i in 0..l {
+                    let ai = aj[i];
+                    let g = if linear {
+                        da[i] * inv
+                    } else {
+                        ai * (da[i] - sum)
+                    };
+                    for k in 0..D {
+                        let zik = zin[i * D + k];
+                        dz[i * D + k] = (dz[i * D + k] + ai * dm[k]) + g * pj[k];
+                        dp[k] += g * zik;
+                    }
+                }
+            } else {
+                for i in 0..l {
+                    let g = if linear {
+                        da[i] * inv
+                    } else {
+                        aj[i] * (da[i] - sum)
+                    };
+                    for k in 0..D {
+                        dp[k] += g * zin[i * D + k];
+                    }
                 }
             }
             // p_j = Phi z_j: dPhi += dp_j z_j^T, dz_j += Phi^T dp_j
@@ -337,7 +369,14 @@ fn layer_backward<T: LaneScalar, const D: usize>(
                 let g = dp[r];
                 for k in 0..D {
                     dphi[r * D + k] += g * zin[j * D + k];
-                    dz[j * D + k] += phi[r * D + k] * g;
+                }
+            }
+            if input_grad {
+                for r in 0..D {
+                    let g = dp[r];
+                    for k in 0..D {
+                        dz[j * D + k] += phi[r * D + k] * g;
+                    }
                 }
             }
         }
@@ -354,11 +393,13 @@ fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: 
     fit(&mut ws.zs, (nl + 1) * nd);
     fit(&mut ws.p, nl * h_n * nd);
     fit(&mut ws.m, nl * h_n * nd);
-    fit(&mut ws.a, nl * h_n * n * l);
+    fit(&mut ws.a, if grad { nl * h_n * n * l } else { l });
     gather::<T, D>(job, &mut ws.zs[..nd]);
     for t in 0..nl {
         let set = if sp.looped { 0 } else { t % sp.layers };
-        layer_forward::<T, D>(job, ws, t, set, n);
+        // the loss reads the last layer at the query column only
+        let j0 = if grad && t + 1 == nl { l } else { 0 };
+        layer_forward::<T, D>(job, ws, t, set, n, j0, grad);
     }
     if !grad {
         return;
@@ -382,9 +423,11 @@ fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: 
         ws.loss += wl * r * r;
         ws.dz[q] = (wl + wl) * r;
     }
+    // the output gradient is zero outside the query column; nothing reads the input's gradient
     for t in (0..nl).rev() {
         let set = if sp.looped { 0 } else { t };
-        layer_backward::<T, D>(job, ws, t, set, n);
+        let j0 = if t + 1 == nl { l } else { 0 };
+        layer_backward::<T, D>(job, ws, t, set, n, j0, t > 0);
         core::mem::swap(&mut ws.dz, &mut ws.dz2);
     }
 }
@@ -511,20 +554,35 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
     }
 
     /// The sequences over rayon's threads, [`ML_CHUNK`] at a time.
-    fn fill_batch(&mut self, batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
-        let (w, no) = ((batch.len + 1) * batch.e(), batch.n_out);
-        batch
-            .z
-            .par_chunks_mut(w * ML_CHUNK)
-            .zip(batch.y.par_chunks_mut(no * ML_CHUNK))
+    fn fill_rows(&mut self, n: usize, bufs: &mut [&mut [T]], fill: &RowsFill<'_, T>) {
+        if n == 0 {
+            return;
+        }
+        let widths: Vec<usize> = bufs.iter().map(|v| v.len() / n).collect();
+        // chunk c: the blocks of sequences c*ML_CHUNK.. of every buffer
+        let mut chunks: Vec<Vec<&mut [T]>> =
+            (0..n.div_ceil(ML_CHUNK)).map(|_| Vec::new()).collect();
+        for (v, &w) in bufs.iter_mut().zip(&widths) {
+            let mut rest: &mut [T] = v;
+            for (c, ch) in chunks.iter_mut().enumerate() {
+                let k = (n - c * ML_CHUNK).min(ML_CHUNK) * w;
+                let (head, tail) = core::mem::take(&mut rest).split_at_mut(k);
+                ch.push(head);
+                rest = tail;
+            }
+        }
+        chunks
+            .into_par_iter()
             .enumerate()
-            .for_each_init(Vec::new, |scratch, (ch, (z, y))| {
-                for (k, (zb, yb)) in z
-                    .chunks_exact_mut(w)
-                    .zip(y.chunks_exact_mut(no))
-                    .enumerate()
-                {
-                    fill(ch * ML_CHUNK + k, zb, yb, scratch);
+            .for_each_init(Vec::new, |scratch, (c, mut parts)| {
+                let count = (n - c * ML_CHUNK).min(ML_CHUNK);
+                for k in 0..count {
+                    let mut rows: Vec<&mut [T]> = parts
+                        .iter_mut()
+                        .zip(&widths)
+                        .map(|(p, &w)| &mut p[k * w..(k + 1) * w])
+                        .collect();
+                    fill(c * ML_CHUNK + k, &mut rows, scratch);
                 }
             });
     }
@@ -609,7 +667,7 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use icl_core::multilayer::engine::fill_serial;
+    use icl_core::multilayer::engine::{fill_rows_serial, fill_serial};
 
     #[test]
     fn parallel_fill_is_the_serial_fill() {
@@ -631,5 +689,34 @@ mod tests {
         pool.install(|| MlSimd::<f32>::new().fill_batch(&mut b, &fill));
         assert_eq!(a, b);
         assert_eq!(b.y[36], -36.0);
+    }
+
+    #[test]
+    fn parallel_rows_are_the_serial_rows() {
+        // 37 sequences into blocks of 3, 0 and 2 values
+        let fill = |b: usize, rows: &mut [&mut [f64]], s: &mut Vec<f64>| {
+            s.push(0.0);
+            for (k, r) in rows.iter_mut().enumerate() {
+                for (i, v) in r.iter_mut().enumerate() {
+                    *v = (b * 100 + k * 10 + i) as f64;
+                }
+            }
+        };
+        let mut a = (vec![0.0; 37 * 3], vec![0.0; 0], vec![0.0; 37 * 2]);
+        let mut b = a.clone();
+        fill_rows_serial(37, &mut [&mut a.0[..], &mut a.1[..], &mut a.2[..]], &fill);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            MlSimd::<f64>::new().fill_rows(
+                37,
+                &mut [&mut b.0[..], &mut b.1[..], &mut b.2[..]],
+                &fill,
+            )
+        });
+        assert_eq!(a, b);
+        assert_eq!(b.2[73], 3621.0);
     }
 }

@@ -5,8 +5,10 @@
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
 use icl_core::model::{Circuits, Net};
-use icl_core::multilayer::StackSpec;
+use icl_core::multilayer::iv::{self, IvSpec};
+use icl_core::multilayer::{StackRunner, StackSpec};
 use icl_core::rng::Domain;
+use icl_core::train::objective::sample_stack_batch;
 use icl_core::train::{Options, Trainer};
 use icl_core::{Batch, Config};
 use icl_simd::SimdEngine;
@@ -51,8 +53,8 @@ pub struct BenchRow {
     pub rss_kb_start: u64,
     pub rss_kb_end: u64,
     pub final_loss: f64,
-    /// Arithmetic of the forward + backward ([`kernel_flops`], [`stack_flops`]) per second, in
-    /// GFLOP/s (none for the IV model).
+    /// Arithmetic of the forward + backward ([`kernel_flops`], [`stack_flops`], [`iv_flops`]) per
+    /// second, in GFLOP/s.
     pub gflops: Option<f64>,
     /// The stated peak for the threads used ([`peak_gflops`]).
     pub peak_gflops: Option<f64>,
@@ -67,17 +69,40 @@ pub fn kernel_flops(heads: usize, e: usize, keys: usize, n_out: usize, batch: us
     (per * heads * batch) as f64
 }
 
-/// Floating-point operations of one training step's forward + backward of a transformer stack,
-/// per sequence, layer and head `12 N K E + 12 N E^2 + 7 N K` (N = K + 1 tokens of width E, K
-/// keys: six token-by-key products of 2 N K E (scores and mixing forward; their two input
-/// gradients and the two residual gradients backward), eight E x E circuit products of 2 N E^2,
-/// and the softmax's 3 N K forward and 4 N K backward; a multiply-add counts 2, `exp` and the data
-/// generation are not
-/// counted), times layers, heads and batch.
+/// Floating-point operations of one head on one column (K keys, tokens of width E) of a
+/// softmax attention layer: forward `4 K E + 4 E^2 + 3 K` (p = Phi z, the scores, the softmax,
+/// the mixing m = sum a z, Psi m), backward `8 K E + 8 E^2 + 4 K` (the circuit gradients, the
+/// score and mixing gradients, the softmax's), of which `4 K E + 2 E^2` is the gradient of the
+/// layer's input. A multiply-add counts 2; `exp` is not counted.
+fn column_flops(e: usize, keys: usize) -> (usize, usize, usize) {
+    (
+        4 * keys * e + 4 * e * e + 3 * keys,
+        8 * keys * e + 8 * e * e + 4 * keys,
+        4 * keys * e + 2 * e * e,
+    )
+}
+
+/// Floating-point operations of one training step's forward + backward of a transformer stack
+/// (T layers over N = K + 1 columns, H heads, batch B): the arithmetic the loss gradient needs,
+/// i.e. [`column_flops`] over the N columns of layers 1..T-1 and the query column of layer T
+/// (the loss reads nothing else), without the first layer's input gradient; times H and B.
+/// Data generation is not counted.
 pub fn stack_flops(spec: &StackSpec, keys: usize, batch: usize) -> f64 {
-    let (n, e) = (keys + 1, spec.e);
-    let per = 12 * n * keys * e + 12 * n * e * e + 7 * n * keys;
-    (per * spec.layers * spec.heads * batch) as f64
+    let (n, t) = (keys + 1, spec.layers);
+    let (f, b, input) = column_flops(spec.e, keys);
+    let cols = (t - 1) * n + 1;
+    let first = if t == 1 { 1 } else { n };
+    let per = cols * (f + b) - first * input;
+    (per * spec.heads * batch) as f64
+}
+
+/// Floating-point operations of one training step of the two-block IV model: stage 1's loss and
+/// gradient ([`stack_flops`]), its forward over every column for the fitted covariates (the
+/// leave-one-out pass; counted with all K keys), and stage 2's loss and gradient.
+pub fn iv_flops(spec: &IvSpec, keys: usize, batch: usize) -> f64 {
+    let (f, _, _) = column_flops(spec.st1.e, keys);
+    let xhat = spec.st1.layers * (keys + 1) * f * spec.st1.heads * batch;
+    stack_flops(&spec.st1, keys, batch) + xhat as f64 + stack_flops(&spec.st2, keys, batch)
 }
 
 /// Nominal clock of this machine in GHz (`cpu MHz` of /proc/cpuinfo), if known.
@@ -185,7 +210,7 @@ pub fn measure<T: RunScalar>(
                 cfg.train.batch,
             )),
             Net::Stack(sp) => Some(stack_flops(sp, cfg.task.len, cfg.train.batch)),
-            Net::Iv(_) => None,
+            Net::Iv(sp) => Some(iv_flops(sp, cfg.task.len, cfg.train.batch)),
         };
         let gflops = flops.map(|f| f * steps as f64 / secs / 1e9);
         let peak_gflops = simd_level
@@ -213,8 +238,9 @@ pub fn measure<T: RunScalar>(
     })
 }
 
-/// Microseconds per step spent generating the data (the engine's own generator for `simd`, the
-/// task sampler otherwise) and in the optimiser (circuits, circuit -> parameter chain rule, Adam).
+/// Microseconds per step spent generating the data (as training does: the engine's own generator
+/// for one-layer `simd`, the stack engine's fill for transformers and the IV model, the task
+/// sampler otherwise) and in the optimiser (circuits, circuit -> parameter chain rule, Adam).
 fn split<T: RunScalar>(
     cfg: &Config,
     engine: &str,
@@ -225,7 +251,21 @@ fn split<T: RunScalar>(
     let spec = tr.model.spec.clone();
     let t0 = Instant::now();
     let mut sink = 0.0;
-    if engine == "simd" {
+    if let Net::Iv(sp) = &spec.net {
+        let mut runner = StackRunner::new(T::stack_engine(engine)?);
+        let mut b = iv::empty_batch::<T>(sp, n, len)?;
+        for s in 0..steps {
+            iv::sample_into(&sp.iv, &mut runner, seed, Domain::Train, s, &mut b)?;
+            sink += b.yq[0].to_f64();
+        }
+    } else if let Net::Stack(_) = &spec.net {
+        let mut runner = StackRunner::new(T::stack_engine(engine)?);
+        let mut b = Batch::<T>::try_zeros(n, len, tr.task.d, tr.task.n_out)?;
+        for s in 0..steps {
+            sample_stack_batch(&mut runner, &tr.task, seed, s, &mut b);
+            sink += b.y[0].to_f64();
+        }
+    } else if engine == "simd" {
         let mut g = SimdEngine::<T>::new();
         for s in 0..steps {
             sink += g.generate_only(&spec, &tr.task, seed, s, n, len).to_f64();
@@ -283,9 +323,8 @@ mod tests {
     use super::*;
     use icl_core::config::AttentionKind;
 
-    #[test]
-    fn stack_flops_counts_per_sequence_layer_and_head() {
-        let sp = |layers, heads| StackSpec {
+    fn sp(layers: usize, heads: usize) -> StackSpec {
+        StackSpec {
             e: 2,
             n_out: 1,
             heads,
@@ -293,12 +332,51 @@ mod tests {
             looped: true,
             attention: AttentionKind::Softmax,
             scale: 1.0,
-        };
-        // one key, two tokens of width 2: 12*2*1*2 + 12*2*4 + 7*2*1 = 48 + 96 + 14
-        assert_eq!(stack_flops(&sp(1, 1), 1, 1), 158.0);
-        assert_eq!(stack_flops(&sp(3, 2), 1, 5), 158.0 * 30.0);
-        // the multilayer paper's step (T = 3, H = 2, E = 6, L = 120, batch 256): ~1.84 GFLOP
+        }
+    }
+
+    #[test]
+    fn stack_flops_counts_what_the_gradient_needs() {
+        // one key, tokens of width 2: per column forward 8 + 16 + 3 = 27, backward 16 + 32 + 4 =
+        // 52, input gradient 8 + 8 = 16
+        // T = 1: the query column only, no input gradient
+        assert_eq!(stack_flops(&sp(1, 1), 1, 1), (27 + 52 - 16) as f64);
+        // T = 3 over N = 2 columns: 2 + 2 + 1 columns, the first layer's 2 without input gradient
+        assert_eq!(
+            stack_flops(&sp(3, 2), 1, 5),
+            ((5 * 79 - 2 * 16) * 2 * 5) as f64
+        );
+        // the multilayer paper's step (T = 3, H = 2, E = 6, L = 120, batch 256): ~1.05 GFLOP
+        // (all columns of every layer with every input gradient would be 1.84)
         let paper = stack_flops(&StackSpec { e: 6, ..sp(3, 2) }, 120, 256);
-        assert!((paper / 1e9 - 1.842).abs() < 1e-3, "{paper}");
+        assert!((paper / 1e9 - 1.0503).abs() < 1e-3, "{paper}");
+    }
+
+    #[test]
+    fn iv_flops_adds_both_stages_and_the_fitted_covariates() {
+        use icl_core::multilayer::data::Iv;
+        let spec = IvSpec {
+            iv: Iv { q: 6, p: 4 },
+            st1: StackSpec {
+                e: 10,
+                n_out: 4,
+                ..sp(1, 2)
+            },
+            st2: StackSpec { e: 5, ..sp(3, 2) },
+        };
+        spec.check().unwrap();
+        let (k, b) = (200, 256);
+        // stage 1's forward over all 201 columns: 4 K E + 4 E^2 + 3 K = 8000 + 400 + 600 per
+        // column and head
+        let xhat = (201 * 9000 * 2 * b) as f64;
+        let total = iv_flops(&spec, k, b);
+        assert_eq!(
+            total,
+            stack_flops(&spec.st1, k, b) + xhat + stack_flops(&spec.st2, k, b)
+        );
+        // the paper's step: about 3.35 GFLOP, below the 4-layer one-stage model's 3.82
+        assert!((total / 1e9 - 3.346).abs() < 1e-3, "{total}");
+        let tf_ref = stack_flops(&StackSpec { e: 5, ..sp(4, 2) }, k, b);
+        assert!(total < tf_ref, "{total} vs {tf_ref}");
     }
 }

@@ -9,6 +9,7 @@
 //! * IV regression (eq. (8), §6.1 with Liang et al.'s laws; query of Algorithm 2): see
 //!   [`crate::theory::multilayer::iv_sequence`]. Stage 1 sees `[z; x]` with the query `[z_q; 0]`
 //!   and target `x_q`; the one-stage "TF Ref" sees `[x; y]` with query `[x_q; 0]`, target `y_q`.
+use super::engine::fill_rows_serial;
 use crate::rng::{self, Domain, Rng};
 use crate::shift::Shift;
 use crate::task::Batch;
@@ -239,7 +240,30 @@ impl Iv {
         iv_sequence(rng, self.q, self.p, len)
     }
 
-    /// A batch of both-stage views from (seed, domain, step, first + b).
+    /// Sequence b of (seed, domain, step, first + b) into its blocks of the four buffers of an
+    /// [`IvBatch`]: stage-1 tokens ((L+1)(q+p)), stage-1 target (p), labels (L), `y_q` (1).
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_sequence<T: Scalar>(
+        &self,
+        seed: u64,
+        domain: Domain,
+        step: u64,
+        b: u64,
+        len: usize,
+        rows: &mut [&mut [T]],
+    ) {
+        let s = self.draw(&mut rng::stream(seed, domain, step, b), len);
+        if let [z, t, y, yq] = rows {
+            self.stage1(&s, len, z, t);
+            for (v, &x) in y.iter_mut().zip(&s.y) {
+                *v = T::of(x);
+            }
+            yq[0] = T::of(s.yq);
+        }
+    }
+
+    /// A batch of both-stage views from (seed, domain, step, first + b), one sequence after
+    /// another (training fills its batch through the engine, [`crate::multilayer::iv::sample_into`]).
     pub fn sample_batch<T: Scalar>(
         &self,
         seed: u64,
@@ -249,23 +273,30 @@ impl Iv {
         n: usize,
         len: usize,
     ) -> Result<IvBatch<T>> {
-        let mut st1 = Batch::try_zeros(n, len, self.q, self.p)?;
-        let mut y = vec![T::zero(); n * len];
-        let mut yq = vec![T::zero(); n];
-        let w = (len + 1) * (self.q + self.p);
-        for b in 0..n {
-            let s = self.draw(&mut rng::stream(seed, domain, step, first + b as u64), len);
-            self.stage1(
-                &s,
-                len,
-                &mut st1.z[b * w..(b + 1) * w],
-                &mut st1.y[b * self.p..(b + 1) * self.p],
-            );
-            for l in 0..len {
-                y[b * len + l] = T::of(s.y[l]);
-            }
-            yq[b] = T::of(s.yq);
-        }
-        Ok(IvBatch { st1, y, yq })
+        let mut out = IvBatch::try_zeros(*self, n, len)?;
+        fill_rows_serial(n, &mut out.rows(), &|b, rows, _| {
+            self.write_sequence(seed, domain, step, first + b as u64, len, rows)
+        });
+        Ok(out)
+    }
+}
+
+impl<T: Scalar> IvBatch<T> {
+    /// An all-zero batch of `n` sequences of length `len`.
+    pub fn try_zeros(iv: Iv, n: usize, len: usize) -> Result<Self> {
+        Ok(IvBatch {
+            st1: Batch::try_zeros(n, len, iv.q, iv.p)?,
+            y: vec![T::zero(); n * len],
+            yq: vec![T::zero(); n],
+        })
+    }
+    /// The four buffers [`Iv::write_sequence`] fills, in its order.
+    pub fn rows(&mut self) -> [&mut [T]; 4] {
+        [
+            &mut self.st1.z[..],
+            &mut self.st1.y[..],
+            &mut self.y[..],
+            &mut self.yq[..],
+        ]
     }
 }

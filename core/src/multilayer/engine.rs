@@ -31,29 +31,65 @@ pub trait StackEngine<T: Scalar>: Send {
         batch: &Batch<T>,
         out: &mut [T],
     ) -> Result<()>;
+    /// Fill `n` sequences' blocks of the buffers `bufs` (buffer k holds n equal blocks, block b
+    /// belonging to sequence b): `fill(b, blocks, scratch)` gets block b of every buffer, in the
+    /// order of `bufs`, and may depend on nothing but b (an engine may run the sequences in
+    /// parallel and in any order; `scratch` is a per-thread buffer). Callers go through
+    /// [`StackRunner::fill_rows`], which checks the buffer lengths.
+    fn fill_rows(&mut self, n: usize, bufs: &mut [&mut [T]], fill: &RowsFill<'_, T>) {
+        fill_rows_serial(n, bufs, fill);
+    }
     /// Fill every sequence of `batch`: `fill(b, z_b, y_b, scratch)` writes sequence b's tokens
-    /// and targets and may depend on nothing but b (an engine may run the sequences in parallel
-    /// and in any order; `scratch` is a per-thread buffer).
+    /// and targets ([`StackEngine::fill_rows`] over the batch's tokens and targets).
     fn fill_batch(&mut self, batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
-        fill_serial(batch, fill);
+        let n = batch.n;
+        self.fill_rows(
+            n,
+            &mut [&mut batch.z[..], &mut batch.y[..]],
+            &|b, rows, s| {
+                if let [z, y] = rows {
+                    fill(b, z, y, s)
+                }
+            },
+        );
     }
 }
 
 /// How to write sequence b of a batch: `(b, tokens, targets, scratch)`.
 pub type SequenceFill<'a, T> = dyn Fn(usize, &mut [T], &mut [T], &mut Vec<f64>) + Sync + 'a;
 
+/// How to write sequence b's blocks of several buffers: `(b, blocks, scratch)`.
+pub type RowsFill<'a, T> = dyn Fn(usize, &mut [&mut [T]], &mut Vec<f64>) + Sync + 'a;
+
+/// [`StackEngine::fill_rows`] one sequence after another.
+pub fn fill_rows_serial<T: Scalar>(n: usize, bufs: &mut [&mut [T]], fill: &RowsFill<'_, T>) {
+    if n == 0 {
+        return;
+    }
+    let widths: Vec<usize> = bufs.iter().map(|v| v.len() / n).collect();
+    let mut scratch = Vec::new();
+    for b in 0..n {
+        let mut rows: Vec<&mut [T]> = bufs
+            .iter_mut()
+            .zip(&widths)
+            .map(|(v, &w)| &mut v[b * w..(b + 1) * w])
+            .collect();
+        fill(b, &mut rows, &mut scratch);
+    }
+}
+
 /// [`StackEngine::fill_batch`] one sequence after another.
 pub fn fill_serial<T: Scalar>(batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
-    let (w, no) = ((batch.len + 1) * batch.e(), batch.n_out);
-    let mut scratch = Vec::new();
-    for (b, (z, y)) in batch
-        .z
-        .chunks_exact_mut(w)
-        .zip(batch.y.chunks_exact_mut(no))
-        .enumerate()
-    {
-        fill(b, z, y, &mut scratch);
-    }
+    let n = batch.n;
+    fill_rows_serial(
+        n,
+        &mut [&mut batch.z[..], &mut batch.y[..]],
+        &|b, rows, s| {
+            if let [z, y] = rows {
+                fill(b, z, y, s)
+            }
+        },
+    );
 }
 
 /// The scalar reference: one sequence after another.
@@ -180,6 +216,24 @@ impl<T: Scalar> StackRunner<T> {
     /// Fill `batch` sequence by sequence ([`StackEngine::fill_batch`]).
     pub fn fill_batch(&mut self, batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
         self.engine.fill_batch(batch, fill)
+    }
+
+    /// Fill `n` sequences' blocks of `bufs` ([`StackEngine::fill_rows`]); every buffer's length
+    /// must be a multiple of `n`.
+    pub fn fill_rows(
+        &mut self,
+        n: usize,
+        bufs: &mut [&mut [T]],
+        fill: &RowsFill<'_, T>,
+    ) -> Result<()> {
+        if let Some(v) = bufs.iter().find(|v| n == 0 || v.len() % n != 0) {
+            return Err(Error::Shape(format!(
+                "a buffer of {} values does not split into {n} sequences",
+                v.len()
+            )));
+        }
+        self.engine.fill_rows(n, bufs, fill);
+        Ok(())
     }
 
     /// Predictions (the last n_out rows of every query column) into `out` (n n_out values).

@@ -10,6 +10,7 @@
 use super::data::{Iv, IvBatch};
 use super::engine::StackRunner;
 use super::stack::{self, Pass, StackCircuits, StackSpec};
+use crate::rng::Domain;
 use crate::task::Batch;
 use crate::{Error, Result, Scalar};
 use alloc::format;
@@ -62,10 +63,29 @@ impl IvSpec {
 
 /// An all-zero batch of both views for `n` sequences of length `len`.
 pub fn empty_batch<T: Scalar>(spec: &IvSpec, n: usize, len: usize) -> Result<IvBatch<T>> {
-    Ok(IvBatch {
-        st1: Batch::try_zeros(n, len, spec.iv.q, spec.iv.p)?,
-        y: vec![T::zero(); n * len],
-        yq: vec![T::zero(); n],
+    IvBatch::try_zeros(spec.iv, n, len)
+}
+
+/// Fill `batch` with the sequences of (seed, domain, step), sequence b from stream
+/// (seed, domain, step, b), through the engine (which may sample them in parallel; the same
+/// values as [`Iv::sample_batch`]).
+pub fn sample_into<T: Scalar>(
+    iv: &Iv,
+    runner: &mut StackRunner<T>,
+    seed: u64,
+    domain: Domain,
+    step: u64,
+    batch: &mut IvBatch<T>,
+) -> Result<()> {
+    let (n, len) = (batch.st1.n, batch.st1.len);
+    if batch.st1.e() != iv.q + iv.p || batch.st1.n_out != iv.p || batch.y.len() != n * len {
+        return Err(Error::Shape(format!(
+            "the IV batch does not have q = {} instruments and p = {} regressors",
+            iv.q, iv.p
+        )));
+    }
+    runner.fill_rows(n, &mut batch.rows(), &|b, rows, _| {
+        iv.write_sequence(seed, domain, step, b as u64, len, rows)
     })
 }
 

@@ -16,6 +16,7 @@ use crate::engine::{EngineFactory, Runner, Sampling};
 use crate::linattn::data::{generate, SetKind};
 use crate::linattn::moments::{ntp_batches, Moments};
 use crate::model::{lin_norm_of, Circuits, Model, ModelSpec, Net};
+use crate::multilayer::data::IvBatch;
 use crate::multilayer::{iv, stack, StackCircuits, StackRunner};
 use crate::rng::{self, Domain};
 use crate::task::{Batch, Task};
@@ -383,6 +384,24 @@ pub struct Multilayer<T: Scalar> {
     n: usize,
     len: usize,
     batch: Batch<T>,
+    /// The IV model's batch (both views), reused every step.
+    iv_batch: Option<IvBatch<T>>,
+}
+
+/// The training batch of `step` for a transformer stack: sequence b from stream
+/// (seed, Train, step, b), as [`Task::sample_into`], filled by the engine (maybe in parallel).
+pub fn sample_stack_batch<T: Scalar>(
+    runner: &mut StackRunner<T>,
+    task: &Task,
+    seed: u64,
+    step: u64,
+    batch: &mut Batch<T>,
+) {
+    let len = batch.len;
+    runner.fill_batch(batch, &|b, z, y, normals| {
+        let mut r = rng::stream(seed, Domain::Train, step, b as u64);
+        task.sample_sequence(&mut r, len, normals, z, y);
+    });
 }
 
 impl<T: Scalar> Multilayer<T> {
@@ -394,6 +413,13 @@ impl<T: Scalar> Multilayer<T> {
         runner: StackRunner<T>,
     ) -> Result<Self> {
         let (n, len) = (cfg.train.batch, cfg.task.len);
+        let (batch, iv_batch) = match &spec.net {
+            Net::Iv(sp) => (
+                Batch::try_zeros(0, len, 1, 1)?,
+                Some(IvBatch::try_zeros(sp.iv, n, len)?),
+            ),
+            _ => (Batch::try_zeros(n, len, task.d, 1)?, None),
+        };
         Ok(Multilayer {
             net: spec.net.clone(),
             task: task.clone(),
@@ -401,7 +427,8 @@ impl<T: Scalar> Multilayer<T> {
             seed: cfg.train.seed,
             n,
             len,
-            batch: Batch::try_zeros(n, len, task.d, 1)?,
+            batch,
+            iv_batch,
         })
     }
 }
@@ -419,14 +446,13 @@ impl<T: Scalar> Objective<T> for Multilayer<T> {
     fn loss_grad(&mut self, step: u64, params: &[T], grad: &mut [T]) -> Result<f64> {
         match &self.net {
             Net::Stack(sp) => {
-                // sequence b from stream (seed, Train, step, b), as Task::sample_into; the engine
-                // may fill sequences in parallel
-                let (task, seed, len) = (&self.task, self.seed, self.len);
-                self.runner
-                    .fill_batch(&mut self.batch, &|b, z, y, normals| {
-                        let mut r = rng::stream(seed, Domain::Train, step, b as u64);
-                        task.sample_sequence(&mut r, len, normals, z, y);
-                    });
+                sample_stack_batch(
+                    &mut self.runner,
+                    &self.task,
+                    self.seed,
+                    step,
+                    &mut self.batch,
+                );
                 let mut c = StackCircuits::zeros(sp);
                 let mut g = StackCircuits::zeros(sp);
                 stack::circuits_forward(sp, params, &mut c);
@@ -435,10 +461,15 @@ impl<T: Scalar> Objective<T> for Multilayer<T> {
                 Ok(l.to_f64())
             }
             Net::Iv(sp) => {
-                let b = sp
-                    .iv
-                    .sample_batch(self.seed, Domain::Train, step, 0, self.n, self.len)?;
-                Ok(iv::loss_grad(sp, params, &b, &mut self.runner, grad)?
+                // sequence b from stream (seed, Train, step, b), filled by the engine
+                let b = match &mut self.iv_batch {
+                    Some(b) => b,
+                    None => self
+                        .iv_batch
+                        .insert(IvBatch::try_zeros(sp.iv, self.n, self.len)?),
+                };
+                iv::sample_into(&sp.iv, &mut self.runner, self.seed, Domain::Train, step, b)?;
+                Ok(iv::loss_grad(sp, params, b, &mut self.runner, grad)?
                     .0
                     .to_f64())
             }
