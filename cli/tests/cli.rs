@@ -323,3 +323,44 @@ fn import_torch_state_dict() {
     assert!(!run2.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A multilayer run draws ⟨u₁, ω⟩ and ⟨u₂, ω⟩ over training in `pattern.svg` (a looped block:
+/// one series per panel; a non-looped stack: one per layer), from the columns of metrics.csv.
+#[test]
+fn multilayer_run_draws_the_pattern_over_training() {
+    for (looped, want) in [
+        ("true", vec!["looped block"]),
+        ("false", vec!["layer 1", "layer 2"]),
+    ] {
+        let out = tmp(&format!("pattern-{looped}"));
+        let o = icl(&[
+            "train",
+            "--preset",
+            "multilayer-t2",
+            "--set",
+            "task.L=8",
+            "--set",
+            "train.batch=4",
+            "--set",
+            "train.log_every=5",
+            "--set",
+            &format!("model.looped={looped}"),
+            "--steps",
+            "40",
+            "--eval-samples",
+            "20",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let csv = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
+        assert!(csv.lines().next().unwrap().contains("u1_omega"), "{csv}");
+        let t = svg_texts(&std::fs::read_to_string(out.join("pattern.svg")).unwrap());
+        assert!(t.iter().any(|x| x.starts_with("&lt;u₁, ω&gt;")), "{t:?}");
+        for w in &want {
+            assert_eq!(t.iter().filter(|x| x == w).count(), 2, "{w} in {t:?}");
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}

@@ -384,6 +384,7 @@ fn write_outputs<T: RunScalar>(
             summary.risks = rows;
         }
         loss_plot(dir, &curve)?;
+        pattern_plot(t, dir)?;
     } else if cfg.task.kind == TaskKind::Eigs {
         summary.linattn = Some(linattn_outputs(t, dir, &curve)?);
     } else {
@@ -450,6 +451,25 @@ fn omega_mu_plot<T: Scalar>(t: &Trainer<T>, dir: &RunDir) -> Result<()> {
         return Ok(());
     }
     figures::omega_mu(&steps, &omega, &mu).write(&dir.file("omega_mu.svg"))
+}
+
+/// `pattern.svg`: ⟨u₁, ω⟩ and ⟨u₂, ω⟩ over training, from the `pattern` columns of the log
+/// (`u1_omega`, `u2_omega`, or `u1_omega_1`, `u2_omega_1`, ... per layer; transformer runs).
+fn pattern_plot<T: Scalar>(t: &Trainer<T>, dir: &RunDir) -> Result<()> {
+    if t.log.len() < 2 {
+        return Ok(());
+    }
+    let steps: Vec<f64> = t.log.iter().map(|r| r.step as f64).collect();
+    let rows: Vec<Vec<f64>> = t.log.iter().map(|r| t.group(r, "pattern")).collect();
+    let cols = rows.first().map_or(0, |r| r.len());
+    if cols < 2 {
+        return Ok(());
+    }
+    // columns come in (u1, u2) pairs per parameter set
+    let col = |j: usize| -> Vec<f64> { rows.iter().map(|r| r[j]).collect() };
+    let u1: Vec<Vec<f64>> = (0..cols / 2).map(|k| col(2 * k)).collect();
+    let u2: Vec<Vec<f64>> = (0..cols / 2).map(|k| col(2 * k + 1)).collect();
+    figures::pattern(&steps, &u1, &u2).write(&dir.file("pattern.svg"))
 }
 
 /// The Zhang et al. (2025) outputs: plateaus against the theory levels, group CSVs and plots.

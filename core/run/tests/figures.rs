@@ -273,3 +273,41 @@ fn same_figure_same_bytes() {
     let b = png::render(&f.svg().unwrap()).unwrap();
     assert_eq!(a, b);
 }
+
+#[test]
+fn pattern_figure_has_both_inner_products_per_layer() {
+    let steps: Vec<f64> = (1..=100).map(|k| 500.0 * k as f64).collect();
+    let settle = |a: f64, s: f64| a * (1.0 - (-s / 5000.0).exp());
+    let u1 = vec![
+        steps.iter().map(|&s| settle(-0.66, s)).collect::<Vec<_>>(),
+        steps.iter().map(|&s| settle(-0.4, s)).collect(),
+    ];
+    let u2 = vec![
+        steps.iter().map(|&s| settle(0.86, s)).collect::<Vec<_>>(),
+        steps.iter().map(|&s| settle(0.5, s)).collect(),
+    ];
+    let svg = render(&figures::pattern(&steps, &u1, &u2), "pattern");
+    let t = texts(&svg);
+    assert!(
+        t.iter()
+            .any(|x| x.starts_with("&lt;u₁, ω&gt;: the covariate step")),
+        "{t:?}"
+    );
+    assert!(
+        t.iter()
+            .any(|x| x.starts_with("&lt;u₂, ω&gt;: the label step")),
+        "{t:?}"
+    );
+    assert_eq!(t.iter().filter(|x| *x == "layer 1").count(), 2);
+    assert_eq!(t.iter().filter(|x| *x == "layer 2").count(), 2);
+    assert_eq!(t.iter().filter(|x| *x == "10k").count(), 2);
+    no_float_noise(&t);
+    // a looped block: one series per panel, named so
+    let svg = render(
+        &figures::pattern(&steps, &u1[..1], &u2[..1]),
+        "pattern-looped",
+    );
+    let t = texts(&svg);
+    assert_eq!(t.iter().filter(|x| *x == "looped block").count(), 2);
+    assert!(!t.iter().any(|x| x == "layer 1"));
+}

@@ -3,6 +3,8 @@
 //!   thousand steps as well as the last decade);
 //! * [`omega_mu`]: `omega_mu.svg`, each head's omega and mu over training (He et al. 2025
 //!   figures 1b and 2b);
+//! * [`pattern`]: `pattern.svg`, the multilayer paper's ⟨u₁, ω⟩ and ⟨u₂, ω⟩ over training
+//!   (Table 1's numbers as they settle; one pair per layer of a non-looped stack);
 //! * [`risk_vs_len`]: the risk of the model and of every baseline against the test length L',
 //!   with error bars of one standard error (He et al. 2025 figure 3).
 use super::{Axis, Figure, Panel, Series};
@@ -40,6 +42,38 @@ pub fn omega_mu(steps: &[f64], omega: &[Vec<f64>], mu: &[Vec<f64>]) -> Figure {
     Figure::stacked(vec![
         panel("ω per head: mean diagonal of KQ₁₁", "ω", omega),
         panel("μ per head: OV entry (y, y)", "μ", mu),
+    ])
+}
+
+/// The multilayer paper's ⟨u₁, ω⟩ (the covariate step, negative) and ⟨u₂, ω⟩ (the label step,
+/// positive) against the step, one panel each: `u1[k]` and `u2[k]` hold parameter set k's value
+/// at every `steps` entry (one set for a looped block, one per layer otherwise).
+pub fn pattern(steps: &[f64], u1: &[Vec<f64>], u2: &[Vec<f64>]) -> Figure {
+    let label = |k: usize| {
+        if u1.len() == 1 {
+            "looped block".to_string()
+        } else {
+            format!("layer {}", k + 1)
+        }
+    };
+    let panel = |title: &str, y: &str, v: &[Vec<f64>]| Panel {
+        title: title.into(),
+        x: Axis::log("step").steps(),
+        y: Axis::linear(y),
+        series: v
+            .iter()
+            .enumerate()
+            .map(|(k, col)| {
+                Series::line(
+                    label(k),
+                    steps.iter().copied().zip(col.iter().copied()).collect(),
+                )
+            })
+            .collect(),
+    };
+    Figure::stacked(vec![
+        panel("<u₁, ω>: the covariate step (Table 1)", "<u₁, ω>", u1),
+        panel("<u₂, ω>: the label step (Table 1)", "<u₂, ω>", u2),
     ])
 }
 
