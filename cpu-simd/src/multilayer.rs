@@ -181,7 +181,7 @@ fn key_ranges(l: usize, j: usize, excl: bool) -> [core::ops::Range<usize>; 2] {
 
 /// Forward of layer `t` (parameter set `set`) from `zs[t]` to `zs[t+1]` for the columns `j0..n`
 /// (the others keep the residual only), keeping p, m and, with `keep`, the attention weights a
-/// (without, one column's weights at a time in `ws.a[..L]`).
+/// (without, at most two columns' weights at a time in `ws.a[..2L]`).
 #[inline(always)]
 fn layer_forward<T: LaneScalar, const D: usize>(
     job: &Job<'_, T>,
@@ -209,7 +209,7 @@ fn layer_forward<T: LaneScalar, const D: usize>(
         let a = if keep {
             &mut ws.a[(t * h_n + h) * n * l..][..n * l]
         } else {
-            &mut ws.a[..l]
+            &mut ws.a[..2 * l]
         };
         // p_j = Phi z_j
         for j in j0..n {
@@ -218,7 +218,21 @@ fn layer_forward<T: LaneScalar, const D: usize>(
                 p[j * D + r] = dot::<T, D>(&phi[r * D..r * D + D], &zj);
             }
         }
-        for j in j0..n {
+        let mut j = j0;
+        while j < n {
+            if !linear && !keep && j + 1 < n {
+                // forward-only softmax passes run the columns two at a time: each key's tokens
+                // feed both (same arithmetic per column as one at a time; measured faster for the
+                // IV leave-one-out pass, not for training's forward, which keeps every weight)
+                let (aj, ak) = if keep {
+                    a[j * l..(j + 2) * l].split_at_mut(l)
+                } else {
+                    a[..2 * l].split_at_mut(l)
+                };
+                softmax_pair::<T, D>(zin, p, m, zout, psi, aj, ak, j, l, excl);
+                j += 2;
+                continue;
+            }
             let aj = if keep {
                 &mut a[j * l..(j + 1) * l]
             } else {
@@ -268,7 +282,75 @@ fn layer_forward<T: LaneScalar, const D: usize>(
             for r in 0..D {
                 zout[j * D + r] += dot::<T, D>(&psi[r * D..r * D + D], &mj);
             }
+            j += 1;
         }
+    }
+}
+
+/// The softmax forward of columns `j` and `j+1` of one head (the single-column loop of
+/// [`layer_forward`] for both, sharing the sweeps over the keys): scores, per-column maximum over
+/// its keys, exponentials, then normalisation and mixing, and `out += Psi m`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn softmax_pair<T: LaneScalar, const D: usize>(
+    zin: &[Lv<T>],
+    p: &[Lv<T>],
+    m: &mut [Lv<T>],
+    zout: &mut [Lv<T>],
+    psi: &[Lv<T>],
+    aj: &mut [Lv<T>],
+    ak: &mut [Lv<T>],
+    j: usize,
+    l: usize,
+    excl: bool,
+) {
+    let pj: [Lv<T>; D] = core::array::from_fn(|k| p[j * D + k]);
+    let pk: [Lv<T>; D] = core::array::from_fn(|k| p[(j + 1) * D + k]);
+    // s_ij = z_i . p_j for every key (a masked key's score is never read)
+    for i in 0..l {
+        let zi = &zin[i * D..i * D + D];
+        aj[i] = dot::<T, D>(zi, &pj);
+        ak[i] = dot::<T, D>(zi, &pk);
+    }
+    let mut inv = [Lv::<T>::zero(); 2];
+    for (c, a) in [&mut *aj, &mut *ak].into_iter().enumerate() {
+        let col = j + c;
+        let keys = key_ranges(l, col, excl);
+        let mut mx = Lv::splat(T::lane_of(f64::NEG_INFINITY));
+        for r in &keys {
+            for i in r.clone() {
+                mx = mx.max(a[i]);
+            }
+        }
+        let mut tot = Lv::zero();
+        for r in &keys {
+            tot = exp_shifted::<T>(&mut a[r.clone()], mx, tot);
+        }
+        inv[c] = tot.recip();
+        if excl && col < l {
+            a[col] = Lv::zero();
+        }
+    }
+    // a_ij = e_ij / sum_i e_ij; m_j = sum_i a_ij z_i
+    let mut mj = [Lv::<T>::zero(); D];
+    let mut mk = [Lv::<T>::zero(); D];
+    for i in 0..l {
+        let (a1, a2) = (aj[i] * inv[0], ak[i] * inv[1]);
+        aj[i] = a1;
+        ak[i] = a2;
+        for k in 0..D {
+            let z = zin[i * D + k];
+            mj[k] += a1 * z;
+            mk[k] += a2 * z;
+        }
+    }
+    m[j * D..(j + 1) * D].copy_from_slice(&mj);
+    m[(j + 1) * D..(j + 2) * D].copy_from_slice(&mk);
+    // out_j += Psi m_j
+    for r in 0..D {
+        let row = &psi[r * D..r * D + D];
+        zout[j * D + r] += dot::<T, D>(row, &mj);
+        zout[(j + 1) * D + r] += dot::<T, D>(row, &mk);
     }
 }
 
@@ -393,7 +475,7 @@ fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: 
     fit(&mut ws.zs, (nl + 1) * nd);
     fit(&mut ws.p, nl * h_n * nd);
     fit(&mut ws.m, nl * h_n * nd);
-    fit(&mut ws.a, if grad { nl * h_n * n * l } else { l });
+    fit(&mut ws.a, if grad { nl * h_n * n * l } else { 2 * l });
     gather::<T, D>(job, &mut ws.zs[..nd]);
     for t in 0..nl {
         let set = if sp.looped { 0 } else { t % sp.layers };
