@@ -24,25 +24,37 @@ pub fn loss(curve: &[(f64, f64)]) -> Figure {
 /// Each head's omega (mean diagonal of KQ_11) and mu (OV entry of the first output) against the
 /// step, one panel each: `omega[h]` and `mu[h]` hold head h's value at every `steps` entry.
 pub fn omega_mu(steps: &[f64], omega: &[Vec<f64>], mu: &[Vec<f64>]) -> Figure {
-    let panel = |title: &str, y: &str, v: &[Vec<f64>]| Panel {
+    let head = |h: usize| format!("head {}", h + 1);
+    Figure::stacked(vec![
+        over_steps("ω per head: mean diagonal of KQ₁₁", "ω", steps, omega, head),
+        over_steps("μ per head: OV entry (y, y)", "μ", steps, mu, head),
+    ])
+}
+
+/// A panel of quantities against the step (log axis): `cols[k]` holds series k's value at every
+/// `steps` entry, named `name(k)`.
+fn over_steps(
+    title: &str,
+    y: &str,
+    steps: &[f64],
+    cols: &[Vec<f64>],
+    name: impl Fn(usize) -> String,
+) -> Panel {
+    Panel {
         title: title.into(),
         x: Axis::log("step").steps(),
         y: Axis::linear(y),
-        series: v
+        series: cols
             .iter()
             .enumerate()
-            .map(|(h, col)| {
+            .map(|(k, col)| {
                 Series::line(
-                    format!("head {}", h + 1),
+                    name(k),
                     steps.iter().copied().zip(col.iter().copied()).collect(),
                 )
             })
             .collect(),
-    };
-    Figure::stacked(vec![
-        panel("ω per head: mean diagonal of KQ₁₁", "ω", omega),
-        panel("μ per head: OV entry (y, y)", "μ", mu),
-    ])
+    }
 }
 
 /// The multilayer paper's ⟨u₁, ω⟩ (the covariate step, negative) and ⟨u₂, ω⟩ (the label step,
@@ -56,24 +68,21 @@ pub fn pattern(steps: &[f64], u1: &[Vec<f64>], u2: &[Vec<f64>]) -> Figure {
             format!("layer {}", k + 1)
         }
     };
-    let panel = |title: &str, y: &str, v: &[Vec<f64>]| Panel {
-        title: title.into(),
-        x: Axis::log("step").steps(),
-        y: Axis::linear(y),
-        series: v
-            .iter()
-            .enumerate()
-            .map(|(k, col)| {
-                Series::line(
-                    label(k),
-                    steps.iter().copied().zip(col.iter().copied()).collect(),
-                )
-            })
-            .collect(),
-    };
     Figure::stacked(vec![
-        panel("<u₁, ω>: the covariate step (Table 1)", "<u₁, ω>", u1),
-        panel("<u₂, ω>: the label step (Table 1)", "<u₂, ω>", u2),
+        over_steps(
+            "<u₁, ω>: the covariate step (Table 1)",
+            "<u₁, ω>",
+            steps,
+            u1,
+            label,
+        ),
+        over_steps(
+            "<u₂, ω>: the label step (Table 1)",
+            "<u₂, ω>",
+            steps,
+            u2,
+            label,
+        ),
     ])
 }
 
