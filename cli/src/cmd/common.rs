@@ -38,14 +38,19 @@ impl ConfigArgs {
 /// Apply `KEY=VALUE` overrides.
 pub fn apply_sets(cfg: &mut Config, sets: &[String]) -> CliResult {
     for s in sets {
-        let (k, v) = s.split_once('=').ok_or_else(|| {
-            CliError::input(format!(
-                "--set {s:?}: expected KEY=VALUE, e.g. model.heads=4"
-            ))
-        })?;
+        let (k, v) = split_set(s)?;
         cfg.set(k.trim(), v.trim())?;
     }
     Ok(())
+}
+
+/// One `--set KEY=VALUE` flag as (KEY, VALUE).
+pub fn split_set(s: &str) -> CliResult<(&str, &str)> {
+    s.split_once('=').ok_or_else(|| {
+        CliError::input(format!(
+            "--set {s:?}: expected KEY=VALUE, e.g. model.heads=4"
+        ))
+    })
 }
 
 /// A progress bar on stderr when it is a terminal (hidden otherwise, and when `quiet`).

@@ -58,7 +58,12 @@ pub fn run(a: &Args) -> CliResult {
         a.engine.as_deref(),
         a.out.clone(),
     )?
-    .with_set(&sets(&a.sets)?)?;
+    .with_set(
+        &a.sets
+            .iter()
+            .map(|s| crate::cmd::common::split_set(s))
+            .collect::<CliResult<Vec<_>>>()?,
+    )?;
     if a.slurm {
         if a.jobs != 1 {
             return Err(CliError::input(
@@ -100,22 +105,6 @@ pub fn run(a: &Args) -> CliResult {
         ))?;
     }
     Ok(())
-}
-
-/// `--set KEY=VALUE` flags as pairs.
-fn sets(flags: &[String]) -> CliResult<Vec<(String, String)>> {
-    flags
-        .iter()
-        .map(|s| {
-            s.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .ok_or_else(|| {
-                    CliError::input(format!(
-                        "--set {s:?}: expected KEY=VALUE, e.g. train.steps=50000"
-                    ))
-                })
-        })
-        .collect()
 }
 
 /// `--slurm`: write (and with `--submit` submit) the array and the report job.

@@ -76,11 +76,6 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                 let ss = summaries(r, &h2_names(seeds))?;
                 let split: Vec<&Summary> = ss.iter().filter(|s| is_split(s)).collect();
                 let frac = split.len() as f64 / ss.len() as f64;
-                let risk = |v: Vec<&Summary>| -> String {
-                    let x: Vec<f64> = v.iter().filter_map(|s| s.risk.as_ref().map(|r| r.risk)).collect();
-                    let (m, _) = mean_se(&x);
-                    if x.is_empty() { "none".into() } else { format!("{m:.4}") }
-                };
                 let same: Vec<&Summary> = ss.iter().filter(|s| !is_split(s)).collect();
                 Ok(Measured {
                     paper_value: 1.0,
@@ -94,8 +89,8 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                         "{} of {} seeds split; risk at L = 40: split {}, same-sign {}",
                         split.len(),
                         ss.len(),
-                        risk(split),
-                        risk(same)
+                        mean_risk(&split),
+                        mean_risk(&same)
                     ),
                 })
             }),
@@ -393,6 +388,19 @@ const MANY_HEADS: [(&str, &str, [&str; 3]); 3] = [
     ("8", "h8-seed1", ["h8-omega", "h8-mu", "h8-risk"]),
 ];
 
+/// The mean risk at the training length over `runs`, to 4 decimals ("none" without runs).
+fn mean_risk(runs: &[&Summary]) -> String {
+    let x: Vec<f64> = runs
+        .iter()
+        .filter_map(|s| s.risk.as_ref().map(|r| r.risk))
+        .collect();
+    if x.is_empty() {
+        "none".into()
+    } else {
+        format!("{:.4}", mean_se(&x).0)
+    }
+}
+
 /// Seeds per Table 1 activation row at paper scale.
 const ACT_SEEDS: usize = 3;
 
@@ -512,13 +520,8 @@ fn paper_only(steps: &str, specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
                     let split: Vec<(f64, f64, f64)> = ss.iter().filter_map(act_split).collect();
                     let (m, se) = mean_se(&split.iter().map(|v| [v.0, v.1, v.2][k]).collect::<Vec<_>>());
                     let mut c = in_range(paper, m, (split.len() > 1).then_some(se), lo, hi, "");
-                    let risks = |want: bool| -> String {
-                        let x: Vec<f64> = ss
-                            .iter()
-                            .filter(|s| is_split(s) == want)
-                            .filter_map(|s| s.risk.as_ref().map(|r| r.risk))
-                            .collect();
-                        if x.is_empty() { "none".into() } else { format!("{:.4}", mean_se(&x).0) }
+                    let risks = |want: bool| {
+                        mean_risk(&ss.iter().filter(|s| is_split(s) == want).collect::<Vec<_>>())
                     };
                     c.note = format!(
                         "{what}; {} of {} seeds split (risk at L = 40: split {}, same-sign {}); per split seed |ω| {}, |μ| {}, η_eff {}",
