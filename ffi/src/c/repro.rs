@@ -20,10 +20,17 @@ use std::ffi::c_char;
 /// `n` text pairs `keys[i]` = `values[i]`: `scale` (`"smoke"`, the default, or `"paper"`), `only`
 /// (comma-separated claim ids, e.g. `"fig13-final"`; unset or `""`: every claim; only the runs
 /// the selected claims need are trained), `jobs` (runs trained at once, `"1"` to `"256"`,
-/// default `"1"`), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset: `icl_default_engine()`).
-/// Nothing is printed. Statuses: `ICL_ERR_UNKNOWN_NAME` (an unknown `paper` or `engine`),
+/// default `"1"`), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset: `icl_default_engine()`),
+/// and `set.KEY` for any key `icl_config_set` takes: that override in every run the selected
+/// claims train, as `icl repro --set KEY=VALUE` (e.g. `set.train.steps` = `"50000"` for runs
+/// shorter than the paper's; `report.json` then lists the overrides under `"set"`). Nothing is
+/// printed. Statuses: `ICL_ERR_UNKNOWN_NAME` (an unknown `paper` or `engine`),
 /// `ICL_ERR_ARGUMENT` (an unknown or repeated key, a `scale` other than `smoke` or `paper`, a
-/// claim id the paper does not have, `jobs` not an integer in 1..=256, `out_dir` `""`),
+/// claim id the paper does not have, `jobs` not an integer in 1..=256, `out_dir` `""`, `set.`
+/// with an empty KEY, any `set.KEY` when the selected claims train no run),
+/// `ICL_ERR_UNKNOWN_KEY`, `ICL_ERR_CONFIG` or `ICL_ERR_NONFINITE` (a `set.KEY` that
+/// `icl_config_set` refuses with that status, or that breaks a rule of `icl_config_validate` in
+/// one of the runs),
 /// `ICL_ERR_IO` (a folder or file under `out_dir` cannot be created or written, e.g. `out_dir`
 /// is a file), `ICL_ERR_NULL` (`paper` or `out_dir` NULL, `keys` or `values` NULL with `n` > 0,
 /// `buf` NULL with `cap` > 0), `ICL_ERR_UTF8` (a text not UTF-8), `ICL_ERR_SIZE` (more than 1024
