@@ -232,6 +232,30 @@ pub mod bridge {
         fn theory_eval(name: &str, keys: &Vec<String>, values: &Vec<String>) -> Result<String>;
         /// Evaluate a theory quantity; its main value as numbers (one for a scalar quantity).
         fn theory_value(name: &str, keys: &Vec<String>, values: &Vec<String>) -> Result<Vec<f64>>;
+
+        /// Evaluate the run folder `dir` like `icl eval DIR --json` and return that JSON
+        /// (`{"rows": [{"estimator", "L", "risk", "stderr", ...}], ...}`), the options as text
+        /// pairs `keys[i]` = `values[i]` exactly as `icl_eval_run` in `icl.h` takes them
+        /// (`lengths` = `"10,20,40"`, `samples`, `seed`, `engine`, `tau`, `shift.*`, and for
+        /// transformer runs `lambda_range`, `stack`, `layers_out`, `alignment`, `ref`). Throws
+        /// where `icl_eval_run` returns a status (the same message). Nothing is written.
+        fn eval_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> Result<String>;
+        /// Draw evaluation rows (the JSON `eval_run` returns) against L', with error bars, into
+        /// `path`: PNG if it ends in `.png`, SVG otherwise (`icl eval --plot`). Throws where
+        /// `icl_eval_plot` returns a status.
+        fn eval_plot(rows_json: &str, path: &str) -> Result<()>;
+        /// Reproduce `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"`, `"temperature"`) into
+        /// `out_dir` like `icl repro PAPER --out OUT_DIR --json` and return `report.json`'s text;
+        /// options as `icl_repro` in `icl.h` takes them (`scale`, `only`, `jobs`, `engine`,
+        /// `set.KEY`). Runs already complete under `OUT_DIR/runs/` are skipped, interrupted ones
+        /// resumed. Blocks until every run is done; prints nothing. Throws where `icl_repro`
+        /// returns a status; every bad option is reported before anything is written.
+        fn repro(
+            paper: &str,
+            out_dir: &str,
+            keys: &Vec<String>,
+            values: &Vec<String>,
+        ) -> Result<String>;
     }
 }
 
@@ -497,7 +521,7 @@ impl icl_trainer {
     }
 }
 
-fn theory_args(keys: &[String], values: &[String]) -> FfiResult<Vec<(String, String)>> {
+fn text_pairs(keys: &[String], values: &[String]) -> FfiResult<Vec<(String, String)>> {
     if keys.len() != values.len() {
         return Err(crate::status::FfiError::size(format!(
             "{} keys but {} values",
@@ -513,19 +537,39 @@ fn theory_list() -> FfiResult<String> {
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn theory_eval(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
     guard_cxx(|| {
-        let (out, vals) = icl_run::theory::evaluate(name, &theory_args(keys, values)?)?;
+        let (out, vals) = icl_run::theory::evaluate(name, &text_pairs(keys, values)?)?;
         Ok(icl_run::theory::result_json(name, &out, &vals).to_string())
     })
 }
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn theory_value(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<Vec<f64>> {
     guard_cxx(|| {
-        let (out, _) = icl_run::theory::evaluate(name, &theory_args(keys, values)?)?;
+        let (out, _) = icl_run::theory::evaluate(name, &text_pairs(keys, values)?)?;
         out.value.as_f64s().ok_or_else(|| {
             crate::status::FfiError::new(
                 crate::status::icl_status::ICL_ERR_UNSUPPORTED,
                 format!("{name}: its value is not a number or a list of numbers"),
             )
         })
+    })
+}
+#[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
+fn eval_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
+    guard_cxx(|| crate::c::eval::eval_json(dir, &text_pairs(keys, values)?))
+}
+fn eval_plot(rows_json: &str, path: &str) -> FfiResult<()> {
+    guard_cxx(|| crate::c::eval::plot_rows(rows_json, path))
+}
+#[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
+fn repro(
+    paper: &str,
+    out_dir: &str,
+    keys: &Vec<String>,
+    values: &Vec<String>,
+) -> FfiResult<String> {
+    guard_cxx(|| {
+        let o =
+            icl_run::repro::ReproOptions::from_pairs(paper, out_dir, &text_pairs(keys, values)?)?;
+        crate::c::repro::repro_json(&o)
     })
 }

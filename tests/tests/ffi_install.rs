@@ -11,9 +11,11 @@
 //!   part is skipped with a note;
 //! * `icl.h` compiles as strict C99 and as C++;
 //! * C++ failures throw `rust::Error` with the library's message (ffi/tests/cpp/exceptions.cpp).
+//! * C++'s `icl::eval_run`, `icl::eval_plot` and `icl::repro` give what the CLI's `icl eval --json`
+//!   and `icl repro --json` give, and throw on bad options (ffi/tests/cpp/run_layer.cpp).
 mod ffi_common;
 
-use ffi_common::{built, compile_c, compile_cpp, run, scratch, workspace, Link};
+use ffi_common::{built, cli_train, compile_c, compile_cpp, run, scratch, workspace, Link};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -227,4 +229,65 @@ fn cpp_failures_throw_with_the_message() {
         14,
         "{text}"
     );
+}
+
+#[test]
+fn cpp_eval_and_repro_are_the_clis() {
+    let dir = scratch("cpp-run-layer");
+    let exe = dir.join("run_layer");
+    compile_cpp(&workspace().join("ffi/tests/cpp/run_layer.cpp"), &exe);
+    let run_dir = cli_train(&dir.join("run"), 200, 3, "simd", &[]);
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let text = String::from_utf8(run(Command::new(&exe).arg(&run_dir).arg(&out)).stdout).unwrap();
+    assert!(text.ends_with("0 failed\n"), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("ok ")).count(),
+        9,
+        "{text}"
+    );
+    let json = |s: &[u8]| -> serde_json::Value { serde_json::from_slice(s).unwrap() };
+    // eval: the rows of `icl eval DIR --json` with the same options
+    let cli = run(Command::new(&built().icl)
+        .args(["eval"])
+        .arg(&run_dir)
+        .args([
+            "--lengths",
+            "8,16",
+            "--samples",
+            "300",
+            "--seed",
+            "4",
+            "--json",
+        ]));
+    let ours = json(&std::fs::read(out.join("eval.json")).unwrap());
+    assert_eq!(ours, json(&cli.stdout));
+    assert!(ours["rows"].as_array().unwrap().len() >= 2);
+    let svg = std::fs::read_to_string(out.join("risk.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.len() > 1000, "not a figure");
+    // repro: the claims of `icl repro zhang2025 --only fig13-final --json`, and the reports
+    let cli = run(Command::new(&built().icl)
+        .args([
+            "repro",
+            "zhang2025",
+            "--only",
+            "fig13-final",
+            "--quiet",
+            "--json",
+            "--out",
+        ])
+        .arg(dir.join("cli-repro")));
+    let (ours, theirs) = (
+        json(&std::fs::read(out.join("repro.json")).unwrap()),
+        json(&cli.stdout),
+    );
+    assert_eq!(ours["claims"], theirs["claims"]);
+    assert_eq!(ours["claims"][0]["id"], "fig13-final");
+    assert_eq!(
+        ours,
+        json(&std::fs::read(out.join("repro/report.json")).unwrap())
+    );
+    assert!(out.join("repro/report.md").is_file() && out.join("repro/report.html").is_file());
+    // the refused calls wrote nothing
+    assert!(!out.join("bad").exists() && !out.join("bad.svg").exists());
 }

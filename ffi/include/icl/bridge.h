@@ -1247,6 +1247,27 @@ private:
 
 // Evaluate a theory quantity; its main value as numbers (one for a scalar quantity).
 ::rust::Vec<double> theory_value(::rust::Str name, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
+
+// Evaluate the run folder `dir` like `icl eval DIR --json` and return that JSON
+// (`{"rows": [{"estimator", "L", "risk", "stderr", ...}], ...}`), the options as text
+// pairs `keys[i]` = `values[i]` exactly as `icl_eval_run` in `icl.h` takes them
+// (`lengths` = `"10,20,40"`, `samples`, `seed`, `engine`, `tau`, `shift.*`, and for
+// transformer runs `lambda_range`, `stack`, `layers_out`, `alignment`, `ref`). Throws
+// where `icl_eval_run` returns a status (the same message). Nothing is written.
+::rust::String eval_run(::rust::Str dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
+
+// Draw evaluation rows (the JSON `eval_run` returns) against L', with error bars, into
+// `path`: PNG if it ends in `.png`, SVG otherwise (`icl eval --plot`). Throws where
+// `icl_eval_plot` returns a status.
+void eval_plot(::rust::Str rows_json, ::rust::Str path);
+
+// Reproduce `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"`, `"temperature"`) into
+// `out_dir` like `icl repro PAPER --out OUT_DIR --json` and return `report.json`'s text;
+// options as `icl_repro` in `icl.h` takes them (`scale`, `only`, `jobs`, `engine`,
+// `set.KEY`). Runs already complete under `OUT_DIR/runs/` are skipped, interrupted ones
+// resumed. Blocks until every run is done; prints nothing. Throws where `icl_repro`
+// returns a status; every bad option is reported before anything is written.
+::rust::String repro(::rust::Str paper, ::rust::Str out_dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
 } // namespace icl
 
 #ifdef __clang__

@@ -3,7 +3,7 @@
 //! computed by the same library function ([`icl_run::eval::eval_run`]).
 use super::theory::pairs;
 use super::{copy_str, guard, text};
-use crate::status::{icl_status, FfiError};
+use crate::status::{icl_status, FfiError, FfiResult};
 use std::ffi::c_char;
 
 /// Evaluate the run folder `dir` like `icl eval DIR --json` and copy the JSON into `buf`
@@ -37,17 +37,23 @@ pub unsafe extern "C" fn icl_eval_run(
 ) -> icl_status {
     guard(|| {
         let dir = text(dir, "dir")?;
-        let o = icl_run::eval::EvalOptions::from_pairs(&pairs(keys, values, n)?)?;
-        let run = icl_run::RunDir::new(dir);
-        // A folder that is not a run cannot be read as one: an I/O status, like a missing file.
-        run.check_run().map_err(|e| match e {
-            icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
-            other => other.into(),
-        })?;
-        let res = icl_run::eval::eval_run(&run, &o)?;
-        let s = serde_json::to_string(&res).map_err(|e| FfiError::argument(e.to_string()))?;
+        let s = eval_json(dir, &pairs(keys, values, n)?)?;
         copy_str(&s, buf, cap, needed)
     })
+}
+
+/// `icl eval DIR --json` with the options as text pairs: the body of [`icl_eval_run`] and of
+/// C++'s `icl::eval_run`.
+pub(crate) fn eval_json(dir: &str, options: &[(String, String)]) -> FfiResult<String> {
+    let o = icl_run::eval::EvalOptions::from_pairs(options)?;
+    let run = icl_run::RunDir::new(dir);
+    // A folder that is not a run cannot be read as one: an I/O status, like a missing file.
+    run.check_run().map_err(|e| match e {
+        icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
+        other => other.into(),
+    })?;
+    let res = icl_run::eval::eval_run(&run, &o)?;
+    serde_json::to_string(&res).map_err(|e| FfiError::argument(e.to_string()))
 }
 
 /// Draw the rows of an evaluation (`rows_json`: the JSON `icl_eval_run` wrote, or `icl eval
@@ -61,16 +67,17 @@ pub unsafe extern "C" fn icl_eval_plot(
     rows_json: *const c_char,
     path: *const c_char,
 ) -> icl_status {
-    guard(|| {
-        let json = text(rows_json, "rows_json")?;
-        let path = text(path, "path")?;
-        let rows: icl_run::summary::EvalRows = serde_json::from_str(json).map_err(|e| {
-            FfiError::argument(format!("rows_json is not icl_eval_run's JSON: {e}"))
-        })?;
-        if rows.rows.is_empty() {
-            return Err(FfiError::argument("rows_json holds no row"));
-        }
-        icl_run::eval::write_risk_plot(&rows, std::path::Path::new(path))?;
-        Ok(())
-    })
+    guard(|| plot_rows(text(rows_json, "rows_json")?, text(path, "path")?))
+}
+
+/// `icl eval --plot` of evaluation rows given as JSON: the body of [`icl_eval_plot`] and of
+/// C++'s `icl::eval_plot`.
+pub(crate) fn plot_rows(json: &str, path: &str) -> FfiResult<()> {
+    let rows: icl_run::summary::EvalRows = serde_json::from_str(json)
+        .map_err(|e| FfiError::argument(format!("rows_json is not icl_eval_run's JSON: {e}")))?;
+    if rows.rows.is_empty() {
+        return Err(FfiError::argument("rows_json holds no row"));
+    }
+    icl_run::eval::write_risk_plot(&rows, std::path::Path::new(path))?;
+    Ok(())
 }

@@ -3,7 +3,7 @@
 //! [`icl_run::repro::repro`]).
 use super::theory::pairs;
 use super::{copy_str, guard, opt_out, text};
-use crate::status::{icl_status, FfiError};
+use crate::status::{icl_status, FfiError, FfiResult};
 use icl_run::repro::ReproOptions;
 use std::ffi::c_char;
 
@@ -61,7 +61,13 @@ pub unsafe extern "C" fn icl_repro(
             return Err(FfiError::null("buf"));
         }
         opt_out(needed, "needed")?;
-        let r = icl_run::repro::repro(&o, &mut |_: &str, _: usize, _: usize, _: &str| {})?;
-        copy_str(&icl_run::repro::report::json(&r), buf, cap, needed)
+        copy_str(&repro_json(&o)?, buf, cap, needed)
     })
+}
+
+/// Run `icl repro` with checked options, silently, and return `report.json`'s text: the body of
+/// [`icl_repro`] and of C++'s `icl::repro`.
+pub(crate) fn repro_json(o: &ReproOptions) -> FfiResult<String> {
+    let r = icl_run::repro::repro(o, &mut |_: &str, _: usize, _: usize, _: &str| {})?;
+    Ok(icl_run::repro::report::json(&r))
 }
