@@ -781,7 +781,7 @@ impl icl_trainer {
     pub fn save(&self, path: &Path) -> FfiResult<()> {
         with_trainer!(&self.inner, s => {
             let cols: Vec<String> = s.tr.columns().iter().map(|c| c.name.clone()).collect();
-            icl_run::checkpoint::save(path, &s.tr.cfg, &s.tr.state(), &s.tr.model, &cols)
+            icl_run::checkpoint::save(path, &s.tr.cfg, &s.tr.state(), &s.tr.model, &cols, None)
         })?;
         Ok(())
     }

@@ -135,6 +135,11 @@ pub struct Loaded {
     pub step: u64,
     /// The trainer's state, when the checkpoint has one (a run that can be resumed or extended).
     pub state: Option<Either<TrainState<f32>, TrainState<f64>>>,
+    /// Seconds of training up to this checkpoint, over every session of the run (`train.seconds`,
+    /// kept in an interrupted run's staging checkpoint only; `None` in a run's
+    /// `model.safetensors`, whose bytes depend on the seed alone, in checkpoints of the C/C++
+    /// trainer and of older icl).
+    pub seconds: Option<f64>,
 }
 
 fn model_tensors<T: Scalar>(model: &Model<T>) -> Vec<Raw> {
@@ -172,16 +177,21 @@ pub fn save_model<T: Scalar>(path: &Path, model: &Model<T>, cfg: &Config, step: 
 /// (`train.opt.<name>`, the model's dtype), the log (`train.log` [rows, 2 + columns] f64: step,
 /// loss, values), the snapshots (`train.snapshots` [n, 1 + H E E] f64: step, KQ), each probe's
 /// state (`train.probe.<i>` f64), and metadata `train.opt_counter`, `train.window_sum`,
-/// `train.window_count`, `train.columns`, `train.probes`.
+/// `train.window_count`, `train.columns`, `train.probes`, and `train.seconds` (training seconds
+/// so far, over every session) when `seconds` is given.
 pub fn save<T: Scalar>(
     path: &Path,
     cfg: &Config,
     state: &TrainState<T>,
     model: &Model<T>,
     columns: &[String],
+    seconds: Option<f64>,
 ) -> Result<()> {
     let mut tensors = model_tensors(model);
     let mut meta = base_meta(cfg, T::NAME, state.step);
+    if let Some(s) = seconds.filter(|s| s.is_finite() && *s >= 0.0) {
+        meta.insert("train.seconds".into(), format!("{s:?}"));
+    }
     let n = model.params.len();
     for (name, buf) in state.opt.state() {
         tensors.push(Raw::new(format!("train.opt.{name}"), vec![n], buf));
@@ -247,11 +257,17 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<Loaded> {
     if let Some(extra) = f.tensors.iter().find(|t| !known.contains(&t.name)) {
         return Err(corrupt(path, format!("unexpected tensor {}", extra.name)));
     }
+    // optional: a missing or unreadable clock only loses the run's total time, never the run
+    let seconds = f
+        .meta("train.seconds")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0);
     Ok(Loaded {
         config,
         model,
         step,
         state,
+        seconds,
     })
 }
 

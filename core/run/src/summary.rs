@@ -111,6 +111,10 @@ pub struct Summary {
     /// Set when the run continued an earlier one (`--resume`): the step it started from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<u64>,
+    /// Set when the run continued an earlier one whose checkpoint kept its clock: seconds of
+    /// training over every session (`seconds` and `steps_per_second` are this session's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_seconds: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub risk: Option<Risk>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -128,6 +132,14 @@ pub struct Summary {
     /// noise-free target (as `icl eval`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub risks: Vec<EvalRow>,
+}
+
+impl Summary {
+    /// Seconds of training the run took over all its sessions: `total_seconds` when the run was
+    /// resumed from a checkpoint that kept its clock, else `seconds`.
+    pub fn training_seconds(&self) -> f64 {
+        self.total_seconds.unwrap_or(self.seconds)
+    }
 }
 
 /// `summary.json` of an imported model.

@@ -194,30 +194,60 @@ pub fn resume(
     let t0 = Instant::now();
     let tr = AnyTrainer::resume(&cfg, &engines, state, &Options::default())?;
     let setup = t0.elapsed().as_secs_f64();
-    run(stage, tr, &o, Some(loaded.step), setup, progress)
+    let from = Resumed {
+        step: loaded.step,
+        seconds: loaded.seconds,
+    };
+    run(stage, tr, &o, Some(from), setup, progress)
+}
+
+/// Where a resumed run took up: the checkpoint's step and its clock (training seconds so far).
+#[derive(Debug, Clone, Copy)]
+struct Resumed {
+    step: u64,
+    seconds: Option<f64>,
+}
+
+/// The training clock of one session: seconds before it (`None`: unknown, a checkpoint that kept
+/// no clock) plus the time since `t0`.
+struct Clock {
+    before: Option<f64>,
+    t0: Instant,
+}
+
+impl Clock {
+    fn session(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+    fn total(&self) -> Option<f64> {
+        self.before.map(|b| b + self.session())
+    }
 }
 
 fn run(
     stage: Stage,
     mut tr: AnyTrainer,
     o: &TrainOptions,
-    resumed_from: Option<u64>,
+    resumed: Option<Resumed>,
     setup_seconds: f64,
     progress: Progress,
 ) -> Result<Outcome> {
     let cfg = tr.config().clone();
     stage.dir.write_text("config.toml", &cfg.to_toml())?;
-    let t0 = Instant::now();
-    let finished = dispatch!(&mut tr, t => train_loop(t, &stage, o, progress)?);
+    let clock = Clock {
+        // a fresh run starts its clock at 0; a resumed one where its checkpoint's stopped
+        before: resumed.map_or(Some(0.0), |r| r.seconds),
+        t0: Instant::now(),
+    };
+    let finished = dispatch!(&mut tr, t => train_loop(t, &stage, o, &clock, progress)?);
     if !finished {
         return Ok(Outcome::Interrupted {
             step: tr.step(),
             checkpoint: stage.checkpoint(),
         });
     }
-    let seconds = t0.elapsed().as_secs_f64();
     let summary =
-        dispatch!(&mut tr, t => write_outputs(t, &stage, o, resumed_from, seconds, setup_seconds)?);
+        dispatch!(&mut tr, t => write_outputs(t, &stage, o, resumed, &clock, setup_seconds)?);
     let dir = stage.commit()?;
     Ok(Outcome::Finished {
         dir,
@@ -229,13 +259,14 @@ fn column_names<T: Scalar>(t: &Trainer<T>) -> Vec<String> {
     t.columns().iter().map(|c| c.name.clone()).collect()
 }
 
-fn save_checkpoint<T: Scalar>(t: &Trainer<T>, stage: &Stage) -> Result<()> {
+fn save_checkpoint<T: Scalar>(t: &Trainer<T>, stage: &Stage, clock: &Clock) -> Result<()> {
     checkpoint::save(
         &stage.checkpoint(),
         &t.cfg,
         &t.state(),
         &t.model,
         &column_names(t),
+        clock.total(),
     )
 }
 
@@ -244,6 +275,7 @@ fn train_loop<T: Scalar>(
     t: &mut Trainer<T>,
     stage: &Stage,
     o: &TrainOptions,
+    clock: &Clock,
     progress: Progress,
 ) -> Result<bool> {
     let total = t.cfg.train.steps;
@@ -254,11 +286,11 @@ fn train_loop<T: Scalar>(
         let by_time =
             o.checkpoint_seconds > 0.0 && last_ckpt.elapsed().as_secs_f64() >= o.checkpoint_seconds;
         if (by_steps || by_time) && t.step < total {
-            save_checkpoint(t, stage)?;
+            save_checkpoint(t, stage, clock)?;
             last_ckpt = Instant::now();
         }
         if !progress(t.step, total, loss) {
-            save_checkpoint(t, stage)?;
+            save_checkpoint(t, stage, clock)?;
             return Ok(false);
         }
     }
@@ -317,13 +349,23 @@ fn write_outputs<T: RunScalar>(
     t: &mut Trainer<T>,
     stage: &Stage,
     o: &TrainOptions,
-    resumed_from: Option<u64>,
-    seconds: f64,
+    resumed: Option<Resumed>,
+    clock: &Clock,
     setup_seconds: f64,
 ) -> Result<Summary> {
     let cfg = t.cfg.clone();
     let dir = &stage.dir;
-    checkpoint::save(&dir.model(), &cfg, &t.state(), &t.model, &column_names(t))?;
+    let seconds = clock.session();
+    let resumed_from = resumed.map(|r| r.step);
+    // no clock in the run's model: the same seed gives the same bytes
+    checkpoint::save(
+        &dir.model(),
+        &cfg,
+        &t.state(),
+        &t.model,
+        &column_names(t),
+        None,
+    )?;
     dir.write_text("metrics.csv", &metrics_csv(t))?;
     if !t.snapshots.is_empty() {
         // transformers: Phi of every parameter set and head, each D x D
@@ -351,6 +393,7 @@ fn write_outputs<T: RunScalar>(
         steps_per_second: steps_done as f64 / seconds.max(1e-9),
         final_loss,
         resumed_from,
+        total_seconds: resumed.and(clock.total()),
         risk: None,
         heads: Vec::new(),
         sign_matching: None,
@@ -845,4 +888,68 @@ pub fn import(torch: &Path, cfg: &Config, out: &Path, force: bool) -> Result<Run
     };
     stage.dir.write_text("summary.json", &pretty(&summary))?;
     stage.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interrupted run's checkpoint keeps its clock and the resumed run's summary adds it up
+    /// (`total_seconds`); the run's `model.safetensors` keeps none, so its bytes equal a straight
+    /// run's.
+    #[test]
+    fn a_resumed_run_counts_the_seconds_of_every_session() {
+        let base = std::env::temp_dir().join(format!("icl-clock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let mut cfg = icl_core::presets::preset("quick").unwrap();
+        cfg.set("train.steps", "400").unwrap();
+        let o = TrainOptions {
+            eval_samples: 0,
+            engine: Some("scalar".into()),
+            ..TrainOptions::default()
+        };
+        let out = base.join("run");
+        let stopped = train(&cfg, &out, &o, &mut |step, _, _| {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            step < 150
+        })
+        .unwrap();
+        let Outcome::Interrupted { step, checkpoint } = stopped else {
+            panic!("not interrupted: {stopped:?}")
+        };
+        assert_eq!(step, 150);
+        let before = checkpoint::load(&checkpoint).unwrap().seconds.unwrap();
+        assert!(
+            before >= 0.15,
+            "checkpoint clock {before} s after 150 sleeps of 1 ms"
+        );
+        let Outcome::Finished { dir, summary } =
+            resume(&out, None, &o, &mut |_, _, _| true).unwrap()
+        else {
+            panic!("not finished")
+        };
+        assert_eq!(summary.resumed_from, Some(150));
+        let total = summary.total_seconds.unwrap();
+        assert!(
+            total >= before + summary.seconds - 1e-9 && total <= before + summary.seconds + 1.0
+        );
+        assert_eq!(summary.training_seconds(), total);
+        let written: Summary =
+            serde_json::from_str(&std::fs::read_to_string(dir.summary()).unwrap()).unwrap();
+        assert_eq!(written.total_seconds, Some(total));
+        assert_eq!(checkpoint::load(&dir.model()).unwrap().seconds, None);
+        // the same bytes as a straight run, which has no total (it never resumed)
+        let straight = base.join("straight");
+        let Outcome::Finished { summary: s, .. } =
+            train(&cfg, &straight, &o, &mut |_, _, _| true).unwrap()
+        else {
+            panic!("not finished")
+        };
+        assert_eq!((s.total_seconds, s.training_seconds()), (None, s.seconds));
+        assert_eq!(
+            std::fs::read(dir.model()).unwrap(),
+            std::fs::read(straight.join("model.safetensors")).unwrap()
+        );
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }

@@ -76,7 +76,7 @@ fn state_of(out: &Path) -> Result<State> {
         let s = read_summary(out)?;
         return Ok(State::Complete {
             steps: s.steps,
-            seconds: s.seconds,
+            seconds: s.training_seconds(),
             steps_per_s: s.steps_per_second,
         });
     }

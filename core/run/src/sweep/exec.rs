@@ -273,7 +273,7 @@ fn result(spec: &RunSpec, out: &Path, status: RunStatus, wall: f64) -> RunResult
         name: spec.name.clone(),
         dir: out.to_path_buf(),
         status,
-        seconds: summary.as_ref().map(|s| s.seconds),
+        seconds: summary.as_ref().map(|s| s.training_seconds()),
         steps_per_s: summary.as_ref().map(|s| s.steps_per_second),
         steps: summary.as_ref().map(|s| s.steps),
         wall_seconds: wall,
