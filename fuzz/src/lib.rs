@@ -51,7 +51,7 @@ fn trained<T: icl_core::Scalar>(cfg: &Config, path: &std::path::Path) -> Option<
         tr.step().ok()?;
     }
     let cols: Vec<String> = tr.columns().iter().map(|c| c.name.clone()).collect();
-    icl_run::checkpoint::save(path, cfg, &tr.state(), &tr.model, &cols).ok()?;
+    icl_run::checkpoint::save(path, cfg, &tr.state(), &tr.model, &cols, None).ok()?;
     std::fs::read(path).ok()
 }
 

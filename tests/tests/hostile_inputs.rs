@@ -26,7 +26,7 @@ fn valid_checkpoint() -> Vec<u8> {
                 tr.step().unwrap();
             }
             let cols: Vec<String> = tr.columns().iter().map(|c| c.name.clone()).collect();
-            icl_run::checkpoint::save(&path, &cfg, &tr.state(), &tr.model, &cols).unwrap();
+            icl_run::checkpoint::save(&path, &cfg, &tr.state(), &tr.model, &cols, None).unwrap();
             let bytes = std::fs::read(&path).unwrap();
             std::fs::remove_dir_all(&dir).unwrap();
             bytes
