@@ -3,29 +3,12 @@
 // "ok ..." line per check and exits non-zero if any check fails.
 #include <icl.hpp>
 
+#include "expect.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-static int failures = 0;
-
-template <class F>
-static void expect_throw(const char *what, F f, const char *needle) {
-    try {
-        f();
-        std::printf("FAIL %s: no exception\n", what);
-        failures++;
-    } catch (const rust::Error &e) {
-        std::string m = e.what();
-        if (m.find(needle) == std::string::npos) {
-            std::printf("FAIL %s: message \"%s\" lacks \"%s\"\n", what, m.c_str(), needle);
-            failures++;
-        } else {
-            std::printf("ok %s: %s\n", what, m.c_str());
-        }
-    }
-}
 
 static rust::Slice<const double> sl(const std::vector<double> &v) { return {v.data(), v.size()}; }
 

@@ -5,36 +5,19 @@
 // the CLI's. Prints one "ok ..." line per check and exits non-zero if any check fails.
 #include <icl.hpp>
 
+#include "expect.hpp"
+
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
-static int failures = 0;
-
 static void pairs(const std::vector<std::pair<const char *, const char *>> &kv,
                   rust::Vec<rust::String> &k, rust::Vec<rust::String> &v) {
     for (const auto &p : kv) {
         k.push_back(p.first);
         v.push_back(p.second);
-    }
-}
-
-template <class F>
-static void expect_throw(const char *what, F f, const char *needle) {
-    try {
-        f();
-        std::printf("FAIL %s: no exception\n", what);
-        failures++;
-    } catch (const rust::Error &e) {
-        std::string m = e.what();
-        if (m.find(needle) == std::string::npos) {
-            std::printf("FAIL %s: message \"%s\" lacks \"%s\"\n", what, m.c_str(), needle);
-            failures++;
-        } else {
-            std::printf("ok %s: %s\n", what, m.c_str());
-        }
     }
 }
 
