@@ -351,8 +351,9 @@ fn non_looped_matches_looped() {
 /// (||theta||_F^2 = qp), while every two-stage estimate pays for estimating theta from 40 tokens.
 /// So here: stage 1's x_hat_q has cosine >= 0.9 with (1/L) sum x z^T z_q (paper 0.95), the 2-stage
 /// TF is below 70 % of the zero predictor's error (E y_q^2 = ||theta||_F^2 / p = q) and improves
-/// with a longer test context, and stage 2 has the signs of Obs. 6. Measured here: 3.65 at
-/// L = 40 and 2.55 at L = 160 (2SLS 1.55, 0.32; OLS 0.61, 0.39; TF Ref 0.98, 0.69): the
+/// with a longer test context, and stage 2 has the signs of Obs. 6. Measured here: 2.61 at
+/// L = 40 and 1.29 at L = 160 (3.65 and 2.55 before x-hat hid each column's own x in its query
+/// role; 2SLS 1.55, 0.32; OLS 0.61, 0.39; TF Ref 0.98, 0.69): the
 /// gap to 2SLS does not shrink for a model trained at L = 40 (its step sizes are tuned to 40
 /// noisy x_hat), so that claim is left to the paper-size run. Reduced: L = 40, q = 6, p = 4,
 /// Adam 1e-3 (3e-3 drifts upward after 1000 steps).

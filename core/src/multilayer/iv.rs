@@ -3,7 +3,8 @@
 //! Stage 1, a one-layer block over `[z; x]` ((q+p)-wide tokens), is trained to predict `x_q` at
 //! the query (the training mask). Its fitted covariates are `xhat_l` = the stage-1 attention output
 //! in the x-rows **with the residual excluded**, for every column, computed with the inference
-//! mask that also hides each context token from itself (a leave-one-out fit; spec §6.2 [A]).
+//! mask that also hides each context token from itself (a leave-one-out fit; spec §6.2 [A]) and
+//! with each column's own x hidden in its query role, as the query's is in training ([A]).
 //! Stage 2, a looped block over `[sg(xhat); y]`, predicts `y_q`. The loss is the sum of the
 //! stage-1 per-coordinate MSE and the stage-2 MSE; the stop-gradient means stage 1 learns from its
 //! own term only.
@@ -97,14 +98,23 @@ pub fn xhat<T: Scalar>(
     st1: &Batch<T>,
     runner: &mut StackRunner<T>,
 ) -> Result<Vec<T>> {
+    let (q, p) = (spec.iv.q, spec.iv.p);
+    let e = q + p;
+    // Every column in its query role with its x hidden, as stage 1 sees the query in training
+    // (x_q unknown, zero): the scores s_ij = z_i . Phi z_j are linear in the query z_j, so that is
+    // Phi with its query-x columns zeroed. Keys and values keep their x. Without it the block of
+    // Phi that reads a query's x, which training never reaches (it multiplies x_q = 0), weighs
+    // the context columns' own x into their scores and x-hat degrades as stage 1 trains.
+    let mut hidden = c1.clone();
+    for row in hidden.phi.chunks_exact_mut(e) {
+        row[q..].fill(T::zero());
+    }
     let mut toks = vec![T::zero(); st1.z.len()];
     let pass = Pass {
         layers: spec.st1.layers,
         exclude_self: true,
     };
-    runner.forward(&spec.st1, c1, pass, st1, &mut toks)?;
-    let (q, p) = (spec.iv.q, spec.iv.p);
-    let e = q + p;
+    runner.forward(&spec.st1, &hidden, pass, st1, &mut toks)?;
     let cols = st1.n * (st1.len + 1);
     let mut out = vec![T::zero(); cols * p];
     for c in 0..cols {
