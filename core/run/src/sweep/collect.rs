@@ -113,6 +113,7 @@ const NOT_METRICS: &[&str] = &[
     "setup_seconds",
     "steps_per_second",
     "resumed_from",
+    "total_seconds",
 ];
 
 /// Every number of a summary's JSON as (dotted path, value); booleans as 0 / 1. Array entries
