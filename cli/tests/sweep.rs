@@ -226,12 +226,56 @@ fn local_jobs_and_array_tasks_collect_the_same_bytes() {
 
     // a missing run is redone, the complete ones skipped; the results do not change
     std::fs::remove_dir_all(a.join("heads=2,seed=1")).unwrap();
-    let o = icl(&["sweep", "run", s(&a), "--eval-samples", "300"]);
-    ok(&o);
+    let o = icl(&["sweep", "run", s(&a), "--eval-samples", "300", "--json"]);
+    let out = ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.matches("complete (skipped)").count(), 3, "{err}");
     assert!(err.contains("heads=2,seed=1: trained"), "{err}");
+    // --json: one object per run, in the manifest's order
+    let res: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let got: Vec<(&str, &str)> = res
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("heads=1,seed=1", "skipped"),
+            ("heads=1,seed=2", "skipped"),
+            ("heads=2,seed=1", "trained"),
+            ("heads=2,seed=2", "skipped")
+        ]
+    );
+    assert_eq!(res[2]["steps"], 100);
     assert_eq!(collect(&a).0, csv.as_bytes());
+    // collect --json: results.json's rows and columns, nothing left out, the files written
+    let cj: serde_json::Value =
+        serde_json::from_str(&ok(&icl(&["sweep", "collect", s(&a), "--json"]))).unwrap();
+    assert_eq!(cj["rows"], json["rows"]);
+    assert_eq!(cj["columns"], json["columns"]);
+    assert_eq!(cj["incomplete"], serde_json::json!([]));
+    assert!(cj["files"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!(a.join("results.csv").to_str().unwrap())));
+    // plan --json: the manifest's lines as one array
+    let pj: serde_json::Value = serde_json::from_str(&ok(&icl(&[
+        "sweep",
+        "plan",
+        s(&f),
+        "--out",
+        s(&a),
+        "--json",
+    ])))
+    .unwrap();
+    let manifest: Vec<serde_json::Value> = std::fs::read_to_string(a.join("manifest.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(pj, serde_json::Value::Array(manifest));
 
     // Slurm: the array script runs run-one for each index
     let sh = ok(&icl(&[

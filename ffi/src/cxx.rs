@@ -256,6 +256,28 @@ pub mod bridge {
             keys: &Vec<String>,
             values: &Vec<String>,
         ) -> Result<String>;
+
+        /// Expand the sweep file `file` into the sweep folder `out_dir` like
+        /// `icl sweep plan FILE --out OUT_DIR --json` and return the planned runs as a JSON array
+        /// (`{"index", "name", "values", "preset" or "config", "set"}`). Throws where
+        /// `icl_sweep_plan` in `icl.h` returns a status.
+        fn sweep_plan(file: &str, out_dir: &str) -> Result<String>;
+        /// Train the runs of the sweep folder `dir` like `icl sweep run DIR --json` and return
+        /// the results as a JSON array (`{"name", "status", "steps", "seconds", "steps_per_s",
+        /// "wall_seconds"}`); options as `icl_sweep_run` takes them (`jobs`, `index`, `engine`,
+        /// `eval_samples`, `checkpoint_minutes`, `checkpoint_every`, `force`). Complete runs are
+        /// skipped, interrupted ones resumed; prints nothing. Throws where `icl_sweep_run`
+        /// returns a status (a run that failed: after every run was tried, its message).
+        fn sweep_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> Result<String>;
+        /// The state of every run of the sweep folder `dir` like `icl sweep status DIR --json`,
+        /// as a JSON array (`{"index", "name", "state", ...}`). Throws where
+        /// `icl_sweep_status` returns a status.
+        fn sweep_status(dir: &str) -> Result<String>;
+        /// Collect the sweep folder `dir` like `icl sweep collect DIR --json` (writes
+        /// `results.csv`, `results.json`, `runs.csv`, plots) and return `{"columns", "rows",
+        /// "incomplete", "files"}`; `partial` leaves out runs not complete instead of throwing.
+        /// Throws where `icl_sweep_collect` returns a status.
+        fn sweep_collect(dir: &str, partial: bool) -> Result<String>;
     }
 }
 
@@ -572,4 +594,20 @@ fn repro(
             icl_run::repro::ReproOptions::from_pairs(paper, out_dir, &text_pairs(keys, values)?)?;
         crate::c::repro::repro_json(&o)
     })
+}
+fn sweep_plan(file: &str, out_dir: &str) -> FfiResult<String> {
+    guard_cxx(|| crate::c::sweep::plan_json(file, out_dir))
+}
+#[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
+fn sweep_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
+    guard_cxx(|| {
+        let o = icl_run::sweep::SweepRunOptions::from_pairs(&text_pairs(keys, values)?)?;
+        crate::c::sweep::run_json(dir, &o)
+    })
+}
+fn sweep_status(dir: &str) -> FfiResult<String> {
+    guard_cxx(|| crate::c::sweep::status_json(dir))
+}
+fn sweep_collect(dir: &str, partial: bool) -> FfiResult<String> {
+    guard_cxx(|| crate::c::sweep::collect_json(dir, partial))
 }

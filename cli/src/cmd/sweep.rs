@@ -8,8 +8,7 @@
 use super::common::{out, outln};
 use crate::error::{CliError, CliResult};
 use crate::signals;
-use icl_run::sweep::{self, RunStatus, SlurmOptions, State};
-use icl_run::train::TrainOptions;
+use icl_run::sweep::{self, front, RunStatus, SlurmOptions, State, SweepRunOptions};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -41,6 +40,10 @@ pub struct RunArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print the results as JSON on stdout (one object per run: name, status, steps, seconds,
+    /// steps_per_s, wall_seconds; step when interrupted, error when failed).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -52,6 +55,9 @@ pub enum Cmd {
         /// The sweep folder.
         #[arg(long)]
         out: PathBuf,
+        /// Print the planned runs as JSON (the manifest's lines as one array).
+        #[arg(long)]
+        json: bool,
     },
     /// Train every run not yet complete (interrupted runs resume), N at a time.
     Run {
@@ -84,6 +90,9 @@ pub enum Cmd {
         /// Leave out runs that are not complete instead of refusing.
         #[arg(long)]
         partial: bool,
+        /// Print results.json (columns, rows) with incomplete and files, instead of the paths.
+        #[arg(long)]
+        json: bool,
     },
     /// Write DIR/slurm.sh, an sbatch --array script running `icl sweep run-one` per task.
     Slurm {
@@ -147,20 +156,16 @@ impl SlurmArgs {
     }
 }
 
-fn train_options(a: &RunArgs) -> CliResult<TrainOptions> {
-    if !a.checkpoint_minutes.is_finite() || a.checkpoint_minutes < 0.0 {
-        return Err(CliError::input(
-            "--checkpoint-minutes must be a number >= 0",
-        ));
-    }
-    Ok(TrainOptions {
-        engine: a.engine.clone(),
-        preset: None,
-        force: a.force,
-        eval_samples: a.eval_samples,
-        checkpoint_every: a.checkpoint_every,
-        checkpoint_seconds: 60.0 * a.checkpoint_minutes,
-    })
+fn options(a: &RunArgs, jobs: usize, index: Option<usize>) -> CliResult<SweepRunOptions> {
+    Ok(SweepRunOptions::new(
+        jobs,
+        index,
+        a.engine.as_deref(),
+        a.eval_samples,
+        a.checkpoint_minutes,
+        a.checkpoint_every,
+        a.force,
+    )?)
 }
 
 fn status_word(s: &RunStatus) -> String {
@@ -175,7 +180,11 @@ fn status_word(s: &RunStatus) -> String {
 }
 
 /// Report the results and exit as the worst of them: 130 when interrupted, 1 when a run failed.
-fn finish(results: &[sweep::RunResult], quiet: bool) -> CliResult {
+fn finish(results: &[sweep::RunResult], quiet: bool, json: bool) -> CliResult {
+    if json {
+        let v: Vec<_> = results.iter().map(front::result_json).collect();
+        outln(&serde_json::Value::Array(v).to_string())?;
+    }
     let mut text = String::new();
     for r in results {
         let timing = match (r.seconds, r.steps_per_s) {
@@ -219,7 +228,11 @@ fn finish(results: &[sweep::RunResult], quiet: bool) -> CliResult {
 
 pub fn run(a: &Args) -> CliResult {
     match &a.cmd {
-        Cmd::Plan { file, out: dir } => {
+        Cmd::Plan {
+            file,
+            out: dir,
+            json,
+        } => {
             let p = sweep::plan(file, dir)?;
             eprintln!(
                 "{} runs planned in {} (grid: {})",
@@ -231,19 +244,23 @@ pub fn run(a: &Args) -> CliResult {
                     p.keys.join(" x ")
                 }
             );
-            outln(&dir.join(sweep::plan::MANIFEST).display().to_string())
+            if *json {
+                outln(&front::plan_json(&p.runs).to_string())
+            } else {
+                outln(&dir.join(sweep::plan::MANIFEST).display().to_string())
+            }
         }
         Cmd::Run { dir, jobs, run: r } => {
-            let opts = train_options(r)?;
+            let opts = options(r, *jobs, None)?;
             signals::install();
-            let results = sweep::run(dir, *jobs, &opts, &|_, _, _, _| !signals::interrupted())?;
-            finish(&results, r.quiet)
+            let results = opts.run(dir, &|_, _, _, _| !signals::interrupted())?;
+            finish(&results, r.quiet, r.json)
         }
         Cmd::RunOne { dir, index, run: r } => {
-            let opts = train_options(r)?;
+            let opts = options(r, 1, Some(*index))?;
             signals::install();
-            let res = sweep::run_one(dir, *index, &opts, &|_, _, _, _| !signals::interrupted())?;
-            finish(std::slice::from_ref(&res), r.quiet)
+            let results = opts.run(dir, &|_, _, _, _| !signals::interrupted())?;
+            finish(&results, r.quiet, r.json)
         }
         Cmd::Status { dir, json } => {
             let st = sweep::status(dir)?;
@@ -258,23 +275,7 @@ pub fn run(a: &Args) -> CliResult {
                 };
                 counts[k] += 1;
                 if *json {
-                    let mut o = serde_json::json!({
-                        "index": s.index, "name": s.name, "state": s.state.label(),
-                    });
-                    match s.state {
-                        State::Complete {
-                            steps,
-                            seconds,
-                            steps_per_s,
-                        } => {
-                            o["steps"] = steps.into();
-                            o["seconds"] = seconds.into();
-                            o["steps_per_s"] = steps_per_s.into();
-                        }
-                        State::Interrupted { step: Some(step) } => o["step"] = step.into(),
-                        _ => {}
-                    }
-                    let _ = writeln!(text, "{o}");
+                    let _ = writeln!(text, "{}", front::state_json(s));
                 } else {
                     let extra = match s.state {
                         State::Complete {
@@ -307,7 +308,7 @@ pub fn run(a: &Args) -> CliResult {
             }
             out(&text)
         }
-        Cmd::Collect { dir, partial } => {
+        Cmd::Collect { dir, partial, json } => {
             let c = sweep::collect(dir, *partial)?;
             if !c.incomplete.is_empty() {
                 eprintln!(
@@ -315,6 +316,9 @@ pub fn run(a: &Args) -> CliResult {
                     c.incomplete.len(),
                     c.incomplete[0]
                 );
+            }
+            if *json {
+                return outln(&icl_run::summary::pretty(&front::collected_json(&c)));
             }
             let mut text = String::new();
             for f in &c.files {

@@ -59,6 +59,11 @@ pub fn py_err(e: impl Into<RunError>) -> PyErr {
     err
 }
 
+/// The Python exception for run `run` of a sweep failing with `e` (the message names the run).
+pub fn py_err_in(run: &str, e: RunError) -> PyErr {
+    new_err(class_of(&e), format!("run {run}: {e}"))
+}
+
 /// Map a run-layer result to a Python one.
 pub trait OrPy<T> {
     fn or_py(self) -> PyResult<T>;

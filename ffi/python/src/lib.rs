@@ -16,6 +16,7 @@ mod config;
 mod errors;
 mod repro;
 mod run;
+mod sweep;
 mod values;
 
 use crate::arrays::new_f64;
@@ -162,5 +163,9 @@ fn _icl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run::resume, m)?)?;
     m.add_function(wrap_pyfunction!(run::load, m)?)?;
     m.add_function(wrap_pyfunction!(repro::repro, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::sweep_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::sweep_run, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::sweep_status, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::sweep_collect, m)?)?;
     Ok(())
 }

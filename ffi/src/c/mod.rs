@@ -11,6 +11,7 @@ pub mod config;
 pub mod eval;
 pub mod model;
 pub mod repro;
+pub mod sweep;
 pub mod task;
 pub mod theory;
 pub mod trainer;

@@ -180,6 +180,8 @@ pub struct Collected {
     /// The runs not complete (their rows are missing).
     pub incomplete: Vec<String>,
     pub files: Vec<PathBuf>,
+    /// `results.json`: `{"columns", "rows"}`.
+    pub json: Value,
 }
 
 /// The value columns of a sweep: the planned grid keys and the seed.
@@ -333,6 +335,7 @@ pub fn collect(dir: &Path, partial: bool) -> Result<Collected> {
         rows,
         incomplete,
         files,
+        json,
     })
 }
 

@@ -6,18 +6,21 @@
 //!   writer ([`crate::train`]), complete runs skipped, interrupted ones resumed, `jobs` at a time;
 //! * [`plan`]: sweep files (preset or config, seeds, `[set]`, `[grid]`) expanded into a manifest;
 //! * [`collect`]: the state of a sweep's runs, and their results as a tidy table and plots;
-//! * [`slurm`]: the sweep as an `sbatch --array` job.
+//! * [`slurm`]: the sweep as an `sbatch --array` job;
+//! * [`front`]: what the front ends share: checked training options and the JSON forms.
 //!
 //! Every run folder is written by [`crate::train::train`] / [`crate::train::resume`], so a
 //! sweep's folders are ordinary run folders (complete or absent, locked while written) and a
 //! run's bytes depend on its config only, never on `jobs` or on the machine that ran it.
 pub mod collect;
 pub mod exec;
+pub mod front;
 pub mod plan;
 pub mod slurm;
 
 pub use collect::{collect, status, Collected, RunState, State};
 pub use exec::{run_specs, RunResult, RunSpec, RunStatus, SweepProgress};
+pub use front::SweepRunOptions;
 pub use plan::{plan, read_sweep, Plan, PlannedRun};
 pub use slurm::SlurmOptions;
 

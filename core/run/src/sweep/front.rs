@@ -1,0 +1,275 @@
+//! What every front end of `icl sweep` shares: the checked options of a sweep's training
+//! ([`SweepRunOptions`], from flags or from text pairs) and the JSON forms of a plan, of the runs'
+//! states, of a run's results and of the collected table, so the CLI's `--json`, the C API,
+//! C++ and Python return the same objects.
+use super::collect::{Collected, RunState, State};
+use super::exec::{RunResult, RunStatus, SweepProgress};
+use super::plan::PlannedRun;
+use crate::error::{Result, RunError};
+use crate::repro::MAX_JOBS;
+use crate::train::TrainOptions;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// The option names of [`SweepRunOptions::from_pairs`].
+pub const RUN_KEYS: &[&str] = &[
+    "jobs",
+    "index",
+    "engine",
+    "eval_samples",
+    "checkpoint_minutes",
+    "checkpoint_every",
+    "force",
+];
+
+/// How a sweep's runs are trained: `jobs` at a time, or only run `index` (a Slurm array task),
+/// each with `train`.
+#[derive(Debug, Clone)]
+pub struct SweepRunOptions {
+    pub jobs: usize,
+    pub index: Option<usize>,
+    pub train: TrainOptions,
+}
+
+impl SweepRunOptions {
+    /// Checked options: `jobs` in `0..=MAX_JOBS` (0: one per core), `engine` one of
+    /// [`crate::ENGINES`] (`None`: the default), `checkpoint_minutes` finite and >= 0 (0: only by
+    /// steps and on interruption), `checkpoint_every` steps (0: off), `eval_samples` for the final
+    /// risk in each `summary.json` (< 2: skip), `force` retrains complete runs. Anything else is
+    /// [`RunError::Refused`] or, for the engine, [`RunError::UnknownName`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        jobs: usize,
+        index: Option<usize>,
+        engine: Option<&str>,
+        eval_samples: usize,
+        checkpoint_minutes: f64,
+        checkpoint_every: u64,
+        force: bool,
+    ) -> Result<Self> {
+        if jobs > MAX_JOBS {
+            return Err(RunError::Refused(format!(
+                "jobs = {jobs}: give 0 (one per core) to {MAX_JOBS}"
+            )));
+        }
+        if !checkpoint_minutes.is_finite() || checkpoint_minutes < 0.0 {
+            return Err(RunError::Refused(format!(
+                "checkpoint_minutes = {checkpoint_minutes}: give a number >= 0"
+            )));
+        }
+        if let Some(e) = engine {
+            crate::engines::check(e, icl_core::config::Dtype::F32)?;
+        }
+        Ok(SweepRunOptions {
+            jobs,
+            index,
+            train: TrainOptions {
+                engine: engine.map(String::from),
+                preset: None,
+                force,
+                eval_samples,
+                checkpoint_every,
+                checkpoint_seconds: 60.0 * checkpoint_minutes,
+            },
+        })
+    }
+
+    /// The options from (key, value) text pairs, for front ends without a flag parser (the C
+    /// API, C++, Python), with the CLI's defaults: `jobs` (`"1"`; `"0"`: one per core), `index`
+    /// (train only that run, as `icl sweep run-one --index`; not with `jobs`), `engine`,
+    /// `eval_samples` (`"20000"`), `checkpoint_minutes` (`"5"`), `checkpoint_every` (`"0"`),
+    /// `force` (`"true"` / `"false"`). An unknown or repeated key or a value that is not of its
+    /// kind is [`RunError::Refused`]; the values are then checked by [`SweepRunOptions::new`].
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<Self> {
+        let (mut jobs, mut index, mut engine) = (None, None, None);
+        let (mut eval_samples, mut minutes, mut every, mut force) = (20_000, 5.0, 0, false);
+        let mut seen = std::collections::BTreeSet::new();
+        for (k, v) in pairs {
+            let (k, v) = (k.as_ref().trim(), v.as_ref().trim());
+            if !seen.insert(k) {
+                return Err(RunError::Refused(format!("sweep option {k} given twice")));
+            }
+            let bad = |what: &str| RunError::Refused(format!("{k} = {v:?} is not {what}"));
+            match k {
+                "jobs" => jobs = Some(v.parse().map_err(|_| bad("a non-negative integer"))?),
+                "index" => index = Some(v.parse().map_err(|_| bad("a non-negative integer"))?),
+                "engine" => engine = Some(v),
+                "eval_samples" => {
+                    eval_samples = v.parse().map_err(|_| bad("a non-negative integer"))?
+                }
+                "checkpoint_minutes" => minutes = v.parse().map_err(|_| bad("a number"))?,
+                "checkpoint_every" => {
+                    every = v.parse().map_err(|_| bad("a non-negative integer"))?
+                }
+                "force" => force = v.parse().map_err(|_| bad("true or false"))?,
+                _ => {
+                    return Err(RunError::Refused(format!(
+                        "unknown sweep option {k:?} ({})",
+                        RUN_KEYS.join(", ")
+                    )))
+                }
+            }
+        }
+        if index.is_some() && jobs.is_some() {
+            return Err(RunError::Refused(
+                "give jobs (every run, that many at once) or index (one run), not both".into(),
+            ));
+        }
+        Self::new(
+            jobs.unwrap_or(1),
+            index,
+            engine,
+            eval_samples,
+            minutes,
+            every,
+            force,
+        )
+    }
+
+    /// Train the sweep folder `dir` with these options: every run not complete, or run `index`.
+    pub fn run(&self, dir: &Path, progress: SweepProgress) -> Result<Vec<RunResult>> {
+        match self.index {
+            Some(i) => Ok(vec![super::run_one(dir, i, &self.train, progress)?]),
+            None => super::run(dir, self.jobs, &self.train, progress),
+        }
+    }
+}
+
+/// The planned runs as JSON: the lines of `manifest.jsonl`, `{"index", "name", "values",
+/// "preset" | "config", "set"}`.
+pub fn plan_json(runs: &[PlannedRun]) -> Value {
+    Value::Array(
+        runs.iter()
+            .map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
+            .collect(),
+    )
+}
+
+/// One run's state as JSON (the lines of `icl sweep status --json`): `{"index", "name",
+/// "state"}` (`complete`, `running`, `interrupted`, `pending`), with `"steps"`, `"seconds"`,
+/// `"steps_per_s"` when complete and `"step"` when interrupted at a readable checkpoint.
+pub fn state_json(s: &RunState) -> Value {
+    let mut o = json!({ "index": s.index, "name": s.name, "state": s.state.label() });
+    match s.state {
+        State::Complete {
+            steps,
+            seconds,
+            steps_per_s,
+        } => {
+            o["steps"] = steps.into();
+            o["seconds"] = seconds.into();
+            o["steps_per_s"] = steps_per_s.into();
+        }
+        State::Interrupted { step: Some(step) } => o["step"] = step.into(),
+        _ => {}
+    }
+    o
+}
+
+/// The word of a run's status in [`result_json`].
+pub fn status_label(s: &RunStatus) -> &'static str {
+    match s {
+        RunStatus::Skipped => "skipped",
+        RunStatus::Trained => "trained",
+        RunStatus::Resumed => "resumed",
+        RunStatus::Interrupted { .. } => "interrupted",
+        RunStatus::NotStarted => "not_started",
+        RunStatus::Failed(_) => "failed",
+    }
+}
+
+/// What training did to one run, as JSON: `{"name", "status"}` (`skipped`, `trained`,
+/// `resumed`, `interrupted`, `not_started`, `failed`), `"step"` when interrupted, `"error"`
+/// when failed, `"steps"`, `"seconds"` and `"steps_per_s"` (of the run's last training) when
+/// its folder is complete, and `"wall_seconds"` (this call's time on it).
+pub fn result_json(r: &RunResult) -> Value {
+    let mut o = json!({
+        "name": r.name,
+        "status": status_label(&r.status),
+        "wall_seconds": r.wall_seconds,
+    });
+    match &r.status {
+        RunStatus::Interrupted { step } => o["step"] = (*step).into(),
+        RunStatus::Failed(e) => o["error"] = e.to_string().into(),
+        _ => {}
+    }
+    for (k, v) in [("seconds", r.seconds), ("steps_per_s", r.steps_per_s)] {
+        if let Some(v) = v {
+            o[k] = v.into();
+        }
+    }
+    if let Some(s) = r.steps {
+        o["steps"] = s.into();
+    }
+    o
+}
+
+/// The first failed run's error, for front ends that report one status (the others' results
+/// are in the JSON).
+pub fn first_failure(results: Vec<RunResult>) -> Option<(String, RunError)> {
+    results.into_iter().find_map(|r| match r.status {
+        RunStatus::Failed(e) => Some((r.name, e)),
+        _ => None,
+    })
+}
+
+/// The collected table as JSON: `results.json`'s `{"columns", "rows"}` (one row per run and
+/// metric: `"run"`, the grid values and seed, `"metric"`, `"value"`), with `"incomplete"` (the
+/// runs left out) and `"files"` (the paths written).
+pub fn collected_json(c: &Collected) -> Value {
+    let mut o = c.json.clone();
+    o["incomplete"] = json!(c.incomplete);
+    o["files"] = json!(c
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>());
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_take_the_cli_defaults_and_refuse_what_the_cli_refuses() {
+        let o = SweepRunOptions::from_pairs::<&str, &str>(&[]).unwrap();
+        assert_eq!((o.jobs, o.index), (1, None));
+        assert_eq!(o.train.eval_samples, 20_000);
+        assert_eq!(o.train.checkpoint_seconds, 300.0);
+        assert!(!o.train.force);
+        let o = SweepRunOptions::from_pairs(&[
+            ("index", "3"),
+            ("engine", "scalar"),
+            ("eval_samples", "0"),
+            ("checkpoint_minutes", "0.5"),
+            ("checkpoint_every", "100"),
+            ("force", "true"),
+        ])
+        .unwrap();
+        assert_eq!(o.index, Some(3));
+        assert_eq!(o.train.engine.as_deref(), Some("scalar"));
+        assert_eq!((o.train.eval_samples, o.train.checkpoint_every), (0, 100));
+        assert_eq!(o.train.checkpoint_seconds, 30.0);
+        assert!(o.train.force);
+        for (pairs, want) in [
+            (vec![("jobs", "x")], "is not a non-negative integer"),
+            (vec![("jobs", "-1")], "is not a non-negative integer"),
+            (vec![("jobs", "257")], "give 0 (one per core) to 256"),
+            (vec![("jobs", "2"), ("index", "0")], "not both"),
+            (vec![("jobs", "1"), (" jobs", "2")], "given twice"),
+            (vec![("checkpoint_minutes", "-1")], "give a number >= 0"),
+            (vec![("checkpoint_minutes", "inf")], "give a number >= 0"),
+            (vec![("force", "yes")], "true or false"),
+            (vec![("nope", "1")], "unknown sweep option"),
+            (vec![("engine", "cuda")], "unknown engine"),
+        ] {
+            let e = SweepRunOptions::from_pairs(&pairs).unwrap_err().to_string();
+            assert!(e.contains(want), "{pairs:?}: {e}");
+        }
+        assert!(matches!(
+            SweepRunOptions::from_pairs(&[("engine", "cuda")]),
+            Err(RunError::UnknownName(_))
+        ));
+    }
+}
