@@ -584,6 +584,93 @@ void icl_model_free(icl_model *model);
 icl_status icl_repro(const char *paper, const char *out_dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
 /**
+ * Expand the sweep file `file` (TOML: `preset = "NAME"` or `config = "FILE"`, `seeds = [..]`,
+ * `[set]` fixed overrides, `[grid]` lists of values, every combination) into the sweep folder
+ * `out_dir`, like `icl sweep plan FILE --out OUT_DIR --json`: `OUT_DIR/manifest.jsonl` is
+ * written (one line per run; a config-file sweep also copies the config to
+ * `OUT_DIR/base.toml`), and the planned runs are copied into `buf` (capacity `cap`, NUL
+ * included; `needed`, optional, receives the size required) as a JSON array of `{"index",
+ * "name", "values", "preset" or "config", "set"}`, the seed fastest; `name` (the run's folder
+ * under `out_dir`) is made of the grid values and seed, e.g. `"heads=2,seed=7"`. Planning the
+ * same file into the same folder again changes nothing; a different plan into a folder that
+ * holds one is refused. Statuses: `ICL_ERR_ARGUMENT` (the file is not a valid sweep file: bad
+ * TOML, an unknown field, an unknown preset, a `[set]` or `[grid]` key or value the config
+ * refuses, an empty grid list, a repeated seed, more than 100000 runs; or `out_dir` holds
+ * another plan), `ICL_ERR_IO` (`file` or its `config` missing or unreadable, `out_dir` cannot
+ * be created or written), `ICL_ERR_NULL` (`file` or `out_dir` NULL, `buf`
+ * NULL with `cap` > 0), `ICL_ERR_UTF8`, `ICL_ERR_SIZE` (`cap` too small: nothing is copied
+ * and `*needed` is set; the folder is planned, so calling again with `*needed` bytes is a
+ * no-op that copies the runs). Thread-safe, but two calls must not share `out_dir`.
+ */
+icl_status icl_sweep_plan(const char *file, const char *out_dir, char *buf, size_t cap, size_t *needed);
+
+/**
+ * Train the runs of the sweep folder `dir` (made by `icl_sweep_plan` or `icl sweep plan`) into
+ * `DIR/<name>`, like `icl sweep run DIR --json` (or `icl sweep run-one DIR --index I --json`),
+ * and copy the results into `buf` (capacity `cap`, NUL included; `needed`, optional, receives
+ * the size required) as a JSON array, in the manifest's order, of `{"name", "status",
+ * "wall_seconds"}` with `status` `"skipped"` (already complete), `"trained"` or `"resumed"`
+ * (an interrupted run continued from its checkpoint), plus `"steps"`, `"seconds"` and
+ * `"steps_per_s"` (of the run's last training). The run folders are those of `icl train`, and
+ * a run's bytes depend on its config only, not on `jobs` or the thread count. The options are
+ * `n` text pairs `keys[i]` = `values[i]`, with the CLI's defaults: `jobs` (runs trained at
+ * once, `"0"` (one per core) to `"256"`, default `"1"`), `index` (train only that run, from
+ * `"0"`; not with `jobs`), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset:
+ * `icl_default_engine()`), `eval_samples` (Monte Carlo samples for the final risk in each
+ * `summary.json`, default `"20000"`, `"0"`: none), `checkpoint_minutes` (default `"5"`, `"0"`:
+ * off), `checkpoint_every` (steps, default `"0"`: off) and `force` (`"true"`: retrain
+ * complete runs too, replacing their folders; default `"false"`). Statuses:
+ * `ICL_ERR_ARGUMENT` (an unknown or repeated key, a value not of its kind, `jobs` over 256,
+ * `jobs` with `index`, `index` past the last run, a negative or non-finite
+ * `checkpoint_minutes`, `dir` not a sweep folder, a run's config refused), `ICL_ERR_UNKNOWN_NAME`
+ * (an unknown `engine`), `ICL_ERR_CHECKPOINT` (the manifest or a run's file cannot be
+ * decoded), `ICL_ERR_IO`, `ICL_ERR_NULL` (`dir` NULL, `keys` or `values` NULL with `n` > 0,
+ * `buf` NULL with `cap` > 0), `ICL_ERR_UTF8`, `ICL_ERR_SIZE` (more than 1024 options, or `cap`
+ * too small: nothing is copied and `*needed` is set, but the runs are trained, so calling again
+ * with `*needed` bytes skips them and copies the results). Every bad option and NULL is
+ * reported before anything is trained. A run that fails while training does not stop the
+ * others: when every run has been tried, the call returns the first failure's status (e.g.
+ * `ICL_ERR_NUMERICAL`, `ICL_ERR_UNSUPPORTED` for vulkan without a device) with a message naming
+ * the run, and nothing is copied; the runs that completed are kept (`icl_sweep_status` lists
+ * them, and calling again skips them). Blocks until every run is done. Thread-safe, but two
+ * calls must not train the same folder at once (the second fails with `ICL_ERR_ARGUMENT` for a
+ * run the first is writing).
+ */
+icl_status icl_sweep_run(const char *dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
+
+/**
+ * The state of every run of the sweep folder `dir`, read from the run folders like
+ * `icl sweep status DIR --json`, copied into `buf` (capacity `cap`, NUL included; `needed`,
+ * optional, receives the size required) as a JSON array of `{"index", "name", "state"}` with
+ * `state` `"complete"` (plus `"steps"`, `"seconds"`, `"steps_per_s"`), `"running"` (another
+ * process is writing it now), `"interrupted"` (plus `"step"`, the checkpoint's step, when it is
+ * readable) or `"pending"`. Writes nothing. Statuses: `ICL_ERR_ARGUMENT` (`dir` is not a sweep
+ * folder), `ICL_ERR_CHECKPOINT` (its manifest or a run's summary cannot be decoded),
+ * `ICL_ERR_IO`, `ICL_ERR_NULL` (`dir` NULL, `buf` NULL with `cap` > 0), `ICL_ERR_UTF8`,
+ * `ICL_ERR_SIZE` (`cap` too small: nothing is copied and `*needed` is set). Thread-safe.
+ */
+icl_status icl_sweep_status(const char *dir, char *buf, size_t cap, size_t *needed);
+
+/**
+ * Collect the results of the sweep folder `dir` like `icl sweep collect DIR --json`: write
+ * `DIR/results.csv` and `DIR/results.json` (one row per run and metric: the run's name, its
+ * grid values and seed, the metric, the value; the metrics are every number of the run's
+ * `summary.json` but the config and the timing, so they depend on the configs only),
+ * `DIR/runs.csv` (the timing) and the summary plots, and copy into `buf` (capacity `cap`, NUL
+ * included; `needed`, optional, receives the size required) the JSON object `{"columns",
+ * "rows", "incomplete", "files"}`: `results.json`'s columns and rows, the names of the runs left
+ * out and the paths written. With `partial` = 0 a sweep with runs not complete is refused
+ * (`ICL_ERR_ARGUMENT`, nothing written); with `partial` != 0 they are left out. Statuses:
+ * `ICL_ERR_ARGUMENT` (`dir` is not a sweep folder, or runs not complete without `partial`),
+ * `ICL_ERR_CHECKPOINT` (its manifest or a run's file cannot be decoded), `ICL_ERR_IO` (a
+ * file cannot be written), `ICL_ERR_NULL` (`dir` NULL, `buf` NULL with `cap` > 0),
+ * `ICL_ERR_UTF8`, `ICL_ERR_SIZE` (`cap` too small: nothing is copied and `*needed` is set, but
+ * the files are written; calling again writes the same bytes). Thread-safe, but two calls must
+ * not collect the same folder at once.
+ */
+icl_status icl_sweep_collect(const char *dir, int32_t partial, char *buf, size_t cap, size_t *needed);
+
+/**
  * Create the task sampler of a configuration into `*out`. Free with `icl_task_free`.
  *
  * Returns ICL_OK, or:

@@ -239,11 +239,19 @@ fn cpp_eval_and_repro_are_the_clis() {
     let run_dir = cli_train(&dir.join("run"), 200, 3, "simd", &[]);
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let text = String::from_utf8(run(Command::new(&exe).arg(&run_dir).arg(&out)).stdout).unwrap();
+    let sweep_file = dir.join("sweep.toml");
+    std::fs::write(
+        &sweep_file,
+        "preset = \"quick\"\nseeds = [1, 2]\n[set]\n\"train.steps\" = 60\n\"train.batch\" = 8\n[grid]\n\"model.heads\" = [1, 2]\n",
+    )
+    .unwrap();
+    let text =
+        String::from_utf8(run(Command::new(&exe).arg(&run_dir).arg(&out).arg(&sweep_file)).stdout)
+            .unwrap();
     assert!(text.ends_with("0 failed\n"), "{text}");
     assert_eq!(
         text.lines().filter(|l| l.starts_with("ok ")).count(),
-        9,
+        15,
         "{text}"
     );
     let json = |s: &[u8]| -> serde_json::Value { serde_json::from_slice(s).unwrap() };
@@ -290,4 +298,60 @@ fn cpp_eval_and_repro_are_the_clis() {
     assert!(out.join("repro/report.md").is_file() && out.join("repro/report.html").is_file());
     // the refused calls wrote nothing
     assert!(!out.join("bad").exists() && !out.join("bad.svg").exists());
+    assert!(!out.join("no-such-sweep").exists());
+    // sweeps: the plan, results and table of `icl sweep plan|run|status|collect --json`
+    let cli_sweep = dir.join("cli-sweep");
+    let icl = |args: &[&str]| -> serde_json::Value {
+        json(&run(Command::new(&built().icl).args(args)).stdout)
+    };
+    let cs = cli_sweep.to_str().unwrap();
+    let plan = icl(&[
+        "sweep",
+        "plan",
+        sweep_file.to_str().unwrap(),
+        "--out",
+        cs,
+        "--json",
+    ]);
+    assert_eq!(
+        plan,
+        json(&std::fs::read(out.join("sweep-plan.json")).unwrap())
+    );
+    let ran = icl(&[
+        "sweep",
+        "run",
+        cs,
+        "--jobs",
+        "2",
+        "--eval-samples",
+        "0",
+        "--json",
+    ]);
+    let ours = json(&std::fs::read(out.join("sweep-run.json")).unwrap());
+    let status = |v: &serde_json::Value| -> Vec<(String, String)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["name"].to_string(), r["status"].to_string()))
+            .collect()
+    };
+    assert_eq!(status(&ours), status(&ran));
+    assert_eq!(status(&ours).len(), 4);
+    assert!(
+        ours[0]["status"] == "trained" && ours[3]["steps"] == 60,
+        "{ours}"
+    );
+    let st = icl(&["sweep", "status", cs, "--json"]);
+    let ours = json(&std::fs::read(out.join("sweep-status.json")).unwrap());
+    for i in 0..4 {
+        assert_eq!(ours[i]["name"], st[i]["name"]);
+        assert_eq!(ours[i]["state"], "complete");
+    }
+    let table = icl(&["sweep", "collect", cs, "--json"]);
+    let ours = json(&std::fs::read(out.join("sweep-collect.json")).unwrap());
+    assert_eq!(ours["rows"], table["rows"]);
+    assert_eq!(
+        std::fs::read(out.join("sweep/results.csv")).unwrap(),
+        std::fs::read(cli_sweep.join("results.csv")).unwrap()
+    );
 }

@@ -1268,6 +1268,31 @@ void eval_plot(::rust::Str rows_json, ::rust::Str path);
 // resumed. Blocks until every run is done; prints nothing. Throws where `icl_repro`
 // returns a status; every bad option is reported before anything is written.
 ::rust::String repro(::rust::Str paper, ::rust::Str out_dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
+
+// Expand the sweep file `file` into the sweep folder `out_dir` like
+// `icl sweep plan FILE --out OUT_DIR --json` and return the planned runs as a JSON array
+// (`{"index", "name", "values", "preset" or "config", "set"}`). Throws where
+// `icl_sweep_plan` in `icl.h` returns a status.
+::rust::String sweep_plan(::rust::Str file, ::rust::Str out_dir);
+
+// Train the runs of the sweep folder `dir` like `icl sweep run DIR --json` and return
+// the results as a JSON array (`{"name", "status", "steps", "seconds", "steps_per_s",
+// "wall_seconds"}`); options as `icl_sweep_run` takes them (`jobs`, `index`, `engine`,
+// `eval_samples`, `checkpoint_minutes`, `checkpoint_every`, `force`). Complete runs are
+// skipped, interrupted ones resumed; prints nothing. Throws where `icl_sweep_run`
+// returns a status (a run that failed: after every run was tried, its message).
+::rust::String sweep_run(::rust::Str dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
+
+// The state of every run of the sweep folder `dir` like `icl sweep status DIR --json`,
+// as a JSON array (`{"index", "name", "state", ...}`). Throws where
+// `icl_sweep_status` returns a status.
+::rust::String sweep_status(::rust::Str dir);
+
+// Collect the sweep folder `dir` like `icl sweep collect DIR --json` (writes
+// `results.csv`, `results.json`, `runs.csv`, plots) and return `{"columns", "rows",
+// "incomplete", "files"}`; `partial` leaves out runs not complete instead of throwing.
+// Throws where `icl_sweep_collect` returns a status.
+::rust::String sweep_collect(::rust::Str dir, bool partial);
 } // namespace icl
 
 #ifdef __clang__

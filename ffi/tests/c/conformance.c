@@ -1868,6 +1868,130 @@ static void c_repro_bad(void) {
     EXPECT(ICL_ERR_IO, icl_repro("zhang2025", file, k, v, 1, buf, sizeof buf, NULL));
 }
 
+/* icl_sweep_*: a two-run sweep of the quick preset (20 steps each). */
+static const char SWEEP[] = "preset = \"quick\"\nseeds = [1, 2]\n[set]\n\"train.steps\" = 20\n"
+                            "\"train.batch\" = 4\n\"train.log_every\" = 10\n";
+
+/* Whether the flat JSON object of `json` holding `key` also holds `frag` (the objects of the
+ * sweep functions' arrays hold no nested objects; their keys are in sorted order). */
+static int obj_has(const char *json, const char *key, const char *frag) {
+    const char *at = strstr(json, key);
+    if (at == NULL) return 0;
+    const char *open = at, *close = strchr(at, '}');
+    while (open > json && *open != '{') open--;
+    if (close == NULL) return 0;
+    const char *f = strstr(open, frag);
+    return f != NULL && f < close;
+}
+
+static void c_sweep(void) {
+    const char *file = path("sweep.toml"), *dir = path("sweep");
+    spit(file, SWEEP, strlen(SWEEP));
+    size_t need = 0;
+    /* cap 0 asks for the size; the folder is planned all the same, and planning again is a no-op */
+    EXPECT(ICL_ERR_SIZE, icl_sweep_plan(file, dir, NULL, 0, &need));
+    CHECK(need > 50);
+    char buf[1 << 15];
+    OK(icl_sweep_plan(file, dir, buf, sizeof buf, NULL));
+    CHECK(strlen(buf) + 1 == need);
+    CHECK(strstr(buf, "\"name\":\"seed=1\"") != NULL && strstr(buf, "\"name\":\"seed=2\"") != NULL);
+    OK(icl_sweep_status(dir, buf, sizeof buf, NULL));
+    CHECK(strstr(buf, "\"state\":\"pending\"") != NULL && strstr(buf, "complete") == NULL);
+    /* run 1 alone (a Slurm task), then the rest */
+    const char *k[] = {"index", "eval_samples", "engine"}, *v[] = {"1", "0", "scalar"};
+    OK(icl_sweep_run(dir, k, v, 3, buf, sizeof buf, NULL));
+    CHECK(obj_has(buf, "\"name\":\"seed=2\"", "\"status\":\"trained\""));
+    CHECK(strstr(buf, "seed=1") == NULL);
+    const char *k2[] = {"jobs", "eval_samples", "engine"}, *v2[] = {"2", "0", "scalar"};
+    OK(icl_sweep_run(dir, k2, v2, 3, buf, sizeof buf, NULL));
+    CHECK(obj_has(buf, "\"name\":\"seed=1\"", "\"status\":\"trained\""));
+    CHECK(obj_has(buf, "\"name\":\"seed=2\"", "\"status\":\"skipped\""));
+    CHECK(obj_has(buf, "\"name\":\"seed=1\"", "\"steps\":20"));
+    OK(icl_sweep_status(dir, buf, sizeof buf, NULL));
+    CHECK(strstr(buf, "pending") == NULL && strstr(buf, "\"steps\":20") != NULL);
+    /* collect: the table, and results.json on disk */
+    need = 0;
+    EXPECT(ICL_ERR_SIZE, icl_sweep_collect(dir, 0, NULL, 0, &need));
+    OK(icl_sweep_collect(dir, 0, buf, sizeof buf, NULL));
+    CHECK(strlen(buf) + 1 == need);
+    CHECK(strstr(buf, "\"columns\":[\"train.seed\"]") != NULL);
+    CHECK(strstr(buf, "\"metric\":\"final_loss\"") != NULL);
+    CHECK(strstr(buf, "\"incomplete\":[]") != NULL);
+    char results[4096];
+    snprintf(results, sizeof results, "%s/results.json", dir);
+    CHECK(access(results, F_OK) == 0);
+}
+
+static void c_sweep_bad(void) {
+    const char *file = path("sweep.toml"), *dir = path("sweep-bad");
+    spit(file, SWEEP, strlen(SWEEP));
+    char buf[8192];
+    /* bad files: nothing planned */
+    const char *bad = path("bad.toml");
+    spit(bad, "preset = [", 10);
+    EXPECT(ICL_ERR_ARGUMENT, icl_sweep_plan(bad, dir, buf, sizeof buf, NULL));
+    spit(bad, "preset = \"nosuch\"\n", 18);
+    EXPECT(ICL_ERR_ARGUMENT, icl_sweep_plan(bad, dir, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_IO, icl_sweep_plan(path("no-such.toml"), dir, buf, sizeof buf, NULL));
+    CHECK(access(dir, F_OK) != 0);
+    /* not a sweep folder */
+    EXPECT(ICL_ERR_ARGUMENT, icl_sweep_status(dir, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_ARGUMENT, icl_sweep_run(dir, NULL, NULL, 0, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_ARGUMENT, icl_sweep_collect(dir, 1, buf, sizeof buf, NULL));
+    CHECK(access(dir, F_OK) != 0);
+    OK(icl_sweep_plan(file, dir, buf, sizeof buf, NULL));
+    struct {
+        const char *k, *v;
+        icl_status want;
+    } opts[] = {
+        {"jobs", "two", ICL_ERR_ARGUMENT},        {"jobs", "-1", ICL_ERR_ARGUMENT},
+        {"jobs", "257", ICL_ERR_ARGUMENT},        {"index", "2", ICL_ERR_ARGUMENT},
+        {"force", "yes", ICL_ERR_ARGUMENT},       {"checkpoint_minutes", "nan", ICL_ERR_ARGUMENT},
+        {"checkpoint_minutes", "-1", ICL_ERR_ARGUMENT}, {"colour", "red", ICL_ERR_ARGUMENT},
+        {"engine", "SIMD", ICL_ERR_UNKNOWN_NAME}, {"engine", "", ICL_ERR_UNKNOWN_NAME},
+    };
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        size_t need = 12345;
+        icl_status st = icl_sweep_run(dir, &opts[i].k, &opts[i].v, 1, buf, sizeof buf, &need);
+        if (st != opts[i].want)
+            FAIL("%s = %s -> %s, expected %s (%s)", opts[i].k, opts[i].v, icl_status_name(st),
+                 icl_status_name(opts[i].want), icl_last_error());
+        CHECK(need == 12345);
+    }
+    const char *kj[] = {"jobs", "index"}, *vj[] = {"1", "0"};
+    EXPECT(ICL_ERR_ARGUMENT, icl_sweep_run(dir, kj, vj, 2, buf, sizeof buf, NULL));
+    const char *kr[] = {"jobs", "jobs"}, *vr[] = {"1", "1"};
+    EXPECT(ICL_ERR_ARGUMENT, icl_sweep_run(dir, kr, vr, 2, buf, sizeof buf, NULL));
+    /* not complete: refused without partial, nothing written */
+    EXPECT(ICL_ERR_ARGUMENT, icl_sweep_collect(dir, 0, buf, sizeof buf, NULL));
+    char results[4096];
+    snprintf(results, sizeof results, "%s/results.json", dir);
+    CHECK(access(results, F_OK) != 0);
+    /* every refusal trained nothing */
+    OK(icl_sweep_status(dir, buf, sizeof buf, NULL));
+    CHECK(strstr(buf, "complete") == NULL && strstr(buf, "interrupted") == NULL);
+    /* NULLs, UTF-8, small buffers, too many options, a misaligned needed */
+    EXPECT(ICL_ERR_NULL, icl_sweep_plan(NULL, dir, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_sweep_plan(file, NULL, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_sweep_run(NULL, NULL, NULL, 0, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_sweep_run(dir, NULL, NULL, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_sweep_status(NULL, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_sweep_status(dir, NULL, 8, NULL));
+    EXPECT(ICL_ERR_NULL, icl_sweep_collect(NULL, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_UTF8, icl_sweep_status("\xff\xfe", buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_UTF8, icl_sweep_plan("\xff", dir, buf, sizeof buf, NULL));
+    size_t need = 0;
+    char small[4] = {'x', 'x', 'x', 'x'};
+    EXPECT(ICL_ERR_SIZE, icl_sweep_status(dir, small, sizeof small, &need));
+    CHECK(need > sizeof small && small[0] == 'x');
+    static const char *many_k[1025], *many_v[1025];
+    for (size_t i = 0; i < 1025; i++) many_k[i] = "jobs", many_v[i] = "1";
+    EXPECT(ICL_ERR_SIZE, icl_sweep_run(dir, many_k, many_v, 1025, buf, sizeof buf, NULL));
+    size_t words[2];
+    EXPECT(ICL_ERR_ARGUMENT,
+           icl_sweep_status(dir, buf, sizeof buf, (size_t *)((char *)words + 1)));
+}
+
 static const kase CASES[] = {
     {"icl_version", "a static x.y.z string", c_version},
     {"icl_last_error", "empty before a failure, the failure's message after, kept by success", c_last_error_empty_then_set},
@@ -1897,6 +2021,11 @@ static const kase CASES[] = {
     {"icl_repro", "set.KEY overrides the run's config and is listed under \"set\"", c_repro_set},
     {"icl_repro", "unknown paper, key, scale, claim, engine; jobs range; set.KEY statuses; NULLs, UTF-8; nothing written", c_repro_bad},
     {"icl_eval_plot", "not rows, no row, unwritable paths, NULLs, UTF-8", c_eval_plot_bad},
+    {"icl_sweep_plan", "plan, sizing, a no-op again", c_sweep},
+    {"icl_sweep_run", "index then jobs: trained and skipped", c_sweep},
+    {"icl_sweep_status", "pending, then complete with steps", c_sweep},
+    {"icl_sweep_collect", "sizing, the table, results.json written", c_sweep},
+    {"icl_sweep_run", "bad files, folders, options, NULLs, UTF-8, sizes: nothing trained", c_sweep_bad},
     {"icl_model_new", "f32 and f64 models and their dims", c_model_new},
     {"icl_model_new", "over the memory budget, NULL", c_model_new_bad},
     {"icl_model_save", "save, load, same bytes", c_model_save_load},

@@ -1,8 +1,10 @@
-// The run layer from C++: icl::eval_run, icl::eval_plot and icl::repro are `icl eval DIR --json`,
-// `icl eval --plot` and `icl repro PAPER --json`. Usage: run_layer RUN_DIR OUT_DIR. Writes
-// OUT_DIR/eval.json, OUT_DIR/risk.svg and OUT_DIR/repro/ (report.json returned as
-// OUT_DIR/repro.json); built and run by tests/tests/ffi_install.rs, which compares them with
-// the CLI's. Prints one "ok ..." line per check and exits non-zero if any check fails.
+// The run layer from C++: icl::eval_run, icl::eval_plot, icl::repro and icl::sweep_* are
+// `icl eval DIR --json`, `icl eval --plot`, `icl repro PAPER --json` and `icl sweep ... --json`.
+// Usage: run_layer RUN_DIR OUT_DIR SWEEP_FILE. Writes OUT_DIR/eval.json, OUT_DIR/risk.svg,
+// OUT_DIR/repro/ (report.json returned as OUT_DIR/repro.json) and the sweep folder
+// OUT_DIR/sweep/ (the JSON returned as OUT_DIR/sweep-*.json); built and run by
+// tests/tests/ffi_install.rs, which compares them with the CLI's. Prints one "ok ..." line per
+// check and exits non-zero if any check fails.
 #include <icl.hpp>
 
 #include "expect.hpp"
@@ -27,11 +29,11 @@ static void write(const std::string &path, const std::string &text) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: run_layer RUN_DIR OUT_DIR\n");
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: run_layer RUN_DIR OUT_DIR SWEEP_FILE\n");
         return 2;
     }
-    const std::string run = argv[1], out = argv[2];
+    const std::string run = argv[1], out = argv[2], sweep_file = argv[3];
     rust::Vec<rust::String> k, v;
     pairs({{"lengths", "8,16"}, {"samples", "300"}, {"seed", "4"}}, k, v);
     rust::String rows = icl::eval_run(run, k, v);
@@ -46,6 +48,30 @@ int main(int argc, char **argv) {
     write(out + "/repro.json", std::string(report));
     std::printf("ok repro: %zu bytes\n", report.size());
 
+    const std::string sw = out + "/sweep";
+    rust::String planned = icl::sweep_plan(sweep_file, sw);
+    write(out + "/sweep-plan.json", std::string(planned));
+    std::printf("ok sweep_plan: %zu bytes\n", planned.size());
+    rust::Vec<rust::String> sk, sv;
+    pairs({{"jobs", "2"}, {"eval_samples", "0"}}, sk, sv);
+    rust::String ran = icl::sweep_run(sw, sk, sv);
+    write(out + "/sweep-run.json", std::string(ran));
+    std::printf("ok sweep_run: %zu bytes\n", ran.size());
+    rust::String states = icl::sweep_status(sw);
+    write(out + "/sweep-status.json", std::string(states));
+    std::printf("ok sweep_status: %zu bytes\n", states.size());
+    rust::String table = icl::sweep_collect(sw, false);
+    write(out + "/sweep-collect.json", std::string(table));
+    std::printf("ok sweep_collect: %zu bytes\n", table.size());
+
+    expect_throw("sweep option unknown", [&] {
+        rust::Vec<rust::String> a, b;
+        pairs({{"jbos", "2"}}, a, b);
+        icl::sweep_run(sw, a, b);
+    }, "unknown sweep option");
+    expect_throw("sweep status of a folder that is not a sweep", [&] {
+        icl::sweep_status(out + "/no-such-sweep");
+    }, "is not a sweep folder");
     expect_throw("eval of a missing folder", [&] {
         rust::Vec<rust::String> a, b;
         icl::eval_run(out + "/no-such-run", a, b);

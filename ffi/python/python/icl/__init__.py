@@ -13,6 +13,9 @@ Quick start::
     z, y = icl.sample(run.config, 8, domain="eval")
     yhat = run.predict(z)                            # (8, 1) float64
     report = icl.repro("zhang2025", "repro/zhang2025")  # a paper's claims, as icl repro
+    icl.sweep_plan("sweep.toml", "sw")               # seeds x grids, as icl sweep plan|run|collect
+    icl.sweep_run("sw", jobs=2)
+    table = icl.sweep_collect("sw")["rows"]
 
 Errors raise ``icl.Error`` subclasses (``icl.InputError`` is a ``ValueError``,
 ``icl.FileError`` an ``OSError``, ...) carrying the library's message.
@@ -40,6 +43,10 @@ from ._icl import (
     repro,
     resume,
     sample,
+    sweep_collect,
+    sweep_plan,
+    sweep_run,
+    sweep_status,
     theories,
     theory,
     train,
@@ -52,6 +59,10 @@ __all__ = [
     "resume",
     "load",
     "repro",
+    "sweep_plan",
+    "sweep_run",
+    "sweep_status",
+    "sweep_collect",
     "presets",
     "sample",
     "theory",

@@ -17,6 +17,10 @@ __all__ = [
     "repro",
     "resume",
     "sample",
+    "sweep_collect",
+    "sweep_plan",
+    "sweep_run",
+    "sweep_status",
     "theories",
     "theory",
     "train",
@@ -187,6 +191,39 @@ def repro(
     claims train (``{"train.steps": 50000}``, listed in the report under ``"set"``). Raises
     ``icl.UnknownNameError`` (paper, engine, ``set`` key) or ``icl.InputError`` (scale, claim
     id, jobs, a ``set`` value) before anything is written."""
+
+def sweep_plan(file: _Path, out: _Path) -> List[Dict[str, Any]]:
+    """Expand a sweep file (TOML: ``preset`` or ``config``, ``seeds``, ``[set]``, ``[grid]``) into
+    the sweep folder ``out`` as ``icl sweep plan FILE --out OUT --json``; the planned runs
+    (``index``, ``name``, ``values``, ``preset``/``config``, ``set``), the seed fastest. Raises
+    ``icl.InputError`` (not a sweep file, or ``out`` holds another plan) before writing."""
+
+def sweep_run(
+    dir: _Path,
+    *,
+    jobs: Optional[int] = None,
+    index: Optional[int] = None,
+    engine: Optional[str] = None,
+    eval_samples: int = 20000,
+    checkpoint_minutes: float = 5.0,
+    checkpoint_every: int = 0,
+    force: bool = False,
+    progress: bool = False,
+) -> List[Dict[str, Any]]:
+    """Train the sweep's runs not complete (interrupted ones resume) as ``icl sweep run DIR
+    --json``: per run ``name``, ``status`` (``skipped``, ``trained``, ``resumed``), ``steps``,
+    ``seconds``, ``steps_per_s``, ``wall_seconds``. ``jobs``: runs at once (default 1, 0: one per
+    core); ``index``: only that run, not with ``jobs``. A failed run raises its error (naming the
+    run) after the others were tried; Ctrl-C checkpoints and raises ``KeyboardInterrupt``."""
+
+def sweep_status(dir: _Path) -> List[Dict[str, Any]]:
+    """Per run ``index``, ``name``, ``state`` (``complete``, ``running``, ``interrupted``,
+    ``pending``) and its steps or checkpoint step, as ``icl sweep status DIR --json``."""
+
+def sweep_collect(dir: _Path, *, partial: bool = False) -> Dict[str, Any]:
+    """Write ``results.csv``, ``results.json``, ``runs.csv`` and plots, as ``icl sweep collect DIR
+    --json``; returns ``columns``, ``rows`` (run, grid values, seed, metric, value),
+    ``incomplete`` and ``files``. Runs not complete raise ``icl.InputError`` unless ``partial``."""
 
 def sample(
     config: Union[Config, str],
