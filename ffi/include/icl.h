@@ -623,7 +623,7 @@ icl_status icl_sweep_plan(const char *file, const char *out_dir, char *buf, size
  * `ICL_ERR_ARGUMENT` (an unknown or repeated key, a value not of its kind, `jobs` over 256,
  * `jobs` with `index`, `index` past the last run, a negative or non-finite
  * `checkpoint_minutes`, `dir` not a sweep folder, a run's config refused), `ICL_ERR_UNKNOWN_NAME`
- * (an unknown `engine`), `ICL_ERR_CHECKPOINT` (the manifest or a run's file cannot be
+ * (an unknown `engine`, or a manifest edited to name an unknown preset), `ICL_ERR_CHECKPOINT` (the manifest or a run's file cannot be
  * decoded), `ICL_ERR_IO`, `ICL_ERR_NULL` (`dir` NULL, `keys` or `values` NULL with `n` > 0,
  * `buf` NULL with `cap` > 0), `ICL_ERR_UTF8`, `ICL_ERR_SIZE` (more than 1024 options, or `cap`
  * too small: nothing is copied and `*needed` is set, but the runs are trained, so calling again
@@ -639,9 +639,10 @@ icl_status icl_sweep_plan(const char *file, const char *out_dir, char *buf, size
 icl_status icl_sweep_run(const char *dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
 /**
- * The state of every run of the sweep folder `dir`, read from the run folders like
- * `icl sweep status DIR --json`, copied into `buf` (capacity `cap`, NUL included; `needed`,
- * optional, receives the size required) as a JSON array of `{"index", "name", "state"}` with
+ * The state of every run of the sweep folder `dir`, read from the run folders: the objects
+ * `icl sweep status DIR --json` prints one per line, copied into `buf` (capacity `cap`, NUL
+ * included; `needed`, optional, receives the size required) as one JSON array of `{"index",
+ * "name", "state"}` with
  * `state` `"complete"` (plus `"steps"`, `"seconds"`, `"steps_per_s"`), `"running"` (another
  * process is writing it now), `"interrupted"` (plus `"step"`, the checkpoint's step, when it is
  * readable) or `"pending"`. Writes nothing. Statuses: `ICL_ERR_ARGUMENT` (`dir` is not a sweep

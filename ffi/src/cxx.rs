@@ -269,8 +269,8 @@ pub mod bridge {
         /// skipped, interrupted ones resumed; prints nothing. Throws where `icl_sweep_run`
         /// returns a status (a run that failed: after every run was tried, its message).
         fn sweep_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> Result<String>;
-        /// The state of every run of the sweep folder `dir` like `icl sweep status DIR --json`,
-        /// as a JSON array (`{"index", "name", "state", ...}`). Throws where
+        /// The state of every run of the sweep folder `dir`: the objects `icl sweep status DIR
+        /// --json` prints one per line, as one JSON array (`{"index", "name", "state", ...}`). Throws where
         /// `icl_sweep_status` returns a status.
         fn sweep_status(dir: &str) -> Result<String>;
         /// Collect the sweep folder `dir` like `icl sweep collect DIR --json` (writes

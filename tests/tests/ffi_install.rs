@@ -341,11 +341,19 @@ fn cpp_eval_and_repro_are_the_clis() {
         ours[0]["status"] == "trained" && ours[3]["steps"] == 60,
         "{ours}"
     );
-    let st = icl(&["sweep", "status", cs, "--json"]);
+    // status --json prints one object per line; C++ returns them as one array
+    let st = run(Command::new(&built().icl).args(["sweep", "status", cs, "--json"]));
+    let lines: Vec<serde_json::Value> = String::from_utf8(st.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let ours = json(&std::fs::read(out.join("sweep-status.json")).unwrap());
-    for i in 0..4 {
-        assert_eq!(ours[i]["name"], st[i]["name"]);
+    assert_eq!(ours.as_array().unwrap().len(), 4);
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(ours[i]["name"], l["name"]);
         assert_eq!(ours[i]["state"], "complete");
+        assert_eq!(ours[i]["steps"], l["steps"]);
     }
     let table = icl(&["sweep", "collect", cs, "--json"]);
     let ours = json(&std::fs::read(out.join("sweep-collect.json")).unwrap());

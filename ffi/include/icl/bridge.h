@@ -1283,8 +1283,8 @@ void eval_plot(::rust::Str rows_json, ::rust::Str path);
 // returns a status (a run that failed: after every run was tried, its message).
 ::rust::String sweep_run(::rust::Str dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
 
-// The state of every run of the sweep folder `dir` like `icl sweep status DIR --json`,
-// as a JSON array (`{"index", "name", "state", ...}`). Throws where
+// The state of every run of the sweep folder `dir`: the objects `icl sweep status DIR
+// --json` prints one per line, as one JSON array (`{"index", "name", "state", ...}`). Throws where
 // `icl_sweep_status` returns a status.
 ::rust::String sweep_status(::rust::Str dir);
 

@@ -143,7 +143,8 @@ pub fn sweep_run<'py>(
     to_py(py, &serde_json::Value::Array(json))
 }
 
-/// The state of every run of the sweep folder `dir`, as `icl sweep status DIR --json`: a list of
+/// The state of every run of the sweep folder `dir`: the objects `icl sweep status DIR --json`
+/// prints one per line, as a list of
 /// `{"index", "name", "state"}` (`"complete"` with `"steps"`, `"seconds"`, `"steps_per_s"`;
 /// `"running"`; `"interrupted"` with `"step"`; `"pending"`). Writes nothing.
 #[pyfunction]

@@ -181,6 +181,15 @@ pub(crate) unsafe fn destroy<H>(p: *mut H) {
     }
 }
 
+/// Check the output pointers of a [`copy_str`] call before any long work (a call that trains
+/// reports a NULL `buf` with `cap` > 0 or a misaligned `needed` before training, not after).
+pub(crate) fn check_str_out(buf: *mut c_char, cap: usize, needed: *mut usize) -> FfiResult<()> {
+    if buf.is_null() && cap > 0 {
+        return Err(FfiError::null("buf"));
+    }
+    opt_out(needed, "needed")
+}
+
 /// Copy `s` into `buf` (capacity `cap` bytes, NUL included) snprintf-style: `*needed` (optional)
 /// receives `strlen(s) + 1`; a too-small buffer gives `ICL_ERR_SIZE` and is left untouched.
 pub(crate) unsafe fn copy_str(

@@ -2,8 +2,8 @@
 //! pairs, checked and computed by the same library functions ([`ReproOptions::from_pairs`],
 //! [`icl_run::repro::repro`]).
 use super::theory::pairs;
-use super::{copy_str, guard, opt_out, text};
-use crate::status::{icl_status, FfiError, FfiResult};
+use super::{check_str_out, copy_str, guard, text};
+use crate::status::{icl_status, FfiResult};
 use icl_run::repro::ReproOptions;
 use std::ffi::c_char;
 
@@ -56,11 +56,7 @@ pub unsafe extern "C" fn icl_repro(
         let paper = text(paper, "paper")?;
         let out = text(out_dir, "out_dir")?;
         let o = ReproOptions::from_pairs(paper, out, &pairs(keys, values, n)?)?;
-        // the pointers are checked before the (possibly long) runs
-        if buf.is_null() && cap > 0 {
-            return Err(FfiError::null("buf"));
-        }
-        opt_out(needed, "needed")?;
+        check_str_out(buf, cap, needed)?;
         copy_str(&repro_json(&o)?, buf, cap, needed)
     })
 }

@@ -2,19 +2,11 @@
 //! states and collect their results, by the same library functions as the CLI
 //! ([`icl_run::sweep`], [`SweepRunOptions::from_pairs`]), returning the same JSON.
 use super::theory::pairs;
-use super::{copy_str, guard, opt_out, text};
+use super::{check_str_out, copy_str, guard, text};
 use crate::status::{icl_status, FfiError, FfiResult};
 use icl_run::sweep::{self, front, SweepRunOptions};
 use std::ffi::c_char;
 use std::path::Path;
-
-/// Check the output pointers before any (possibly long) work.
-unsafe fn check_out(buf: *mut c_char, cap: usize, needed: *mut usize) -> FfiResult<()> {
-    if buf.is_null() && cap > 0 {
-        return Err(FfiError::null("buf"));
-    }
-    opt_out(needed, "needed").map(|_| ())
-}
 
 /// Expand the sweep file `file` (TOML: `preset = "NAME"` or `config = "FILE"`, `seeds = [..]`,
 /// `[set]` fixed overrides, `[grid]` lists of values, every combination) into the sweep folder
@@ -44,7 +36,7 @@ pub unsafe extern "C" fn icl_sweep_plan(
     guard(|| {
         let file = text(file, "file")?;
         let out = text(out_dir, "out_dir")?;
-        check_out(buf, cap, needed)?;
+        check_str_out(buf, cap, needed)?;
         copy_str(&plan_json(file, out)?, buf, cap, needed)
     })
 }
@@ -67,7 +59,7 @@ pub unsafe extern "C" fn icl_sweep_plan(
 /// `ICL_ERR_ARGUMENT` (an unknown or repeated key, a value not of its kind, `jobs` over 256,
 /// `jobs` with `index`, `index` past the last run, a negative or non-finite
 /// `checkpoint_minutes`, `dir` not a sweep folder, a run's config refused), `ICL_ERR_UNKNOWN_NAME`
-/// (an unknown `engine`), `ICL_ERR_CHECKPOINT` (the manifest or a run's file cannot be
+/// (an unknown `engine`, or a manifest edited to name an unknown preset), `ICL_ERR_CHECKPOINT` (the manifest or a run's file cannot be
 /// decoded), `ICL_ERR_IO`, `ICL_ERR_NULL` (`dir` NULL, `keys` or `values` NULL with `n` > 0,
 /// `buf` NULL with `cap` > 0), `ICL_ERR_UTF8`, `ICL_ERR_SIZE` (more than 1024 options, or `cap`
 /// too small: nothing is copied and `*needed` is set, but the runs are trained, so calling again
@@ -92,14 +84,15 @@ pub unsafe extern "C" fn icl_sweep_run(
     guard(|| {
         let dir = text(dir, "dir")?;
         let o = SweepRunOptions::from_pairs(&pairs(keys, values, n)?)?;
-        check_out(buf, cap, needed)?;
+        check_str_out(buf, cap, needed)?;
         copy_str(&run_json(dir, &o)?, buf, cap, needed)
     })
 }
 
-/// The state of every run of the sweep folder `dir`, read from the run folders like
-/// `icl sweep status DIR --json`, copied into `buf` (capacity `cap`, NUL included; `needed`,
-/// optional, receives the size required) as a JSON array of `{"index", "name", "state"}` with
+/// The state of every run of the sweep folder `dir`, read from the run folders: the objects
+/// `icl sweep status DIR --json` prints one per line, copied into `buf` (capacity `cap`, NUL
+/// included; `needed`, optional, receives the size required) as one JSON array of `{"index",
+/// "name", "state"}` with
 /// `state` `"complete"` (plus `"steps"`, `"seconds"`, `"steps_per_s"`), `"running"` (another
 /// process is writing it now), `"interrupted"` (plus `"step"`, the checkpoint's step, when it is
 /// readable) or `"pending"`. Writes nothing. Statuses: `ICL_ERR_ARGUMENT` (`dir` is not a sweep
@@ -115,7 +108,7 @@ pub unsafe extern "C" fn icl_sweep_status(
 ) -> icl_status {
     guard(|| {
         let dir = text(dir, "dir")?;
-        check_out(buf, cap, needed)?;
+        check_str_out(buf, cap, needed)?;
         copy_str(&status_json(dir)?, buf, cap, needed)
     })
 }
@@ -145,7 +138,7 @@ pub unsafe extern "C" fn icl_sweep_collect(
 ) -> icl_status {
     guard(|| {
         let dir = text(dir, "dir")?;
-        check_out(buf, cap, needed)?;
+        check_str_out(buf, cap, needed)?;
         copy_str(&collect_json(dir, partial != 0)?, buf, cap, needed)
     })
 }
