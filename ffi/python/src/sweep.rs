@@ -123,7 +123,8 @@ pub fn sweep_run<'py>(
     let json: Vec<_> = results.iter().map(front::result_json).collect();
     if progress {
         for r in &json {
-            stderr_write(py, &format!("{}: {}\n", r["name"], r["status"]));
+            let word = |k: &str| r[k].as_str().unwrap_or("").to_string();
+            stderr_write(py, &format!("{}: {}\n", word("name"), word("status")));
         }
     }
     let interrupted = results.iter().any(|r| {

@@ -60,6 +60,20 @@ def test_sweep_equals_cli(tmp_path, cli, cli_json):
     assert [r["status"] for r in icl.sweep_run(tmp_path / "py")] == ["skipped"] * 4
 
 
+def test_progress_prints_a_line_per_run(tmp_path, capsys):
+    f = tmp_path / "sweep.toml"
+    f.write_text(SWEEP)
+    icl.sweep_plan(f, tmp_path / "sw")
+    icl.sweep_run(tmp_path / "sw", index=0, eval_samples=0)
+    capsys.readouterr()
+    icl.sweep_run(tmp_path / "sw", jobs=2, eval_samples=0, progress=True)
+    err = capsys.readouterr().err
+    assert "heads=1,seed=1: skipped\n" in err and "heads=2,seed=2: trained\n" in err, err
+    assert "step 60/60" in err, err
+    icl.sweep_run(tmp_path / "sw", eval_samples=0)
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize(
     "kwargs, error",
     [
