@@ -200,13 +200,7 @@ fn finish(results: &[sweep::RunResult], quiet: bool, json: bool) -> CliResult {
         .iter()
         .filter(|r| matches!(r.status, RunStatus::Failed(_)))
         .collect();
-    let stopped = results.iter().any(|r| {
-        matches!(
-            r.status,
-            RunStatus::Interrupted { .. } | RunStatus::NotStarted
-        )
-    });
-    if stopped {
+    if results.iter().any(sweep::RunResult::stopped) {
         eprintln!(
             "icl: interrupted; the runs are checkpointed: run the same command again to continue"
         );

@@ -4,7 +4,7 @@
 use crate::errors::{py_err_in, OrPy};
 use crate::run::stderr_write;
 use crate::values::to_py;
-use icl_run::sweep::{self, front, RunStatus, SweepRunOptions};
+use icl_run::sweep::{self, front, SweepRunOptions};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -127,13 +127,7 @@ pub fn sweep_run<'py>(
             stderr_write(py, &format!("{}: {}\n", word("name"), word("status")));
         }
     }
-    let interrupted = results.iter().any(|r| {
-        matches!(
-            r.status,
-            RunStatus::Interrupted { .. } | RunStatus::NotStarted
-        )
-    });
-    if interrupted {
+    if results.iter().any(sweep::RunResult::stopped) {
         return Err(PyKeyboardInterrupt::new_err(
             "interrupted; the runs are checkpointed: call icl.sweep_run again to continue",
         ));

@@ -102,6 +102,15 @@ impl RunResult {
             RunStatus::Skipped | RunStatus::Trained | RunStatus::Resumed
         )
     }
+
+    /// Whether the caller's interruption stopped it (checkpointed, or never started): running
+    /// the sweep again continues it.
+    pub fn stopped(&self) -> bool {
+        matches!(
+            self.status,
+            RunStatus::Interrupted { .. } | RunStatus::NotStarted
+        )
+    }
 }
 
 /// Progress reports from the workers: `(spec index, steps done, total steps, last loss)`.
