@@ -181,15 +181,15 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
         let tok = &mut g.z[l * e..(l + 1) * e];
         let mut clean = T::V::zero();
         for (&b, &x) in s.beta.iter().zip(&tok[..d]) {
-            clean += b * x;
+            clean = b.mul_add(x, clean);
         }
         for o in 0..no {
-            let eps = s.noise[l * no + o] * sigma;
+            let noisy = s.noise[l * no + o].mul_add(sigma, clean);
             if l < len {
-                tok[d + o] = clean + eps;
+                tok[d + o] = noisy;
             } else {
                 tok[d + o] = T::V::zero();
-                g.y[o] = if task.query_noise { clean + eps } else { clean };
+                g.y[o] = if task.query_noise { noisy } else { clean };
             }
         }
     }

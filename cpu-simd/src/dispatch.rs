@@ -2,7 +2,8 @@
 //! `cargo build --release` targets baseline x86-64 (SSE2), so the hot kernels are also compiled
 //! inside `#[target_feature]` entry points for AVX2 and AVX-512 and picked by CPU detection.
 //! `ICL_SIMD=sse2|avx2|avx512` forces a level (never above what the CPU has; `base` is another
-//! name for `sse2`). Every level gives the same bits: the kernels use no fused multiply-add, the
+//! name for `sse2`). Every level gives the same bits: the kernels' only fused multiply-adds are
+//! explicit ones (rounded once at every level; a C library call at SSE2), the
 //! same lane counts and operation order, and the crate's own `exp`/`ln`/`sin`/`cos`.
 use std::sync::OnceLock;
 

@@ -4,7 +4,8 @@
 //!
 //! Everything is a loop over the lanes of a fixed-size array, always inlined, so it vectorises at
 //! the level of the calling entry point ([`crate::dispatch`]) and gives the same bits at every
-//! level: no fused multiply-add, one polynomial per function, exact integer range reductions.
+//! level: fused multiply-adds only where written (`mul_add`, rounded once at every level), one
+//! polynomial per function, exact integer range reductions.
 use icl_core::rng::stream_key;
 use icl_core::rng::Domain;
 
@@ -138,8 +139,8 @@ pub fn ln_f64(x: f64) -> f64 {
     let s = f / (2.0 + f);
     let z = s * s;
     let w = z * z;
-    let t1 = w * (LG[1] + w * (LG[3] + w * LG[5]));
-    let t2 = z * (LG[0] + w * (LG[2] + w * (LG[4] + w * LG[6])));
+    let t1 = w * w.mul_add(w.mul_add(LG[5], LG[3]), LG[1]);
+    let t2 = z * w.mul_add(w.mul_add(w.mul_add(LG[6], LG[4]), LG[2]), LG[0]);
     let r = t2 + t1;
     s * (hfsq + r) + k * LN2_LO - hfsq + f + k * LN2_HI
 }
@@ -164,8 +165,8 @@ pub fn ln_f32(x: f32) -> f32 {
     let s = f / (2.0 + f);
     let z = s * s;
     let w = z * z;
-    let t1 = w * (LG[1] + w * LG[3]);
-    let t2 = z * (LG[0] + w * LG[2]);
+    let t1 = w * w.mul_add(LG[3], LG[1]);
+    let t2 = z * w.mul_add(LG[2], LG[0]);
     let r = t2 + t1;
     let hfsq = 0.5 * f * f;
     s * (hfsq + r) + k * LN2_LO - hfsq + f + k * LN2_HI
@@ -191,9 +192,18 @@ fn sin_cos_f64(t: f64) -> (f64, f64) {
         -1.135_964_755_778_819_5e-11,
     ];
     let z = t * t;
-    let rs = S[1] + z * (S[2] + z * (S[3] + z * (S[4] + z * S[5])));
-    let sin = t + z * t * (S[0] + z * rs);
-    let rc = z * (C[0] + z * (C[1] + z * (C[2] + z * (C[3] + z * (C[4] + z * C[5])))));
+    let rs = z.mul_add(
+        z.mul_add(z.mul_add(z.mul_add(S[5], S[4]), S[3]), S[2]),
+        S[1],
+    );
+    let sin = (z * t).mul_add(z.mul_add(rs, S[0]), t);
+    let rc = z * z.mul_add(
+        z.mul_add(
+            z.mul_add(z.mul_add(z.mul_add(C[5], C[4]), C[3]), C[2]),
+            C[1],
+        ),
+        C[0],
+    );
     let hz = 0.5 * z;
     let w = 1.0 - hz;
     let cos = w + (((1.0 - w) - hz) + z * rc);
@@ -204,9 +214,10 @@ fn sin_cos_f64(t: f64) -> (f64, f64) {
 #[inline(always)]
 fn sin_cos_f32(t: f32) -> (f32, f32) {
     let z = t * t;
-    let sin = (z * t) * ((-1.951_529_6e-4 * z + 8.332_161e-3) * z - 1.666_665_5e-1) + t;
-    let cos =
-        (z * z) * ((2.443_315_7e-5 * z - 1.388_731_6e-3) * z + 4.166_664_6e-2) + (1.0 - 0.5 * z);
+    let ps = z.mul_add(z.mul_add(-1.951_529_6e-4, 8.332_161e-3), -1.666_665_5e-1);
+    let sin = (z * t).mul_add(ps, t);
+    let pc = z.mul_add(z.mul_add(2.443_315_7e-5, -1.388_731_6e-3), 4.166_664_6e-2);
+    let cos = (z * z).mul_add(pc, (-0.5f32).mul_add(z, 1.0));
     (sin, cos)
 }
 
@@ -258,38 +269,46 @@ fn box_muller_f64_as<const N: usize, const NATIVE: bool>(
     (c, s)
 }
 
-/// One Box–Muller pair per lane in f32. The uniforms are exact (f64); `ln u1` is taken as
-/// `ln hi + lo` with `hi = f32(u1)`, `lo = f32(u1 - hi)` (which keeps the relative accuracy of
-/// ln u1 for u1 near 1, where rounding u1 itself to f32 would lose it), the angle is reduced
-/// exactly in integers and rounded once to f32. Within a few f32 ulp of
-/// `icl_core::rng::box_muller` rounded to f32.
-/// (The casts of [`box_muller_f64_native`] measured no faster here, with AVX-512DQ too.)
+/// One Box–Muller pair per lane in f32, in 32-bit lanes from the draws on (16 per 512-bit
+/// register, where the 64-bit stages would run at half that):
+/// - the draws are split into their 32-bit halves, `x = h 2^32 + l`;
+/// - `u1 = m 2^-53` with `m = (x >> 11) + 1 = A 2^30 + R`, `A = h >> 9` (23 bits, exact in f32),
+///   `R = ((h & 511) << 21 | l >> 11) + 1 < 2^30 + 2^23` (rounded once); `hi + lo = A 2^30 + R`
+///   exactly by Fast2Sum (`A 2^30` has the larger exponent), and `ln u1 = ln hi + lo` (`hi` and
+///   `lo` scaled by 2^-53), which keeps the relative accuracy of `ln u1` for `u1` near 1;
+/// - the angle `2 pi u2` as `k pi/2 + t`: `k = round(m / 2^51)` from the top bits of `h`,
+///   `t = 2 pi (r 2^21 + (l >> 11)) 2^-53` with `r = h - k 2^30` exact in i32, formed with one
+///   fused multiply-add and one multiplication.
+///
+/// Within a few f32 ulp of `icl_core::rng::box_muller` rounded to f32, and the same bits at every
+/// level (exact integer steps, correctly rounded f32 operations and fused multiply-adds).
 #[inline(always)]
 pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>) -> ([f32; N], [f32; N]) {
     let a = rng.next_u64s();
     let b = rng.next_u64s();
-    // in stages over the lanes: the 64-bit stages run at half the f32 width, the f32 stage at full
-    // width (one loop over all of it would run everything at the 64-bit stages' width)
-    let mut hi = [0.0f32; N];
-    let mut lo = [0.0f32; N];
+    let (mut ah, mut al, mut bh, mut bl) = ([0u32; N], [0u32; N], [0u32; N], [0u32; N]);
     for k in 0..N {
-        let u = uniform_open0::<false>(a[k]);
-        hi[k] = u as f32;
-        lo[k] = (u - hi[k] as f64) as f32;
-    }
-    let mut t = [0.0f32; N];
-    let mut q = [0u32; N];
-    for k in 0..N {
-        let (tk, qk) = quadrant::<false>(b[k]);
-        t[k] = tk as f32;
-        q[k] = qk as u32;
+        (ah[k], al[k]) = ((a[k] >> 32) as u32, a[k] as u32);
+        (bh[k], bl[k]) = ((b[k] >> 32) as u32, b[k] as u32);
     }
     let mut c = [0.0; N];
     let mut s = [0.0; N];
     for k in 0..N {
-        let r = (-2.0 * (ln_f32(hi[k]) + lo[k])).sqrt();
-        let (st, ct) = sin_cos_f32(t[k]);
-        let (cb, sb) = quadrant_fix!(st, ct, q[k], u32, 1u32 << 31);
+        // u1 = (hi + lo) 2^-53
+        let big = (ah[k] >> 9) as i32 as f32 * 1_073_741_824.0;
+        let rest = ((((ah[k] & 511) << 21) | (al[k] >> 11)) + 1) as i32 as f32;
+        let sum = big + rest;
+        let lo = (big - sum) + rest;
+        const INV53: f32 = 1.0 / 9_007_199_254_740_992.0;
+        let r = (-2.0 * (ln_f32(sum * INV53) + lo * INV53)).sqrt();
+        // 2 pi u2 = q pi/2 + t
+        let q = ((bh[k] >> 29) + 1) >> 1;
+        let rh = bh[k].wrapping_sub(q << 30) as i32 as f32;
+        let rl = (bl[k] >> 11) as i32 as f32;
+        const TAU53: f32 = (core::f64::consts::TAU / 9_007_199_254_740_992.0) as f32;
+        let t = rh.mul_add(2_097_152.0, rl) * TAU53;
+        let (st, ct) = sin_cos_f32(t);
+        let (cb, sb) = quadrant_fix!(st, ct, q, u32, 1u32 << 31);
         c[k] = r * f32::from_bits(cb);
         s[k] = r * f32::from_bits(sb);
     }

@@ -5,9 +5,9 @@
 //! The operations are loops over a fixed-size array, always inlined, so the compiler turns each
 //! into vector instructions of whatever width the calling function is compiled for: the plain
 //! build's SSE2, or AVX2 / AVX-512 inside the `#[target_feature]` entry points of
-//! [`crate::dispatch`]. The lane count does not depend on the level, no operation is fused (no
-//! FMA contraction) and `exp`, `ln`, `sin`/`cos` are the crate's own polynomials, so every level
-//! gives the same bits.
+//! [`crate::dispatch`]. The lane count does not depend on the level, only explicit `mul_add`s are
+//! fused (rounded once at every level) and `exp`, `ln`, `sin`/`cos` are the crate's own
+//! polynomials, so every level gives the same bits.
 use crate::gauss::{self, Xoshiro};
 use crate::lane::LaneScalar;
 use core::ops::{Add, AddAssign, Div, Mul, Sub};
@@ -42,8 +42,10 @@ pub trait Lanes:
     fn zero() -> Self {
         Self::splat(zero())
     }
-    /// `self * m + a`, rounded twice (never fused, so that every level agrees).
+    /// `self * m + a`, rounded twice (unfused).
     fn fma(self, m: Self, a: Self) -> Self;
+    /// `self * m + a`, rounded once ([`LaneScalar::lane_mul_add`]).
+    fn mul_add(self, m: Self, a: Self) -> Self;
     /// Lane-wise maximum.
     fn vmax(self, o: Self) -> Self;
     /// Lane-wise e^x.
@@ -168,6 +170,14 @@ impl<T: Scalar + LaneScalar + Div<Output = T>, const N: usize> Lanes for Pack<T,
         let mut r = self;
         for k in 0..N {
             r.0[k] = self.0[k] * m.0[k] + a.0[k];
+        }
+        r
+    }
+    #[inline(always)]
+    fn mul_add(self, m: Self, a: Self) -> Self {
+        let mut r = self;
+        for k in 0..N {
+            r.0[k] = self.0[k].lane_mul_add(m.0[k], a.0[k]);
         }
         r
     }

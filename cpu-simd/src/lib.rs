@@ -10,7 +10,8 @@
 //!
 //! Deterministic: the chunking and the reduction order do not depend on the thread count, so
 //! 1, 2 or 16 threads give bit-identical results, and neither do they depend on the dispatch
-//! level (no fused multiply-add, the crate's own `exp`/`ln`/`sin`/`cos`). Equal to
+//! level (fused multiply-adds only where written, rounded once at every level; the crate's own
+//! `exp`/`ln`/`sin`/`cos`). Equal to
 //! [`icl_core::ScalarEngine`] up to floating-point rounding (summation order, the polynomials).
 pub mod data;
 pub mod dispatch;

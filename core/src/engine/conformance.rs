@@ -77,11 +77,15 @@ pub fn options() -> Vec<Vec<(&'static str, &'static str)>> {
             ("model.self_attend", "true"),
             ("model.scale", "0.7"),
         ]);
-        for a in ["affine", "square", "tanh"] {
+        // affine at c = 0.25: with c = 0.5 this init gives sequences whose normaliser
+        // F = sum_l (1 + c s_l) is near zero or negative (-0.2 against a median of 13), where any
+        // f32 perturbation of the data is amplified some 50 times and engines whose generators
+        // round differently disagree by more than the f32 tolerance
+        for (a, c) in [("affine", "0.25"), ("square", "0.5"), ("tanh", "0.5")] {
             v.push(vec![
                 ("model.param", p),
                 ("model.activation", a),
-                ("model.c", "0.5"),
+                ("model.c", c),
                 ("model.heads", "2"),
             ]);
         }
