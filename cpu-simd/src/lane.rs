@@ -141,6 +141,24 @@ impl<T: LaneScalar> AddAssign for Lv<T> {
     }
 }
 
+/// The Taylor coefficients of e^r from degree 12 down to 0, 1/12! .. 1/2, 1, 1 (f64 uses all,
+/// f32 the last eight).
+const EXP_TAYLOR: [f64; 13] = [
+    1.0 / 479_001_600.0,
+    1.0 / 39_916_800.0,
+    1.0 / 3_628_800.0,
+    1.0 / 362_880.0,
+    1.0 / 40_320.0,
+    1.0 / 5040.0,
+    1.0 / 720.0,
+    1.0 / 120.0,
+    1.0 / 24.0,
+    1.0 / 6.0,
+    0.5,
+    1.0,
+    1.0,
+];
+
 impl LaneScalar for f32 {
     const ZERO: f32 = 0.0;
     const ONE: f32 = 1.0;
@@ -157,17 +175,10 @@ impl LaneScalar for f32 {
             // round to nearest by the 1.5 2^23 trick (no floor call, vectorises on SSE2)
             let n = v.mul_add(LOG2E, 12_582_912.0) - 12_582_912.0;
             let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, v));
-            let mut p: f32 = 1.0 / 5040.0;
-            for c in [
-                1.0 / 720.0,
-                1.0 / 120.0,
-                1.0 / 24.0,
-                1.0 / 6.0,
-                0.5,
-                1.0,
-                1.0,
-            ] {
-                p = p.mul_add(r, c);
+            // the degree-7 tail of the Taylor coefficients
+            let mut p = EXP_TAYLOR[5] as f32;
+            for &c in &EXP_TAYLOR[6..] {
+                p = p.mul_add(r, c as f32);
             }
             // 2^n: n + 127 + 2^23 has n + 127 in its mantissa bits; shift them to the exponent
             let s = f32::from_bits((n + 8_388_735.0).to_bits() << 23);
@@ -201,28 +212,13 @@ impl LaneScalar for f64 {
         const LOG2E: f64 = core::f64::consts::LOG2_E;
         const LN2_HI: f64 = 6.931_471_803_691_238e-1;
         const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-        const C: [f64; 13] = [
-            1.0 / 479_001_600.0,
-            1.0 / 39_916_800.0,
-            1.0 / 3_628_800.0,
-            1.0 / 362_880.0,
-            1.0 / 40_320.0,
-            1.0 / 5040.0,
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-            1.0,
-            1.0,
-        ];
         for xk in x.iter_mut() {
             let v = xk.clamp(-708.0, 709.0);
             let n = v.mul_add(LOG2E, 6_755_399_441_055_744.0) - 6_755_399_441_055_744.0;
             let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, v));
-            let mut p = C[0];
-            for c in &C[1..] {
-                p = p.mul_add(r, *c);
+            let mut p = EXP_TAYLOR[0];
+            for &c in &EXP_TAYLOR[1..] {
+                p = p.mul_add(r, c);
             }
             let s = f64::from_bits((n + 4_503_599_627_371_519.0).to_bits() << 52);
             *xk = p * s;
