@@ -347,3 +347,22 @@ pub struct EvalRows {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<usize>,
 }
+
+#[cfg(test)]
+mod tests {
+    /// JSON written by icl reads back to the same f64 (serde_json's `float_roundtrip`; without
+    /// it the parser is off by one ulp for values such as this run clock).
+    #[test]
+    fn numbers_read_back_bit_for_bit() {
+        for x in [
+            0.38459658799999996f64,
+            0.1 + 0.2,
+            1e-300,
+            2.0f64.sqrt(),
+            8021.123456789012,
+        ] {
+            let back: f64 = serde_json::from_str(&super::pretty(&x)).unwrap();
+            assert_eq!(back.to_bits(), x.to_bits(), "{x:e}");
+        }
+    }
+}
