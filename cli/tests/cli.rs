@@ -364,3 +364,39 @@ fn multilayer_run_draws_the_pattern_over_training() {
         let _ = std::fs::remove_dir_all(&out);
     }
 }
+
+#[test]
+fn bench_table_marks_a_skipped_split_with_dashes() {
+    let args = [
+        "bench",
+        "--heads",
+        "1",
+        "--dtypes",
+        "f32",
+        "--threads",
+        "1",
+        "--steps",
+        "60",
+    ];
+    let o = icl(&[&args[..], &["--no-split"]].concat());
+    assert!(o.status.success(), "{o:?}");
+    let out = stdout(&o);
+    let row = out.lines().nth(1).expect("a row under the header");
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // engine level type H L batch thr steps/s us/step | data fwbw optim | rss GFLOP/s
+    assert_eq!(&cols[9..12], ["-", "-", "-"], "{out}");
+    assert!(!out.contains("NaN"), "{out}");
+    // with the split, the three columns are numbers
+    let out = stdout(&icl(&args));
+    let cols: Vec<String> = out
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    for c in &cols[9..12] {
+        c.parse::<f64>()
+            .unwrap_or_else(|_| panic!("{c:?} in {out}"));
+    }
+}

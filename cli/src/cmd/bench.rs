@@ -154,12 +154,13 @@ fn print_row(r: &BenchRow, header: bool) -> CliResult {
         ));
         s.push('\n');
     }
-    let (d, fb, o) = r
-        .split_us
-        .map(|x| (x.data, x.forward_backward, x.optim))
-        .unwrap_or((f64::NAN, f64::NAN, f64::NAN));
+    // the split's three columns, or "-" when it was skipped (--no-split)
+    let [d, fb, o] = match r.split_us {
+        Some(x) => [x.data, x.forward_backward, x.optim].map(|v| format!("{v:.1}")),
+        None => ["-".to_string(), "-".into(), "-".into()],
+    };
     s.push_str(&format!(
-        "{:<7} {:<6} {:<4} {:>2} {:>5} {:>5} {:>3} {:>10.0} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>5}->{:<6} {:>13}",
+        "{:<7} {:<6} {:<4} {:>2} {:>5} {:>5} {:>3} {:>10.0} {:>9.1} {:>9} {:>9} {:>9} {:>5}->{:<6} {:>13}",
         r.engine,
         r.simd_level.as_deref().unwrap_or("-"),
         r.dtype,
