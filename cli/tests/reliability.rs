@@ -5,7 +5,7 @@
 //! to the same bytes, and the same bytes for the same seed.
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn icl(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_icl"))
@@ -302,6 +302,25 @@ fn train(out: &Path, extra: &[&str]) -> Output {
     icl(&a)
 }
 
+/// Train the quick preset into `out` for at least `base` steps and at least `secs` seconds here:
+/// `base` steps first, then, if that was quicker (an optimised build, a fast machine), again with
+/// `base` times the shortfall into a fresh folder. Returns the steps of the run in `out`. The tests
+/// that kill or signal a run mid-way need it to last longer than their delays.
+fn train_lasting(out: &Path, base: u64, secs: f64) -> u64 {
+    let t0 = Instant::now();
+    assert!(train(out, &["--steps", &base.to_string()]).status.success());
+    let t = t0.elapsed().as_secs_f64();
+    if t >= secs {
+        return base;
+    }
+    let steps = base * (secs / t).ceil() as u64;
+    std::fs::remove_dir_all(out).unwrap();
+    assert!(train(out, &["--steps", &steps.to_string()])
+        .status
+        .success());
+    steps
+}
+
 #[test]
 fn class5_run_folders_are_transactional() {
     let d = tmp("c5");
@@ -415,7 +434,8 @@ fn train_with_kills(out: &Path, steps: &str, kills: &[u64]) -> usize {
 fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
     let d = tmp("c6");
     let straight = d.join("straight");
-    assert!(train(&straight, &["--steps", "6000"]).status.success());
+    // the kills come after 80 to 780 ms
+    let steps = train_lasting(&straight, 6000, 2.0).to_string();
     // instants from a fixed pseudo-random sequence (kill timing itself is what varies)
     let mut x: u64 = 0x9E3779B97F4A7C15;
     let mut next = || {
@@ -427,7 +447,7 @@ fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
     for trial in 0..3 {
         let out = d.join(format!("killed{trial}"));
         let kills: Vec<u64> = (0..3).map(|_| next()).collect();
-        let hits = train_with_kills(&out, "6000", &kills);
+        let hits = train_with_kills(&out, &steps, &kills);
         let temps: Vec<String> = entries(&out)
             .into_iter()
             .filter(|e| e.contains(".tmp-"))
@@ -455,13 +475,14 @@ fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
     }
     // extending a finished run equals training the longer run at once
     let longer = d.join("longer");
-    assert!(train(&longer, &["--steps", "7000"]).status.success());
+    let more = (steps.parse::<u64>().unwrap() + 1000).to_string();
+    assert!(train(&longer, &["--steps", &more]).status.success());
     let o = icl(&[
         "train",
         "--resume",
         s(&straight),
         "--steps",
-        "7000",
+        &more,
         "-q",
         "--eval-samples",
         "0",
@@ -595,7 +616,8 @@ fn class5_a_full_disk_leaves_no_partial_run() {
 fn class6_sigterm_and_sigint_checkpoint_and_the_minute_cadence_survives_kill_9() {
     let d = tmp("c6sig");
     let straight = d.join("straight");
-    assert!(train(&straight, &["--steps", "60000"]).status.success());
+    // the signals come after 0.7 s, the kill after 1.5 s
+    let steps = train_lasting(&straight, 60000, 4.0).to_string();
     let files = [
         "model.safetensors",
         "metrics.csv",
@@ -611,7 +633,7 @@ fn class6_sigterm_and_sigint_checkpoint_and_the_minute_cadence_survives_kill_9()
                 "--preset",
                 "quick",
                 "--steps",
-                "60000",
+                &steps,
                 "--eval-samples",
                 "0",
                 "-q",
@@ -652,7 +674,7 @@ fn class6_sigterm_and_sigint_checkpoint_and_the_minute_cadence_survives_kill_9()
             "--preset",
             "quick",
             "--steps",
-            "60000",
+            &steps,
             "--eval-samples",
             "0",
             "-q",
@@ -677,7 +699,10 @@ fn class6_sigterm_and_sigint_checkpoint_and_the_minute_cadence_survives_kill_9()
     let bytes = std::fs::read(&ckpt).expect("a checkpoint written by the minute cadence");
     let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
     let step: u64 = meta.metadata().as_ref().unwrap()["step"].parse().unwrap();
-    assert!(step > 0 && step < 60000, "checkpoint at step {step}");
+    assert!(
+        step > 0 && step < steps.parse().unwrap(),
+        "checkpoint at step {step}"
+    );
     let r = resume(&out);
     let err = String::from_utf8_lossy(&r.stderr).to_string();
     assert!(r.status.success(), "{err}");
