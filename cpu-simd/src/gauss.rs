@@ -145,31 +145,36 @@ pub fn ln_f64(x: f64) -> f64 {
     s * (hfsq + r) + k * LN2_LO - hfsq + f + k * LN2_HI
 }
 
-/// Natural logarithm for positive normal f32 (musl's `logf`, same scheme as [`ln_f64`]).
+/// Natural logarithm for positive normal f32 without a division: x = 2^k (1 + f),
+/// sqrt(2)/2 <= 1 + f < sqrt(2), ln(1 + f) = f - f^2/2 + f^3 P(f) with P of degree 7 (a Chebyshev
+/// fit on that interval, truncation < 6.1e-8 relative), k ln 2 in two parts as in musl's `logf`.
 #[inline(always)]
 pub fn ln_f32(x: f32) -> f32 {
     // musl's constants, by their bits
     const LN2_HI: f32 = f32::from_bits(0x3f31_7180);
     const LN2_LO: f32 = f32::from_bits(0x3717_f7d1);
-    const LG: [f32; 4] = [
-        f32::from_bits(0x3f2a_aaaa),
-        f32::from_bits(0x3ecc_ce13),
-        f32::from_bits(0x3e91_e9ee),
-        f32::from_bits(0x3e78_9e26),
+    const P: [f32; 8] = [
+        -7.989_711_3e-2,
+        1.254_442_5e-1,
+        -1.294_165e-1,
+        1.422_084_6e-1,
+        -1.664_600_5e-1,
+        2.000_093_6e-1,
+        -2.500_022_4e-1,
+        3.333_333e-1,
     ];
     let ix = x.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
     // ix >> 23 < 2^8: exact through the 2^23 exponent trick
     let k = (f32::from_bits(0x4b00_0000 | (ix >> 23)) - 8_388_608.0) - 127.0;
     let m = f32::from_bits((ix & 0x007f_ffff) + 0x3f35_04f3);
     let f = m - 1.0;
-    let s = f / (2.0 + f);
-    let z = s * s;
-    let w = z * z;
-    let t1 = w * w.mul_add(LG[3], LG[1]);
-    let t2 = z * w.mul_add(LG[2], LG[0]);
-    let r = t2 + t1;
-    let hfsq = 0.5 * f * f;
-    s * (hfsq + r) + k * LN2_LO - hfsq + f + k * LN2_HI
+    let z = f * f;
+    let mut p = P[0];
+    for &c in &P[1..] {
+        p = p.mul_add(f, c);
+    }
+    let tail = (f * z).mul_add(p, k * LN2_LO);
+    k.mul_add(LN2_HI, (tail - 0.5 * z) + f)
 }
 
 /// (sin t, cos t) for |t| <= pi/4 in f64 (fdlibm's kernel polynomials).
