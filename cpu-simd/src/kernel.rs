@@ -232,7 +232,7 @@ impl<V: Lanes> Group<V> {
         for o in 0..no {
             // loss = sum_o r_o^2 / (n n_out)  =>  g_o = 2 r_o / (n n_out)
             let r = (self.yhat[o] - self.y[o]) * self.mask;
-            self.sse = r.fma(r, self.sse);
+            self.sse = r.mul_add_unfused(r, self.sse);
             self.g[o] = r * two_inv;
         }
         let zq = &self.z[len * e..(len + 1) * e];
@@ -266,7 +266,7 @@ impl<V: Lanes> Group<V> {
 fn dot<V: Lanes>(x: &[V], y: &[V]) -> V {
     x.iter()
         .zip(y)
-        .fold(V::zero(), |acc, (&a, &b)| a.fma(b, acc))
+        .fold(V::zero(), |acc, (&a, &b)| a.mul_add_unfused(b, acc))
 }
 
 /// Forward of one head for a group (see the module doc). Stores q, s, w, a; returns 1/F
@@ -290,10 +290,9 @@ fn head_forward<V: Lanes, D: Dim>(
     let e = dim.get();
     // q = KQ z_q
     for (qi, row) in q.iter_mut().zip(kq.chunks_exact(e)) {
-        *qi = row
-            .iter()
-            .zip(zq)
-            .fold(V::zero(), |acc, (&k, &z)| V::splat(k).fma(z, acc));
+        *qi = row.iter().zip(zq).fold(V::zero(), |acc, (&k, &z)| {
+            V::splat(k).mul_add_unfused(z, acc)
+        });
     }
     // s_l = z_l . q
     for (sl, z) in s.iter_mut().zip(keys.chunks_exact(e)) {
@@ -324,9 +323,9 @@ fn head_forward<V: Lanes, D: Dim>(
                 );
                 for (wl, &sl) in w.iter_mut().zip(s.iter()) {
                     *wl = match act.f {
-                        Activation::Affine => c.fma(sl, one),
+                        Activation::Affine => c.mul_add_unfused(sl, one),
                         Activation::Square => {
-                            let u = c.fma(sl, one);
+                            let u = c.mul_add_unfused(sl, one);
                             u * u
                         }
                         Activation::Tanh | Activation::Exp => one + sl.vtanh(),
@@ -343,7 +342,7 @@ fn head_forward<V: Lanes, D: Dim>(
     a.iter_mut().for_each(|x| *x = V::zero());
     for (&wl, z) in w.iter().zip(keys.chunks_exact(e)) {
         for (ai, &zi) in a.iter_mut().zip(z) {
-            *ai = wl.fma(zi, *ai);
+            *ai = wl.mul_add_unfused(zi, *ai);
         }
     }
     // yhat_o += OV[o] . a
@@ -351,7 +350,7 @@ fn head_forward<V: Lanes, D: Dim>(
         *yo = row
             .iter()
             .zip(a.iter())
-            .fold(*yo, |acc, (&v, &ai)| V::splat(v).fma(ai, acc));
+            .fold(*yo, |acc, (&v, &ai)| V::splat(v).mul_add_unfused(ai, acc));
     }
     finv
 }
@@ -384,8 +383,8 @@ fn head_backward<V: Lanes, D: Dim>(
     for o in 0..no {
         let (row, grow, go) = (&ov[o * e..(o + 1) * e], &mut gov[o * e..(o + 1) * e], g[o]);
         for i in 0..e {
-            grow[i] = go.fma(a[i], grow[i]);
-            c[i] = go.fma(V::splat(row[i]), c[i]);
+            grow[i] = go.mul_add_unfused(a[i], grow[i]);
+            c[i] = go.mul_add_unfused(V::splat(row[i]), c[i]);
         }
     }
     // forward: a = sum_l w_l z_l  =>  dw_l = z_l . c =: u_l
@@ -414,7 +413,7 @@ fn head_backward<V: Lanes, D: Dim>(
                 for (ul, &sl) in u.iter_mut().zip(s) {
                     let df = match act.f {
                         Activation::Affine => cc,
-                        Activation::Square => (cc + cc) * cc.fma(sl, one),
+                        Activation::Square => (cc + cc) * cc.mul_add_unfused(sl, one),
                         Activation::Tanh | Activation::Exp => {
                             let t = sl.vtanh();
                             one - t * t
@@ -429,12 +428,12 @@ fn head_backward<V: Lanes, D: Dim>(
     b.iter_mut().for_each(|x| *x = V::zero());
     for (&ds, z) in u.iter().zip(keys.chunks_exact(e)) {
         for (bi, &zi) in b.iter_mut().zip(z) {
-            *bi = ds.fma(zi, *bi);
+            *bi = ds.mul_add_unfused(zi, *bi);
         }
     }
     for (row, &bi) in gkq.chunks_exact_mut(e).zip(b.iter()) {
         for (gij, &zj) in row.iter_mut().zip(zq) {
-            *gij = bi.fma(zj, *gij);
+            *gij = bi.mul_add_unfused(zj, *gij);
         }
     }
 }

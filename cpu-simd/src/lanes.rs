@@ -42,8 +42,8 @@ pub trait Lanes:
     fn zero() -> Self {
         Self::splat(zero())
     }
-    /// `self * m + a`, rounded twice (unfused).
-    fn fma(self, m: Self, a: Self) -> Self;
+    /// `self * m + a`, rounded twice (the product, then the sum).
+    fn mul_add_unfused(self, m: Self, a: Self) -> Self;
     /// `self * m + a`, rounded once ([`LaneScalar::lane_mul_add`]).
     fn mul_add(self, m: Self, a: Self) -> Self;
     /// Lane-wise maximum.
@@ -166,7 +166,7 @@ impl<T: Scalar + LaneScalar + Div<Output = T>, const N: usize> Lanes for Pack<T,
         Pack([x; N])
     }
     #[inline(always)]
-    fn fma(self, m: Self, a: Self) -> Self {
+    fn mul_add_unfused(self, m: Self, a: Self) -> Self {
         let mut r = self;
         for k in 0..N {
             r.0[k] = self.0[k] * m.0[k] + a.0[k];
