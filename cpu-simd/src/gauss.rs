@@ -72,6 +72,9 @@ const MAGIC: u64 = 0x4330_0000_0000_0000;
 const TWO52: f64 = 4_503_599_627_370_496.0;
 /// 2^-53.
 const INV53: f64 = 1.0 / 9_007_199_254_740_992.0;
+/// 2^-53 in f32 (exact), and 2 pi 2^-53 rounded to f32.
+const INV53_F32: f32 = INV53 as f32;
+const TAU_INV53_F32: f32 = (core::f64::consts::TAU * INV53) as f32;
 
 /// Exact conversion of an integer `m <= 2^53` to f64 with integer and f64 add/sub only (the
 /// 64-bit integer conversion instructions need AVX-512DQ): split at bit 52.
@@ -304,14 +307,12 @@ pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>) -> ([f32; N], [f32; 
         let rest = ((((ah[k] & 511) << 21) | (al[k] >> 11)) + 1) as i32 as f32;
         let sum = big + rest;
         let lo = (big - sum) + rest;
-        const INV53: f32 = 1.0 / 9_007_199_254_740_992.0;
-        let r = (-2.0 * (ln_f32(sum * INV53) + lo * INV53)).sqrt();
+        let r = (-2.0 * (ln_f32(sum * INV53_F32) + lo * INV53_F32)).sqrt();
         // 2 pi u2 = q pi/2 + t
         let q = ((bh[k] >> 29) + 1) >> 1;
         let rh = bh[k].wrapping_sub(q << 30) as i32 as f32;
         let rl = (bl[k] >> 11) as i32 as f32;
-        const TAU53: f32 = (core::f64::consts::TAU / 9_007_199_254_740_992.0) as f32;
-        let t = rh.mul_add(2_097_152.0, rl) * TAU53;
+        let t = rh.mul_add(2_097_152.0, rl) * TAU_INV53_F32;
         let (st, ct) = sin_cos_f32(t);
         let (cb, sb) = quadrant_fix!(st, ct, q, u32, 1u32 << 31);
         c[k] = r * f32::from_bits(cb);
