@@ -101,6 +101,55 @@ macro_rules! with_dim {
     };
 }
 
+/// The largest E with a [`Fixed`] monomorphisation (`with_dim!`); up to it the kernel keeps its
+/// per-component accumulators in local arrays, which the compiler holds in registers.
+pub const MAX_FIXED_E: usize = 12;
+
+/// `acc[i] = sum_l wt_l z_l[i]` for i < E, summed over l in order (the same operations in the
+/// same order whether `acc` lives in registers or in memory; see [`MAX_FIXED_E`]).
+#[inline(always)]
+fn weighted_sum<V: Lanes, D: Dim>(dim: D, wt: &[V], keys: &[V], acc: &mut [V]) {
+    let e = dim.get();
+    if e <= MAX_FIXED_E {
+        let mut r = [V::zero(); MAX_FIXED_E];
+        for (&wl, z) in wt.iter().zip(keys.chunks_exact(e)) {
+            for i in 0..e {
+                r[i] = wl.mul_add_unfused(z[i], r[i]);
+            }
+        }
+        acc[..e].copy_from_slice(&r[..e]);
+    } else {
+        acc.iter_mut().for_each(|x| *x = V::zero());
+        for (&wl, z) in wt.iter().zip(keys.chunks_exact(e)) {
+            for (ai, &zi) in acc.iter_mut().zip(z) {
+                *ai = wl.mul_add_unfused(zi, *ai);
+            }
+        }
+    }
+}
+
+/// `out_l = z_l . x` for every key l (the same sums, with `x` held in registers for E up to
+/// [`MAX_FIXED_E`]).
+#[inline(always)]
+fn dots<V: Lanes, D: Dim>(dim: D, keys: &[V], x: &[V], out: &mut [V]) {
+    let e = dim.get();
+    if e <= MAX_FIXED_E {
+        let mut r = [V::zero(); MAX_FIXED_E];
+        r[..e].copy_from_slice(&x[..e]);
+        for (o, z) in out.iter_mut().zip(keys.chunks_exact(e)) {
+            let mut acc = V::zero();
+            for i in 0..e {
+                acc = z[i].mul_add_unfused(r[i], acc);
+            }
+            *o = acc;
+        }
+    } else {
+        for (o, z) in out.iter_mut().zip(keys.chunks_exact(e)) {
+            *o = dot(z, x);
+        }
+    }
+}
+
 /// Shape of the work: what every group of a batch shares.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shape {
@@ -295,9 +344,7 @@ fn head_forward<V: Lanes, D: Dim>(
         });
     }
     // s_l = z_l . q
-    for (sl, z) in s.iter_mut().zip(keys.chunks_exact(e)) {
-        *sl = dot(z, q);
-    }
+    dots(dim, keys, q, s);
     let finv = match act.kind {
         AttentionKind::Linear => {
             // w_l = s_l / L_0
@@ -339,12 +386,7 @@ fn head_forward<V: Lanes, D: Dim>(
         }
     };
     // a = sum_l w_l z_l
-    a.iter_mut().for_each(|x| *x = V::zero());
-    for (&wl, z) in w.iter().zip(keys.chunks_exact(e)) {
-        for (ai, &zi) in a.iter_mut().zip(z) {
-            *ai = wl.mul_add_unfused(zi, *ai);
-        }
-    }
+    weighted_sum(dim, w, keys, a);
     // yhat_o += OV[o] . a
     for (yo, row) in yhat.iter_mut().zip(ov.chunks_exact(e)).take(no) {
         *yo = row
@@ -388,9 +430,7 @@ fn head_backward<V: Lanes, D: Dim>(
         }
     }
     // forward: a = sum_l w_l z_l  =>  dw_l = z_l . c =: u_l
-    for (ul, z) in u.iter_mut().zip(keys.chunks_exact(e)) {
-        *ul = dot(z, c);
-    }
+    dots(dim, keys, c, u);
     // forward: w = f(s)/F  =>  ds_l = f'(s_l)/F (u_l - sum_j w_j u_j)  (exp: f'/F = w)
     //          w = s / L_0 =>  ds_l = u_l / L_0
     match act.kind {
@@ -425,12 +465,7 @@ fn head_backward<V: Lanes, D: Dim>(
         }
     }
     // forward: s_l = z_l . (KQ z_q)  =>  dKQ += (sum_l ds_l z_l) z_q^T
-    b.iter_mut().for_each(|x| *x = V::zero());
-    for (&ds, z) in u.iter().zip(keys.chunks_exact(e)) {
-        for (bi, &zi) in b.iter_mut().zip(z) {
-            *bi = ds.mul_add_unfused(zi, *bi);
-        }
-    }
+    weighted_sum(dim, u, keys, b);
     for (row, &bi) in gkq.chunks_exact_mut(e).zip(b.iter()) {
         for (gij, &zj) in row.iter_mut().zip(zq) {
             *gij = bi.mul_add_unfused(zj, *gij);
