@@ -224,6 +224,29 @@ typedef struct {
   int32_t is_f64;
 } icl_dims;
 
+/**
+ * The progress callback of `icl_repro_with_progress`: `event` is `"start"` when a run's
+ * training starts (or resumes), then, once every run is trained, `"done"` (trained now) or
+ * `"skip"` (it was complete already) for each run, in order; `name` is the run's folder under
+ * `OUT_DIR/runs/` and `index` its place among the `count` runs the selected claims train. The
+ * claims that need a computation without training (the temperature paper's experiments) then
+ * report theirs the same way, `"start"` and then `"done"` or `"skip"`, with `index` and `count`
+ * counted among those computations. `name` and `event` are valid during the call only; `user` is
+ * the pointer given to `icl_repro_with_progress`, passed as is.
+ */
+typedef void (*icl_repro_progress_fn)(void *user, const char *name, size_t index, size_t count, const char *event);
+
+/**
+ * The progress callback of `icl_sweep_run_with_progress`: run `index` of the manifest (the
+ * `"index"` of `icl_sweep_plan`'s runs) has done `step` of its `total` optimiser steps, `loss`
+ * the loss of its last step. `user` is the pointer given to `icl_sweep_run_with_progress`,
+ * passed as is. Return 0 to go on; any other value interrupts the sweep: the runs training then
+ * are checkpointed and stop, no other run starts, and the call returns `ICL_OK` with those runs'
+ * `status` `"interrupted"` (plus `"step"`, where it stopped) and the others' `"not_started"`;
+ * calling again resumes them, to the same bytes as an uninterrupted run.
+ */
+typedef int32_t (*icl_sweep_progress_fn)(void *user, size_t index, uint64_t step, uint64_t total, double loss);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -584,6 +607,15 @@ void icl_model_free(icl_model *model);
 icl_status icl_repro(const char *paper, const char *out_dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
 /**
+ * `icl_repro` with progress reports: the same options, statuses, files and result, and
+ * `progress` (NULL: none, as `icl_repro`) called with `user` as `icl_repro_progress_fn`
+ * says, one call at a time (from icl's threads when `jobs` > 1). The callback cannot stop the
+ * call; it must return normally (no `longjmp`, no C++ exception) and must not call
+ * `icl_repro_with_progress` or `icl_repro` for the same `out_dir`.
+ */
+icl_status icl_repro_with_progress(const char *paper, const char *out_dir, const char *const *keys, const char *const *values, size_t n, icl_repro_progress_fn progress, void *user, char *buf, size_t cap, size_t *needed);
+
+/**
  * Expand the sweep file `file` (TOML: `preset = "NAME"` or `config = "FILE"`, `seeds = [..]`,
  * `[set]` fixed overrides, `[grid]` lists of values, every combination) into the sweep folder
  * `out_dir`, like `icl sweep plan FILE --out OUT_DIR --json`: `OUT_DIR/manifest.jsonl` is
@@ -637,6 +669,18 @@ icl_status icl_sweep_plan(const char *file, const char *out_dir, char *buf, size
  * run the first is writing).
  */
 icl_status icl_sweep_run(const char *dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
+
+/**
+ * `icl_sweep_run` with progress reports: the same options, statuses, files and result, and
+ * `progress` (NULL: none, as `icl_sweep_run`) called with `user` as
+ * `icl_sweep_progress_fn` says: for each run, at its first step (the first after the
+ * checkpoint when it resumes), at its last, and in between at most about ten times a second;
+ * one call at a time, from icl's threads (several runs train at once when `jobs` > 1). The
+ * callback must return normally (no `longjmp`, no C++ exception) and must not call
+ * `icl_sweep_run` or `icl_sweep_run_with_progress` for the same folder. Only a call to this
+ * function can interrupt a sweep without killing the process.
+ */
+icl_status icl_sweep_run_with_progress(const char *dir, const char *const *keys, const char *const *values, size_t n, icl_sweep_progress_fn progress, void *user, char *buf, size_t cap, size_t *needed);
 
 /**
  * The state of every run of the sweep folder `dir`, read from the run folders: the objects

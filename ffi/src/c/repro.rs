@@ -5,7 +5,7 @@ use super::theory::pairs;
 use super::{check_str_out, copy_str, guard, text};
 use crate::status::{icl_status, FfiResult};
 use icl_run::repro::ReproOptions;
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void, CString};
 
 /// Reproduce the paper `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"` or `"temperature"`)
 /// into the folder `out_dir` like `icl repro PAPER --out OUT_DIR --json`, and copy the text of
@@ -61,8 +61,83 @@ pub unsafe extern "C" fn icl_repro(
     })
 }
 
+/// The progress callback of `icl_repro_with_progress`: `event` is `"start"` when a run's
+/// training starts (or resumes), then, once every run is trained, `"done"` (trained now) or
+/// `"skip"` (it was complete already) for each run, in order; `name` is the run's folder under
+/// `OUT_DIR/runs/` and `index` its place among the `count` runs the selected claims train. The
+/// claims that need a computation without training (the temperature paper's experiments) then
+/// report theirs the same way, `"start"` and then `"done"` or `"skip"`, with `index` and `count`
+/// counted among those computations. `name` and `event` are valid during the call only; `user` is
+/// the pointer given to `icl_repro_with_progress`, passed as is.
+#[allow(non_camel_case_types)]
+pub type icl_repro_progress_fn = Option<
+    unsafe extern "C" fn(
+        user: *mut c_void,
+        name: *const c_char,
+        index: usize,
+        count: usize,
+        event: *const c_char,
+    ),
+>;
+
+/// `icl_repro` with progress reports: the same options, statuses, files and result, and
+/// `progress` (NULL: none, as `icl_repro`) called with `user` as `icl_repro_progress_fn`
+/// says, one call at a time (from icl's threads when `jobs` > 1). The callback cannot stop the
+/// call; it must return normally (no `longjmp`, no C++ exception) and must not call
+/// `icl_repro_with_progress` or `icl_repro` for the same `out_dir`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn icl_repro_with_progress(
+    paper: *const c_char,
+    out_dir: *const c_char,
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n: usize,
+    progress: icl_repro_progress_fn,
+    user: *mut c_void,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
+) -> icl_status {
+    guard(|| {
+        let paper = text(paper, "paper")?;
+        let out = text(out_dir, "out_dir")?;
+        let o = ReproOptions::from_pairs(paper, out, &pairs(keys, values, n)?)?;
+        check_str_out(buf, cap, needed)?;
+        let cb = Callback { f: progress, user };
+        let r = icl_run::repro::repro(
+            &o,
+            &mut move |name: &str, i: usize, count: usize, ev: &str| cb.call(name, i, count, ev),
+        )?;
+        copy_str(&icl_run::repro::report::json(&r), buf, cap, needed)
+    })
+}
+
+/// A C progress callback and its user pointer, handed to the library's progress (which needs
+/// `Send`: the pointer goes to the callback as is, which the header states).
+struct Callback {
+    f: icl_repro_progress_fn,
+    user: *mut c_void,
+}
+
+// SAFETY: the pointer is never dereferenced here, only passed to the caller's own callback, and
+// the header tells the caller that the callback runs on icl's threads.
+unsafe impl Send for Callback {}
+
+impl Callback {
+    fn call(&self, name: &str, i: usize, count: usize, ev: &str) {
+        if let Some(f) = self.f {
+            // run names and events hold no NUL (folder names are checked)
+            let name = CString::new(name).unwrap_or_default();
+            let ev = CString::new(ev).unwrap_or_default();
+            // SAFETY: the caller gave a function of this signature; the strings outlive the call
+            unsafe { f(self.user, name.as_ptr(), i, count, ev.as_ptr()) }
+        }
+    }
+}
+
 /// Run `icl repro` with checked options, silently, and return `report.json`'s text: the body of
-/// [`icl_repro`] and of C++'s `icl::repro`.
+/// `icl_repro` and of C++'s `icl::repro`.
 pub(crate) fn repro_json(o: &ReproOptions) -> FfiResult<String> {
     let r = icl_run::repro::repro(o, &mut |_: &str, _: usize, _: usize, _: &str| {})?;
     Ok(icl_run::repro::report::json(&r))

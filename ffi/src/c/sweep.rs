@@ -5,8 +5,11 @@ use super::theory::pairs;
 use super::{check_str_out, copy_str, guard, text};
 use crate::status::{icl_status, FfiError, FfiResult};
 use icl_run::sweep::{self, front, SweepRunOptions};
-use std::ffi::c_char;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void};
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Expand the sweep file `file` (TOML: `preset = "NAME"` or `config = "FILE"`, `seeds = [..]`,
 /// `[set]` fixed overrides, `[grid]` lists of values, every combination) into the sweep folder
@@ -89,6 +92,92 @@ pub unsafe extern "C" fn icl_sweep_run(
     })
 }
 
+/// The progress callback of `icl_sweep_run_with_progress`: run `index` of the manifest (the
+/// `"index"` of `icl_sweep_plan`'s runs) has done `step` of its `total` optimiser steps, `loss`
+/// the loss of its last step. `user` is the pointer given to `icl_sweep_run_with_progress`,
+/// passed as is. Return 0 to go on; any other value interrupts the sweep: the runs training then
+/// are checkpointed and stop, no other run starts, and the call returns `ICL_OK` with those runs'
+/// `status` `"interrupted"` (plus `"step"`, where it stopped) and the others' `"not_started"`;
+/// calling again resumes them, to the same bytes as an uninterrupted run.
+#[allow(non_camel_case_types)]
+pub type icl_sweep_progress_fn = Option<
+    unsafe extern "C" fn(user: *mut c_void, index: usize, step: u64, total: u64, loss: f64) -> i32,
+>;
+
+/// `icl_sweep_run` with progress reports: the same options, statuses, files and result, and
+/// `progress` (NULL: none, as `icl_sweep_run`) called with `user` as
+/// `icl_sweep_progress_fn` says: for each run, at its first step (the first after the
+/// checkpoint when it resumes), at its last, and in between at most about ten times a second;
+/// one call at a time, from icl's threads (several runs train at once when `jobs` > 1). The
+/// callback must return normally (no `longjmp`, no C++ exception) and must not call
+/// `icl_sweep_run` or `icl_sweep_run_with_progress` for the same folder. Only a call to this
+/// function can interrupt a sweep without killing the process.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn icl_sweep_run_with_progress(
+    dir: *const c_char,
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n: usize,
+    progress: icl_sweep_progress_fn,
+    user: *mut c_void,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
+) -> icl_status {
+    guard(|| {
+        let dir = text(dir, "dir")?;
+        let o = SweepRunOptions::from_pairs(&pairs(keys, values, n)?)?;
+        check_str_out(buf, cap, needed)?;
+        let cb = Throttled {
+            f: progress,
+            user,
+            last: Mutex::new(HashMap::new()),
+        };
+        let report = |i: usize, step: u64, total: u64, loss: f64| cb.call(i, step, total, loss);
+        copy_str(
+            &results_json(o.run(Path::new(dir), &report)?)?,
+            buf,
+            cap,
+            needed,
+        )
+    })
+}
+
+/// How often a run reports at most, between its first and last step.
+const REPORT_EVERY: Duration = Duration::from_millis(100);
+
+/// A C sweep callback, its user pointer, and when each run last reported (the lock also makes
+/// the calls one at a time).
+struct Throttled {
+    f: icl_sweep_progress_fn,
+    user: *mut c_void,
+    last: Mutex<HashMap<usize, Instant>>,
+}
+
+// SAFETY: the pointer is never dereferenced here, only passed to the caller's own callback, one
+// call at a time (under `last`'s lock); the header tells the caller it runs on icl's threads.
+unsafe impl Sync for Throttled {}
+
+impl Throttled {
+    /// Report to the callback when due; `false` (interrupt) when it returns non-zero.
+    fn call(&self, i: usize, step: u64, total: u64, loss: f64) -> bool {
+        let Some(f) = self.f else { return true };
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let due = match last.get(&i) {
+            None => true,
+            Some(t) => step >= total || now.duration_since(*t) >= REPORT_EVERY,
+        };
+        if !due {
+            return true;
+        }
+        last.insert(i, now);
+        // SAFETY: the caller gave a function of this signature
+        unsafe { f(self.user, i, step, total, loss) == 0 }
+    }
+}
+
 /// The state of every run of the sweep folder `dir`, read from the run folders: the objects
 /// `icl sweep status DIR --json` prints one per line, copied into `buf` (capacity `cap`, NUL
 /// included; `needed`, optional, receives the size required) as one JSON array of `{"index",
@@ -151,9 +240,13 @@ pub(crate) fn plan_json(file: &str, out: &str) -> FfiResult<String> {
 }
 
 /// Train a sweep folder silently and return the results as JSON, or the first failure: the body
-/// of [`icl_sweep_run`] and of C++'s `icl::sweep_run`.
+/// of `icl_sweep_run` and of C++'s `icl::sweep_run`.
 pub(crate) fn run_json(dir: &str, o: &SweepRunOptions) -> FfiResult<String> {
-    let results = o.run(Path::new(dir), &|_, _, _, _| true)?;
+    results_json(o.run(Path::new(dir), &|_, _, _, _| true)?)
+}
+
+/// The results of a sweep's runs as JSON, or the first failure's status.
+fn results_json(results: Vec<sweep::RunResult>) -> FfiResult<String> {
     let json: Vec<_> = results.iter().map(front::result_json).collect();
     if let Some((name, e)) = front::first_failure(results) {
         let f = FfiError::from(e);

@@ -1792,6 +1792,53 @@ static void c_repro_set(void) {
     CHECK(strstr(buf, "\"set\"") == NULL);
 }
 
+/* icl_repro_with_progress: the events of one run, and of the same run skipped */
+struct repro_events {
+    int start, done, skip, bad;
+};
+
+static void repro_cb(void *user, const char *name, size_t index, size_t count, const char *event) {
+    struct repro_events *e = user;
+    if (name == NULL || strcmp(name, "fig13") != 0 || index != 0 || count != 1) e->bad++;
+    if (strcmp(event, "start") == 0)
+        e->start++;
+    else if (strcmp(event, "done") == 0)
+        e->done++;
+    else if (strcmp(event, "skip") == 0)
+        e->skip++;
+    else
+        e->bad++;
+}
+
+static void c_repro_progress(void) {
+    const char *out = path("repro-progress");
+    const char *k[] = {"only"}, *v[] = {"fig13-final"};
+    char buf[1 << 16];
+    struct repro_events e = {0};
+    OK(icl_repro_with_progress("zhang2025", out, k, v, 1, repro_cb, &e, buf, sizeof buf, NULL));
+    CHECK(e.start == 1 && e.done == 1 && e.skip == 0 && e.bad == 0);
+    CHECK(strstr(buf, "\"id\": \"fig13-final\"") != NULL && strstr(buf, "\"pass\": false") == NULL);
+    /* complete now: skipped, and the same claims */
+    struct repro_events again = {0};
+    char buf2[1 << 16];
+    OK(icl_repro_with_progress("zhang2025", out, k, v, 1, repro_cb, &again, buf2, sizeof buf2, NULL));
+    CHECK(again.start == 0 && again.done == 0 && again.skip == 1 && again.bad == 0);
+    CHECK(strcmp(buf, buf2) == 0);
+    /* NULL progress is icl_repro */
+    OK(icl_repro_with_progress("zhang2025", out, k, v, 1, NULL, NULL, buf2, sizeof buf2, NULL));
+    CHECK(strcmp(buf, buf2) == 0);
+    /* bad options and NULLs: reported before any event */
+    struct repro_events none = {0};
+    const char *kb[] = {"colour"}, *vb[] = {"red"};
+    EXPECT(ICL_ERR_ARGUMENT,
+           icl_repro_with_progress("zhang2025", out, kb, vb, 1, repro_cb, &none, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_UNKNOWN_NAME,
+           icl_repro_with_progress("nosuch", out, k, v, 1, repro_cb, &none, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_repro_with_progress(NULL, out, k, v, 1, repro_cb, &none, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_repro_with_progress("zhang2025", out, k, v, 1, repro_cb, &none, NULL, 8, NULL));
+    CHECK(none.start + none.done + none.skip + none.bad == 0);
+}
+
 static void c_repro_bad(void) {
     const char *out = path("repro-bad");
     char buf[8192];
@@ -1922,6 +1969,76 @@ static void c_sweep(void) {
     CHECK(access(results, F_OK) == 0);
 }
 
+/* icl_sweep_run_with_progress: reports per run, an interruption by the callback, the resume to
+ * the bytes of an uninterrupted sweep */
+struct sweep_events {
+    int calls, stop_at, bad;
+    uint64_t last[2];
+    int first[2];
+};
+
+static int32_t sweep_cb(void *user, size_t index, uint64_t step, uint64_t total, double loss) {
+    struct sweep_events *e = user;
+    e->calls++;
+    if (index > 1 || step == 0 || step > total || total != 20 || !isfinite(loss)) {
+        e->bad++;
+        return 0;
+    }
+    if (e->first[index] == 0) e->first[index] = (int)step;
+    if (step <= e->last[index]) e->bad++;
+    e->last[index] = step;
+    return e->stop_at > 0 && e->calls >= e->stop_at;
+}
+
+static void c_sweep_progress(void) {
+    const char *file = path("sweep.toml"), *dir = path("sweep-progress"), *ref = path("sweep-ref");
+    spit(file, SWEEP, strlen(SWEEP));
+    char buf[1 << 15];
+    OK(icl_sweep_plan(file, dir, buf, sizeof buf, NULL));
+    OK(icl_sweep_plan(file, ref, buf, sizeof buf, NULL));
+    const char *k[] = {"eval_samples", "engine"}, *v[] = {"0", "scalar"};
+    /* uninterrupted: each run reports its first and its last step, in order */
+    struct sweep_events e = {0};
+    OK(icl_sweep_run_with_progress(ref, k, v, 2, sweep_cb, &e, buf, sizeof buf, NULL));
+    CHECK(e.bad == 0 && e.first[0] == 1 && e.first[1] == 1 && e.last[0] == 20 && e.last[1] == 20);
+    CHECK(e.calls >= 4);
+    CHECK(obj_has(buf, "\"name\":\"seed=1\"", "\"status\":\"trained\""));
+    /* stop at the first report: run 0 checkpointed at step 1, run 1 not started */
+    struct sweep_events s1 = {0};
+    s1.stop_at = 1;
+    OK(icl_sweep_run_with_progress(dir, k, v, 2, sweep_cb, &s1, buf, sizeof buf, NULL));
+    CHECK(s1.calls == 1 && s1.bad == 0);
+    CHECK(obj_has(buf, "\"name\":\"seed=1\"", "\"status\":\"interrupted\""));
+    CHECK(obj_has(buf, "\"name\":\"seed=1\"", "\"step\":1"));
+    CHECK(obj_has(buf, "\"name\":\"seed=2\"", "\"status\":\"not_started\""));
+    OK(icl_sweep_status(dir, buf, sizeof buf, NULL));
+    CHECK(obj_has(buf, "\"name\":\"seed=1\"", "\"state\":\"interrupted\""));
+    /* again: run 0 resumes after its checkpoint, run 1 trains; the same bytes as the reference */
+    struct sweep_events s2 = {0};
+    OK(icl_sweep_run_with_progress(dir, k, v, 2, sweep_cb, &s2, buf, sizeof buf, NULL));
+    CHECK(s2.bad == 0 && s2.first[0] == 2 && s2.first[1] == 1 && s2.last[0] == 20 && s2.last[1] == 20);
+    CHECK(obj_has(buf, "\"name\":\"seed=1\"", "\"status\":\"resumed\""));
+    CHECK(obj_has(buf, "\"name\":\"seed=2\"", "\"status\":\"trained\""));
+    for (int r = 1; r <= 2; r++) {
+        char a[4096], b[4096];
+        snprintf(a, sizeof a, "%s/seed=%d/model.safetensors", dir, r);
+        snprintf(b, sizeof b, "%s/seed=%d/model.safetensors", ref, r);
+        size_t la = 0, lb = 0;
+        unsigned char *fa = slurp(a, &la), *fb = slurp(b, &lb);
+        CHECK(fa != NULL && fb != NULL && la == lb && memcmp(fa, fb, la) == 0);
+        free(fa);
+        free(fb);
+    }
+    /* complete: NULL progress is icl_sweep_run (skipped); bad options before any report */
+    OK(icl_sweep_run_with_progress(dir, k, v, 2, NULL, NULL, buf, sizeof buf, NULL));
+    CHECK(obj_has(buf, "\"name\":\"seed=1\"", "\"status\":\"skipped\""));
+    struct sweep_events none = {0};
+    const char *kb[] = {"jobs"}, *vb[] = {"two"};
+    EXPECT(ICL_ERR_ARGUMENT, icl_sweep_run_with_progress(dir, kb, vb, 1, sweep_cb, &none, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_sweep_run_with_progress(NULL, k, v, 2, sweep_cb, &none, buf, sizeof buf, NULL));
+    CHECK(none.calls == 0);
+}
+
 static void c_sweep_bad(void) {
     const char *file = path("sweep.toml"), *dir = path("sweep-bad");
     spit(file, SWEEP, strlen(SWEEP));
@@ -2020,12 +2137,14 @@ static const kase CASES[] = {
     {"icl_repro", "zhang2025 fig13-final: sizing, report.json, claim passes, complete run skipped", c_repro},
     {"icl_repro", "set.KEY overrides the run's config and is listed under \"set\"", c_repro_set},
     {"icl_repro", "unknown paper, key, scale, claim, engine; jobs range; set.KEY statuses; NULLs, UTF-8; nothing written", c_repro_bad},
+    {"icl_repro_with_progress", "start and done, then skip; NULL progress is icl_repro; bad options before any event", c_repro_progress},
     {"icl_eval_plot", "not rows, no row, unwritable paths, NULLs, UTF-8", c_eval_plot_bad},
     {"icl_sweep_plan", "plan, sizing, a no-op again", c_sweep},
     {"icl_sweep_run", "index then jobs: trained and skipped", c_sweep},
     {"icl_sweep_status", "pending, then complete with steps", c_sweep},
     {"icl_sweep_collect", "sizing, the table, results.json written", c_sweep},
     {"icl_sweep_run", "bad files, folders, options, NULLs, UTF-8, sizes: nothing trained", c_sweep_bad},
+    {"icl_sweep_run_with_progress", "first and last steps; stop by the callback, resume to the same bytes", c_sweep_progress},
     {"icl_model_new", "f32 and f64 models and their dims", c_model_new},
     {"icl_model_new", "over the memory budget, NULL", c_model_new_bad},
     {"icl_model_save", "save, load, same bytes", c_model_save_load},
