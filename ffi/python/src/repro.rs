@@ -2,7 +2,7 @@
 //! options are checked and the work done by the run layer ([`ReproOptions::from_pairs`],
 //! [`icl_run::repro::repro`]), exactly as for the CLI and the C API's `icl_repro`.
 use crate::errors::{type_err, OrPy};
-use crate::run::stderr_write;
+use crate::run::{stderr_write, ProgressArg};
 use crate::values::to_toml;
 use icl_run::repro::ReproOptions;
 use pyo3::prelude::*;
@@ -38,7 +38,12 @@ fn only_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 /// * `engine`: `"simd"` (default, the fastest built in), `"scalar"` or `"vulkan"`;
 /// * `set`: config overrides for every run the claims train, `{"train.steps": 50000}` (as
 ///   `icl repro --set train.steps=50000`; `report.json` lists them under `"set"`);
-/// * `progress`: print a line per run (`[i/n] start|done|skip NAME`) on `sys.stderr`.
+/// * `progress`: `True` prints a line per run (`[i/n] start|done|skip NAME`) on `sys.stderr`; a
+///   callable is called as `progress(name, index, count, event)` with those events (`"start"`
+///   when a run starts training; `"done"` or `"skip"` for each run once all are trained; then
+///   the same for the computations without training, counted apart), one call at a time. It
+///   cannot stop the runs: an exception it raises ends its calls and is raised when the work is
+///   done.
 ///
 /// Raises `icl.UnknownNameError` (an unknown paper, engine or `set` key), `icl.InputError` (an
 /// unknown scale or claim id, `jobs` outside 1..=256, a bad `set` value, `set` when the claims
@@ -47,7 +52,7 @@ fn only_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 /// call returns (complete runs are kept: the next call skips them).
 #[pyfunction]
 #[pyo3(
-    signature = (paper, out, *, scale = "smoke", only = None, jobs = 1, engine = None, set = None, progress = false),
+    signature = (paper, out, *, scale = "smoke", only = None, jobs = 1, engine = None, set = None, progress = ProgressArg::Flag(false)),
     text_signature = "(paper, out, *, scale='smoke', only=None, jobs=1, engine=None, set=None, progress=False)"
 )]
 #[allow(clippy::too_many_arguments)]
@@ -60,8 +65,9 @@ pub fn repro<'py>(
     jobs: i64,
     engine: Option<String>,
     set: Option<&Bound<'py, PyDict>>,
-    progress: bool,
+    progress: ProgressArg,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let (progress, call) = progress.split(py)?;
     let mut pairs = vec![
         ("scale".to_string(), scale.to_string()),
         ("jobs".to_string(), jobs.to_string()),
@@ -84,6 +90,7 @@ pub fn repro<'py>(
         pairs.push((format!("set.{k}"), text));
     }
     let o = ReproOptions::from_pairs(paper, out, &pairs).or_py()?;
+    let mut raised: Option<PyErr> = None;
     let report = py
         .detach(|| {
             let mut say = |name: &str, i: usize, n: usize, what: &str| {
@@ -92,10 +99,18 @@ pub fn repro<'py>(
                         stderr_write(py, &format!("[{}/{n}] {what:5} {name}\n", i + 1))
                     });
                 }
+                if let (Some(cb), None) = (&call, &raised) {
+                    if let Err(e) = Python::attach(|py| cb.call1(py, (name, i, n, what))) {
+                        raised = Some(e);
+                    }
+                }
             };
             icl_run::repro::repro(&o, &mut say)
         })
         .or_py()?;
+    if let Some(e) = raised {
+        return Err(e);
+    }
     py.import("json")?
         .call_method1("loads", (icl_run::repro::report::json(&report),))
 }

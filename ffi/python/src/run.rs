@@ -341,6 +341,18 @@ pub enum ProgressArg {
     Other(Py<PyAny>),
 }
 
+impl ProgressArg {
+    /// Whether to print lines, and the callable to call (the `progress` of the sweep and repro
+    /// functions; `Report::of` for training).
+    pub(crate) fn split(self, py: Python<'_>) -> PyResult<(bool, Option<Py<PyAny>>)> {
+        Ok(match Report::of(py, self)? {
+            Report::Quiet => (false, None),
+            Report::Line => (true, None),
+            Report::Call(f) => (false, Some(f)),
+        })
+    }
+}
+
 impl Report {
     fn of(py: Python<'_>, v: ProgressArg) -> PyResult<Report> {
         Ok(match v {

@@ -2,11 +2,12 @@
 //! Python, checked and done by the run layer ([`icl_run::sweep`], [`SweepRunOptions::from_pairs`])
 //! and returning the JSON of the CLI's `--json`, exactly as the C API's `icl_sweep_*`.
 use crate::errors::{py_err_in, OrPy};
-use crate::run::stderr_write;
+use crate::run::{stderr_write, ProgressArg};
 use crate::values::to_py;
 use icl_run::sweep::{self, front, SweepRunOptions};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -39,7 +40,10 @@ pub fn sweep_plan<'py>(
 ///   Slurm array task's `icl sweep run-one`), not with `jobs`;
 /// * `engine`, `eval_samples`, `checkpoint_minutes`, `checkpoint_every`, `force`: as
 ///   `icl sweep run`'s flags;
-/// * `progress`: a line per run and step on `sys.stderr`.
+/// * `progress`: `True` prints a line per run and step on `sys.stderr`; a callable is called as
+///   `progress(index, step, total, loss)` (`index`: the run's in the manifest) at each run's
+///   first and last step and at most about ten times a second between, one call at a time; an
+///   exception it raises stops the sweep like Ctrl-C and is raised in its place.
 ///
 /// Raises `icl.InputError` / `icl.UnknownNameError` for bad options before anything runs. A run
 /// that fails does not stop the others: when every run has been tried, its error is raised (the
@@ -47,7 +51,7 @@ pub fn sweep_plan<'py>(
 /// runs in progress and raises `KeyboardInterrupt`; calling again continues them.
 #[pyfunction]
 #[pyo3(
-    signature = (dir, *, jobs = None, index = None, engine = None, eval_samples = 20000, checkpoint_minutes = 5.0, checkpoint_every = 0, force = false, progress = false),
+    signature = (dir, *, jobs = None, index = None, engine = None, eval_samples = 20000, checkpoint_minutes = 5.0, checkpoint_every = 0, force = false, progress = ProgressArg::Flag(false)),
     text_signature = "(dir, *, jobs=None, index=None, engine=None, eval_samples=20000, checkpoint_minutes=5.0, checkpoint_every=0, force=False, progress=False)"
 )]
 #[allow(clippy::too_many_arguments)]
@@ -61,8 +65,10 @@ pub fn sweep_run<'py>(
     checkpoint_minutes: f64,
     checkpoint_every: i64,
     force: bool,
-    progress: bool,
+    progress: ProgressArg,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let (lines, call) = progress.split(py)?;
+    let progress = lines;
     let mut pairs = vec![
         ("eval_samples".to_string(), eval_samples.to_string()),
         (
@@ -85,7 +91,22 @@ pub fn sweep_run<'py>(
     // handlers run) checks for Ctrl-C every 100 ms and tells the workers to stop
     let stopped = AtomicBool::new(false);
     let last_line = Mutex::new(Instant::now());
+    // the callable: when each run last reported, and the first exception it raised
+    let calls: Mutex<(HashMap<usize, Instant>, Option<PyErr>)> = Mutex::new((HashMap::new(), None));
     let go = |i: usize, step: u64, total: u64, loss: f64| -> bool {
+        if let Some(cb) = &call {
+            let mut c = calls.lock().unwrap_or_else(|e| e.into_inner());
+            let due =
+                c.0.get(&i)
+                    .is_none_or(|t| step >= total || t.elapsed() >= Duration::from_millis(100));
+            if due && c.1.is_none() {
+                c.0.insert(i, Instant::now());
+                if let Err(e) = Python::attach(|py| cb.call1(py, (i, step, total, loss))) {
+                    c.1 = Some(e);
+                    stopped.store(true, Ordering::Relaxed);
+                }
+            }
+        }
         if progress {
             let say = last_line.lock().map(|mut t| {
                 let due = t.elapsed() >= Duration::from_millis(500) || step == total;
@@ -126,6 +147,9 @@ pub fn sweep_run<'py>(
             let word = |k: &str| r[k].as_str().unwrap_or("").to_string();
             stderr_write(py, &format!("{}: {}\n", word("name"), word("status")));
         }
+    }
+    if let Some(e) = calls.into_inner().unwrap_or_else(|e| e.into_inner()).1 {
+        return Err(e);
     }
     if results.iter().any(sweep::RunResult::stopped) {
         return Err(PyKeyboardInterrupt::new_err(

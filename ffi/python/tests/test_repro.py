@@ -92,3 +92,21 @@ def test_repro_set_overrides_every_run_and_is_reported(tmp_path, cli_json):
     plain = icl.repro("zhang2025", tmp_path / "plain", only=[CLAIM])
     assert "set" not in plain
     assert icl.load(tmp_path / "plain" / "runs" / "fig13").config["train.steps"] != 300
+
+
+def test_repro_calls_a_progress_callable(tmp_path):
+    events = []
+    out = tmp_path / "r"
+    first = icl.repro("zhang2025", out, only=CLAIM, progress=lambda *a: events.append(a))
+    assert events == [("fig13", 0, 1, "start"), ("fig13", 0, 1, "done")]
+    events.clear()
+    assert icl.repro("zhang2025", out, only=CLAIM, progress=lambda *a: events.append(a)) == first
+    assert events == [("fig13", 0, 1, "skip")]
+
+    def boom(*a):
+        raise ValueError("from the callable")
+
+    # it cannot stop the runs; its exception is raised when the work is done
+    with pytest.raises(ValueError, match="from the callable"):
+        icl.repro("zhang2025", tmp_path / "b", only=CLAIM, progress=boom)
+    assert (tmp_path / "b" / "runs" / "fig13" / "model.safetensors").is_file()

@@ -156,3 +156,40 @@ def test_ctrl_c_checkpoints_and_a_second_call_resumes_to_the_same_bytes(tmp_path
     icl.sweep_run(b, eval_samples=0)
     name = got[0]["name"]
     assert (a / name / "model.safetensors").read_bytes() == (b / name / "model.safetensors").read_bytes()
+
+
+def test_sweep_progress_callable_reports_and_stops(tmp_path):
+    f = tmp_path / "sweep.toml"
+    f.write_text(SWEEP)
+    icl.sweep_plan(f, tmp_path / "ref")
+    icl.sweep_plan(f, tmp_path / "s")
+    # uninterrupted: every run reports its first and last step, its steps increasing
+    seen = {}
+
+    def record(i, step, total, loss):
+        assert total == 60 and 1 <= step <= total and loss == loss
+        assert step > seen.get(i, [0])[-1]
+        seen.setdefault(i, []).append(step)
+
+    icl.sweep_run(tmp_path / "ref", eval_samples=0, progress=record)
+    assert sorted(seen) == [0, 1, 2, 3]
+    assert all(s[0] == 1 and s[-1] == 60 for s in seen.values())
+
+    # an exception from the callable stops the sweep (run 0 checkpointed at step 1) and is raised
+    class Stop(Exception):
+        pass
+
+    def stop(i, step, total, loss):
+        raise Stop()
+
+    with pytest.raises(Stop):
+        icl.sweep_run(tmp_path / "s", eval_samples=0, progress=stop)
+    states = icl.sweep_status(tmp_path / "s")
+    assert states[0]["state"] == "interrupted" and states[0]["step"] == 1
+    assert [s["state"] for s in states[1:]] == ["pending"] * 3
+    # a second call resumes it, to the bytes of the uninterrupted sweep
+    got = icl.sweep_run(tmp_path / "s", eval_samples=0)
+    assert [r["status"] for r in got] == ["resumed", "trained", "trained", "trained"]
+    for r in got:
+        a = tmp_path / "s" / r["name"] / "model.safetensors"
+        assert a.read_bytes() == (tmp_path / "ref" / r["name"] / "model.safetensors").read_bytes()

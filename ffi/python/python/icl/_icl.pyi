@@ -36,6 +36,8 @@ DEFAULT_ENGINE: str
 _Value = Union[bool, int, float, str, Sequence[Union[bool, int, float, str]], npt.NDArray[Any]]
 _Path = Union[str, PathLike]
 _Progress = Union[bool, Callable[[int, int, float], Any]]
+_ReproProgress = Union[bool, Callable[[str, int, int, str], Any]]
+_SweepProgress = Union[bool, Callable[[int, int, int, float], Any]]
 _Rows = Any  # pandas.DataFrame if pandas is installed, else List[Dict[str, Any]]
 
 @final
@@ -180,7 +182,7 @@ def repro(
     jobs: int = 1,
     engine: Optional[str] = None,
     set: Optional[Mapping[str, _Value]] = None,
-    progress: bool = False,
+    progress: _ReproProgress = False,
 ) -> Dict[str, Any]:
     """Reproduce ``paper`` (``"he2025"``, ``"zhang2025"``, ``"multilayer"``, ``"temperature"``)
     into ``out`` as ``icl repro PAPER --out OUT --json``: the runs the claims need under
@@ -208,7 +210,7 @@ def sweep_run(
     checkpoint_minutes: float = 5.0,
     checkpoint_every: int = 0,
     force: bool = False,
-    progress: bool = False,
+    progress: _SweepProgress = False,
 ) -> List[Dict[str, Any]]:
     """Train the sweep's runs not complete (interrupted ones resume) as ``icl sweep run DIR
     --json``: per run ``name``, ``status`` (``skipped``, ``trained``, ``resumed``), ``steps``,
