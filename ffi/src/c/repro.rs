@@ -52,13 +52,21 @@ pub unsafe extern "C" fn icl_repro(
     cap: usize,
     needed: *mut usize,
 ) -> icl_status {
-    guard(|| {
-        let paper = text(paper, "paper")?;
-        let out = text(out_dir, "out_dir")?;
-        let o = ReproOptions::from_pairs(paper, out, &pairs(keys, values, n)?)?;
-        check_str_out(buf, cap, needed)?;
-        copy_str(&repro_json(&o)?, buf, cap, needed)
-    })
+    // SAFETY: the caller's pointers, as this function's contract states them
+    unsafe {
+        icl_repro_with_progress(
+            paper,
+            out_dir,
+            keys,
+            values,
+            n,
+            None,
+            std::ptr::null_mut(),
+            buf,
+            cap,
+            needed,
+        )
+    }
 }
 
 /// The progress callback of `icl_repro_with_progress`: `event` is `"start"` when a run's
@@ -105,11 +113,14 @@ pub unsafe extern "C" fn icl_repro_with_progress(
         let o = ReproOptions::from_pairs(paper, out, &pairs(keys, values, n)?)?;
         check_str_out(buf, cap, needed)?;
         let cb = Callback { f: progress, user };
-        let r = icl_run::repro::repro(
-            &o,
-            &mut move |name: &str, i: usize, count: usize, ev: &str| cb.call(name, i, count, ev),
-        )?;
-        copy_str(&icl_run::repro::report::json(&r), buf, cap, needed)
+        let json =
+            report_json(&o, &mut move |name: &str,
+                                       i: usize,
+                                       count: usize,
+                                       ev: &str| {
+                cb.call(name, i, count, ev)
+            })?;
+        copy_str(&json, buf, cap, needed)
     })
 }
 
@@ -139,6 +150,11 @@ impl Callback {
 /// Run `icl repro` with checked options, silently, and return `report.json`'s text: the body of
 /// `icl_repro` and of C++'s `icl::repro`.
 pub(crate) fn repro_json(o: &ReproOptions) -> FfiResult<String> {
-    let r = icl_run::repro::repro(o, &mut |_: &str, _: usize, _: usize, _: &str| {})?;
+    report_json(o, &mut |_: &str, _: usize, _: usize, _: &str| {})
+}
+
+/// Run `icl repro` with checked options, reporting to `progress`, and return `report.json`'s text.
+fn report_json(o: &ReproOptions, progress: icl_run::repro::Progress) -> FfiResult<String> {
+    let r = icl_run::repro::repro(o, progress)?;
     Ok(icl_run::repro::report::json(&r))
 }

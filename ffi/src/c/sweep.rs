@@ -84,12 +84,20 @@ pub unsafe extern "C" fn icl_sweep_run(
     cap: usize,
     needed: *mut usize,
 ) -> icl_status {
-    guard(|| {
-        let dir = text(dir, "dir")?;
-        let o = SweepRunOptions::from_pairs(&pairs(keys, values, n)?)?;
-        check_str_out(buf, cap, needed)?;
-        copy_str(&run_json(dir, &o)?, buf, cap, needed)
-    })
+    // SAFETY: the caller's pointers, as this function's contract states them
+    unsafe {
+        icl_sweep_run_with_progress(
+            dir,
+            keys,
+            values,
+            n,
+            None,
+            std::ptr::null_mut(),
+            buf,
+            cap,
+            needed,
+        )
+    }
 }
 
 /// The progress callback of `icl_sweep_run_with_progress`: run `index` of the manifest (the
