@@ -164,3 +164,35 @@ fn bad_specs_are_refused_before_anything_runs() {
         assert!(!d.exists(), "{e}: wrote {}", d.display());
     }
 }
+
+#[test]
+fn each_run_is_reported_done_as_it_ends() {
+    let d = tmp("done");
+    let s = specs();
+    let log = std::sync::Mutex::new(Vec::<String>::new());
+    let push = |e: String| log.lock().unwrap().push(e);
+    let started = std::sync::Mutex::new(std::collections::HashSet::new());
+    let progress = |i: usize, _: u64, _: u64, _: f64| {
+        if started.lock().unwrap().insert(i) {
+            push(format!("start {i}"));
+        }
+        true
+    };
+    let done = |i: usize, r: &icl_run::sweep::RunResult| push(format!("{} {i}", r.name));
+    let r = icl_run::sweep::run_specs_reporting(&d, &s[..2], 1, &opts(), &progress, &done).unwrap();
+    assert!(r.iter().all(|r| matches!(r.status, RunStatus::Trained)));
+    // one job: run 0 ends (and is reported) before run 1 starts
+    let want = ["start 0", "heads=1,seed=1 0", "start 1", "heads=2,seed=1 1"];
+    assert_eq!(*log.lock().unwrap(), want);
+    // a complete run is reported too (skipped), a run never started is not
+    log.lock().unwrap().clear();
+    let stop = |_: usize, _: u64, _: u64, _: f64| false;
+    let r = icl_run::sweep::run_specs_reporting(&d, &s, 1, &opts(), &stop, &done).unwrap();
+    assert!(matches!(r[0].status, RunStatus::Skipped));
+    assert!(matches!(r[2].status, RunStatus::Interrupted { .. }));
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["heads=1,seed=1 0", "heads=2,seed=1 1", "heads=1,seed=2 2"]
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -40,8 +40,8 @@ fn only_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 ///   `icl repro --set train.steps=50000`; `report.json` lists them under `"set"`);
 /// * `progress`: `True` prints a line per run (`[i/n] start|done|skip NAME`) on `sys.stderr`; a
 ///   callable is called as `progress(name, index, count, event)` with those events (`"start"`
-///   when a run starts training; `"done"` or `"skip"` for each run once all are trained; then
-///   the same for the computations without training, counted apart), one call at a time. It
+///   when a run starts training, `"done"` when it ends, `"skip"` for a complete run; then the
+///   same for the computations without training, counted apart), one call at a time. It
 ///   cannot stop the runs: an exception it raises ends its calls and is raised when the work is
 ///   done.
 ///

@@ -70,8 +70,8 @@ pub unsafe extern "C" fn icl_repro(
 }
 
 /// The progress callback of `icl_repro_with_progress`: `event` is `"start"` when a run's
-/// training starts (or resumes), then, once every run is trained, `"done"` (trained now) or
-/// `"skip"` (it was complete already) for each run, in order; `name` is the run's folder under
+/// training starts (or resumes), `"done"` when it ends (trained now) and `"skip"` for a run that
+/// was complete already, as each happens; `name` is the run's folder under
 /// `OUT_DIR/runs/` and `index` its place among the `count` runs the selected claims train. The
 /// claims that need a computation without training (the temperature paper's experiments) then
 /// report theirs the same way, `"start"` and then `"done"` or `"skip"`, with `index` and `count`

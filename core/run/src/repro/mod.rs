@@ -16,7 +16,7 @@ mod zhang2025;
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::summary::Summary;
-use crate::sweep::{run_specs, RunStatus};
+use crate::sweep::{run_specs_reporting, RunResult, RunStatus};
 use crate::train::TrainOptions;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -635,13 +635,17 @@ fn run_all(
         }
         true
     };
-    let results = run_specs(dir, specs, o.jobs, &to, &on_step)?;
+    // each run's end as it happens (not once all are trained)
+    let on_done = |i: usize, r: &RunResult| match r.status {
+        RunStatus::Skipped => say(i, "skip"),
+        RunStatus::Trained | RunStatus::Resumed => say(i, "done"),
+        _ => {}
+    };
+    let results = run_specs_reporting(dir, specs, o.jobs, &to, &on_step, &on_done)?;
     let mut rows = Vec::with_capacity(n);
-    for (i, r) in results.into_iter().enumerate() {
-        match r.status {
-            RunStatus::Failed(e) => return Err(e),
-            RunStatus::Skipped => say(i, "skip"),
-            _ => say(i, "done"),
+    for r in results {
+        if let RunStatus::Failed(e) = r.status {
+            return Err(e);
         }
         match (r.seconds, r.steps_per_s) {
             (Some(seconds), Some(steps_per_s)) => rows.push(RunRow {

@@ -143,6 +143,23 @@ pub fn run_specs(
     opts: &TrainOptions,
     progress: SweepProgress,
 ) -> Result<Vec<RunResult>> {
+    run_specs_reporting(dir, specs, jobs, opts, progress, &|_, _| {})
+}
+
+/// A spec's result as soon as it is known: `(spec index, result)`, called from the worker that
+/// ran it, right after the run (before the other specs finish).
+pub type SweepDone<'a> = &'a (dyn Fn(usize, &RunResult) + Sync);
+
+/// [`run_specs`], calling `done` with each spec's result as soon as that spec is finished,
+/// skipped, failed or interrupted (specs never started are not reported).
+pub fn run_specs_reporting(
+    dir: &Path,
+    specs: &[RunSpec],
+    jobs: usize,
+    opts: &TrainOptions,
+    progress: SweepProgress,
+    done: SweepDone,
+) -> Result<Vec<RunResult>> {
     let mut configs = Vec::with_capacity(specs.len());
     for (i, s) in specs.iter().enumerate() {
         check_name(&s.name)?;
@@ -201,7 +218,9 @@ pub fn run_specs(
                 };
                 let status = pool.install(|| one(&configs[i], &out, &o, &mut report));
                 let status = status.unwrap_or_else(RunStatus::Failed);
-                result(spec, &out, status, t0.elapsed().as_secs_f64())
+                let r = result(spec, &out, status, t0.elapsed().as_secs_f64());
+                done(i, &r);
+                r
             };
             results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
         }

@@ -19,7 +19,9 @@ pub mod plan;
 pub mod slurm;
 
 pub use collect::{collect, status, Collected, RunState, State};
-pub use exec::{run_specs, RunResult, RunSpec, RunStatus, SweepProgress};
+pub use exec::{
+    run_specs, run_specs_reporting, RunResult, RunSpec, RunStatus, SweepDone, SweepProgress,
+};
 pub use front::SweepRunOptions;
 pub use plan::{plan, read_sweep, Plan, PlannedRun};
 pub use slurm::SlurmOptions;
