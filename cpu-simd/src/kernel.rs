@@ -105,48 +105,46 @@ macro_rules! with_dim {
 /// per-component accumulators in local arrays, which the compiler holds in registers.
 pub const MAX_FIXED_E: usize = 12;
 
-/// `acc[i] = sum_l wt_l z_l[i]` for i < E, summed over l in order (the same operations in the
-/// same order whether `acc` lives in registers or in memory; see [`MAX_FIXED_E`]).
+/// `acc[i] = sum_l wt_l z_l[i]` for i < E, summed over l in order. For E up to [`MAX_FIXED_E`]
+/// the sums run in a local array (registers; a slice of run-time length stays in memory, a
+/// store-to-load chain per key), with the same operations in the same order.
 #[inline(always)]
 fn weighted_sum<V: Lanes, D: Dim>(dim: D, wt: &[V], keys: &[V], acc: &mut [V]) {
     let e = dim.get();
     if e <= MAX_FIXED_E {
         let mut r = [V::zero(); MAX_FIXED_E];
-        for (&wl, z) in wt.iter().zip(keys.chunks_exact(e)) {
-            for i in 0..e {
-                r[i] = wl.mul_add_unfused(z[i], r[i]);
-            }
-        }
+        sum_weighted(wt, keys, &mut r[..e]);
         acc[..e].copy_from_slice(&r[..e]);
     } else {
-        acc.iter_mut().for_each(|x| *x = V::zero());
-        for (&wl, z) in wt.iter().zip(keys.chunks_exact(e)) {
-            for (ai, &zi) in acc.iter_mut().zip(z) {
-                *ai = wl.mul_add_unfused(zi, *ai);
-            }
+        sum_weighted(wt, keys, &mut acc[..e]);
+    }
+}
+
+/// `acc = sum_l wt_l z_l` (E = `acc.len()`), from zero.
+#[inline(always)]
+fn sum_weighted<V: Lanes>(wt: &[V], keys: &[V], acc: &mut [V]) {
+    acc.iter_mut().for_each(|x| *x = V::zero());
+    for (&wl, z) in wt.iter().zip(keys.chunks_exact(acc.len())) {
+        for (ai, &zi) in acc.iter_mut().zip(z) {
+            *ai = wl.mul_add_unfused(zi, *ai);
         }
     }
 }
 
-/// `out_l = z_l . x` for every key l (the same sums, with `x` held in registers for E up to
-/// [`MAX_FIXED_E`]).
+/// `out_l = z_l . x` for every key l, with `x` copied into a local array (registers) for E up
+/// to [`MAX_FIXED_E`]; the same sums either way.
 #[inline(always)]
 fn dots<V: Lanes, D: Dim>(dim: D, keys: &[V], x: &[V], out: &mut [V]) {
     let e = dim.get();
-    if e <= MAX_FIXED_E {
-        let mut r = [V::zero(); MAX_FIXED_E];
+    let mut r = [V::zero(); MAX_FIXED_E];
+    let x = if e <= MAX_FIXED_E {
         r[..e].copy_from_slice(&x[..e]);
-        for (o, z) in out.iter_mut().zip(keys.chunks_exact(e)) {
-            let mut acc = V::zero();
-            for i in 0..e {
-                acc = z[i].mul_add_unfused(r[i], acc);
-            }
-            *o = acc;
-        }
+        &r[..e]
     } else {
-        for (o, z) in out.iter_mut().zip(keys.chunks_exact(e)) {
-            *o = dot(z, x);
-        }
+        &x[..e]
+    };
+    for (o, z) in out.iter_mut().zip(keys.chunks_exact(e)) {
+        *o = dot(z, x);
     }
 }
 
