@@ -7,7 +7,6 @@ use crate::values::to_py;
 use icl_run::sweep::{self, front, SweepRunOptions};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -67,8 +66,7 @@ pub fn sweep_run<'py>(
     force: bool,
     progress: ProgressArg,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (lines, call) = progress.split(py)?;
-    let progress = lines;
+    let (progress, call) = progress.split(py)?;
     let mut pairs = vec![
         ("eval_samples".to_string(), eval_samples.to_string()),
         (
@@ -91,21 +89,20 @@ pub fn sweep_run<'py>(
     // handlers run) checks for Ctrl-C every 100 ms and tells the workers to stop
     let stopped = AtomicBool::new(false);
     let last_line = Mutex::new(Instant::now());
-    // the callable: when each run last reported, and the first exception it raised
-    let calls: Mutex<(HashMap<usize, Instant>, Option<PyErr>)> = Mutex::new((HashMap::new(), None));
+    // the callable: the reports it gets, and the first exception it raised
+    let gate = sweep::Throttle::default();
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
     let go = |i: usize, step: u64, total: u64, loss: f64| -> bool {
         if let Some(cb) = &call {
-            let mut c = calls.lock().unwrap_or_else(|e| e.into_inner());
-            let due =
-                c.0.get(&i)
-                    .is_none_or(|t| step >= total || t.elapsed() >= Duration::from_millis(100));
-            if due && c.1.is_none() {
-                c.0.insert(i, Instant::now());
-                if let Err(e) = Python::attach(|py| cb.call1(py, (i, step, total, loss))) {
-                    c.1 = Some(e);
-                    stopped.store(true, Ordering::Relaxed);
+            gate.when_due(i, step, total, || {
+                let mut r = raised.lock().unwrap_or_else(|e| e.into_inner());
+                if r.is_none() {
+                    if let Err(e) = Python::attach(|py| cb.call1(py, (i, step, total, loss))) {
+                        *r = Some(e);
+                        stopped.store(true, Ordering::Relaxed);
+                    }
                 }
-            }
+            });
         }
         if progress {
             let say = last_line.lock().map(|mut t| {
@@ -148,7 +145,7 @@ pub fn sweep_run<'py>(
             stderr_write(py, &format!("{}: {}\n", word("name"), word("status")));
         }
     }
-    if let Some(e) = calls.into_inner().unwrap_or_else(|e| e.into_inner()).1 {
+    if let Some(e) = raised.into_inner().unwrap_or_else(|e| e.into_inner()) {
         return Err(e);
     }
     if results.iter().any(sweep::RunResult::stopped) {

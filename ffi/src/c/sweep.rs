@@ -5,11 +5,8 @@ use super::theory::pairs;
 use super::{check_str_out, copy_str, guard, text};
 use crate::status::{icl_status, FfiError, FfiResult};
 use icl_run::sweep::{self, front, SweepRunOptions};
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::path::Path;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 /// Expand the sweep file `file` (TOML: `preset = "NAME"` or `config = "FILE"`, `seeds = [..]`,
 /// `[set]` fixed overrides, `[grid]` lists of values, every combination) into the sweep folder
@@ -140,7 +137,7 @@ pub unsafe extern "C" fn icl_sweep_run_with_progress(
         let cb = Throttled {
             f: progress,
             user,
-            last: Mutex::new(HashMap::new()),
+            gate: sweep::Throttle::default(),
         };
         let report = |i: usize, step: u64, total: u64, loss: f64| cb.call(i, step, total, loss);
         copy_str(
@@ -152,37 +149,32 @@ pub unsafe extern "C" fn icl_sweep_run_with_progress(
     })
 }
 
-/// How often a run reports at most, between its first and last step.
-const REPORT_EVERY: Duration = Duration::from_millis(100);
-
-/// A C sweep callback, its user pointer, and when each run last reported (the lock also makes
-/// the calls one at a time).
+/// A C sweep callback, its user pointer, and which reports to pass on ([`sweep::Throttle`],
+/// which also makes the calls one at a time).
 struct Throttled {
     f: icl_sweep_progress_fn,
     user: *mut c_void,
-    last: Mutex<HashMap<usize, Instant>>,
+    gate: sweep::Throttle,
 }
 
 // SAFETY: the pointer is never dereferenced here, only passed to the caller's own callback, one
-// call at a time (under `last`'s lock); the header tells the caller it runs on icl's threads.
+// call at a time (under the throttle's lock); the header tells the caller it runs on icl's
+// threads.
 unsafe impl Sync for Throttled {}
 
 impl Throttled {
     /// Report to the callback when due; `false` (interrupt) when it returns non-zero.
     fn call(&self, i: usize, step: u64, total: u64, loss: f64) -> bool {
         let Some(f) = self.f else { return true };
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        let due = match last.get(&i) {
-            None => true,
-            Some(t) => step >= total || now.duration_since(*t) >= REPORT_EVERY,
-        };
-        if !due {
-            return true;
-        }
-        last.insert(i, now);
-        // SAFETY: the caller gave a function of this signature
-        unsafe { f(self.user, i, step, total, loss) == 0 }
+        self.gate
+            // SAFETY: the caller gave a function of this signature
+            .when_due(
+                i,
+                step,
+                total,
+                || unsafe { f(self.user, i, step, total, loss) } == 0,
+            )
+            .unwrap_or(true)
     }
 }
 

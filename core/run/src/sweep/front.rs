@@ -1,7 +1,8 @@
 //! What every front end of `icl sweep` shares: the checked options of a sweep's training
 //! ([`SweepRunOptions`], from flags or from text pairs) and the JSON forms of a plan, of the runs'
 //! states, of a run's results and of the collected table, so the CLI's `--json`, the C API,
-//! C++ and Python return the same objects.
+//! C++ and Python return the same objects; and [`Throttle`], how often a front end passes the
+//! runs' step reports on to its caller's callback.
 use super::collect::{Collected, RunState, State};
 use super::exec::{RunResult, RunStatus, SweepProgress};
 use super::plan::PlannedRun;
@@ -9,7 +10,10 @@ use crate::error::{Result, RunError};
 use crate::repro::MAX_JOBS;
 use crate::train::TrainOptions;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// The option names of [`SweepRunOptions::from_pairs`].
 pub const RUN_KEYS: &[&str] = &[
@@ -227,8 +231,51 @@ pub fn collected_json(c: &Collected) -> Value {
     o
 }
 
+/// How often a run's step reports reach a caller's callback at most, between its first and
+/// last step.
+pub const REPORT_EVERY: Duration = Duration::from_millis(100);
+
+/// Which of a sweep's step reports to pass on to a caller's callback: each run's first (in this
+/// call) and last step, and at most one every [`REPORT_EVERY`] between; the callback runs under
+/// a lock, so its calls are one at a time whatever the number of jobs.
+#[derive(Debug, Default)]
+pub struct Throttle {
+    last: Mutex<HashMap<usize, Instant>>,
+}
+
+impl Throttle {
+    /// Run `f` when run `i`'s report of `step` of `total` is due (`None` when it is not).
+    pub fn when_due<R>(&self, i: usize, step: u64, total: u64, f: impl FnOnce() -> R) -> Option<R> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let due = last
+            .get(&i)
+            .is_none_or(|t| step >= total || now.duration_since(*t) >= REPORT_EVERY);
+        if !due {
+            return None;
+        }
+        last.insert(i, now);
+        Some(f())
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn throttle_passes_first_last_and_every_tenth_of_a_second() {
+        let t = Throttle::default();
+        let due = |i, step| t.when_due(i, step, 100, || step).is_some();
+        assert!(due(0, 1), "a run's first report");
+        assert!(!due(0, 2), "right after it");
+        assert!(due(1, 1), "another run's first report");
+        assert!(due(0, 100), "the last step");
+        std::thread::sleep(REPORT_EVERY);
+        assert!(due(1, 3), "after the interval");
+        assert!(!due(1, 4));
+        assert_eq!(t.when_due(2, 5, 100, || 7), Some(7));
+    }
+
     use super::*;
 
     #[test]

@@ -22,7 +22,7 @@ pub use collect::{collect, status, Collected, RunState, State};
 pub use exec::{
     run_specs, run_specs_reporting, RunResult, RunSpec, RunStatus, SweepDone, SweepProgress,
 };
-pub use front::SweepRunOptions;
+pub use front::{SweepRunOptions, Throttle};
 pub use plan::{plan, read_sweep, Plan, PlannedRun};
 pub use slurm::SlurmOptions;
 
