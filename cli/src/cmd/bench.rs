@@ -41,7 +41,8 @@ pub struct Args {
     /// Override config keys, e.g. `--set train.batch=64` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Skip the time split (data / forward-backward / optimiser).
+    /// Skip the time split (data / forward-backward / optimiser; data and optimiser are timed
+    /// apart, forward-backward is the step minus those two, so it also holds the rest of the step)
     #[arg(long)]
     pub no_split: bool,
 }

@@ -26,11 +26,18 @@ pub struct Budget {
     pub split: bool,
 }
 
-/// The time split of a step, in microseconds.
+/// The time split of a step, in microseconds. `data` and `optim` are timed on their own, after
+/// the timed steps; `forward_backward` is what is left: the step's time minus those two. It
+/// therefore also holds the trainer's bookkeeping, the threads' hand-over and any difference in
+/// the machine's load between the timings (on a shared machine several microseconds either way;
+/// `cargo run --release -p icl-simd --example kernels` times the one-layer kernels apart).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Split {
+    /// Data generation alone, as training does it.
     pub data: f64,
+    /// The step minus `data` and `optim` (the forward and backward, and the rest).
     pub forward_backward: f64,
+    /// Circuits, the circuit -> parameter chain rule and the optimiser, alone.
     pub optim: f64,
 }
 
