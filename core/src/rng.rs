@@ -35,7 +35,14 @@ pub const fn mix64(mut z: u64) -> u64 {
 /// The 64-bit key of a stream: `mix(mix(mix(mix(seed) ^ domain) ^ step) ^ seq)`.
 #[inline]
 pub const fn stream_key(seed: u64, domain: Domain, step: u64, seq: u64) -> u64 {
-    mix64(mix64(mix64(mix64(seed) ^ domain as u64) ^ step) ^ seq)
+    mix64(stream_base(seed, domain, step) ^ seq)
+}
+
+/// What the keys of the streams of one (seed, domain, step) share: `stream_key(.., seq)` is
+/// `mix(stream_base(..) ^ seq)`.
+#[inline]
+pub const fn stream_base(seed: u64, domain: Domain, step: u64) -> u64 {
+    mix64(mix64(mix64(seed) ^ domain as u64) ^ step)
 }
 
 /// The xoshiro256++ stream for (seed, domain, step, seq); its state is filled from the key by

@@ -6,8 +6,8 @@
 //! the level of the calling entry point ([`crate::dispatch`]) and gives the same bits at every
 //! level: fused multiply-adds only where written (`mul_add`, rounded once at every level), one
 //! polynomial per function, exact integer range reductions.
-use icl_core::rng::stream_key;
 use icl_core::rng::Domain;
+use icl_core::rng::{mix64, stream_base};
 
 /// SplitMix64 step (what `SeedableRng::seed_from_u64` of rand_xoshiro uses to fill the state).
 #[inline]
@@ -39,10 +39,10 @@ impl<const N: usize> Xoshiro<N> {
     }
 
     /// The training streams (seed, Train, step, first .. first + N).
+    /// The part of the keys the lanes share is computed once.
     pub fn train(seed: u64, step: u64, first: u64) -> Self {
-        Self::from_keys(core::array::from_fn(|k| {
-            stream_key(seed, Domain::Train, step, first + k as u64)
-        }))
+        let base = stream_base(seed, Domain::Train, step);
+        Self::from_keys(core::array::from_fn(|k| mix64(base ^ (first + k as u64))))
     }
 
     /// Next output of every lane: `rotl(s0 + s3, 23) + s0`, then the xoshiro256 state update.
