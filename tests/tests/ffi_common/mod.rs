@@ -48,6 +48,13 @@ pub struct Built {
 }
 
 /// Build the library and the CLI once per test binary (cargo does nothing when they are fresh).
+///
+/// The build selects the whole workspace and the targets `cargo test --workspace` builds, so that
+/// cargo resolves the same features: a dev-dependency (cbindgen) turns on `std` in `toml` and
+/// others, and a build of `-p icl-ffi -p icl-cli` alone resolves without it, which compiled every
+/// crate from the core up a second time (minutes of CI). After `cargo test --workspace` this
+/// only copies the artefacts into place (and compiles the Python extension's crate, which that
+/// command leaves out).
 pub fn built() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
@@ -62,7 +69,14 @@ pub fn built() -> &'static Built {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let out = Command::new(cargo)
             .current_dir(workspace())
-            .args(["build", "-p", "icl-ffi", "-p", "icl-cli"])
+            .args([
+                "build",
+                "--workspace",
+                "--lib",
+                "--bins",
+                "--tests",
+                "--examples",
+            ])
             .args(&profile)
             .env("CARGO_TARGET_DIR", &target)
             .stdin(Stdio::null())
@@ -70,7 +84,7 @@ pub fn built() -> &'static Built {
             .expect("run cargo build");
         assert!(
             out.status.success(),
-            "cargo build -p icl-ffi -p icl-cli failed:\n{}",
+            "cargo build --workspace (for libicl_ffi and icl) failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         let b = Built {
