@@ -6,8 +6,7 @@
 //! the level of the calling entry point ([`crate::dispatch`]) and gives the same bits at every
 //! level: fused multiply-adds only where written (`mul_add`, rounded once at every level), one
 //! polynomial per function, exact integer range reductions.
-use icl_core::rng::Domain;
-use icl_core::rng::{mix64, stream_base};
+use icl_core::rng::{mix64, stream_base, Domain};
 
 /// SplitMix64 step (what `SeedableRng::seed_from_u64` of rand_xoshiro uses to fill the state).
 #[inline]

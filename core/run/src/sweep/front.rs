@@ -261,6 +261,7 @@ impl Throttle {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn throttle_passes_first_last_and_every_tenth_of_a_second() {
@@ -275,8 +276,6 @@ mod tests {
         assert!(!due(1, 4));
         assert_eq!(t.when_due(2, 5, 100, || 7), Some(7));
     }
-
-    use super::*;
 
     #[test]
     fn pairs_take_the_cli_defaults_and_refuse_what_the_cli_refuses() {
