@@ -276,6 +276,45 @@ fn box_muller_f64_as<const N: usize, const NATIVE: bool>(
     (c, s)
 }
 
+/// The high and low 32-bit halves of every lane's draw. `avx512` (only where the CPU has
+/// AVX-512F): for 16 lanes, one two-register permute per half.
+#[inline(always)]
+fn halves<const N: usize>(x: &[u64; N], avx512: bool) -> ([u32; N], [u32; N]) {
+    #[cfg(target_arch = "x86_64")]
+    if avx512 && N == 16 {
+        let (mut hi, mut lo) = ([0u32; N], [0u32; N]);
+        // SAFETY: the caller passes `avx512` only when the CPU has AVX-512F; `x`, `hi` and `lo`
+        // hold 16 lanes (64 bytes per 32-bit array, 128 per 64-bit one).
+        unsafe { halves16(x.as_ptr(), hi.as_mut_ptr(), lo.as_mut_ptr()) };
+        return (hi, lo);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = avx512;
+    let (mut hi, mut lo) = ([0u32; N], [0u32; N]);
+    for k in 0..N {
+        (hi[k], lo[k]) = ((x[k] >> 32) as u32, x[k] as u32);
+    }
+    (hi, lo)
+}
+
+/// [`halves`] of 16 lanes with AVX-512F: the 32 words of the two registers, odd ones (high
+/// halves, little-endian) to `hi`, even ones to `lo`.
+///
+/// # Safety
+/// The CPU has AVX-512F; `x` points to 16 `u64`, `hi` and `lo` to 16 `u32` each.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn halves16(x: *const u64, hi: *mut u32, lo: *mut u32) {
+    use core::arch::x86_64::*;
+    let a = _mm512_loadu_si512(x as *const __m512i);
+    let b = _mm512_loadu_si512(x.add(8) as *const __m512i);
+    let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    _mm512_storeu_si512(hi as *mut __m512i, _mm512_permutex2var_epi32(a, odd, b));
+    _mm512_storeu_si512(lo as *mut __m512i, _mm512_permutex2var_epi32(a, even, b));
+}
+
 /// One Box–Muller pair per lane in f32, in 32-bit lanes from the draws on (16 per 512-bit
 /// register, where the 64-bit stages would run at half that):
 /// - the draws are split into their 32-bit halves, `x = h 2^32 + l`;
@@ -289,15 +328,15 @@ fn box_muller_f64_as<const N: usize, const NATIVE: bool>(
 ///
 /// Within a few f32 ulp of `icl_core::rng::box_muller` rounded to f32, and the same bits at every
 /// level (exact integer steps, correctly rounded f32 operations and fused multiply-adds).
+///
+/// `avx512`: split the draws with two AVX-512F permutes per draw instead of the shifts and
+/// narrowing moves the compiler writes for the portable loop (the same bits); only true where
+/// the CPU has AVX-512F.
 #[inline(always)]
-pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>) -> ([f32; N], [f32; N]) {
+pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>, avx512: bool) -> ([f32; N], [f32; N]) {
     let a = rng.next_u64s();
     let b = rng.next_u64s();
-    let (mut ah, mut al, mut bh, mut bl) = ([0u32; N], [0u32; N], [0u32; N], [0u32; N]);
-    for k in 0..N {
-        (ah[k], al[k]) = ((a[k] >> 32) as u32, a[k] as u32);
-        (bh[k], bl[k]) = ((b[k] >> 32) as u32, b[k] as u32);
-    }
+    let ((ah, al), (bh, bl)) = (halves(&a, avx512), halves(&b, avx512));
     let mut c = [0.0; N];
     let mut s = [0.0; N];
     for k in 0..N {
@@ -336,10 +375,10 @@ pub fn fill_normal_f64<const N: usize>(rng: &mut Xoshiro<N>, out: &mut [[f64; N]
 pub fn fill_normal_f32<const N: usize>(rng: &mut Xoshiro<N>, out: &mut [[f32; N]]) {
     let mut chunks = out.chunks_exact_mut(2);
     for pair in &mut chunks {
-        (pair[0], pair[1]) = box_muller_f32(rng);
+        (pair[0], pair[1]) = box_muller_f32(rng, false);
     }
     if let [last] = chunks.into_remainder() {
-        *last = box_muller_f32(rng).0;
+        *last = box_muller_f32(rng, false).0;
     }
 }
 
@@ -402,6 +441,29 @@ mod tests {
             let (p, q) = (box_muller_f64(&mut a), box_muller_f64_native(&mut b));
             assert_eq!(p.0.map(f64::to_bits), q.0.map(f64::to_bits));
             assert_eq!(p.1.map(f64::to_bits), q.1.map(f64::to_bits));
+        }
+    }
+
+    #[test]
+    fn avx512_halves_give_the_same_bits() {
+        #[cfg(target_arch = "x86_64")]
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("no AVX-512F here: only the portable split runs");
+            return;
+        }
+        let mut r = Xoshiro::<16>::train(7, 3, 0);
+        for _ in 0..1000 {
+            let x = r.next_u64s();
+            let (hi, lo) = halves(&x, true);
+            for k in 0..16 {
+                assert_eq!((hi[k], lo[k]), ((x[k] >> 32) as u32, x[k] as u32));
+            }
+        }
+        let (mut a, mut b) = (Xoshiro::<16>::train(3, 9, 0), Xoshiro::<16>::train(3, 9, 0));
+        for _ in 0..1000 {
+            let (p, q) = (box_muller_f32(&mut a, false), box_muller_f32(&mut b, true));
+            assert_eq!(p.0.map(f32::to_bits), q.0.map(f32::to_bits));
+            assert_eq!(p.1.map(f32::to_bits), q.1.map(f32::to_bits));
         }
     }
 
