@@ -4,9 +4,12 @@
 //! `tests/tests/ffi_header.rs`).
 fn main() {
     cxx_build::bridge("src/cxx.rs")
+        // the bridge includes the progress receivers' header, icl/progress.h
+        .include("include")
         .std("c++17")
         .compile("icl_cxxbridge");
     println!("cargo:rerun-if-changed=src/cxx.rs");
+    println!("cargo:rerun-if-changed=include/icl/progress.h");
     // The shared library names itself, so programs record `libicl_ffi.so` (found through their
     // run path) rather than the path they were linked with (CMake links imported libraries by
     // full path).

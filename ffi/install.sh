@@ -24,7 +24,7 @@ done
 mkdir -p "$prefix/include/icl" "$prefix/include/rust" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/icl"
 prefix=$(cd "$prefix" && pwd)
 cp "$here/include/icl.h" "$here/include/icl.hpp" "$prefix/include/"
-cp "$here/include/icl/bridge.h" "$prefix/include/icl/"
+cp "$here/include/icl/bridge.h" "$here/include/icl/progress.h" "$prefix/include/icl/"
 cp "$here/include/rust/cxx.h" "$prefix/include/rust/"
 cp "$libdir/libicl_ffi.a" "$libdir/libicl_ffi.so" "$prefix/lib/"
 for pc in icl icl-static; do

@@ -4,7 +4,9 @@
 // the object is freed when its Box goes out of scope); plain structs icl::Dims, icl::Batch,
 // icl::Circuits, icl::Risk, icl::LossGrad, icl::LogRow. Make them with icl::config_preset,
 // icl::config_from_toml, icl::task_sampler, icl::model_new, icl::model_load, icl::trainer_new,
-// icl::trainer_from_checkpoint. Every failure throws rust::Error (a std::exception) whose what()
+// icl::trainer_from_checkpoint. icl::repro_with_progress and icl::sweep_run_with_progress report
+// to an object of a class derived from icl::ReproProgress or icl::SweepProgress (icl/progress.h,
+// which states when their methods are called and what an exception from them does). Every failure throws rust::Error (a std::exception) whose what()
 // is the library's message (the one the C API leaves in icl_last_error()). Strings are passed as
 // rust::Str (implicitly from std::string or const char*), arrays as rust::Slice<const double>
 // ({pointer, length}); results come back as rust::Vec<double> and rust::String.

@@ -10,6 +10,8 @@ use crate::handles::{
 use crate::status::{guard_cxx, FfiResult};
 use icl_core::rng::Domain;
 use std::path::Path;
+use std::pin::Pin;
+use std::sync::Mutex;
 
 /// The C++ header `cxx` generated for this build; it ships as `include/icl/bridge.h` (a test in
 /// `tests/tests/ffi_header.rs` keeps the two equal).
@@ -77,6 +79,28 @@ pub mod bridge {
         pub loss: f64,
         pub omega: Vec<f64>,
         pub mu: Vec<f64>,
+    }
+
+    unsafe extern "C++" {
+        include!("icl/progress.h");
+        /// Receives the progress of `repro_with_progress` (`icl/progress.h`).
+        type ReproProgress;
+        /// Receives the progress of `sweep_run_with_progress` (`icl/progress.h`).
+        type SweepProgress;
+        fn on_event(
+            self: Pin<&mut ReproProgress>,
+            name: &str,
+            index: usize,
+            count: usize,
+            event: &str,
+        ) -> Result<()>;
+        fn on_step(
+            self: Pin<&mut SweepProgress>,
+            index: usize,
+            step: u64,
+            total: u64,
+            loss: f64,
+        ) -> Result<bool>;
     }
 
     extern "Rust" {
@@ -256,6 +280,17 @@ pub mod bridge {
             keys: &Vec<String>,
             values: &Vec<String>,
         ) -> Result<String>;
+        /// `repro` reporting each run's start and end to `progress` (see `icl/progress.h`). The
+        /// same options, files, result and exceptions as `repro`, and `rust::Error` ("the progress
+        /// receiver threw: ...") once every run is done when `progress` threw (it cannot stop the
+        /// reproduction; no later event is reported).
+        fn repro_with_progress(
+            paper: &str,
+            out_dir: &str,
+            keys: &Vec<String>,
+            values: &Vec<String>,
+            progress: Pin<&mut ReproProgress>,
+        ) -> Result<String>;
 
         /// Expand the sweep file `file` into the sweep folder `out_dir` like
         /// `icl sweep plan FILE --out OUT_DIR --json` and return the planned runs as a JSON array
@@ -269,6 +304,18 @@ pub mod bridge {
         /// skipped, interrupted ones resumed; prints nothing. Throws where `icl_sweep_run`
         /// returns a status (a run that failed: after every run was tried, its message).
         fn sweep_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> Result<String>;
+        /// `sweep_run` reporting each run's steps to `progress` (see `icl/progress.h`), which can
+        /// interrupt the sweep by returning false: then the runs training are checkpointed and
+        /// stop, the others do not start, and the results say `"interrupted"` (with `"step"`) and
+        /// `"not_started"`; calling again resumes them. The same options, files, results and
+        /// exceptions as `sweep_run`, and `rust::Error` ("the progress receiver threw: ...") after
+        /// an exception from `progress`, which interrupts the sweep in the same way.
+        fn sweep_run_with_progress(
+            dir: &str,
+            keys: &Vec<String>,
+            values: &Vec<String>,
+            progress: Pin<&mut SweepProgress>,
+        ) -> Result<String>;
         /// The state of every run of the sweep folder `dir`: the objects `icl sweep status DIR
         /// --json` prints one per line, as one JSON array (`{"index", "name", "state", ...}`). Throws where
         /// `icl_sweep_status` returns a status.
@@ -595,6 +642,91 @@ fn repro(
         crate::c::repro::repro_json(&o)
     })
 }
+/// The message of the error a call returns after the progress receiver threw `e`.
+fn receiver_threw(e: &cxx::Exception) -> crate::status::FfiError {
+    crate::status::FfiError::new(
+        crate::status::icl_status::ICL_ERR_ARGUMENT,
+        format!("the progress receiver threw: {}", e.what()),
+    )
+}
+
+/// A caller's progress receiver, moved to icl's threads.
+struct Receiver<'a, T>(Pin<&'a mut T>);
+
+// SAFETY: `icl/progress.h` tells the caller that the receiver is called from icl's threads; the
+// calls are one at a time (repro's progress is one `FnMut`; the sweep's runs under a lock).
+unsafe impl<T> Send for Receiver<'_, T> {}
+
+impl<T> Receiver<'_, T> {
+    /// The receiver, to call (a method, so that closures capture the whole `Receiver`).
+    fn get(&mut self) -> Pin<&mut T> {
+        self.0.as_mut()
+    }
+}
+
+#[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
+fn repro_with_progress(
+    paper: &str,
+    out_dir: &str,
+    keys: &Vec<String>,
+    values: &Vec<String>,
+    progress: Pin<&mut bridge::ReproProgress>,
+) -> FfiResult<String> {
+    guard_cxx(|| {
+        let o =
+            icl_run::repro::ReproOptions::from_pairs(paper, out_dir, &text_pairs(keys, values)?)?;
+        let mut rx = Receiver(progress);
+        let mut threw = None;
+        let json = crate::c::repro::report_json(
+            &o,
+            &mut |name: &str, i: usize, count: usize, ev: &str| {
+                if threw.is_none() {
+                    if let Err(e) = rx.get().on_event(name, i, count, ev) {
+                        threw = Some(receiver_threw(&e));
+                    }
+                }
+            },
+        )?;
+        threw.map_or(Ok(json), Err)
+    })
+}
+
+#[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
+fn sweep_run_with_progress(
+    dir: &str,
+    keys: &Vec<String>,
+    values: &Vec<String>,
+    progress: Pin<&mut bridge::SweepProgress>,
+) -> FfiResult<String> {
+    guard_cxx(|| {
+        let o = icl_run::sweep::SweepRunOptions::from_pairs(&text_pairs(keys, values)?)?;
+        let rx = Mutex::new((Receiver(progress), None));
+        let gate = icl_run::sweep::Throttle::default();
+        let report = |i: usize, step: u64, total: u64, loss: f64| {
+            let mut g = rx.lock().unwrap_or_else(|e| e.into_inner());
+            let (rx, threw) = &mut *g;
+            if threw.is_some() {
+                return false;
+            }
+            let go = gate.when_due(i, step, total, || rx.get().on_step(i, step, total, loss));
+            match go {
+                Some(Err(e)) => {
+                    *threw = Some(receiver_threw(&e));
+                    false
+                }
+                Some(Ok(go)) => go,
+                None => true,
+            }
+        };
+        let results = o.run(Path::new(dir), &report)?;
+        let (_, threw) = rx.into_inner().unwrap_or_else(|e| e.into_inner());
+        match threw {
+            Some(e) => Err(e),
+            None => crate::c::sweep::results_json(results),
+        }
+    })
+}
+
 fn sweep_plan(file: &str, out_dir: &str) -> FfiResult<String> {
     guard_cxx(|| crate::c::sweep::plan_json(file, out_dir))
 }

@@ -13,6 +13,9 @@
 //! * C++ failures throw `rust::Error` with the library's message (ffi/tests/cpp/exceptions.cpp).
 //! * C++'s `icl::eval_run`, `icl::eval_plot` and `icl::repro` give what the CLI's `icl eval --json`
 //!   and `icl repro --json` give, and throw on bad options (ffi/tests/cpp/run_layer.cpp).
+//! * C++'s progress receivers (`icl/progress.h`): `icl::repro_with_progress` reports every run,
+//!   `icl::sweep_run_with_progress` stops when the receiver says so and resumes to the CLI's
+//!   bytes, and a receiver's exception comes back as `rust::Error` (ffi/tests/cpp/progress.cpp).
 mod ffi_common;
 
 use ffi_common::{built, cli_train, compile_c, compile_cpp, run, scratch, workspace, Link};
@@ -105,6 +108,7 @@ fn install_then_link_as_documented_and_run() {
         "include/icl.h",
         "include/icl.hpp",
         "include/icl/bridge.h",
+        "include/icl/progress.h",
         "include/rust/cxx.h",
         "lib/libicl_ffi.a",
         "lib/libicl_ffi.so",
@@ -362,4 +366,53 @@ fn cpp_eval_and_repro_are_the_clis() {
         std::fs::read(out.join("sweep/results.csv")).unwrap(),
         std::fs::read(cli_sweep.join("results.csv")).unwrap()
     );
+}
+
+#[test]
+fn cpp_progress_receivers_report_stop_and_throw() {
+    let dir = scratch("cpp-progress");
+    let exe = dir.join("progress");
+    compile_cpp(&workspace().join("ffi/tests/cpp/progress.cpp"), &exe);
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let sweep_file = dir.join("sweep.toml");
+    std::fs::write(
+        &sweep_file,
+        "preset = \"quick\"\nseeds = [1, 2]\n[set]\n\"train.steps\" = 60\n\"train.batch\" = 8\n[grid]\n\"model.heads\" = [1, 2]\n",
+    )
+    .unwrap();
+    let text =
+        String::from_utf8(run(Command::new(&exe).arg(&out).arg(&sweep_file)).stdout).unwrap();
+    assert!(text.ends_with("0 failed\n"), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("ok ")).count(),
+        8,
+        "{text}"
+    );
+    // the run stopped by the receiver and resumed is the CLI's uninterrupted run, byte for byte
+    let cli = dir.join("cli-sweep");
+    let icl = |args: &[&str]| run(Command::new(&built().icl).args(args));
+    icl(&[
+        "sweep",
+        "plan",
+        sweep_file.to_str().unwrap(),
+        "--out",
+        cli.to_str().unwrap(),
+    ]);
+    icl(&[
+        "sweep",
+        "run",
+        cli.to_str().unwrap(),
+        "--eval-samples",
+        "0",
+        "--quiet",
+    ]);
+    // the first line of `icl sweep status --json`: run 0, the one the receiver stopped
+    let status = icl(&["sweep", "status", cli.to_str().unwrap(), "--json"]).stdout;
+    let run0: serde_json::Value =
+        serde_json::from_slice(status.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(run0["index"], 0);
+    let first = run0["name"].as_str().unwrap();
+    let model = |root: &Path| std::fs::read(root.join(first).join("model.safetensors")).unwrap();
+    assert_eq!(model(&out.join("sweep")), model(&cli), "run {first}");
 }

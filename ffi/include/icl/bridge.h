@@ -1,4 +1,5 @@
 #pragma once
+#include "icl/progress.h"
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -964,6 +965,8 @@ namespace icl {
   struct Risk;
   struct LossGrad;
   struct LogRow;
+  using ReproProgress = ::icl::ReproProgress;
+  using SweepProgress = ::icl::SweepProgress;
   struct Config;
   struct TaskSampler;
   struct Model;
@@ -1269,6 +1272,12 @@ void eval_plot(::rust::Str rows_json, ::rust::Str path);
 // returns a status; every bad option is reported before anything is written.
 ::rust::String repro(::rust::Str paper, ::rust::Str out_dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
 
+// `repro` reporting each run's start and end to `progress` (see `icl/progress.h`). The
+// same options, files, result and exceptions as `repro`, and `rust::Error` ("the progress
+// receiver threw: ...") once every run is done when `progress` threw (it cannot stop the
+// reproduction; no later event is reported).
+::rust::String repro_with_progress(::rust::Str paper, ::rust::Str out_dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values, ::icl::ReproProgress &progress);
+
 // Expand the sweep file `file` into the sweep folder `out_dir` like
 // `icl sweep plan FILE --out OUT_DIR --json` and return the planned runs as a JSON array
 // (`{"index", "name", "values", "preset" or "config", "set"}`). Throws where
@@ -1282,6 +1291,14 @@ void eval_plot(::rust::Str rows_json, ::rust::Str path);
 // skipped, interrupted ones resumed; prints nothing. Throws where `icl_sweep_run`
 // returns a status (a run that failed: after every run was tried, its message).
 ::rust::String sweep_run(::rust::Str dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
+
+// `sweep_run` reporting each run's steps to `progress` (see `icl/progress.h`), which can
+// interrupt the sweep by returning false: then the runs training are checkpointed and
+// stop, the others do not start, and the results say `"interrupted"` (with `"step"`) and
+// `"not_started"`; calling again resumes them. The same options, files, results and
+// exceptions as `sweep_run`, and `rust::Error` ("the progress receiver threw: ...") after
+// an exception from `progress`, which interrupts the sweep in the same way.
+::rust::String sweep_run_with_progress(::rust::Str dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values, ::icl::SweepProgress &progress);
 
 // The state of every run of the sweep folder `dir`: the objects `icl sweep status DIR
 // --json` prints one per line, as one JSON array (`{"index", "name", "state", ...}`). Throws where

@@ -154,7 +154,10 @@ pub(crate) fn repro_json(o: &ReproOptions) -> FfiResult<String> {
 }
 
 /// Run `icl repro` with checked options, reporting to `progress`, and return `report.json`'s text.
-fn report_json(o: &ReproOptions, progress: icl_run::repro::Progress) -> FfiResult<String> {
+pub(crate) fn report_json(
+    o: &ReproOptions,
+    progress: icl_run::repro::Progress,
+) -> FfiResult<String> {
     let r = icl_run::repro::repro(o, progress)?;
     Ok(icl_run::repro::report::json(&r))
 }

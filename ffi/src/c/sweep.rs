@@ -246,7 +246,7 @@ pub(crate) fn run_json(dir: &str, o: &SweepRunOptions) -> FfiResult<String> {
 }
 
 /// The results of a sweep's runs as JSON, or the first failure's status.
-fn results_json(results: Vec<sweep::RunResult>) -> FfiResult<String> {
+pub(crate) fn results_json(results: Vec<sweep::RunResult>) -> FfiResult<String> {
     let json: Vec<_> = results.iter().map(front::result_json).collect();
     if let Some((name, e)) = front::first_failure(results) {
         let f = FfiError::from(e);

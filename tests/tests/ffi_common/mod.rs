@@ -3,8 +3,9 @@
 //!
 //! Where things are: the test binary lives in `<target>/<profile>/deps/`, so `<target>/<profile>`
 //! (`target/debug` for `cargo test`, or under `$CARGO_TARGET_DIR`) is its grandparent. The first
-//! test that needs them runs `cargo build -p icl-ffi -p icl-cli` with the matching profile
-//! (`--profile test` for `target/debug`, `--release` for `target/release`), which leaves
+//! test that needs them runs `cargo build --workspace --lib --bins --tests --examples` with the
+//! matching profile (`--profile test` for `target/debug`, `--release` for `target/release`; see
+//! [`built`]), which leaves
 //! `libicl_ffi.a`, `libicl_ffi.so` and the `icl` binary in that folder.
 #![allow(dead_code)]
 use std::path::{Path, PathBuf};
