@@ -166,8 +166,8 @@ pub fn ln_f32(x: f32) -> f32 {
         3.333_333e-1,
     ];
     let ix = x.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
-    // ix >> 23 < 2^8: exact through the 2^23 exponent trick
-    let k = (f32::from_bits(0x4b00_0000 | (ix >> 23)) - 8_388_608.0) - 127.0;
+    // ix >> 23 < 2^9: the exponent, converted exactly
+    let k = ((ix >> 23) as i32 - 127) as f32;
     let m = f32::from_bits((ix & 0x007f_ffff) + 0x3f35_04f3);
     let f = m - 1.0;
     let z = f * f;
@@ -230,15 +230,18 @@ fn sin_cos_f32(t: f32) -> (f32, f32) {
 
 /// (cos, sin) of `k pi/2 + t` from (sin t, cos t), k in 0..=4, as bit operations: quadrant
 /// k gives (c, s), (-s, c), (-c, -s), (s, -c), (c, s).
+/// The swap is a select on the low bit of k (a mask and two blends at AVX-512), the signs are
+/// bit 1 of k + 1 (cosine) and of k (sine) moved to the sign bit.
 macro_rules! quadrant_fix {
     ($s:expr, $c:expr, $k:expr, $bits:ty, $sign:expr) => {{
         let k = $k as $bits;
-        let swap = (k & 1).wrapping_neg(); // all ones for odd k
+        let odd = k & 1 != 0;
         let (sb, cb) = ($s.to_bits(), $c.to_bits());
-        let cc = (sb & swap) | (cb & !swap);
-        let ss = (cb & swap) | (sb & !swap);
-        let neg_cos = ((k + 1) >> 1 & 1) * $sign;
-        let neg_sin = (k >> 1 & 1) * $sign;
+        let cc = if odd { sb } else { cb };
+        let ss = if odd { cb } else { sb };
+        const UP: u32 = <$bits>::BITS - 2;
+        let neg_cos = ((k + 1) << UP) & $sign;
+        let neg_sin = (k << UP) & $sign;
         (cc ^ neg_cos, ss ^ neg_sin)
     }};
 }
@@ -315,6 +318,13 @@ unsafe fn halves16(x: *const u64, hi: *mut u32, lo: *mut u32) {
     _mm512_storeu_si512(lo as *mut __m512i, _mm512_permutex2var_epi32(a, even, b));
 }
 
+/// `round(h / 2^30)` (half up), the quadrant of the angle whose draw has high half `h`:
+/// `((h >> 29) + 1) >> 1`, written so that nothing carries past 32 bits.
+#[inline(always)]
+fn quarter_turns(h: u32) -> u32 {
+    ((h >> 1) + (1 << 28)) >> 29
+}
+
 /// One Box–Muller pair per lane in f32, in 32-bit lanes from the draws on (16 per 512-bit
 /// register, where the 64-bit stages would run at half that):
 /// - the draws are split into their 32-bit halves, `x = h 2^32 + l`;
@@ -347,7 +357,7 @@ pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>, avx512: bool) -> ([f
         let lo = (big - sum) + rest;
         let r = (-2.0 * (ln_f32(sum * INV53_F32) + lo * INV53_F32)).sqrt();
         // 2 pi u2 = q pi/2 + t
-        let q = ((bh[k] >> 29) + 1) >> 1;
+        let q = quarter_turns(bh[k]);
         let rh = bh[k].wrapping_sub(q << 30) as i32 as f32;
         let rl = (bl[k] >> 11) as i32 as f32;
         let t = rh.mul_add(2_097_152.0, rl) * TAU_INV53_F32;
@@ -464,6 +474,21 @@ mod tests {
             let (p, q) = (box_muller_f32(&mut a, false), box_muller_f32(&mut b, true));
             assert_eq!(p.0.map(f32::to_bits), q.0.map(f32::to_bits));
             assert_eq!(p.1.map(f32::to_bits), q.1.map(f32::to_bits));
+        }
+    }
+
+    #[test]
+    fn quarter_turns_round_half_up() {
+        let mut hs: Vec<u32> = (0..=8u32)
+            .map(|j| j.wrapping_mul(1 << 29))
+            .flat_map(|e| [e.wrapping_sub(2), e.wrapping_sub(1), e, e.wrapping_add(1)])
+            .collect();
+        let mut r = Xoshiro::<1>::from_keys([11]);
+        hs.extend((0..100_000).map(|_| (r.next_u64s()[0] >> 32) as u32));
+        for h in hs {
+            let want = ((h as f64) / 1_073_741_824.0 + 0.5).floor() as u32;
+            assert_eq!(quarter_turns(h), want, "{h:#x}");
+            assert_eq!(quarter_turns(h), ((h >> 29) + 1) >> 1, "{h:#x}");
         }
     }
 
