@@ -235,3 +235,34 @@ fn ideal_stage1_fit_and_algorithm1_from_moments() {
         near(a.preds[k], t.preds[k], 1e-12, "moment form");
     }
 }
+
+#[test]
+fn algorithm1_grid_is_algorithm1_at_every_pair() {
+    // one IV sequence's ideal stage-1 fit and one plain sequence; step sizes from 0 to past
+    // divergence, 1 to 4 steps
+    let s = ml::iv_sequence(&mut rng::stream(5, Domain::Eval, 40, 0), 6, 4, 40);
+    let (xh, xhq) = ml::iv_ideal_stage1(&s, 6, 4);
+    let exs = [0.0, 0.01, 0.05, 0.2, 1.5];
+    let eys = [0.02, 0.1, 0.7, 3.0];
+    for (x, y, xq) in [
+        (&xh[..], &s.y[..], &xhq[..]),
+        (&s.x[..], &s.y[..], &s.xq[..]),
+    ] {
+        let (c, b) = ml::alg1_moments(x, y, xq).unwrap();
+        for steps in 0..=4 {
+            let mut out = vec![f64::NAN; exs.len() * eys.len()];
+            ml::algorithm1_grid(&c, &b, xq, steps, &exs, &eys, &mut out);
+            for (i, &ex) in exs.iter().enumerate() {
+                for (j, &ey) in eys.iter().enumerate() {
+                    let a = ml::algorithm1_moments(&c, &b, xq, &vec![(ex, ey); steps]);
+                    let want = a.preds.last().copied().unwrap_or(0.0);
+                    let got = out[i * eys.len() + j];
+                    assert!(
+                        (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                        "steps {steps}, eta ({ex}, {ey}): {got} against {want}"
+                    );
+                }
+            }
+        }
+    }
+}

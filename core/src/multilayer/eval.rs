@@ -736,11 +736,22 @@ fn tune_alg1(seqs: &[Moments], steps: usize) -> (Vec<f64>, f64, f64) {
             })
             .collect()
     };
+    // the grid's summed squared errors, sequence by sequence (`algorithm1_grid` forms each
+    // eta_x's A_t, C_t once), then the first smallest
+    let exs: Vec<f64> = (0..=20).map(|i| u * i as f64 / 10.0).collect();
+    let eys: Vec<f64> = (1..=40).map(|j| u * j as f64 / 10.0).collect();
+    let mut sums = vec![0.0; exs.len() * eys.len()];
+    let mut preds = vec![0.0; sums.len()];
+    for m in seqs {
+        ml::algorithm1_grid(&m.c, &m.b, &m.xq, steps, &exs, &eys, &mut preds);
+        for (s, p) in sums.iter_mut().zip(&preds) {
+            *s += (p - m.yq) * (p - m.yq);
+        }
+    }
     let mut best = (f64::INFINITY, 0.0, u);
-    for i in 0..=20 {
-        for j in 1..=40 {
-            let (ex, ey) = (u * i as f64 / 10.0, u * j as f64 / 10.0);
-            let m = errs(ex, ey).iter().sum::<f64>();
+    for (i, &ex) in exs.iter().enumerate() {
+        for (j, &ey) in eys.iter().enumerate() {
+            let m = sums[i * eys.len() + j];
             if m < best.0 {
                 best = (m, ex, ey);
             }

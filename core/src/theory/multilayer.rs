@@ -153,6 +153,91 @@ pub fn algorithm1_moments(
     }
 }
 
+/// [`algorithm1_moments`]'s last prediction with constant step sizes, for every pair of a grid:
+/// `out[i * eta_ys.len() + j]` is the prediction after `steps` steps of `(eta_xs[i], eta_ys[j])`
+/// (the same recursion; only the rounding differs, the products being summed in another order).
+/// `A_t = I - eta_x C_t`, `C_{t+1} = A_t C_t A_t` and `x_q^(t+1) = A_t x_q^(t)` depend on eta_x
+/// alone, so they are formed once per eta_x and only `b_{t+1} = A_t (I + eta_y C_t) b_t` runs per
+/// eta_y: O(|eta_x| T d^3 + |eta_x| |eta_y| T d^2) with no allocation per pair, where calling
+/// [`algorithm1_moments`] per pair costs O(|eta_x| |eta_y| T d^3) (grid tuning).
+/// `out.len()` must be `eta_xs.len() * eta_ys.len()` and `xq.len()` the moments' d.
+pub fn algorithm1_grid(
+    c0: &DMatrix<f64>,
+    b0: &DVector<f64>,
+    xq: &[f64],
+    steps: usize,
+    eta_xs: &[f64],
+    eta_ys: &[f64],
+    out: &mut [f64],
+) {
+    let d = xq.len();
+    let dd = d * d;
+    // per step t (row-major): C_t, A_t and x_q^(t)
+    let (mut cs, mut as_, mut qs) = (
+        vec![0.0; steps * dd],
+        vec![0.0; steps * dd],
+        vec![0.0; steps * d],
+    );
+    let (mut ac, mut b, mut v) = (vec![0.0; dd], vec![0.0; d], vec![0.0; d]);
+    // y = M x for a row-major d x d block M
+    let matvec = |m: &[f64], x: &[f64], y: &mut [f64]| {
+        for (r, yr) in y.iter_mut().enumerate() {
+            *yr = (0..d).map(|k| m[r * d + k] * x[k]).sum();
+        }
+    };
+    for (i, &ex) in eta_xs.iter().enumerate() {
+        for t in 0..steps {
+            if t == 0 {
+                for r in 0..d {
+                    for k in 0..d {
+                        cs[r * d + k] = c0[(r, k)];
+                    }
+                }
+                qs[..d].copy_from_slice(xq);
+            }
+            let (c, a) = (&cs[t * dd..(t + 1) * dd], &mut as_[t * dd..(t + 1) * dd]);
+            for r in 0..d {
+                for k in 0..d {
+                    a[r * d + k] = if r == k { 1.0 } else { 0.0 } - c[r * d + k] * ex;
+                }
+            }
+            if t + 1 < steps {
+                let a = &as_[t * dd..(t + 1) * dd];
+                for r in 0..d {
+                    for k in 0..d {
+                        ac[r * d + k] = (0..d).map(|u| a[r * d + u] * cs[t * dd + u * d + k]).sum();
+                    }
+                }
+                let next = &mut cs[(t + 1) * dd..(t + 2) * dd];
+                for r in 0..d {
+                    for k in 0..d {
+                        next[r * d + k] = (0..d).map(|u| ac[r * d + u] * a[u * d + k]).sum();
+                    }
+                }
+                let (qd, qn) = qs.split_at_mut((t + 1) * d);
+                matvec(a, &qd[t * d..], &mut qn[..d]);
+            }
+        }
+        for (j, &ey) in eta_ys.iter().enumerate() {
+            b.copy_from_slice(b0.as_slice());
+            let mut yhat = 0.0;
+            for t in 0..steps {
+                let q = &qs[t * d..(t + 1) * d];
+                yhat += ey * b.iter().zip(q).map(|(x, y)| x * y).sum::<f64>();
+                if t + 1 < steps {
+                    // v = (I + eta_y C_t) b, b = A_t v
+                    matvec(&cs[t * dd..(t + 1) * dd], &b, &mut v);
+                    for (vr, br) in v.iter_mut().zip(&b) {
+                        *vr = br + ey * *vr;
+                    }
+                    matvec(&as_[t * dd..(t + 1) * dd], &v, &mut b);
+                }
+            }
+            out[i * eta_ys.len() + j] = yhat;
+        }
+    }
+}
+
 /// Standard K-step GD from w_0 = 0 (§4.1 baselines): `w_{k+1} = w_k - eta/L X^T (X w_k - y)`.
 /// Returns the predictions `w_k^T x_q` for k = 1..=K.
 pub fn gd_steps(x: &[f64], y: &[f64], xq: &[f64], eta: f64, steps: usize) -> Result<Vec<f64>> {
