@@ -1,6 +1,6 @@
 //! [`MlSimd`]: the multi-layer transformer engine. One sequence per lane of [`Lv`] (8 sequences
-//! per group), the token width D a compile-time constant (2..=16; other widths run the scalar
-//! reference), rayon over fixed chunks of [`ML_CHUNK`] sequences whose partial gradients are added
+//! per group), the token width D a compile-time constant (2..=24, so d up to 23 for regression;
+//! wider tokens run the scalar reference, single-threaded), rayon over fixed chunks of [`ML_CHUNK`] sequences whose partial gradients are added
 //! in chunk order, so any thread count gives the same bits. The arithmetic is
 //! [`icl_core::multilayer::layer`]'s, lane-wise; the kernels are compiled at the baseline and
 //! inside AVX2 / AVX-512 entry points ([`crate::dispatch`]).
@@ -562,9 +562,22 @@ macro_rules! with_d {
             14 => { const $d: usize = 14; $body }
             15 => { const $d: usize = 15; $body }
             16 => { const $d: usize = 16; $body }
+            17 => { const $d: usize = 17; $body }
+            18 => { const $d: usize = 18; $body }
+            19 => { const $d: usize = 19; $body }
+            20 => { const $d: usize = 20; $body }
+            21 => { const $d: usize = 21; $body }
+            22 => { const $d: usize = 22; $body }
+            23 => { const $d: usize = 23; $body }
+            24 => { const $d: usize = 24; $body }
             _ => $else,
         }
     };
+}
+
+/// Whether tokens of width `e` run the vectorised kernels (otherwise the scalar reference).
+pub fn vectorised(e: usize) -> bool {
+    with_d!(e, D => D == e, false)
 }
 
 impl<T: MlScalar> MlSimd<T> {
@@ -750,6 +763,12 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
 mod tests {
     use super::*;
     use icl_core::multilayer::engine::{fill_rows_serial, fill_serial};
+
+    #[test]
+    fn widths_2_to_24_are_vectorised() {
+        assert!((2..=24).all(vectorised));
+        assert!(!vectorised(1) && !vectorised(25));
+    }
 
     #[test]
     fn parallel_fill_is_the_serial_fill() {

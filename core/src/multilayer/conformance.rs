@@ -32,6 +32,8 @@ pub fn specs() -> Vec<StackSpec> {
             (3, true, 2, 6),
             (2, false, 3, 5),
             (3, false, 2, 10),
+            // d = 20 (the temperature paper's width)
+            (2, true, 2, 21),
         ] {
             out.push(StackSpec {
                 e,
