@@ -636,11 +636,21 @@ fn repro(
     keys: &Vec<String>,
     values: &Vec<String>,
 ) -> FfiResult<String> {
-    guard_cxx(|| {
-        let o =
-            icl_run::repro::ReproOptions::from_pairs(paper, out_dir, &text_pairs(keys, values)?)?;
-        crate::c::repro::repro_json(&o)
-    })
+    guard_cxx(|| crate::c::repro::repro_json(&repro_options(paper, out_dir, keys, values)?))
+}
+
+/// `repro`'s options from the bridge's text pairs.
+fn repro_options(
+    paper: &str,
+    out_dir: &str,
+    keys: &[String],
+    values: &[String],
+) -> FfiResult<icl_run::repro::ReproOptions> {
+    Ok(icl_run::repro::ReproOptions::from_pairs(
+        paper,
+        out_dir,
+        &text_pairs(keys, values)?,
+    )?)
 }
 /// The message of the error a call returns after the progress receiver threw `e`.
 fn receiver_threw(e: &cxx::Exception) -> crate::status::FfiError {
@@ -673,8 +683,7 @@ fn repro_with_progress(
     progress: Pin<&mut bridge::ReproProgress>,
 ) -> FfiResult<String> {
     guard_cxx(|| {
-        let o =
-            icl_run::repro::ReproOptions::from_pairs(paper, out_dir, &text_pairs(keys, values)?)?;
+        let o = repro_options(paper, out_dir, keys, values)?;
         let mut rx = Receiver(progress);
         let mut threw = None;
         let json = crate::c::repro::report_json(

@@ -235,6 +235,17 @@ fn cpp_failures_throw_with_the_message() {
     );
 }
 
+/// A sweep file of four short quick runs (heads 1 and 2, seeds 1 and 2) in `dir`.
+fn small_sweep_file(dir: &Path) -> PathBuf {
+    let f = dir.join("sweep.toml");
+    std::fs::write(
+        &f,
+        "preset = \"quick\"\nseeds = [1, 2]\n[set]\n\"train.steps\" = 60\n\"train.batch\" = 8\n[grid]\n\"model.heads\" = [1, 2]\n",
+    )
+    .unwrap();
+    f
+}
+
 #[test]
 fn cpp_eval_and_repro_are_the_clis() {
     let dir = scratch("cpp-run-layer");
@@ -243,12 +254,7 @@ fn cpp_eval_and_repro_are_the_clis() {
     let run_dir = cli_train(&dir.join("run"), 200, 3, "simd", &[]);
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let sweep_file = dir.join("sweep.toml");
-    std::fs::write(
-        &sweep_file,
-        "preset = \"quick\"\nseeds = [1, 2]\n[set]\n\"train.steps\" = 60\n\"train.batch\" = 8\n[grid]\n\"model.heads\" = [1, 2]\n",
-    )
-    .unwrap();
+    let sweep_file = small_sweep_file(&dir);
     let text =
         String::from_utf8(run(Command::new(&exe).arg(&run_dir).arg(&out).arg(&sweep_file)).stdout)
             .unwrap();
@@ -375,12 +381,7 @@ fn cpp_progress_receivers_report_stop_and_throw() {
     compile_cpp(&workspace().join("ffi/tests/cpp/progress.cpp"), &exe);
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let sweep_file = dir.join("sweep.toml");
-    std::fs::write(
-        &sweep_file,
-        "preset = \"quick\"\nseeds = [1, 2]\n[set]\n\"train.steps\" = 60\n\"train.batch\" = 8\n[grid]\n\"model.heads\" = [1, 2]\n",
-    )
-    .unwrap();
+    let sweep_file = small_sweep_file(&dir);
     let text =
         String::from_utf8(run(Command::new(&exe).arg(&out).arg(&sweep_file)).stdout).unwrap();
     assert!(text.ends_with("0 failed\n"), "{text}");
