@@ -1,7 +1,8 @@
 //! [`MlSimd`]: the multi-layer transformer engine. One sequence per lane of [`Lv`] (8 sequences
 //! per group), the token width D a compile-time constant (2..=24, so d up to 23 for regression;
-//! wider tokens run the scalar reference, single-threaded), rayon over fixed chunks of [`ML_CHUNK`] sequences whose partial gradients are added
-//! in chunk order, so any thread count gives the same bits. The arithmetic is
+//! wider tokens run the scalar reference, single-threaded), rayon over fixed chunks of
+//! [`ML_CHUNK`] sequences whose partial gradients are added in chunk order, so any thread count
+//! gives the same bits. The arithmetic is
 //! [`icl_core::multilayer::layer`]'s, lane-wise; the kernels are compiled at the baseline and
 //! inside AVX2 / AVX-512 entry points ([`crate::dispatch`]).
 use crate::dispatch::{self, Level};

@@ -185,16 +185,17 @@ pub fn algorithm1_grid(
             *yr = (0..d).map(|k| m[r * d + k] * x[k]).sum();
         }
     };
+    // C_0 and x_q^(0) are the same for every eta_x
+    if steps > 0 {
+        for r in 0..d {
+            for k in 0..d {
+                cs[r * d + k] = c0[(r, k)];
+            }
+        }
+        qs[..d].copy_from_slice(xq);
+    }
     for (i, &ex) in eta_xs.iter().enumerate() {
         for t in 0..steps {
-            if t == 0 {
-                for r in 0..d {
-                    for k in 0..d {
-                        cs[r * d + k] = c0[(r, k)];
-                    }
-                }
-                qs[..d].copy_from_slice(xq);
-            }
             let (c, a) = (&cs[t * dd..(t + 1) * dd], &mut as_[t * dd..(t + 1) * dd]);
             for r in 0..d {
                 for k in 0..d {
