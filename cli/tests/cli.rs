@@ -365,6 +365,58 @@ fn multilayer_run_draws_the_pattern_over_training() {
     }
 }
 
+/// A transformer wider than the SIMD kernels' tokens (d = 24: E = 25) says before training that
+/// it runs on the scalar reference, and `summary.json` names the level `scalar`; d = 23 (E = 24)
+/// runs vectorised, without the note.
+#[test]
+fn simd_scalar_fallback_is_announced_and_recorded() {
+    for (d, fallback) in [("24", true), ("23", false)] {
+        let out = tmp(&format!("fallback-{d}"));
+        let o = icl(&[
+            "train",
+            "--preset",
+            "multilayer-t2",
+            "--set",
+            &format!("task.d={d}"),
+            "--set",
+            "task.L=4",
+            "--set",
+            "train.batch=2",
+            "--steps",
+            "2",
+            "--eval-samples",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        let note = err.lines().find(|l| l.starts_with("icl: note: "));
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        let level = summary["simd_level"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if fallback {
+            let note = note.unwrap_or_else(|| panic!("no note in {err}"));
+            assert!(
+                note.contains("E = 25") && note.contains("scalar reference"),
+                "{note}"
+            );
+            assert_eq!(level, "scalar");
+        } else {
+            assert!(note.is_none(), "{err}");
+            assert!(
+                ["sse2", "avx2", "avx512"].contains(&level.as_str()),
+                "{level}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}
+
 #[test]
 fn bench_table_marks_a_skipped_split_with_dashes() {
     let args = [

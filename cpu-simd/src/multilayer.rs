@@ -576,6 +576,9 @@ macro_rules! with_d {
     };
 }
 
+/// The widest token the vectorised kernels take ([`vectorised`]: 2 ..= this).
+pub const ML_MAX_E: usize = 24;
+
 /// Whether tokens of width `e` run the vectorised kernels (otherwise the scalar reference).
 pub fn vectorised(e: usize) -> bool {
     with_d!(e, D => D == e, false)
@@ -769,6 +772,7 @@ mod tests {
     fn widths_2_to_24_are_vectorised() {
         assert!((2..=24).all(vectorised));
         assert!(!vectorised(1) && !vectorised(25));
+        assert!(vectorised(ML_MAX_E) && !vectorised(ML_MAX_E + 1));
     }
 
     #[test]

@@ -91,6 +91,13 @@ pub fn run(a: &Args) -> CliResult {
                 cfg.set("train.seed", &s.to_string())?;
             }
             cfg.validate()?;
+            if !a.quiet {
+                if let Some(note) =
+                    icl_run::engines::simd_fallback_note(&cfg, opts.engine.as_deref())
+                {
+                    eprintln!("icl: note: {note}");
+                }
+            }
             let out = a.out.clone().unwrap_or_default();
             (icl_run::train::train(&cfg, &out, &opts, &mut report)?, out)
         }

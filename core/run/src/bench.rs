@@ -123,11 +123,13 @@ fn clock_ghz() -> Option<f64> {
 /// The stated peak of the kernels' arithmetic for `threads` cores at `level` in a scalar of
 /// `bits`: cores x nominal clock x 4 vector pipes (two add, two multiply: the kernels use no FMA,
 /// as on AMD Zen 4) x lanes per pipe, with pipes at most 256 bits wide (Zen 4 runs a 512-bit
-/// instruction in two passes) and 128 bits for SSE2.
+/// instruction in two passes) and 128 bits for SSE2. `None` for a level that is not one of
+/// those (`scalar`: the engine's scalar fallback).
 pub fn peak_gflops(threads: usize, level: &str, bits: usize) -> Option<f64> {
     let width = match level {
         "sse2" | "base" => 128,
-        _ => 256,
+        "avx2" | "avx512" => 256,
+        _ => return None,
     };
     Some(threads as f64 * clock_ghz()? * 4.0 * (width / bits) as f64)
 }
@@ -207,7 +209,7 @@ pub fn measure<T: RunScalar>(
             None
         };
         let spec = &tr.model.spec;
-        let simd_level = crate::engines::simd_level::<T>(engine, spec.net != Net::Attention);
+        let simd_level = crate::engines::simd_level::<T>(engine, &spec.net);
         let flops = match &spec.net {
             Net::Attention => Some(kernel_flops(
                 spec.heads,

@@ -1,6 +1,8 @@
 //! The engine registry: the names every front end accepts for `--engine` / `engine=`, the default,
 //! and engine factories for the one trainer.
 use crate::error::{Result, RunError};
+use icl_core::config::Config;
+use icl_core::model::Net;
 use icl_core::multilayer::{StackEngine, StackScalar};
 use icl_core::{Engine, EngineFactory, Scalar, ScalarEngine};
 
@@ -76,16 +78,57 @@ impl RunScalar for f64 {
     }
 }
 
-/// The vector instruction level (`sse2`, `avx2`, `avx512`) the `simd` engine runs at in `T`, for
-/// one-layer attention or multi-layer transformers; `None` for the other engines.
-pub fn simd_level<T: RunScalar>(engine: &str, multilayer: bool) -> Option<String> {
+/// The vector instruction level (`sse2`, `avx2`, `avx512`) the `simd` engine runs `net` at in
+/// `T`; `scalar` where it runs the scalar reference instead (multi-layer blocks whose token width
+/// its kernels do not take, [`simd_fallback_widths`]), `<level>+scalar` where one block of the IV
+/// model does; `None` for the other engines.
+pub fn simd_level<T: RunScalar>(engine: &str, net: &Net) -> Option<String> {
     (engine == "simd").then(|| {
-        let level = if multilayer {
-            icl_simd::MlSimd::<T>::new().level()
-        } else {
-            icl_simd::SimdEngine::<T>::new().level()
+        let (level, blocks) = match net {
+            Net::Attention => (icl_simd::SimdEngine::<T>::new().level(), 1),
+            Net::Stack(_) => (icl_simd::MlSimd::<T>::new().level(), 1),
+            Net::Iv(_) => (icl_simd::MlSimd::<T>::new().level(), 2),
         };
-        level.as_str().to_string()
+        match simd_fallback_widths(net).len() {
+            0 => level.as_str().to_string(),
+            n if n == blocks => "scalar".to_string(),
+            _ => format!("{}+scalar", level.as_str()),
+        }
+    })
+}
+
+/// The token widths of `net`'s multi-layer blocks that the `simd` engine runs on the scalar
+/// reference, on one thread: those above [`icl_simd::multilayer::ML_MAX_E`] (d > 23 for
+/// regression). Empty for one-layer attention, which every width vectorises.
+pub fn simd_fallback_widths(net: &Net) -> Vec<usize> {
+    let widths = match net {
+        Net::Attention => Vec::new(),
+        Net::Stack(s) => vec![s.e],
+        Net::Iv(iv) => vec![iv.st1.e, iv.st2.e],
+    };
+    widths
+        .into_iter()
+        .filter(|&e| !icl_simd::multilayer::vectorised(e))
+        .collect()
+}
+
+/// A one-line note for a run of `cfg` on `engine` (default: the default engine) when the `simd`
+/// engine would run part of it on the scalar reference ([`simd_fallback_widths`]); `None`
+/// otherwise (or when `cfg` does not describe a model).
+pub fn simd_fallback_note(cfg: &Config, engine: Option<&str>) -> Option<String> {
+    if engine.unwrap_or(default_engine()) != "simd" {
+        return None;
+    }
+    let spec = icl_core::model::ModelSpec::from_config(cfg).ok()?;
+    let slow = simd_fallback_widths(&spec.net);
+    let list: Vec<String> = slow.iter().map(|e| e.to_string()).collect();
+    (!slow.is_empty()).then(|| {
+        format!(
+            "the simd engine's multi-layer kernels take token widths up to {}; this model's E = {} \
+             runs on the scalar reference, on one thread (much slower)",
+            icl_simd::multilayer::ML_MAX_E,
+            list.join(" and ")
+        )
     })
 }
 
@@ -126,5 +169,88 @@ impl<T: RunScalar> EngineFactory<T> for Engines {
             RunError::Core(c) => c,
             other => icl_core::Error::Unsupported(other.to_string()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(kv: &[(&str, &str)]) -> Config {
+        let mut c = Config::default();
+        for (k, v) in kv {
+            c.set(k, v).expect("key");
+        }
+        c
+    }
+
+    fn net(c: &Config) -> Net {
+        icl_core::model::ModelSpec::from_config(c)
+            .expect("spec")
+            .net
+    }
+
+    #[test]
+    fn the_scalar_fallback_is_named() {
+        let tf = |d: &str| {
+            cfg(&[
+                ("task.kind", "varying"),
+                ("model.arch", "transformer"),
+                ("task.d", d),
+            ])
+        };
+        let level = icl_simd::MlSimd::<f32>::new().level().as_str().to_string();
+        // d = 23: E = 24, the widest vectorised token
+        assert_eq!(
+            simd_level::<f32>("simd", &net(&tf("23"))),
+            Some(level.clone())
+        );
+        assert_eq!(simd_fallback_note(&tf("23"), None), None);
+        // d = 24: E = 25 runs the scalar reference
+        assert_eq!(
+            simd_level::<f32>("simd", &net(&tf("24"))).as_deref(),
+            Some("scalar")
+        );
+        assert_eq!(simd_fallback_widths(&net(&tf("24"))), vec![25]);
+        let note = simd_fallback_note(&tf("24"), None).expect("note");
+        assert!(
+            note.contains("E = 25") && note.contains("up to 24"),
+            "{note}"
+        );
+        assert_eq!(simd_fallback_note(&tf("24"), Some("scalar")), None);
+        assert_eq!(simd_level::<f32>("scalar", &net(&tf("24"))), None);
+        // the IV model: stage 1 has E = q + p, stage 2 E = p + 1
+        let iv = |p: &str, q: &str| {
+            cfg(&[
+                ("task.kind", "iv"),
+                ("model.arch", "iv2stage"),
+                ("task.d", p),
+                ("task.iv_q", q),
+            ])
+        };
+        assert_eq!(
+            simd_level::<f64>("simd", &net(&iv("5", "6"))),
+            simd_level::<f64>(
+                "simd",
+                &Net::Stack(match net(&iv("5", "6")) {
+                    Net::Iv(s) => s.st2,
+                    _ => unreachable!(),
+                })
+            )
+        );
+        let mixed = simd_level::<f64>("simd", &net(&iv("10", "20"))).expect("simd");
+        assert!(mixed.ends_with("+scalar") && mixed != "scalar", "{mixed}");
+        assert_eq!(simd_fallback_widths(&net(&iv("10", "20"))), vec![30]);
+        assert_eq!(
+            simd_level::<f64>("simd", &net(&iv("30", "2"))).as_deref(),
+            Some("scalar")
+        );
+        let note = simd_fallback_note(&iv("30", "2"), Some("simd")).expect("note");
+        assert!(note.contains("E = 32 and 31"), "{note}");
+        // one-layer attention vectorises every width
+        assert_eq!(
+            simd_fallback_widths(&net(&cfg(&[("task.d", "64")]))),
+            Vec::<usize>::new()
+        );
     }
 }

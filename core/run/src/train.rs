@@ -381,10 +381,7 @@ fn write_outputs<T: RunScalar>(
         preset: o.preset.clone(),
         config: config_json(&cfg),
         engine: t.engine_name().to_string(),
-        simd_level: crate::engines::simd_level::<T>(
-            t.engine_name(),
-            t.model.spec.net != Net::Attention,
-        ),
+        simd_level: crate::engines::simd_level::<T>(t.engine_name(), &t.model.spec.net),
         dtype: T::NAME.into(),
         protocol: t.protocol().into(),
         steps: t.step,
