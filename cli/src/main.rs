@@ -79,8 +79,20 @@ fn parse_error(e: clap::Error) -> ! {
         }
         _ => {
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
-            let msg = first.strip_prefix("error: ").unwrap_or(first);
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or("bad arguments");
+            let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
+            if e.kind() == ErrorKind::MissingRequiredArgument {
+                // clap lists the missing arguments on the indented lines that follow
+                let missing: Vec<&str> = lines
+                    .take_while(|l| l.starts_with(char::is_whitespace))
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                if !missing.is_empty() {
+                    msg = format!("{} {}", msg, missing.join(", "));
+                }
+            }
             let hint = match e.kind() {
                 ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
                     "a subcommand is required (train, eval, analyze, import, presets, theory, bench, embedded, repro, sweep); see `icl --help`".to_string()

@@ -215,6 +215,15 @@ fn bad_input_exits_2_with_one_line_and_no_files() {
         assert!(err.starts_with("icl: error: "), "{err}");
         assert!(!out.exists(), "{extra:?} left {out:?} behind");
     }
+    // a missing required argument is named on the one line
+    let o = icl(&["repro", "he2025"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("not provided: --out <OUT> (see --help)"),
+        "{err}"
+    );
     // missing and corrupt checkpoints
     let missing = tmp("missing");
     let o = icl(&["analyze", missing.to_str().unwrap()]);
