@@ -374,9 +374,9 @@ fn multilayer_run_draws_the_pattern_over_training() {
     }
 }
 
-/// A transformer wider than the SIMD kernels' tokens (d = 24: E = 25) says before training that
-/// it runs on the scalar reference, and `summary.json` names the level `scalar`; d = 23 (E = 24)
-/// runs vectorised, without the note.
+/// A transformer wider than the SIMD kernels' tokens (d = 24: E = 25) says before training and
+/// before evaluating that it runs on the scalar reference, and `summary.json` names the level
+/// `scalar`; d = 23 (E = 24) runs vectorised, without the note.
 #[test]
 fn simd_scalar_fallback_is_announced_and_recorded() {
     for (d, fallback) in [("24", true), ("23", false)] {
@@ -408,6 +408,18 @@ fn simd_scalar_fallback_is_announced_and_recorded() {
             .as_str()
             .unwrap_or_default()
             .to_string();
+        // its evaluation says the same
+        let e = icl(&[
+            "eval",
+            out.to_str().unwrap(),
+            "--samples",
+            "4",
+            "--lengths",
+            "4",
+        ]);
+        let eerr = String::from_utf8_lossy(&e.stderr);
+        assert!(e.status.success(), "{eerr}");
+        let enote = eerr.lines().find(|l| l.starts_with("icl: note: "));
         if fallback {
             let note = note.unwrap_or_else(|| panic!("no note in {err}"));
             assert!(
@@ -415,8 +427,10 @@ fn simd_scalar_fallback_is_announced_and_recorded() {
                 "{note}"
             );
             assert_eq!(level, "scalar");
+            assert_eq!(enote, Some(note), "{eerr}");
         } else {
             assert!(note.is_none(), "{err}");
+            assert!(enote.is_none(), "{eerr}");
             assert!(
                 ["sse2", "avx2", "avx512"].contains(&level.as_str()),
                 "{level}"

@@ -95,7 +95,17 @@ pub fn run(a: &Args) -> CliResult {
         },
         temper: temper_from_text(a.tau.as_deref(), &a.shift, a.tau_holdout)?,
     };
-    let res = eval_run(&RunDir::new(&a.dir), &opts)?;
+    let dir = RunDir::new(&a.dir);
+    // a run too wide for the SIMD kernels says so before its (slow) evaluation
+    let cfg = icl_run::folder::read_text(&dir.config())
+        .ok()
+        .and_then(|t| icl_core::Config::from_toml(&t).ok());
+    if let Some(note) =
+        cfg.and_then(|c| icl_run::engines::simd_fallback_note(&c, a.engine.as_deref()))
+    {
+        eprintln!("icl: note: {note}");
+    }
+    let res = eval_run(&dir, &opts)?;
     if let Some(p) = &a.plot {
         write_risk_plot(&res, p)?;
     }
