@@ -121,15 +121,16 @@ pub fn simd_fallback_note(cfg: &Config, engine: Option<&str>) -> Option<String> 
     }
     let spec = icl_core::model::ModelSpec::from_config(cfg).ok()?;
     let slow = simd_fallback_widths(&spec.net);
+    if slow.is_empty() {
+        return None;
+    }
     let list: Vec<String> = slow.iter().map(|e| e.to_string()).collect();
-    (!slow.is_empty()).then(|| {
-        format!(
-            "the simd engine's multi-layer kernels take token widths up to {}; this model's E = {} \
-             runs on the scalar reference, on one thread (much slower)",
-            icl_simd::multilayer::ML_MAX_E,
-            list.join(" and ")
-        )
-    })
+    Some(format!(
+        "the simd engine's multi-layer kernels take token widths up to {}; this model's E = {} \
+         runs on the scalar reference, on one thread (much slower)",
+        icl_simd::multilayer::ML_MAX_E,
+        list.join(" and ")
+    ))
 }
 
 /// Check that an engine name exists and can run in `dtype` (without starting it).
