@@ -112,9 +112,9 @@ impl<T: SimdScalar> Chunk<T> {
 
     /// Loss and gradient partials of the `groups` filled groups (`inv` = 1 / (n n_out)).
     #[inline(always)]
-    fn loss_grad(&mut self, act: &Act, circ: &Circuits<T>, groups: usize, inv: T) {
+    fn loss_grad(&mut self, act: &Act, circ: &Circuits<T>, groups: usize, inv: T, wide: bool) {
         self.group.clear_grad();
-        crate::with_dim!(self.group.shape.e, dim => self.groups(dim, act, circ, groups, inv));
+        crate::with_dim!(self.group.shape.e, dim => self.groups(dim, act, circ, groups, inv, wide));
         // lane-wise accumulators -> chunk partials (fixed lane order)
         for (dst, v) in self.gkq.iter_mut().zip(&self.group.gkq) {
             *dst = v.sum();
@@ -127,11 +127,24 @@ impl<T: SimdScalar> Chunk<T> {
 
     /// Forward and backward of the groups in order, with the width E as a type.
     #[inline(always)]
-    fn groups<D: Dim>(&mut self, dim: D, act: &Act, circ: &Circuits<T>, groups: usize, inv: T) {
+    fn groups<D: Dim>(
+        &mut self,
+        dim: D,
+        act: &Act,
+        circ: &Circuits<T>,
+        groups: usize,
+        inv: T,
+        wide: bool,
+    ) {
         for i in 0..groups {
             self.swap(i);
-            self.group.forward(dim, act, circ);
-            self.group.backward(dim, act, circ, inv);
+            if wide {
+                self.group.forward::<T::Wide, D>(dim, act, circ);
+                self.group.backward::<T::Wide, D>(dim, act, circ, inv);
+            } else {
+                self.group.forward::<T::V, D>(dim, act, circ);
+                self.group.backward::<T::V, D>(dim, act, circ, inv);
+            }
             self.swap(i);
         }
     }
@@ -159,14 +172,19 @@ impl<T: SimdScalar> Chunk<T> {
         batch: &Batch<T>,
         first: usize,
         out: &mut [T],
+        wide: bool,
     ) {
         let (w, no) = (<T::V as Lanes>::W, batch.n_out);
         let end = (first + CHUNK).min(batch.n);
         let mut b0 = first;
         while b0 < end {
             gather(&mut self.group, batch, b0);
-            self.group
-                .forward(crate::kernel::Dynamic(self.group.shape.e), act, circ);
+            let dim = crate::kernel::Dynamic(self.group.shape.e);
+            if wide {
+                self.group.forward::<T::Wide, _>(dim, act, circ);
+            } else {
+                self.group.forward::<T::V, _>(dim, act, circ);
+            }
             for k in 0..w.min(end - b0) {
                 for o in 0..no {
                     out[(b0 - first + k) * no + o] = self.group.yhat[o].lanes()[k];
@@ -177,12 +195,12 @@ impl<T: SimdScalar> Chunk<T> {
     }
 }
 
-/// The level the forward and backward run at when the engine runs at `level`: at most AVX2. On
-/// AVX-512 the compiler vectorises some of the kernel's loops over keys with gathers and scatters
-/// instead of one vector per lane group, and the AVX2 code is faster (measured on AMD EPYC, f32
-/// and f64); every level gives the same bits, so this changes only the speed.
-pub fn compute_level(level: Level) -> Level {
-    level.min(Level::Avx2)
+/// Whether the forward and backward compute in [`SimdScalar::Wide`] at `level` (one 512-bit
+/// register per lane group, at AVX-512). With [`crate::Pack`]'s element loops the compiler turns
+/// some of the kernel's loops over keys into gathers and scatters at AVX-512; the register types
+/// state each operation as one instruction. The same bits either way.
+fn wide_lanes(level: Level) -> bool {
+    cfg!(target_arch = "x86_64") && level == Level::Avx512
 }
 
 /// Whether the data generator converts 64-bit integers with the language's casts at `level`
@@ -230,6 +248,8 @@ struct LossGrad<'a, T: SimdScalar> {
     circ: &'a Circuits<T>,
     groups: usize,
     inv: T,
+    /// Compute in [`SimdScalar::Wide`] (only at AVX-512).
+    wide: bool,
 }
 
 impl<T: SimdScalar> Kernel for LossGrad<'_, T> {
@@ -237,7 +257,7 @@ impl<T: SimdScalar> Kernel for LossGrad<'_, T> {
     #[inline(always)]
     fn run(self) {
         self.ch
-            .loss_grad(self.act, self.circ, self.groups, self.inv)
+            .loss_grad(self.act, self.circ, self.groups, self.inv, self.wide)
     }
 }
 
@@ -267,14 +287,17 @@ struct Predict<'a, T: SimdScalar> {
     batch: &'a Batch<T>,
     first: usize,
     out: &'a mut [T],
+    /// Compute in [`SimdScalar::Wide`].
+    wide: bool,
 }
 
 impl<T: SimdScalar> Kernel for Predict<'_, T> {
     type Out = ();
     #[inline(always)]
     fn run(self) {
-        self.ch
-            .predict(self.act, self.circ, self.batch, self.first, self.out)
+        self.ch.predict(
+            self.act, self.circ, self.batch, self.first, self.out, self.wide,
+        )
     }
 }
 
@@ -365,8 +388,9 @@ impl<T: SimdScalar> SimdEngine<T> {
                 circ,
                 groups,
                 inv,
+                wide: wide_lanes(level),
             };
-            dispatch::run(compute_level(level), k)
+            dispatch::run(level, k)
         });
         // fixed reduction order: chunk 0, 1, 2, ...
         grad.clear();
@@ -453,8 +477,9 @@ impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
                     batch,
                     first: c * CHUNK,
                     out: o,
+                    wide: wide_lanes(level),
                 };
-                dispatch::run(compute_level(level), k)
+                dispatch::run(level, k)
             });
         Ok(())
     }

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Layout (structure of arrays): token l, component i of the group is the vector `z[l E + i]`.
-use crate::lanes::{one, Lanes};
+use crate::lanes::{cast, cast_mut, one, Lanes, SameLayout};
 use icl_core::config::{Activation, AttentionKind};
 use icl_core::model::{Act, Circuits};
 use icl_core::Scalar;
@@ -228,9 +228,15 @@ impl<V: Lanes> Group<V> {
         self.sse = V::zero();
     }
 
-    /// Forward of all heads into `yhat`.
+    /// Forward of all heads into `yhat`, computed in lane type `C` (`V` itself, or a 512-bit
+    /// register type at AVX-512: the same operations, so the same bits).
     #[inline(always)]
-    pub fn forward<D: Dim>(&mut self, dim: D, act: &Act, circ: &Circuits<V::T>) {
+    pub fn forward<C: SameLayout<V> + Lanes<T = V::T>, D: Dim>(
+        &mut self,
+        dim: D,
+        act: &Act,
+        circ: &Circuits<V::T>,
+    ) {
         let Shape {
             heads,
             n_out: no,
@@ -239,15 +245,20 @@ impl<V: Lanes> Group<V> {
             ..
         } = self.shape;
         let e = dim.get();
-        self.yhat.iter_mut().for_each(|x| *x = V::zero());
-        let zq = &self.z[len * e..(len + 1) * e];
-        let keys = &self.z[..nk * e];
+        let z: &[C] = cast(&self.z);
+        let yhat: &mut [C] = cast_mut(&mut self.yhat);
+        let (qs, as_): (&mut [C], &mut [C]) = (cast_mut(&mut self.q), cast_mut(&mut self.a));
+        let (ss, ws): (&mut [C], &mut [C]) = (cast_mut(&mut self.s), cast_mut(&mut self.w));
+        let finv: &mut [C] = cast_mut(&mut self.finv);
+        yhat.iter_mut().for_each(|x| *x = C::zero());
+        let zq = &z[len * e..(len + 1) * e];
+        let keys = &z[..nk * e];
         for h in 0..heads {
-            let q = &mut self.q[h * e..(h + 1) * e];
-            let a = &mut self.a[h * e..(h + 1) * e];
-            let s = &mut self.s[h * nk..(h + 1) * nk];
-            let w = &mut self.w[h * nk..(h + 1) * nk];
-            self.finv[h] = head_forward(
+            let q = &mut qs[h * e..(h + 1) * e];
+            let a = &mut as_[h * e..(h + 1) * e];
+            let s = &mut ss[h * nk..(h + 1) * nk];
+            let w = &mut ws[h * nk..(h + 1) * nk];
+            finv[h] = head_forward(
                 act,
                 dim,
                 no,
@@ -259,14 +270,21 @@ impl<V: Lanes> Group<V> {
                 s,
                 w,
                 a,
-                &mut self.yhat,
+                yhat,
             );
         }
     }
 
-    /// Loss terms and `g = dLoss/dyhat = 2 r / (n n_out)` (masked), then the backward of all heads.
+    /// Loss terms and `g = dLoss/dyhat = 2 r / (n n_out)` (masked), then the backward of all
+    /// heads, computed in lane type `C` (as [`Group::forward`]).
     #[inline(always)]
-    pub fn backward<D: Dim>(&mut self, dim: D, act: &Act, circ: &Circuits<V::T>, inv: V::T) {
+    pub fn backward<C: SameLayout<V> + Lanes<T = V::T>, D: Dim>(
+        &mut self,
+        dim: D,
+        act: &Act,
+        circ: &Circuits<V::T>,
+        inv: V::T,
+    ) {
         let Shape {
             heads,
             n_out: no,
@@ -275,15 +293,37 @@ impl<V: Lanes> Group<V> {
             ..
         } = self.shape;
         let e = dim.get();
-        let two_inv = V::splat(inv + inv);
+        let two_inv = C::splat(inv + inv);
+        let mask = cast::<V, C>(core::slice::from_ref(&self.mask))[0];
+        let mut sse = cast::<V, C>(core::slice::from_ref(&self.sse))[0];
+        let (yhat, y): (&[C], &[C]) = (cast(&self.yhat), cast(&self.y));
+        let g: &mut [C] = cast_mut(&mut self.g);
         for o in 0..no {
             // loss = sum_o r_o^2 / (n n_out)  =>  g_o = 2 r_o / (n n_out)
-            let r = (self.yhat[o] - self.y[o]) * self.mask;
-            self.sse = r.mul_add_unfused(r, self.sse);
-            self.g[o] = r * two_inv;
+            let r = (yhat[o] - y[o]) * mask;
+            sse = r.mul_add_unfused(r, sse);
+            g[o] = r * two_inv;
         }
-        let zq = &self.z[len * e..(len + 1) * e];
-        let keys = &self.z[..nk * e];
+        cast_mut::<V, C>(core::slice::from_mut(&mut self.sse))[0] = sse;
+        let z: &[C] = cast(&self.z);
+        let zq = &z[len * e..(len + 1) * e];
+        let keys = &z[..nk * e];
+        let (ss, ws, as_, finv) = (
+            cast::<V, C>(&self.s),
+            cast::<V, C>(&self.w),
+            cast::<V, C>(&self.a),
+            cast::<V, C>(&self.finv),
+        );
+        let (c, u, b) = (
+            cast_mut::<V, C>(&mut self.c),
+            cast_mut::<V, C>(&mut self.u),
+            cast_mut::<V, C>(&mut self.b),
+        );
+        let (gkq, gov) = (
+            cast_mut::<V, C>(&mut self.gkq),
+            cast_mut::<V, C>(&mut self.gov),
+        );
+        let g: &[C] = g;
         for h in 0..heads {
             let (ee, oe) = (e * e, no * e);
             head_backward(
@@ -293,16 +333,16 @@ impl<V: Lanes> Group<V> {
                 circ.ov_head(h),
                 keys,
                 zq,
-                &self.s[h * nk..(h + 1) * nk],
-                &self.w[h * nk..(h + 1) * nk],
-                &self.a[h * e..(h + 1) * e],
-                self.finv[h],
-                &self.g,
-                &mut self.c,
-                &mut self.u,
-                &mut self.b,
-                &mut self.gkq[h * ee..(h + 1) * ee],
-                &mut self.gov[h * oe..(h + 1) * oe],
+                &ss[h * nk..(h + 1) * nk],
+                &ws[h * nk..(h + 1) * nk],
+                &as_[h * e..(h + 1) * e],
+                finv[h],
+                g,
+                c,
+                u,
+                b,
+                &mut gkq[h * ee..(h + 1) * ee],
+                &mut gov[h * oe..(h + 1) * oe],
             );
         }
     }

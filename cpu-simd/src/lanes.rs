@@ -71,7 +71,9 @@ pub trait Lanes:
 /// The scalars the SIMD engine runs in, with their lane type and its data generator.
 pub trait SimdScalar: Scalar + LaneScalar + crate::multilayer::MlScalar + Send + Sync {
     /// The vector type.
-    type V: Lanes<T = Self>;
+    type V: Lanes<T = Self> + SameLayout<Self::V>;
+    /// The same lanes in one 512-bit register (AVX-512 only; `V` elsewhere).
+    type Wide: SameLayout<Self::V> + Lanes<T = Self>;
     /// One xoshiro256++ stream per lane.
     type Rng: Copy;
 
@@ -92,6 +94,10 @@ pub const W64: usize = 8;
 
 impl SimdScalar for f32 {
     type V = Pack<f32, W32>;
+    #[cfg(target_arch = "x86_64")]
+    type Wide = crate::wide::Z16;
+    #[cfg(not(target_arch = "x86_64"))]
+    type Wide = Self::V;
     type Rng = Xoshiro<W32>;
     #[inline(always)]
     fn train_rng(seed: u64, step: u64, first: u64) -> Self::Rng {
@@ -110,6 +116,10 @@ impl SimdScalar for f32 {
 
 impl SimdScalar for f64 {
     type V = Pack<f64, W64>;
+    #[cfg(target_arch = "x86_64")]
+    type Wide = crate::wide::Z8;
+    #[cfg(not(target_arch = "x86_64"))]
+    type Wide = Self::V;
     type Rng = Xoshiro<W64>;
     #[inline(always)]
     fn train_rng(seed: u64, step: u64, first: u64) -> Self::Rng {
@@ -221,6 +231,39 @@ impl<T: Scalar + LaneScalar + Div<Output = T>, const N: usize> Lanes for Pack<T,
     fn lanes_mut(&mut self) -> &mut [T] {
         &mut self.0
     }
+}
+
+/// A lane type with the layout of `P` (same size, alignment at most `P`'s, every bit pattern
+/// valid in both), so that slices of `P` can be computed on as slices of `Self`.
+///
+/// # Safety
+/// Implementors must have exactly that layout.
+pub unsafe trait SameLayout<P>: Lanes {}
+
+// SAFETY: the same type.
+unsafe impl<T: icl_core::Scalar + LaneScalar + Div<Output = T>, const N: usize>
+    SameLayout<Pack<T, N>> for Pack<T, N>
+{
+}
+
+/// `s` as a slice of `C`.
+#[inline(always)]
+pub fn cast<P, C: SameLayout<P>>(s: &[P]) -> &[C] {
+    const {
+        assert!(size_of::<P>() == size_of::<C>() && align_of::<C>() <= align_of::<P>());
+    }
+    // SAFETY: `SameLayout` (checked sizes and alignments above).
+    unsafe { core::slice::from_raw_parts(s.as_ptr().cast(), s.len()) }
+}
+
+/// `s` as a mutable slice of `C`.
+#[inline(always)]
+pub fn cast_mut<P, C: SameLayout<P>>(s: &mut [P]) -> &mut [C] {
+    const {
+        assert!(size_of::<P>() == size_of::<C>() && align_of::<C>() <= align_of::<P>());
+    }
+    // SAFETY: as in `cast`.
+    unsafe { core::slice::from_raw_parts_mut(s.as_mut_ptr().cast(), s.len()) }
 }
 
 /// 1 in any scalar.

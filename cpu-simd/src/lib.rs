@@ -5,8 +5,8 @@
 //! attention), one sequence per SIMD lane (16 per `f32` vector, 8 per `f64` vector), rayon over
 //! fixed chunks of the batch, and the training data generated inside the engine (one
 //! xoshiro256++ stream per lane, vectorised Box–Muller). The kernels are compiled for SSE2, AVX2
-//! and AVX-512 and picked at run time ([`dispatch`]); at AVX-512 the forward/backward runs the
-//! AVX2 code ([`engine::compute_level`]: faster, the same bits).
+//! and AVX-512 and picked at run time ([`dispatch`]); at AVX-512 the forward/backward computes
+//! in 512-bit register types ([`wide`]: the same operations, so the same bits).
 //!
 //! Deterministic: the chunking and the reduction order do not depend on the thread count, so
 //! 1, 2 or 16 threads give bit-identical results, and neither do they depend on the dispatch
@@ -21,6 +21,7 @@ pub mod kernel;
 pub mod lane;
 pub mod lanes;
 pub mod multilayer;
+pub mod wide;
 
 pub use dispatch::Level;
 pub use engine::{SimdEngine, CHUNK};
