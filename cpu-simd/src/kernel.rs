@@ -148,6 +148,56 @@ fn dots<V: Lanes, D: Dim>(dim: D, keys: &[V], x: &[V], out: &mut [V]) {
     }
 }
 
+/// [`dots`] for two heads in one pass over the keys: `o1_l = z_l . x1`, `o2_l = z_l . x2` (each
+/// key's components loaded once; each sum as in [`dots`]).
+#[inline(always)]
+fn dots2<V: Lanes, D: Dim>(dim: D, keys: &[V], x1: &[V], x2: &[V], o1: &mut [V], o2: &mut [V]) {
+    let e = dim.get();
+    if e > MAX_FIXED_E {
+        dots(dim, keys, x1, o1);
+        dots(dim, keys, x2, o2);
+        return;
+    }
+    let mut r1 = [V::zero(); MAX_FIXED_E];
+    let mut r2 = [V::zero(); MAX_FIXED_E];
+    r1[..e].copy_from_slice(&x1[..e]);
+    r2[..e].copy_from_slice(&x2[..e]);
+    for ((p1, p2), z) in o1.iter_mut().zip(o2.iter_mut()).zip(keys.chunks_exact(e)) {
+        let mut zl = [V::zero(); MAX_FIXED_E];
+        zl[..e].copy_from_slice(z);
+        *p1 = dot(&zl[..e], &r1[..e]);
+        *p2 = dot(&zl[..e], &r2[..e]);
+    }
+}
+
+/// [`weighted_sum`] for two heads in one pass over the keys (each sum as in [`weighted_sum`]).
+#[inline(always)]
+fn weighted_sum2<V: Lanes, D: Dim>(
+    dim: D,
+    wt1: &[V],
+    wt2: &[V],
+    keys: &[V],
+    acc1: &mut [V],
+    acc2: &mut [V],
+) {
+    let e = dim.get();
+    if e > MAX_FIXED_E {
+        weighted_sum(dim, wt1, keys, acc1);
+        weighted_sum(dim, wt2, keys, acc2);
+        return;
+    }
+    let mut r1 = [V::zero(); MAX_FIXED_E];
+    let mut r2 = [V::zero(); MAX_FIXED_E];
+    for ((&w1, &w2), z) in wt1.iter().zip(wt2).zip(keys.chunks_exact(e)) {
+        for i in 0..e {
+            r1[i] = w1.mul_add_unfused(z[i], r1[i]);
+            r2[i] = w2.mul_add_unfused(z[i], r2[i]);
+        }
+    }
+    acc1[..e].copy_from_slice(&r1[..e]);
+    acc2[..e].copy_from_slice(&r2[..e]);
+}
+
 /// Shape of the work: what every group of a batch shares.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shape {
@@ -212,9 +262,9 @@ impl<V: Lanes> Group<V> {
             finv: vec![z; h],
             yhat: vec![z; no],
             g: vec![z; no],
-            c: vec![z; e],
-            u: vec![z; nk],
-            b: vec![z; e],
+            c: vec![z; 2 * e],
+            u: vec![z; 2 * nk],
+            b: vec![z; 2 * e],
             gkq: vec![z; h * e * e],
             gov: vec![z; h * no * e],
             sse: z,
@@ -229,7 +279,9 @@ impl<V: Lanes> Group<V> {
     }
 
     /// Forward of all heads into `yhat`, computed in lane type `C` (`V` itself, or a 512-bit
-    /// register type at AVX-512: the same operations, so the same bits).
+    /// register type at AVX-512: the same operations, so the same bits). With
+    /// [`Lanes::PAIRS`] the heads go two at a time through each pass over the keys (each head's
+    /// operations unchanged).
     #[inline(always)]
     pub fn forward<C: SameLayout<V> + Lanes<T = V::T>, D: Dim>(
         &mut self,
@@ -253,30 +305,39 @@ impl<V: Lanes> Group<V> {
         yhat.iter_mut().for_each(|x| *x = C::zero());
         let zq = &z[len * e..(len + 1) * e];
         let keys = &z[..nk * e];
-        for h in 0..heads {
-            let q = &mut qs[h * e..(h + 1) * e];
-            let a = &mut as_[h * e..(h + 1) * e];
-            let s = &mut ss[h * nk..(h + 1) * nk];
-            let w = &mut ws[h * nk..(h + 1) * nk];
-            finv[h] = head_forward(
-                act,
-                dim,
-                no,
-                circ.kq_head(h),
-                circ.ov_head(h),
-                keys,
-                zq,
-                q,
-                s,
-                w,
-                a,
-                yhat,
-            );
+        let mut h = 0;
+        while h < heads {
+            if C::PAIRS && h + 1 < heads {
+                let (q1, q2) = qs[h * e..(h + 2) * e].split_at_mut(e);
+                let (a1, a2) = as_[h * e..(h + 2) * e].split_at_mut(e);
+                let (s1, s2) = ss[h * nk..(h + 2) * nk].split_at_mut(nk);
+                let (w1, w2) = ws[h * nk..(h + 2) * nk].split_at_mut(nk);
+                query(e, circ.kq_head(h), zq, q1);
+                query(e, circ.kq_head(h + 1), zq, q2);
+                dots2(dim, keys, q1, q2, s1, s2);
+                finv[h] = activate(act, s1, w1);
+                finv[h + 1] = activate(act, s2, w2);
+                weighted_sum2(dim, w1, w2, keys, a1, a2);
+                project(e, no, circ.ov_head(h), a1, yhat);
+                project(e, no, circ.ov_head(h + 1), a2, yhat);
+                h += 2;
+            } else {
+                let q = &mut qs[h * e..(h + 1) * e];
+                let a = &mut as_[h * e..(h + 1) * e];
+                let s = &mut ss[h * nk..(h + 1) * nk];
+                let w = &mut ws[h * nk..(h + 1) * nk];
+                query(e, circ.kq_head(h), zq, q);
+                dots(dim, keys, q, s);
+                finv[h] = activate(act, s, w);
+                weighted_sum(dim, w, keys, a);
+                project(e, no, circ.ov_head(h), a, yhat);
+                h += 1;
+            }
         }
     }
 
     /// Loss terms and `g = dLoss/dyhat = 2 r / (n n_out)` (masked), then the backward of all
-    /// heads, computed in lane type `C` (as [`Group::forward`]).
+    /// heads, computed in lane type `C` (as [`Group::forward`], heads in pairs likewise).
     #[inline(always)]
     pub fn backward<C: SameLayout<V> + Lanes<T = V::T>, D: Dim>(
         &mut self,
@@ -305,6 +366,7 @@ impl<V: Lanes> Group<V> {
             g[o] = r * two_inv;
         }
         cast_mut::<V, C>(core::slice::from_mut(&mut self.sse))[0] = sse;
+        let g: &[C] = g;
         let z: &[C] = cast(&self.z);
         let zq = &z[len * e..(len + 1) * e];
         let keys = &z[..nk * e];
@@ -323,27 +385,49 @@ impl<V: Lanes> Group<V> {
             cast_mut::<V, C>(&mut self.gkq),
             cast_mut::<V, C>(&mut self.gov),
         );
-        let g: &[C] = g;
-        for h in 0..heads {
-            let (ee, oe) = (e * e, no * e);
-            head_backward(
-                act,
-                dim,
-                no,
-                circ.ov_head(h),
-                keys,
-                zq,
-                &ss[h * nk..(h + 1) * nk],
-                &ws[h * nk..(h + 1) * nk],
-                &as_[h * e..(h + 1) * e],
-                finv[h],
-                g,
-                c,
-                u,
-                b,
-                &mut gkq[h * ee..(h + 1) * ee],
-                &mut gov[h * oe..(h + 1) * oe],
-            );
+        let (ee, oe) = (e * e, no * e);
+        let mut h = 0;
+        while h < heads {
+            if C::PAIRS && h + 1 < heads {
+                let (c1, c2) = c.split_at_mut(e);
+                let (u1, u2) = u.split_at_mut(nk);
+                let (b1, b2) = b.split_at_mut(e);
+                let (gkq1, gkq2) = gkq[h * ee..(h + 2) * ee].split_at_mut(ee);
+                let (gov1, gov2) = gov[h * oe..(h + 2) * oe].split_at_mut(oe);
+                let (s1, s2) = ss[h * nk..(h + 2) * nk].split_at(nk);
+                let (w1, w2) = ws[h * nk..(h + 2) * nk].split_at(nk);
+                let (a1, a2) = as_[h * e..(h + 2) * e].split_at(e);
+                project_back(e, no, circ.ov_head(h), g, a1, gov1, c1);
+                project_back(e, no, circ.ov_head(h + 1), g, a2, gov2, c2);
+                dots2(dim, keys, c1, c2, u1, &mut u2[..nk]);
+                activate_back(act, s1, w1, finv[h], u1);
+                activate_back(act, s2, w2, finv[h + 1], &mut u2[..nk]);
+                weighted_sum2(dim, u1, &u2[..nk], keys, b1, &mut b2[..e]);
+                query_back(e, b1, zq, gkq1);
+                query_back(e, &b2[..e], zq, gkq2);
+                h += 2;
+            } else {
+                let (c, u, b) = (&mut c[..e], &mut u[..nk], &mut b[..e]);
+                let (s, w, a) = (
+                    &ss[h * nk..(h + 1) * nk],
+                    &ws[h * nk..(h + 1) * nk],
+                    &as_[h * e..(h + 1) * e],
+                );
+                project_back(
+                    e,
+                    no,
+                    circ.ov_head(h),
+                    g,
+                    a,
+                    &mut gov[h * oe..(h + 1) * oe],
+                    c,
+                );
+                dots(dim, keys, c, u);
+                activate_back(act, s, w, finv[h], u);
+                weighted_sum(dim, u, keys, b);
+                query_back(e, b, zq, &mut gkq[h * ee..(h + 1) * ee]);
+                h += 1;
+            }
         }
     }
 }
@@ -356,34 +440,32 @@ fn dot<V: Lanes>(x: &[V], y: &[V]) -> V {
         .fold(V::zero(), |acc, (&a, &b)| a.mul_add_unfused(b, acc))
 }
 
-/// Forward of one head for a group (see the module doc). Stores q, s, w, a; returns 1/F
-/// (softmax family; 1 for linear attention).
-#[allow(clippy::too_many_arguments)]
+/// `q = KQ z_q`.
 #[inline(always)]
-fn head_forward<V: Lanes, D: Dim>(
-    act: &Act,
-    dim: D,
-    no: usize,
-    kq: &[V::T],
-    ov: &[V::T],
-    keys: &[V],
-    zq: &[V],
-    q: &mut [V],
-    s: &mut [V],
-    w: &mut [V],
-    a: &mut [V],
-    yhat: &mut [V],
-) -> V {
-    let e = dim.get();
-    // q = KQ z_q
+fn query<V: Lanes>(e: usize, kq: &[V::T], zq: &[V], q: &mut [V]) {
     for (qi, row) in q.iter_mut().zip(kq.chunks_exact(e)) {
         *qi = row.iter().zip(zq).fold(V::zero(), |acc, (&k, &z)| {
             V::splat(k).mul_add_unfused(z, acc)
         });
     }
-    // s_l = z_l . q
-    dots(dim, keys, q, s);
-    let finv = match act.kind {
+}
+
+/// Backward of [`query`] and the scores: s_l = z_l . (KQ z_q)  =>  dKQ += b z_q^T with
+/// `b = sum_l ds_l z_l`.
+#[inline(always)]
+fn query_back<V: Lanes>(e: usize, b: &[V], zq: &[V], gkq: &mut [V]) {
+    for (row, &bi) in gkq.chunks_exact_mut(e).zip(b.iter()) {
+        for (gij, &zj) in row.iter_mut().zip(zq) {
+            *gij = bi.mul_add_unfused(zj, *gij);
+        }
+    }
+}
+
+/// The attention weights `w` from the scores `s`; returns 1/F (softmax family; 1 for linear
+/// attention).
+#[inline(always)]
+fn activate<V: Lanes>(act: &Act, s: &[V], w: &mut [V]) -> V {
+    match act.kind {
         AttentionKind::Linear => {
             // w_l = s_l / L_0
             let inv = V::splat(one::<V::T>() / <V::T as Scalar>::of(act.lin_norm));
@@ -422,55 +504,14 @@ fn head_forward<V: Lanes, D: Dim>(
             w.iter_mut().for_each(|wl| *wl = *wl * inv);
             inv
         }
-    };
-    // a = sum_l w_l z_l
-    weighted_sum(dim, w, keys, a);
-    // yhat_o += OV[o] . a
-    for (yo, row) in yhat.iter_mut().zip(ov.chunks_exact(e)).take(no) {
-        *yo = row
-            .iter()
-            .zip(a.iter())
-            .fold(*yo, |acc, (&v, &ai)| V::splat(v).mul_add_unfused(ai, acc));
     }
-    finv
 }
 
-/// Backward of one head for a group, given `g_o = dLoss/dyhat_o`; accumulates lane-wise into
-/// `gkq` (E x E) and `gov` (n_out x E). `c`, `u`, `b` are scratch.
-#[allow(clippy::too_many_arguments)]
+/// Backward of [`activate`], in place: `u_l = dw_l` in, `ds_l` out.
+/// w = f(s)/F  =>  ds_l = f'(s_l)/F (u_l - sum_j w_j u_j)  (exp: f'/F = w);
+/// w = s / L_0 =>  ds_l = u_l / L_0.
 #[inline(always)]
-fn head_backward<V: Lanes, D: Dim>(
-    act: &Act,
-    dim: D,
-    no: usize,
-    ov: &[V::T],
-    keys: &[V],
-    zq: &[V],
-    s: &[V],
-    w: &[V],
-    a: &[V],
-    finv: V,
-    g: &[V],
-    c: &mut [V],
-    u: &mut [V],
-    b: &mut [V],
-    gkq: &mut [V],
-    gov: &mut [V],
-) {
-    let e = dim.get();
-    // forward: yhat_o += OV[o] . a  =>  dOV[o] += g_o a ;  da = OV^T g =: c
-    c.iter_mut().for_each(|x| *x = V::zero());
-    for o in 0..no {
-        let (row, grow, go) = (&ov[o * e..(o + 1) * e], &mut gov[o * e..(o + 1) * e], g[o]);
-        for i in 0..e {
-            grow[i] = go.mul_add_unfused(a[i], grow[i]);
-            c[i] = go.mul_add_unfused(V::splat(row[i]), c[i]);
-        }
-    }
-    // forward: a = sum_l w_l z_l  =>  dw_l = z_l . c =: u_l
-    dots(dim, keys, c, u);
-    // forward: w = f(s)/F  =>  ds_l = f'(s_l)/F (u_l - sum_j w_j u_j)  (exp: f'/F = w)
-    //          w = s / L_0 =>  ds_l = u_l / L_0
+fn activate_back<V: Lanes>(act: &Act, s: &[V], w: &[V], finv: V, u: &mut [V]) {
     match act.kind {
         AttentionKind::Linear => {
             let inv = V::splat(one::<V::T>() / <V::T as Scalar>::of(act.lin_norm));
@@ -502,11 +543,36 @@ fn head_backward<V: Lanes, D: Dim>(
             }
         }
     }
-    // forward: s_l = z_l . (KQ z_q)  =>  dKQ += (sum_l ds_l z_l) z_q^T
-    weighted_sum(dim, u, keys, b);
-    for (row, &bi) in gkq.chunks_exact_mut(e).zip(b.iter()) {
-        for (gij, &zj) in row.iter_mut().zip(zq) {
-            *gij = bi.mul_add_unfused(zj, *gij);
+}
+
+/// `yhat_o += OV[o] . a`.
+#[inline(always)]
+fn project<V: Lanes>(e: usize, no: usize, ov: &[V::T], a: &[V], yhat: &mut [V]) {
+    for (yo, row) in yhat.iter_mut().zip(ov.chunks_exact(e)).take(no) {
+        *yo = row
+            .iter()
+            .zip(a.iter())
+            .fold(*yo, |acc, (&v, &ai)| V::splat(v).mul_add_unfused(ai, acc));
+    }
+}
+
+/// Backward of [`project`]: `dOV[o] += g_o a` and `c = da = OV^T g`.
+#[inline(always)]
+fn project_back<V: Lanes>(
+    e: usize,
+    no: usize,
+    ov: &[V::T],
+    g: &[V],
+    a: &[V],
+    gov: &mut [V],
+    c: &mut [V],
+) {
+    c.iter_mut().for_each(|x| *x = V::zero());
+    for o in 0..no {
+        let (row, grow, go) = (&ov[o * e..(o + 1) * e], &mut gov[o * e..(o + 1) * e], g[o]);
+        for i in 0..e {
+            grow[i] = go.mul_add_unfused(a[i], grow[i]);
+            c[i] = go.mul_add_unfused(V::splat(row[i]), c[i]);
         }
     }
 }

@@ -35,6 +35,9 @@ pub trait Lanes:
     type T: Scalar;
     /// Number of lanes (sequences per vector).
     const W: usize;
+    /// Whether the one-layer kernel takes heads two at a time through each pass over the keys
+    /// (for the 512-bit register types, with 32 registers; the same operations per head).
+    const PAIRS: bool = false;
     /// All lanes equal to `x`.
     fn splat(x: Self::T) -> Self;
     /// All lanes zero.

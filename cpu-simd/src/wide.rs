@@ -74,6 +74,7 @@ macro_rules! wide {
         impl Lanes for $ty {
             type T = $t;
             const W: usize = $n;
+            const PAIRS: bool = true;
             #[inline(always)]
             fn splat(x: $t) -> Self {
                 // SAFETY: as above.
