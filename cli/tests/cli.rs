@@ -420,6 +420,11 @@ fn simd_scalar_fallback_is_announced_and_recorded() {
         let eerr = String::from_utf8_lossy(&e.stderr);
         assert!(e.status.success(), "{eerr}");
         let enote = eerr.lines().find(|l| l.starts_with("icl: note: "));
+        // and so does extending it with --resume
+        let r = icl(&["train", "--resume", out.to_str().unwrap(), "--steps", "3"]);
+        let rerr = String::from_utf8_lossy(&r.stderr);
+        assert!(r.status.success(), "{rerr}");
+        let rnote = rerr.lines().find(|l| l.starts_with("icl: note: "));
         if fallback {
             let note = note.unwrap_or_else(|| panic!("no note in {err}"));
             assert!(
@@ -428,9 +433,11 @@ fn simd_scalar_fallback_is_announced_and_recorded() {
             );
             assert_eq!(level, "scalar");
             assert_eq!(enote, Some(note), "{eerr}");
+            assert_eq!(rnote, Some(note), "{rerr}");
         } else {
             assert!(note.is_none(), "{err}");
             assert!(enote.is_none(), "{eerr}");
+            assert!(rnote.is_none(), "{rerr}");
             assert!(
                 ["sse2", "avx2", "avx512"].contains(&level.as_str()),
                 "{level}"

@@ -78,10 +78,19 @@ pub fn run(a: &Args) -> CliResult {
         !signals::interrupted()
     };
     let (outcome, dir) = match &a.resume {
-        Some(dir) => (
-            icl_run::train::resume(dir, a.steps, &opts, &mut report)?,
-            dir.clone(),
-        ),
+        Some(dir) => {
+            if !a.quiet {
+                if let Some(note) = icl_run::train::resume_config(dir)
+                    .and_then(|c| icl_run::engines::simd_fallback_note(&c, opts.engine.as_deref()))
+                {
+                    eprintln!("icl: note: {note}");
+                }
+            }
+            (
+                icl_run::train::resume(dir, a.steps, &opts, &mut report)?,
+                dir.clone(),
+            )
+        }
         None => {
             let mut cfg = a.cfg.build()?;
             if let Some(s) = a.steps {

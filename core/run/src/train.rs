@@ -120,6 +120,20 @@ fn abandoned(e: RunError, out: &Path, staging: &Path, ckpt: &Path) -> RunError {
     }
 }
 
+/// The config of the run [`resume`] would continue in `out`, from its config file (the staging
+/// folder's for an interrupted run, else the finished run's); `None` if neither reads. For
+/// notes before the resume starts (it does not check that the run can be resumed).
+pub fn resume_config(out: &Path) -> Option<Config> {
+    let staged = staging_path(out).ok().map(|p| RunDir::new(&p).config());
+    staged
+        .into_iter()
+        .chain([RunDir::new(out).config()])
+        .find_map(|path| {
+            let text = crate::folder::read_text(&path).ok()?;
+            Config::from_toml(&text).ok()
+        })
+}
+
 /// Continue the run of `out`: an interrupted run from its last checkpoint, or a finished one
 /// (extended to `steps`, which must be larger than the steps done).
 pub fn resume(
