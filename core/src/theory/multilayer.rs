@@ -170,7 +170,10 @@ pub fn algorithm1_grid(
     eta_ys: &[f64],
     out: &mut [f64],
 ) {
-    let d = xq.len();
+    let (d, ny) = (xq.len(), eta_ys.len());
+    if ny == 0 {
+        return;
+    }
     let dd = d * d;
     // per step t (row-major): C_t, A_t and x_q^(t)
     let (mut cs, mut as_, mut qs) = (
@@ -178,7 +181,21 @@ pub fn algorithm1_grid(
         vec![0.0; steps * dd],
         vec![0.0; steps * d],
     );
-    let (mut ac, mut b, mut v) = (vec![0.0; dd], vec![0.0; d], vec![0.0; d]);
+    let mut ac = vec![0.0; dd];
+    // per eta_y (column j): b_j, v_j (d x ny, row-major), the prediction and a dot product
+    let (mut bs, mut vs) = (vec![0.0; d * ny], vec![0.0; d * ny]);
+    let (mut yhat, mut dot) = (vec![0.0; ny], vec![0.0; ny]);
+    // Y = M X for a row-major d x d block M and d x ny blocks X, Y (sums over k in order)
+    let matmul = |m: &[f64], x: &[f64], y: &mut [f64]| {
+        for (r, yr) in y.chunks_exact_mut(ny).enumerate() {
+            yr.fill(-0.0);
+            for (&mk, xk) in m[r * d..(r + 1) * d].iter().zip(x.chunks_exact(ny)) {
+                for (s, &xv) in yr.iter_mut().zip(xk) {
+                    *s += mk * xv;
+                }
+            }
+        }
+    };
     // y = M x for a row-major d x d block M
     let matvec = |m: &[f64], x: &[f64], y: &mut [f64]| {
         for (r, yr) in y.iter_mut().enumerate() {
@@ -219,23 +236,37 @@ pub fn algorithm1_grid(
                 matvec(a, &qd[t * d..], &mut qn[..d]);
             }
         }
-        for (j, &ey) in eta_ys.iter().enumerate() {
-            b.copy_from_slice(b0.as_slice());
-            let mut yhat = 0.0;
-            for t in 0..steps {
-                let q = &qs[t * d..(t + 1) * d];
-                yhat += ey * b.iter().zip(q).map(|(x, y)| x * y).sum::<f64>();
-                if t + 1 < steps {
-                    // v = (I + eta_y C_t) b, b = A_t v
-                    matvec(&cs[t * dd..(t + 1) * dd], &b, &mut v);
-                    for (vr, br) in v.iter_mut().zip(&b) {
-                        *vr = br + ey * *vr;
-                    }
-                    matvec(&as_[t * dd..(t + 1) * dd], &v, &mut b);
+        // every eta_y at once, column j of the d x ny blocks (row-major) for eta_ys[j]: the
+        // same sums per pair as one pair at a time, in the same order (each from -0.0 like
+        // `Iterator::sum`), with the loops over j innermost (contiguous, vectorisable)
+        for (bk, &b0k) in bs.chunks_exact_mut(ny).zip(b0.iter()) {
+            bk.fill(b0k);
+        }
+        yhat.fill(0.0);
+        for t in 0..steps {
+            // yhat_j += eta_y_j (b_j . x_q^(t))
+            let q = &qs[t * d..(t + 1) * d];
+            dot.fill(-0.0);
+            for (bk, &qk) in bs.chunks_exact(ny).zip(q) {
+                for (s, &x) in dot.iter_mut().zip(bk) {
+                    *s += x * qk;
                 }
             }
-            out[i * eta_ys.len() + j] = yhat;
+            for ((y, &s), &ey) in yhat.iter_mut().zip(dot.iter()).zip(eta_ys) {
+                *y += ey * s;
+            }
+            if t + 1 < steps {
+                // v_j = (I + eta_y_j C_t) b_j, b_j = A_t v_j
+                matmul(&cs[t * dd..(t + 1) * dd], &bs, &mut vs);
+                for (vk, bk) in vs.chunks_exact_mut(ny).zip(bs.chunks_exact(ny)) {
+                    for ((v, &b), &ey) in vk.iter_mut().zip(bk).zip(eta_ys) {
+                        *v = b + ey * *v;
+                    }
+                }
+                matmul(&as_[t * dd..(t + 1) * dd], &vs, &mut bs);
+            }
         }
+        out[i * ny..(i + 1) * ny].copy_from_slice(&yhat);
     }
 }
 
