@@ -185,15 +185,10 @@ pub fn algorithm1_grid(
     // per eta_y (column j): b_j, v_j (d x ny, row-major), the prediction and a dot product
     let (mut bs, mut vs) = (vec![0.0; d * ny], vec![0.0; d * ny]);
     let (mut yhat, mut dot) = (vec![0.0; ny], vec![0.0; ny]);
-    // Y = M X for a row-major d x d block M and d x ny blocks X, Y (sums over k in order)
+    // Y = M X for a row-major d x d block M and d x ny blocks X, Y
     let matmul = |m: &[f64], x: &[f64], y: &mut [f64]| {
-        for (r, yr) in y.chunks_exact_mut(ny).enumerate() {
-            yr.fill(-0.0);
-            for (&mk, xk) in m[r * d..(r + 1) * d].iter().zip(x.chunks_exact(ny)) {
-                for (s, &xv) in yr.iter_mut().zip(xk) {
-                    *s += mk * xv;
-                }
-            }
+        for (mr, yr) in m.chunks_exact(d).zip(y.chunks_exact_mut(ny)) {
+            combine(mr, x, yr);
         }
     };
     // y = M x for a row-major d x d block M
@@ -246,12 +241,7 @@ pub fn algorithm1_grid(
         for t in 0..steps {
             // yhat_j += eta_y_j (b_j . x_q^(t))
             let q = &qs[t * d..(t + 1) * d];
-            dot.fill(-0.0);
-            for (bk, &qk) in bs.chunks_exact(ny).zip(q) {
-                for (s, &x) in dot.iter_mut().zip(bk) {
-                    *s += x * qk;
-                }
-            }
+            combine(q, &bs, &mut dot);
             for ((y, &s), &ey) in yhat.iter_mut().zip(dot.iter()).zip(eta_ys) {
                 *y += ey * s;
             }
@@ -267,6 +257,31 @@ pub fn algorithm1_grid(
             }
         }
         out[i * ny..(i + 1) * ny].copy_from_slice(&yhat);
+    }
+}
+
+/// `out_j = sum_k c_k x_k[j]` for the rows `x_k` (length `out.len()`) of `x`, each sum from -0.0
+/// over k in order (as `Iterator::sum` of the products), eight columns at a time in registers.
+fn combine(c: &[f64], x: &[f64], out: &mut [f64]) {
+    const B: usize = 8;
+    let n = out.len();
+    let full = n - n % B;
+    for j0 in (0..full).step_by(B) {
+        let mut acc = [-0.0f64; B];
+        for (&ck, xk) in c.iter().zip(x.chunks_exact(n)) {
+            let xs: &[f64; B] = xk[j0..j0 + B].try_into().unwrap_or(&[0.0; B]);
+            for (a, &xv) in acc.iter_mut().zip(xs) {
+                *a += ck * xv;
+            }
+        }
+        out[j0..j0 + B].copy_from_slice(&acc);
+    }
+    for (j, o) in out.iter_mut().enumerate().skip(full) {
+        *o = c
+            .iter()
+            .zip(x.chunks_exact(n))
+            .map(|(&ck, xk)| ck * xk[j])
+            .sum();
     }
 }
 
