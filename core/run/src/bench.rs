@@ -76,6 +76,18 @@ pub fn kernel_flops(heads: usize, e: usize, keys: usize, n_out: usize, batch: us
     (per * heads * batch) as f64
 }
 
+/// Floating-point operations of one training step's forward + backward of the model of `spec`
+/// under `cfg` (its context length and batch): [`kernel_flops`], [`stack_flops`] or
+/// [`iv_flops`].
+pub fn step_flops(spec: &icl_core::model::ModelSpec, cfg: &Config) -> f64 {
+    let (len, batch) = (cfg.task.len, cfg.train.batch);
+    match &spec.net {
+        Net::Attention => kernel_flops(spec.heads, spec.e(), spec.keys(len), spec.n_out, batch),
+        Net::Stack(sp) => stack_flops(sp, len, batch),
+        Net::Iv(sp) => iv_flops(sp, len, batch),
+    }
+}
+
 /// Floating-point operations of one head on one column (K keys, tokens of width E) of a
 /// softmax attention layer: forward `4 K E + 4 E^2 + 3 K` (p = Phi z, the scores, the softmax,
 /// the mixing m = sum a z, Psi m), backward `8 K E + 8 E^2 + 4 K` (the circuit gradients, the
@@ -210,18 +222,7 @@ pub fn measure<T: RunScalar>(
         };
         let spec = &tr.model.spec;
         let simd_level = crate::engines::simd_level::<T>(engine, &spec.net);
-        let flops = match &spec.net {
-            Net::Attention => Some(kernel_flops(
-                spec.heads,
-                spec.e(),
-                spec.keys(cfg.task.len),
-                spec.n_out,
-                cfg.train.batch,
-            )),
-            Net::Stack(sp) => Some(stack_flops(sp, cfg.task.len, cfg.train.batch)),
-            Net::Iv(sp) => Some(iv_flops(sp, cfg.task.len, cfg.train.batch)),
-        };
-        let gflops = flops.map(|f| f * steps as f64 / secs / 1e9);
+        let gflops = Some(step_flops(spec, cfg) * steps as f64 / secs / 1e9);
         let peak_gflops = simd_level
             .as_deref()
             .and_then(|l| peak_gflops(threads, l, 8 * core::mem::size_of::<T>()));
