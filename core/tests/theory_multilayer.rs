@@ -243,7 +243,8 @@ fn algorithm1_grid_is_algorithm1_at_every_pair() {
     let s = ml::iv_sequence(&mut rng::stream(5, Domain::Eval, 40, 0), 6, 4, 40);
     let (xh, xhq) = ml::iv_ideal_stage1(&s, 6, 4);
     let exs = [0.0, 0.01, 0.05, 0.2, 1.5];
-    let eys = [0.02, 0.1, 0.7, 3.0];
+    // ten eta_y: one block of eight summed in registers and a tail of two (`combine`)
+    let eys = [0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 2.0, 3.0];
     for (x, y, xq) in [
         (&xh[..], &s.y[..], &xhq[..]),
         (&s.x[..], &s.y[..], &s.xq[..]),
