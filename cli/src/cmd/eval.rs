@@ -97,9 +97,7 @@ pub fn run(a: &Args) -> CliResult {
     };
     let dir = RunDir::new(&a.dir);
     // a run too wide for the SIMD kernels says so before its (slow) evaluation
-    let cfg = icl_run::folder::read_text(&dir.config())
-        .ok()
-        .and_then(|t| icl_core::Config::from_toml(&t).ok());
+    let cfg = icl_run::checkpoint::load_config(&dir.config()).ok();
     if let Some(note) =
         cfg.and_then(|c| icl_run::engines::simd_fallback_note(&c, a.engine.as_deref()))
     {

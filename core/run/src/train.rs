@@ -128,10 +128,7 @@ pub fn resume_config(out: &Path) -> Option<Config> {
     staged
         .into_iter()
         .chain([RunDir::new(out).config()])
-        .find_map(|path| {
-            let text = crate::folder::read_text(&path).ok()?;
-            Config::from_toml(&text).ok()
-        })
+        .find_map(|path| checkpoint::load_config(&path).ok())
 }
 
 /// Continue the run of `out`: an interrupted run from its last checkpoint, or a finished one
