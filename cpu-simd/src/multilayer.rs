@@ -647,6 +647,39 @@ impl<T: MlScalar> MlSimd<T> {
     }
 }
 
+/// [`StackEngine::fill_rows`] over rayon's threads, [`ML_CHUNK`] sequences at a time.
+fn par_fill_rows<U: Send>(n: usize, bufs: &mut [&mut [U]], fill: &RowsFill<'_, U>) {
+    if n == 0 {
+        return;
+    }
+    let widths: Vec<usize> = bufs.iter().map(|v| v.len() / n).collect();
+    // chunk c: the blocks of sequences c*ML_CHUNK.. of every buffer
+    let mut chunks: Vec<Vec<&mut [U]>> = (0..n.div_ceil(ML_CHUNK)).map(|_| Vec::new()).collect();
+    for (v, &w) in bufs.iter_mut().zip(&widths) {
+        let mut rest: &mut [U] = v;
+        for (c, ch) in chunks.iter_mut().enumerate() {
+            let k = (n - c * ML_CHUNK).min(ML_CHUNK) * w;
+            let (head, tail) = core::mem::take(&mut rest).split_at_mut(k);
+            ch.push(head);
+            rest = tail;
+        }
+    }
+    chunks
+        .into_par_iter()
+        .enumerate()
+        .for_each_init(Vec::new, |scratch, (c, mut parts)| {
+            let count = (n - c * ML_CHUNK).min(ML_CHUNK);
+            for k in 0..count {
+                let mut rows: Vec<&mut [U]> = parts
+                    .iter_mut()
+                    .zip(&widths)
+                    .map(|(p, &w)| &mut p[k * w..(k + 1) * w])
+                    .collect();
+                fill(c * ML_CHUNK + k, &mut rows, scratch);
+            }
+        });
+}
+
 impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
     fn name(&self) -> &'static str {
         "simd"
@@ -654,36 +687,12 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
 
     /// The sequences over rayon's threads, [`ML_CHUNK`] at a time.
     fn fill_rows(&mut self, n: usize, bufs: &mut [&mut [T]], fill: &RowsFill<'_, T>) {
-        if n == 0 {
-            return;
-        }
-        let widths: Vec<usize> = bufs.iter().map(|v| v.len() / n).collect();
-        // chunk c: the blocks of sequences c*ML_CHUNK.. of every buffer
-        let mut chunks: Vec<Vec<&mut [T]>> =
-            (0..n.div_ceil(ML_CHUNK)).map(|_| Vec::new()).collect();
-        for (v, &w) in bufs.iter_mut().zip(&widths) {
-            let mut rest: &mut [T] = v;
-            for (c, ch) in chunks.iter_mut().enumerate() {
-                let k = (n - c * ML_CHUNK).min(ML_CHUNK) * w;
-                let (head, tail) = core::mem::take(&mut rest).split_at_mut(k);
-                ch.push(head);
-                rest = tail;
-            }
-        }
-        chunks
-            .into_par_iter()
-            .enumerate()
-            .for_each_init(Vec::new, |scratch, (c, mut parts)| {
-                let count = (n - c * ML_CHUNK).min(ML_CHUNK);
-                for k in 0..count {
-                    let mut rows: Vec<&mut [T]> = parts
-                        .iter_mut()
-                        .zip(&widths)
-                        .map(|(p, &w)| &mut p[k * w..(k + 1) * w])
-                        .collect();
-                    fill(c * ML_CHUNK + k, &mut rows, scratch);
-                }
-            });
+        par_fill_rows(n, bufs, fill);
+    }
+
+    /// As [`StackEngine::fill_rows`].
+    fn fill_rows_f64(&mut self, n: usize, bufs: &mut [&mut [f64]], fill: &RowsFill<'_, f64>) {
+        par_fill_rows(n, bufs, fill);
     }
 
     fn loss_grad(
@@ -824,5 +833,15 @@ mod tests {
         });
         assert_eq!(a, b);
         assert_eq!(b.2[73], 3621.0);
+        // f64 rows through an f32 engine (the evaluation's classical estimators)
+        let mut c = (vec![0.0; 37 * 3], vec![0.0; 0], vec![0.0; 37 * 2]);
+        pool.install(|| {
+            MlSimd::<f32>::new().fill_rows_f64(
+                37,
+                &mut [&mut c.0[..], &mut c.1[..], &mut c.2[..]],
+                &fill,
+            )
+        });
+        assert_eq!(a, c);
     }
 }

@@ -39,6 +39,12 @@ pub trait StackEngine<T: Scalar>: Send {
     fn fill_rows(&mut self, n: usize, bufs: &mut [&mut [T]], fill: &RowsFill<'_, T>) {
         fill_rows_serial(n, bufs, fill);
     }
+    /// [`StackEngine::fill_rows`] for f64 buffers, whatever the engine's scalar (the evaluation's
+    /// classical estimators run in f64); the same contract. Callers go through
+    /// [`StackRunner::fill_rows_f64`].
+    fn fill_rows_f64(&mut self, n: usize, bufs: &mut [&mut [f64]], fill: &RowsFill<'_, f64>) {
+        fill_rows_serial(n, bufs, fill);
+    }
     /// Fill every sequence of `batch`: `fill(b, z_b, y_b, scratch)` writes sequence b's tokens
     /// and targets ([`StackEngine::fill_rows`] over the batch's tokens and targets).
     fn fill_batch(&mut self, batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
@@ -152,6 +158,17 @@ impl<T: Scalar> StackEngine<T> for StackScalar<T> {
     }
 }
 
+/// Every buffer splits into `n` equal blocks (and `n > 0`).
+fn check_rows<U>(n: usize, bufs: &[&mut [U]]) -> Result<()> {
+    match bufs.iter().find(|v| n == 0 || v.len() % n != 0) {
+        Some(v) => Err(Error::Shape(format!(
+            "a buffer of {} values does not split into {n} sequences",
+            v.len()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// An engine behind its checks.
 pub struct StackRunner<T: Scalar> {
     engine: Box<dyn StackEngine<T>>,
@@ -226,13 +243,20 @@ impl<T: Scalar> StackRunner<T> {
         bufs: &mut [&mut [T]],
         fill: &RowsFill<'_, T>,
     ) -> Result<()> {
-        if let Some(v) = bufs.iter().find(|v| n == 0 || v.len() % n != 0) {
-            return Err(Error::Shape(format!(
-                "a buffer of {} values does not split into {n} sequences",
-                v.len()
-            )));
-        }
+        check_rows(n, bufs)?;
         self.engine.fill_rows(n, bufs, fill);
+        Ok(())
+    }
+
+    /// [`StackRunner::fill_rows`] for f64 buffers ([`StackEngine::fill_rows_f64`]).
+    pub fn fill_rows_f64(
+        &mut self,
+        n: usize,
+        bufs: &mut [&mut [f64]],
+        fill: &RowsFill<'_, f64>,
+    ) -> Result<()> {
+        check_rows(n, bufs)?;
+        self.engine.fill_rows_f64(n, bufs, fill);
         Ok(())
     }
 

@@ -688,10 +688,10 @@ pub fn iv<T: Scalar>(
                 yq: s.yq,
             });
         }
-        let (e, ex, ey) = tune_alg1(&two, t2);
+        let (e, ex, ey) = tune_alg1(&two, t2, runner)?;
         push(&mut rep.rows, "alg1_ideal_2stage", len, &e, Some(ey));
         set_eta_x(&mut rep.rows, ex);
-        let (e, ex, ey) = tune_alg1(&one, t_ref);
+        let (e, ex, ey) = tune_alg1(&one, t_ref, runner)?;
         push(&mut rep.rows, "alg1_1stage", len, &e, Some(ey));
         set_eta_x(&mut rep.rows, ex);
         if !ols.is_empty() {
@@ -718,7 +718,11 @@ struct Moments {
 /// natural step scale), minimising the mean squared error over these same sequences: an in-sample
 /// (optimistic) ceiling of what the interpreted algorithm can do. Returns the errors and the step
 /// sizes.
-fn tune_alg1(seqs: &[Moments], steps: usize) -> (Vec<f64>, f64, f64) {
+fn tune_alg1<T: Scalar>(
+    seqs: &[Moments],
+    steps: usize,
+    runner: &mut StackRunner<T>,
+) -> Result<(Vec<f64>, f64, f64)> {
     let n = seqs.len().max(1) as f64;
     let tr = seqs.iter().map(|m| m.c.trace()).sum::<f64>() / n;
     let u = if tr > 0.0 && tr.is_finite() {
@@ -736,16 +740,24 @@ fn tune_alg1(seqs: &[Moments], steps: usize) -> (Vec<f64>, f64, f64) {
             })
             .collect()
     };
-    // the grid's summed squared errors, sequence by sequence (`algorithm1_grid` forms each
-    // eta_x's A_t, C_t once), then the first smallest
+    // the grid's summed squared errors, then the first smallest: every sequence's grid of
+    // predictions (`algorithm1_grid` forms each eta_x's A_t, C_t once) filled by the engine
+    // (in parallel, GRID_BLOCK sequences at a time), summed in sequence order
     let exs: Vec<f64> = (0..=20).map(|i| u * i as f64 / 10.0).collect();
     let eys: Vec<f64> = (1..=40).map(|j| u * j as f64 / 10.0).collect();
-    let mut sums = vec![0.0; exs.len() * eys.len()];
-    let mut preds = vec![0.0; sums.len()];
-    for m in seqs {
-        ml::algorithm1_grid(&m.c, &m.b, &m.xq, steps, &exs, &eys, &mut preds);
-        for (s, p) in sums.iter_mut().zip(&preds) {
-            *s += (p - m.yq) * (p - m.yq);
+    let g = exs.len() * eys.len();
+    let mut sums = vec![0.0; g];
+    let mut preds = vec![0.0; GRID_BLOCK.min(seqs.len()) * g];
+    for block in seqs.chunks(GRID_BLOCK) {
+        let preds = &mut preds[..block.len() * g];
+        runner.fill_rows_f64(block.len(), &mut [&mut preds[..]], &|b, rows, _| {
+            let m = &block[b];
+            ml::algorithm1_grid(&m.c, &m.b, &m.xq, steps, &exs, &eys, &mut rows[0][..]);
+        })?;
+        for (m, ps) in block.iter().zip(preds.chunks_exact(g)) {
+            for (s, p) in sums.iter_mut().zip(ps) {
+                *s += (p - m.yq) * (p - m.yq);
+            }
         }
     }
     let mut best = (f64::INFINITY, 0.0, u);
@@ -757,8 +769,12 @@ fn tune_alg1(seqs: &[Moments], steps: usize) -> (Vec<f64>, f64, f64) {
             }
         }
     }
-    (errs(best.1, best.2), best.1, best.2)
+    Ok((errs(best.1, best.2), best.1, best.2))
 }
+
+/// Sequences per block of [`tune_alg1`]'s grid (the predictions of a block are held at once:
+/// 840 values a sequence).
+const GRID_BLOCK: usize = 512;
 
 /// The model under IV evaluation.
 enum IvModel<'a> {
