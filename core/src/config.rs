@@ -705,8 +705,9 @@ pub const MAX_BATCH: u64 = 1 << 24;
 pub const MAX_SET: u64 = 1 << 30;
 /// Largest number of steps.
 pub const MAX_STEPS: u64 = 1 << 40;
-/// Working memory a configuration may need, in bytes (see [`Config::memory_estimate`]).
-pub const MEMORY_BUDGET: u64 = 16 << 30;
+/// Working memory a configuration may need, in bytes (see [`Config::memory_estimate`]): the one
+/// budget of icl ([`crate::budget`]).
+pub use crate::budget::MEMORY_BUDGET;
 
 const POSITIVE: Range = Range::above(0.0, f64::INFINITY);
 const NON_NEGATIVE: Range = Range::closed(0.0, f64::INFINITY);

@@ -26,6 +26,10 @@ pub enum Error {
     InvalidArgument(String),
     /// A name (of a theory quantity, an engine, ...) that does not exist.
     UnknownName(String),
+    /// A size (a parameter, a file, a count) that would need more memory or more steps than the
+    /// budget allows ([`crate::budget`]), or memory that is not available; the message names the
+    /// parameters that drive it.
+    TooLarge(String),
 }
 
 /// Result alias used throughout the core.
@@ -44,6 +48,7 @@ impl fmt::Display for Error {
             Error::Checkpoint(m) => write!(f, "bad checkpoint: {m}"),
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             Error::UnknownName(m) => write!(f, "unknown name: {m}"),
+            Error::TooLarge(m) => write!(f, "too large: {m}"),
         }
     }
 }

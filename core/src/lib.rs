@@ -16,6 +16,7 @@
 extern crate alloc;
 
 pub mod analysis;
+pub mod budget;
 pub mod checkpoint;
 pub mod config;
 pub mod embedded;

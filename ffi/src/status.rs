@@ -163,6 +163,7 @@ impl From<icl_core::Error> for FfiError {
             E::Checkpoint(_) => ICL_ERR_CHECKPOINT,
             E::InvalidArgument(_) => ICL_ERR_ARGUMENT,
             E::UnknownName(_) => ICL_ERR_UNKNOWN_NAME,
+            E::TooLarge(_) => ICL_ERR_SIZE,
         };
         FfiError::new(status, e.to_string())
     }
@@ -262,6 +263,7 @@ mod tests {
             (E::Numerical("a".into()), ICL_ERR_NUMERICAL),
             (E::Unsupported("a".into()), ICL_ERR_UNSUPPORTED),
             (E::Checkpoint("a".into()), ICL_ERR_CHECKPOINT),
+            (E::TooLarge("a".into()), ICL_ERR_SIZE),
         ];
         for (e, want) in cases {
             let msg = e.to_string();

@@ -15,9 +15,11 @@ fn class_of(e: &RunError) -> &'static str {
             C::Shape(_) => "ShapeError",
             C::Checkpoint(_) => "CorruptFileError",
             C::Numerical(_) => "NumericalError",
-            C::InvalidConfig(_) | C::NonFinite(_) | C::Unsupported(_) | C::InvalidArgument(_) => {
-                "InputError"
-            }
+            C::InvalidConfig(_)
+            | C::NonFinite(_)
+            | C::Unsupported(_)
+            | C::InvalidArgument(_)
+            | C::TooLarge(_) => "InputError",
         },
         RunError::NotFound(_) => "RunNotFoundError",
         RunError::Corrupt(..) => "CorruptFileError",
