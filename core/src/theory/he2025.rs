@@ -215,7 +215,8 @@ impl Setting {
 
     /// Monte Carlo estimate of the finite-L Bayes risk `sigma^2 + sigma^2 E tr((X^T X + d sigma^2 I)^{-1})`
     /// (ridge with lambda = d sigma^2 is Bayes-optimal for beta ~ N(0, I/d)). Sample i uses
-    /// `stream(seed, Eval, L, i)`. Returns (mean, standard error).
+    /// `stream(seed, Eval, L, i)`. Returns (mean, standard error). Its working memory (3 L d + 5 d^2
+    /// numbers) is checked against the budget first ([`crate::budget::reserve`]).
     pub fn bayes_risk_mc(&self, n: usize, seed: u64) -> Result<(f64, f64)> {
         if n < 2 {
             return Err(Error::InvalidConfig(
@@ -228,7 +229,12 @@ impl Setting {
             ));
         }
         let (d, l) = (self.d, self.l);
-        let mut g = vec![0.0; l * d];
+        // the normals, X and X^T (L x d each), X^T X and its inverse's work (d x d)
+        let (d8, l8) = (d as u64, l as u64);
+        crate::budget::reserve(crate::budget::product(&[8, d8, 3 * l8 + 5 * d8]), || {
+            format!("the Bayes-risk Monte Carlo at L = {l}, d = {d} (L x d)")
+        })?;
+        let mut g = crate::budget::try_vec(l * d, 0.0, "bayes-risk-mc: L x d normals")?;
         let (mut s, mut ss) = (0.0, 0.0);
         for i in 0..n {
             let mut r = rng::stream(seed, Domain::Eval, l as u64, i as u64);

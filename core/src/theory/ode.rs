@@ -69,7 +69,8 @@ impl Rk4 {
 }
 
 /// Integrate from `t0` to `t1` with fixed RK4 steps of (at most) `dt`; the last step is shortened
-/// to land on `t1`. Returns the final state. Errors on a bad step or a non-finite state.
+/// to land on `t1`. Returns the final state. Errors on a bad step, a non-finite state, or more than
+/// [`crate::budget::MAX_STEPS`] steps (the adaptive integrator's limit; refused before the first).
 pub fn rk4(
     f: &mut Rhs,
     y0: &[f64],
@@ -83,12 +84,15 @@ pub fn rk4(
             "rk4 needs dt > 0 and t1 >= t0 (dt = {dt}, t0 = {t0}, t1 = {t1})"
         )));
     }
+    // the adaptive integrator's limit: a step too small for the interval is refused up front
+    let n = crate::budget::steps(libm::ceil((t1 - t0) / dt - 1e-9), || {
+        format!("rk4 from t = {t0} to {t1} with dt = {dt}: (t1 - t0) / dt")
+    })?;
     let mut y = y0.to_vec();
     let mut s = Rk4::new(y.len());
     if !obs(t0, &y) {
         return Ok(y);
     }
-    let n = libm::ceil((t1 - t0) / dt - 1e-9).max(0.0) as u64;
     let mut t = t0;
     for k in 0..n {
         let tn = if k + 1 == n {
@@ -132,7 +136,7 @@ impl Default for Adaptive {
             atol: 1e-12,
             h0: 1e-3,
             h_max: f64::INFINITY,
-            max_steps: 10_000_000,
+            max_steps: crate::budget::MAX_STEPS as usize,
         }
     }
 }

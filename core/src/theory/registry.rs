@@ -7,7 +7,8 @@
 //! `P(name, default, doc)` in its list, with its kind in [`kind_of`] if the name is new. A
 //! parameter's value is text (as on a command line) or a number; [`evaluate`] checks every value
 //! against its kind and range before the quantity runs, so errors name the parameter.
-use crate::config::{Config, Range};
+use crate::budget::{self, product};
+use crate::config::{Config, Range, MAX_D, MAX_HEADS};
 use crate::model::Model;
 use crate::theory::{he2025, multilayer, ode, temperature, zhang2025};
 use crate::{Error, Result};
@@ -102,8 +103,8 @@ pub enum Kind {
     NumOr(&'static str, Range),
     /// An integer in the range.
     Int(Range),
-    /// A comma-separated list of finite numbers, each in the range.
-    List(Range),
+    /// A comma-separated list of at most the given number of finite numbers, each in the range.
+    List(Range, usize),
     /// A mean vector: one value m (every entry m, i.e. m 1) or d values.
     Mean,
     /// A covariance: one value c (c I), d values (diagonal) or d*d values (row-major); SPD.
@@ -123,8 +124,8 @@ impl Kind {
             Kind::Num(r) => format!("number in {r}"),
             Kind::NumOr(w, r) => format!("`{w}` or a number in {r}"),
             Kind::Int(r) => format!("integer in {r}"),
-            Kind::List(Range::Any) => "comma-separated numbers".into(),
-            Kind::List(r) => format!("comma-separated numbers in {r}"),
+            Kind::List(Range::Any, n) => format!("at most {n} comma-separated numbers"),
+            Kind::List(r, n) => format!("at most {n} comma-separated numbers in {r}"),
             Kind::Mean => {
                 "1 value m (the mean m 1, every entry m: its norm m sqrt(d) grows with d; the temperature paper's form assumes a bounded norm) or d values"
                     .into()
@@ -163,8 +164,14 @@ impl Kind {
                     .map_err(|_| bad(format!("--{name}: {t:?} is not a non-negative integer")))?;
                 check_range(name, x as f64, r)
             }
-            Kind::List(r) => {
+            Kind::List(r, n) => {
                 let v = parse_list(name, t)?;
+                if v.len() > *n {
+                    return Err(Error::TooLarge(format!(
+                        "--{name}: {} values, more than the {n} it takes",
+                        v.len()
+                    )));
+                }
                 v.iter().try_for_each(|x| check_range(name, *x, r))
             }
             Kind::Mean | Kind::Cov => parse_list(name, t).map(|_| ()),
@@ -219,7 +226,9 @@ fn parse_list(name: &str, t: &str) -> Result<Vec<f64>> {
         return Err(bad(format!("--{name}: no values given")));
     }
     if v.len() > MAX_LIST {
-        return Err(bad(format!("--{name}: more than {MAX_LIST} values")));
+        return Err(Error::TooLarge(format!(
+            "--{name}: more than {MAX_LIST} values"
+        )));
     }
     Ok(v)
 }
@@ -259,7 +268,7 @@ pub fn kind_of(q: &str, p: &P) -> Kind {
         ("L" | "N", _) => Kind::Int(LEN),
         ("n", _) => Kind::Int(Range::Int {
             min: 2,
-            max: 100_000_000,
+            max: budget::MAX_SAMPLES,
         }),
         ("n-max", _) => Kind::Int(Range::Int {
             min: 0,
@@ -279,7 +288,7 @@ pub fn kind_of(q: &str, p: &P) -> Kind {
             "population",
             Range::Int {
                 min: 1,
-                max: 100_000_000,
+                max: budget::MAX_SAMPLES,
             },
         ),
         ("seed" | "pretrain-seed", _) => Kind::Int(Range::Int {
@@ -307,8 +316,9 @@ pub fn kind_of(q: &str, p: &P) -> Kind {
         ("model" | "arch", _) => Kind::Choice(&["merged", "separate"]),
         ("scheme", _) => Kind::Choice(&["euler", "rk4"]),
         ("adaptive", _) => Kind::Bool,
-        ("omega" | "mu", _) => Kind::List(Range::Any),
-        ("eigs", _) => Kind::List(POS),
+        // per-head values: at most model.heads' limit; eigenvalues: at most task.d's
+        ("omega" | "mu", _) => Kind::List(Range::Any, MAX_HEADS as usize),
+        ("eigs", _) => Kind::List(POS, MAX_D as usize),
         (n, _) if n.ends_with("mu-x") || n.ends_with("mu-w") => Kind::Mean,
         (n, _) if n.ends_with("sigma-x") || n.ends_with("sigma-w") => Kind::Cov,
         ("eta-x" | "eta-y", _) => Kind::Num(Range::Any),
@@ -393,11 +403,23 @@ pub struct Trained {
 
 /// The checked parameter values of one evaluation (defaults filled in), and the loaded run.
 pub struct Ctx {
+    /// The quantity's name (for messages).
+    pub name: &'static str,
     pub vals: BTreeMap<String, String>,
     pub run: Option<Trained>,
 }
 
 impl Ctx {
+    /// Refuse working memory `bytes` (`None`: the sizes overflow) beyond the budget
+    /// ([`budget::reserve`]); `drivers` names the parameters it grows with.
+    fn memory(&self, bytes: Option<u64>, drivers: &str) -> Result<()> {
+        budget::reserve(bytes, || format!("{} ({drivers})", self.name))
+    }
+    /// Refuse more than [`budget::MAX_STEPS`] integration steps or trajectory rows: `n` of them,
+    /// `what` names the parameters (`--t-end / --dt`). Returns the count.
+    fn count(&self, n: f64, what: &str) -> Result<u64> {
+        budget::steps(n, || format!("{}: {what}", self.name))
+    }
     fn raw(&self, k: &str) -> Result<&str> {
         self.vals
             .get(k)
@@ -500,7 +522,11 @@ pub fn evaluate_with(
             }
         }
     }
-    let ctx = Ctx { vals, run };
+    let ctx = Ctx {
+        name: q.name,
+        vals,
+        run,
+    };
     let out = (q.run)(&ctx)?;
     Ok((out, ctx.vals))
 }
@@ -655,6 +681,9 @@ pub fn registry() -> Vec<Q> {
             shared: HE,
             run: |c| {
                 let s = c.he()?;
+                let d = s.d as u64;
+                // KMS(rho), Sigma~, its inverse and their output (2 d^2 numbers)
+                c.memory(sum(&[product(&[8 * 8, d, d]), product(&[2, d, d]).and_then(out_bytes)]), "--d squared")?;
                 let st = he2025::sigma_tilde(&crate::task::kms(s.d, c.f("rho")?), s.d, s.l, s.sigma2)?;
                 let inv = he2025::inverse(&st, s.d)?;
                 Ok(Out::list(&st).with("inverse", Value::from(inv)))
@@ -669,6 +698,7 @@ pub fn registry() -> Vec<Q> {
             run: |c| {
                 let s = c.he()?;
                 let d = s.d;
+                c.memory(product(&[16 * 8, d as u64, d as u64]), "--d squared")?;
                 let sigma = crate::task::kms(d, c.f("rho")?);
                 let g = match c.s("gamma")?.as_str() {
                     "sigma-tilde" => he2025::sigma_tilde(&sigma, d, s.l, s.sigma2)?,
@@ -694,12 +724,17 @@ pub fn registry() -> Vec<Q> {
             shared: HE,
             run: |c| {
                 let s = c.he()?;
+                let (t_end, sample_dt) = (c.f("t-end")?, c.f("sample-dt")?);
                 let method = if bool_flag(c, "adaptive")? {
                     he2025::Method::Adaptive(ode::Adaptive::default())
                 } else {
-                    he2025::Method::Rk4 { dt: c.f("dt")? }
+                    let dt = c.f("dt")?;
+                    c.count(t_end / dt, "--t-end / --dt (RK4 steps; --adaptive picks its own)")?;
+                    he2025::Method::Rk4 { dt }
                 };
-                let f = s.two_head_flow(c.f("alpha")?, &he2025::FlowOptions { t_end: c.f("t-end")?, method, sample_dt: c.f("sample-dt")? })?;
+                let rows = c.count(t_end / sample_dt, "--t-end / --sample-dt (trajectory rows)")?;
+                c.memory(traj_bytes(rows, 6), "--t-end / --sample-dt")?;
+                let f = s.two_head_flow(c.f("alpha")?, &he2025::FlowOptions { t_end, method, sample_dt })?;
                 let rows: Vec<Vec<f64>> = f.trajectory.iter().map(|r| vec![r[0], r[1], r[2], 2.0 * r[3], 2.0 * r[1] * r[2], s.phi_star(r[2])]).collect();
                 Ok(Out::num(f.peak_rho)
                     .with("tau1", Value::from(f.tau1))
@@ -726,16 +761,19 @@ pub fn registry() -> Vec<Q> {
                 P("omega", None, "initial per-head omega"),
                 P("mu", None, "initial per-head mu"),
                 P("lr", Some("0.01"), "step size"),
-                P("steps", Some("100000"), "GD steps"),
+                P("steps", Some("100000"), "GD steps (at most 10^7)"),
                 P("every", Some("100"), "trajectory spacing (steps)")),
             shared: HE,
             run: |c| {
                 let s = c.he()?;
                 let (om0, mu0) = (c.list("omega")?, c.list("mu")?);
                 let h = om0.len();
+                let (steps, every) = (c.u("steps")?, c.u("every")?);
+                c.count(steps as f64, "--steps (GD steps)")?;
+                c.memory(traj_bytes(steps as u64 / every as u64, 2 + 2 * h as u64), "--steps / --every x the heads")?;
                 let mut rows = Vec::new();
                 let mut last = f64::NAN;
-                let (om, mu) = s.gd_approx_loss(&om0, &mu0, c.f("lr")?, c.u("steps")?, c.u("every")?, &mut |st, l, o, m| {
+                let (om, mu) = s.gd_approx_loss(&om0, &mu0, c.f("lr")?, steps, every, &mut |st, l, o, m| {
                     let mut r = vec![st as f64, l];
                     r.extend_from_slice(o);
                     r.extend_from_slice(m);
@@ -781,6 +819,28 @@ impl Out {
         self.traj = Some(t);
         self
     }
+}
+
+/// Memory one number of a quantity's output takes on its way out, generously: the registry's
+/// [`Value`], then a front end's JSON value or text (measured: about 300 bytes a number for a
+/// 4096 x 4096 matrix through `icl theory`).
+const OUT_NUMBER_BYTES: u64 = 400;
+
+/// Memory of `n` output numbers.
+fn out_bytes(n: u64) -> Option<u64> {
+    n.checked_mul(OUT_NUMBER_BYTES)
+}
+
+/// Memory of a recorded trajectory of `rows` rows of `cols` numbers: the integrator's own record,
+/// the rows (a vector each) and their CSV text (`--csv`), generously.
+fn traj_bytes(rows: u64, cols: u64) -> Option<u64> {
+    rows.checked_add(2)?
+        .checked_mul(cols.checked_add(4)?.checked_mul(48)?.checked_add(64)?)
+}
+
+/// `a + b + ...`, `None` when a term is `None` or the sum overflows.
+fn sum(xs: &[Option<u64>]) -> Option<u64> {
+    xs.iter().try_fold(0u64, |a, x| a.checked_add((*x)?))
 }
 
 fn bool_flag(c: &Ctx, k: &str) -> Result<bool> {
@@ -859,8 +919,9 @@ fn zhang_quantities() -> Vec<Q> {
                 if dt <= 0.0 {
                     return Err(bad("--sample-dt must be > 0"));
                 }
+                let k = c.count(t / dt, "--t / --sample-dt (trajectory rows)")?;
+                c.memory(traj_bytes(k, 3), "--t / --sample-dt")?;
                 let mut rows = Vec::new();
-                let k = libm::ceil(t / dt) as usize;
                 for i in 0..=k {
                     let ti = (i as f64 * dt).min(t);
                     let (s, li) = zhang2025::white_time_course(ti, d, n, cc, w * w)?;
@@ -893,6 +954,8 @@ fn zhang_quantities() -> Vec<Q> {
                 match c.s("model")?.as_str() {
                     "merged" => {
                         let d = eigs.len();
+                        // Lambda and the population's matrices (D x D each)
+                        c.memory(product(&[16 * 8, d as u64, d as u64]), "the number of --eigs, squared")?;
                         let lam: Vec<f64> = (0..d * d).map(|k| if k / d == k % d { eigs[k / d] } else { 0.0 }).collect();
                         Ok(Out::num(zhang2025::attn_m_plateau_time(&lam, d, c.f("w-init")?)?))
                     }
@@ -937,8 +1000,10 @@ fn zhang_quantities() -> Vec<Q> {
                 if dt <= 0.0 {
                     return Err(bad("--sample-dt must be > 0"));
                 }
+                let k = c.count(t / dt, "--t / --sample-dt (trajectory rows)")?;
+                c.memory(traj_bytes(k, 3), "--t / --sample-dt")?;
                 let mut rows = Vec::new();
-                for i in 0..=(libm::ceil(t / dt) as usize) {
+                for i in 0..=k {
                     let ti = (i as f64 * dt).min(t);
                     let vi = zhang2025::scalar_ode_v(ti, v0, lam, am)?;
                     rows.push(vec![ti, vi, zhang2025::ansatz_loss(levels[m], vi, lam, am)]);
@@ -974,7 +1039,6 @@ fn zhang_quantities() -> Vec<Q> {
             shared: &[],
             run: |c| {
                 let (eigs, inv) = (c.list("eigs")?, inv_n(c)?);
-                let pop = zhang2025::Population::diagonal(&eigs, inv)?;
                 let h = c.u("H")?;
                 let arch = match c.s("arch")?.as_str() {
                     "merged" => zhang2025::Arch::Merged { heads: h },
@@ -986,10 +1050,31 @@ fn zhang_quantities() -> Vec<Q> {
                     "rk4" => zhang2025::Scheme::Rk4,
                     s => return Err(bad(format!("--scheme: {s:?} is not euler or rk4"))),
                 };
+                let (dt, t_end, every) = (c.f("dt")?, c.f("t-end")?, c.u("every")?);
+                let steps = c.count(t_end / dt, "--t-end / --dt (integration steps)")?;
+                // the state (y0, y, dy, five RK4 buffers), the D x D matrices of every step, the
+                // trajectory (and its loss column) and the final M
+                let (d, hh) = (eigs.len() as u64, h as u64);
+                let state = match arch {
+                    zhang2025::Arch::Merged { .. } => product(&[hh, d, d]),
+                    zhang2025::Arch::Separate { rank, .. } => product(&[2, hh, rank as u64, d]),
+                }
+                .and_then(|x| x.checked_add(hh));
+                let rows = steps / every as u64 + 2;
+                c.memory(
+                    sum(&[
+                        state.and_then(|x| x.checked_mul(8 * 8)),
+                        product(&[24 * 8, d, d]),
+                        traj_bytes(rows, 2 + hh),
+                        out_bytes(d * d),
+                    ]),
+                    "--H x the number of --eigs (squared for merged, x --R for separate), --t-end / --dt / --every",
+                )?;
+                let pop = zhang2025::Population::diagonal(&eigs, inv)?;
                 let y0 = arch.init(pop.d, c.f("w-init")?, c.u64("seed")?);
                 let mut traj = Vec::new();
                 let mut rows = Vec::new();
-                let y = zhang2025::simulate(&pop, arch, &y0, scheme, c.f("dt")?, c.f("t-end")?, c.u("every")?, &mut |t, l, y| {
+                let y = zhang2025::simulate(&pop, arch, &y0, scheme, dt, t_end, every, &mut |t, l, y| {
                     traj.push((t, l));
                     let mut r = vec![t, l];
                     r.extend((0..h).map(|i| y[i]));
@@ -1310,8 +1395,15 @@ fn mean_warnings(g: &temperature::Gaussian, side: &str, w: &mut Vec<String>) {
     }
 }
 
+/// The d x d matrices of a temperature evaluation: both sides' covariances, Lemma 4.1's
+/// parameters and both forms' moments (measured: 12 d^2 numbers at d = 2000).
+fn temp_memory(c: &Ctx, d: usize) -> Result<()> {
+    c.memory(product(&[32 * 8, d as u64, d as u64]), "--d squared")
+}
+
 fn temp_eval(c: &Ctx, exact_form: bool) -> Result<TempEval> {
     let (d, l) = (c.u("d")?, c.u("l")?);
+    temp_memory(c, d)?;
     let test = gaussian(c, "test", d)?;
     if let Some(t) = &c.run {
         let mut w = Vec::new();
@@ -1464,6 +1556,7 @@ fn temperature_quantities() -> Vec<Q> {
             shared: &[],
             run: |c| {
                 let (d, l) = (c.u("d")?, c.u("l")?);
+                temp_memory(c, d)?;
                 let ts = c.f("train-sigma")?;
                 let s = c.f("sigma")?;
                 let (alpha, beta) = (c.f("alpha")?, c.f("beta")?);
@@ -1549,6 +1642,7 @@ fn temperature_quantities() -> Vec<Q> {
 /// Monte Carlo over varying-covariance sequences (noise-free target): mean and stderr of each prediction.
 fn ml_mc(
     c: &Ctx,
+    steps: usize,
     f: &dyn Fn(&multilayer::Sequence) -> crate::Result<Vec<f64>>,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
     let (d, l, s2, lo, hi, n, seed) = (
@@ -1565,6 +1659,20 @@ fn ml_mc(
             "need d, L >= 1, n >= 2, sigma2 >= 0 and 0 < lmin <= lmax",
         ));
     }
+    c.count(steps as f64, "--steps")?;
+    // one sequence (its normals, x, y, U and Sigma), the estimators' copies of X (X and X^T) and
+    // the per-step step sizes, predictions and sums
+    let (d, l) = (d as u64, l as u64);
+    c.memory(
+        sum(&[
+            product(&[5 * 8, l + 1, d]),
+            product(&[3 * 8, l]),
+            product(&[8 * 8, d, d]),
+            product(&[8 * 8, steps as u64 + 1]),
+        ]),
+        "--L x --d, --d squared, --steps",
+    )?;
+    let (d, l) = (d as usize, l as usize);
     let (mut s, mut ss) = (Vec::new(), Vec::new());
     for i in 0..n {
         let mut r = crate::rng::stream(seed, crate::rng::Domain::Eval, l as u64, i as u64);
@@ -1613,7 +1721,7 @@ fn multilayer_quantities() -> Vec<Q> {
             shared: ML_MC,
             run: |c| {
                 let (ex, ey, t) = (c.f("eta-x")?, c.f("eta-y")?, c.u("steps")?);
-                let (m, se) = ml_mc(c, &|q| Ok(multilayer::algorithm1(&q.x, &q.y, &q.xq, ex, ey, t)?.preds))?;
+                let (m, se) = ml_mc(c, t, &|q| Ok(multilayer::algorithm1(&q.x, &q.y, &q.xq, ex, ey, t)?.preds))?;
                 Ok(Out::list(&m).with("stderr", Value::from(se)))
             },
         },
@@ -1628,7 +1736,7 @@ fn multilayer_quantities() -> Vec<Q> {
             shared: ML_MC,
             run: |c| {
                 let (eta, t) = (c.f("eta")?, c.u("steps")?);
-                let (m, se) = ml_mc(c, &|q| multilayer::gd_steps(&q.x, &q.y, &q.xq, eta, t))?;
+                let (m, se) = ml_mc(c, t, &|q| multilayer::gd_steps(&q.x, &q.y, &q.xq, eta, t))?;
                 Ok(Out::list(&m).with("stderr", Value::from(se)))
             },
         },
@@ -1640,7 +1748,7 @@ fn multilayer_quantities() -> Vec<Q> {
             shared: ML_MC,
             run: |c| {
                 let (d, lam) = (c.u("d")?, c.f("lambda")?);
-                let (m, se) = ml_mc(c, &|q| {
+                let (m, se) = ml_mc(c, 0, &|q| {
                     let dot = |w: &[f64]| w.iter().zip(&q.xq).map(|(a, b)| a * b).sum::<f64>();
                     Ok(vec![dot(&multilayer::ols(&q.x, &q.y, d)?), dot(&multilayer::ridge(&q.x, &q.y, d, lam)?)])
                 })?;
@@ -1665,6 +1773,16 @@ fn multilayer_quantities() -> Vec<Q> {
                 if q == 0 || p == 0 || l <= q.max(p) || n < 2 {
                     return Err(bad("need q, p >= 1, L > max(q, p) and n >= 2"));
                 }
+                // one sequence (z, u, omega, eps, x, y) and 2SLS's and OLS's copies of Z, X,
+                // X_hat and their transposes
+                let (q8, p8, l8) = (q as u64, p as u64, l as u64);
+                c.memory(
+                    sum(&[
+                        product(&[8, l8, 3 * q8 + 6 * p8 + 3]),
+                        product(&[3 * 8, q8 + p8, q8 + p8]),
+                    ]),
+                    "--L x (--q + --p), (--q + --p) squared",
+                )?;
                 let (mut s, mut ss) = ([0.0; 2], [0.0; 2]);
                 for i in 0..n {
                     let mut r = crate::rng::stream(seed, crate::rng::Domain::Eval, l as u64, i as u64);
@@ -1773,5 +1891,125 @@ mod tests {
         assert!(eval("sigma-tilde", &[("d", "100000")]).is_err());
         assert!(eval("eta-star", &[("sigma2", "nan")]).is_err());
         assert!(eval("eta-star", &[("d", "5"), ("d", "6")]).is_err());
+    }
+
+    /// The audit's cases (each aborted on an allocation of hundreds of GB or ran without bound)
+    /// and their neighbours: refused before any work with a size error naming the parameters.
+    #[test]
+    fn sizes_beyond_the_budget_are_refused_before_any_work() {
+        let long = "1,".repeat(1025);
+        let eigs = "1,".repeat(4097);
+        let cases: &[(&str, &[(&str, &str)], &str)] = &[
+            (
+                "bayes-risk-mc",
+                &[("n", "2"), ("d", "4096"), ("L", "10000000")],
+                "L x d",
+            ),
+            (
+                "iv-risk",
+                &[("n", "2"), ("q", "4096"), ("p", "4096"), ("L", "10000000")],
+                "--L x (--q + --p)",
+            ),
+            (
+                "alg1-risk",
+                &[("n", "2"), ("d", "4096"), ("L", "10000000")],
+                "--L x --d",
+            ),
+            ("alg1-risk", &[("steps", "1000000000")], "--steps"),
+            (
+                "gd-steps-risk",
+                &[("n", "2"), ("d", "4096"), ("L", "10000000")],
+                "--L x --d",
+            ),
+            (
+                "regression-baselines",
+                &[("n", "2"), ("d", "4096"), ("L", "10000000")],
+                "--L x --d",
+            ),
+            (
+                "temperature-mc",
+                &[("n", "2"), ("d", "200"), ("l", "10000000")],
+                "l x d",
+            ),
+            (
+                "optimal-temperature",
+                &[
+                    ("form", "paper"),
+                    ("d", "100"),
+                    ("l", "10000000"),
+                    ("pretrain-m", "2"),
+                ],
+                "l x d",
+            ),
+            (
+                "he2025-gd",
+                &[
+                    ("omega", "1"),
+                    ("mu", "1"),
+                    ("steps", "1000000000"),
+                    ("every", "1"),
+                ],
+                "--steps",
+            ),
+            (
+                "white-loss",
+                &[("t", "1e6"), ("sample-dt", "1e-6")],
+                "--t / --sample-dt",
+            ),
+            (
+                "white-loss",
+                &[("t", "1e300"), ("sample-dt", "1e-300")],
+                "--t / --sample-dt",
+            ),
+            (
+                "scalar-ode",
+                &[("eigs", "1"), ("t", "1e300"), ("sample-dt", "1e-300")],
+                "--t / --sample-dt",
+            ),
+            (
+                "linattn-flow",
+                &[("eigs", "1,0.5"), ("t-end", "1e9"), ("every", "1")],
+                "--t-end / --dt",
+            ),
+            (
+                "linattn-flow",
+                &[
+                    ("eigs", "1,0.5"),
+                    ("t-end", "1e6"),
+                    ("dt", "0.1"),
+                    ("every", "1"),
+                    ("H", "1024"),
+                ],
+                "--H",
+            ),
+            ("he2025-flow", &[("t-end", "1e308")], "--t-end / --dt"),
+            ("he2025-flow", &[("dt", "1e-300")], "--t-end / --dt"),
+            (
+                "he2025-flow",
+                &[("t-end", "1e308"), ("adaptive", "true")],
+                "--t-end / --sample-dt",
+            ),
+            ("mu-star", &[("omega", &long)], "--omega"),
+            ("plateaus", &[("eigs", &eigs)], "--eigs"),
+        ];
+        for (name, kv, what) in cases {
+            match eval(name, kv) {
+                Err(Error::TooLarge(m)) => {
+                    assert!(m.contains(what), "{name}: {m:?} should name {what:?}")
+                }
+                other => panic!(
+                    "{name} {kv:?}: expected a size error, got {:?}",
+                    other.map(|o| o.value)
+                ),
+            }
+        }
+        // at the limit: 10^7 rows are fine, as is a flow on the adaptive path's step budget
+        let o = eval("white-loss", &[("t", "1"), ("sample-dt", "1e-5")]).unwrap();
+        assert_eq!(o.traj.unwrap().rows.len(), 100_001);
+        assert!(eval(
+            "he2025-flow",
+            &[("t-end", "100"), ("dt", "1e-4"), ("sample-dt", "10")]
+        )
+        .is_ok());
     }
 }

@@ -564,7 +564,9 @@ pub fn simulate(
     let mut y = y0.to_vec();
     let mut dy = vec![0.0; y.len()];
     let mut rk = ode::Rk4::new(y.len());
-    let steps = libm::ceil(t_end / dt - 1e-9).max(0.0) as usize;
+    let steps = crate::budget::steps(libm::ceil(t_end / dt - 1e-9), || {
+        format!("the population flow to t = {t_end} with dt = {dt}: t_end / dt")
+    })? as usize;
     let every = every.max(1);
     if !obs(0.0, loss(&y), &y) {
         return Ok(y);

@@ -109,7 +109,11 @@ pub unsafe extern "C" fn icl_theory_list(
 /// - ICL_ERR_NUMERICAL: the computation failed (a singular matrix, a diverging trajectory) or its
 ///   value is not finite (a closed form that overflows at these parameters: reported, never
 ///   returned as inf or JSON null);
-/// - ICL_ERR_SIZE: `n` > 1024, or `cap` < the size needed (nothing written; `*needed` is set);
+/// - ICL_ERR_SIZE: `n` > 1024, or `cap` < the size needed (nothing written; `*needed` is set), or
+///   the parameters ask for more than the budget: working memory beyond 16 GiB or beyond what the
+///   process can have (`bayes-risk-mc` with a large `L` x `d`), more than 10^7 integration steps or
+///   trajectory rows (`t-end` / `dt`), a list longer than it takes (`omega` beyond 1024 heads);
+///   checked before the computation starts;
 /// - ICL_ERR_IO: `run` names no folder or file;
 /// - ICL_ERR_CHECKPOINT: the run's `model.safetensors` is damaged;
 /// - ICL_ERR_UNSUPPORTED: the run's model is not one softmax head with one output (several heads,

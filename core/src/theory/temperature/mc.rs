@@ -121,6 +121,21 @@ pub fn coefficients(
             "the conditional estimator needs m21 = 0 (use the plain one)".into(),
         ));
     }
+    // the sampler's normals and inputs (l x d each), the labels and scratch (l), a row of
+    // three numbers per prompt, and the Cholesky factors (d x d)
+    let (d8, l8) = (test.d as u64, l as u64);
+    crate::budget::reserve(
+        crate::budget::product(&[8, l8, 2 * d8 + 4]).and_then(|x| {
+            x.checked_add(crate::budget::product(&[3 * 8, n as u64])?)?
+                .checked_add(crate::budget::product(&[4 * 8, d8, d8])?)
+        }),
+        || {
+            alloc::format!(
+                "the temperature Monte Carlo of n = {n} prompts of l = {l} tokens in d = {} (l x d, n)",
+                test.d
+            )
+        },
+    )?;
     let sig = libm::sqrt(test.sigma2);
     let mut smp = Sampler::new(test, l)?;
     let mut w = vec![0.0; test.d];

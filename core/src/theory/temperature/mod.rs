@@ -195,6 +195,10 @@ pub fn pretraining_cov(train: &Gaussian, l: usize, m: usize, seed: u64) -> Resul
         )));
     }
     let d = train.d;
+    // the normals, Z, Z^T and a temporary of the product (l x d each)
+    crate::budget::reserve(crate::budget::product(&[4 * 8, l as u64, d as u64]), || {
+        format!("the sampled pretraining prompts of l = {l} tokens in d = {d} (l x d)")
+    })?;
     let chol = mat(d, &train.sigma_x)
         .cholesky()
         .ok_or_else(|| Error::Numerical("Sigma_x is not positive definite".into()))?
