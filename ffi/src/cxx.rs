@@ -8,6 +8,7 @@ use crate::handles::{
     batch_from, icl_config, icl_model, icl_task, icl_trainer, Dims, HeadCircuits, LogEntry,
 };
 use crate::status::{guard_cxx, FfiResult};
+use icl_core::budget::try_vec;
 use icl_core::rng::Domain;
 use std::path::Path;
 use std::pin::Pin;
@@ -418,18 +419,16 @@ impl icl_task {
         len: usize,
     ) -> FfiResult<bridge::Batch> {
         guard_cxx(|| {
-            let (d, n_out, _) = self.dims();
-            let (zn, yn) = crate::handles::batch_sizes(n, len, d, n_out)?;
-            let (mut z, mut y) = (vec![0.0; zn], vec![0.0; yn]);
+            // the C path's checked allocation: a batch that does not fit is an exception
             let dom = if eval { Domain::Eval } else { Domain::Train };
-            self.sample(seed, dom, step, n, len, &mut z, &mut y)?;
+            let b = self.sample_batch(seed, dom, step, n, len)?;
             Ok(bridge::Batch {
                 n,
                 len,
-                d,
-                n_out,
-                z,
-                y,
+                d: b.d,
+                n_out: b.n_out,
+                z: b.z,
+                y: b.y,
             })
         })
     }
@@ -477,7 +476,7 @@ impl icl_model {
         xq: &[f64],
     ) -> FfiResult<Vec<f64>> {
         guard_cxx(|| {
-            let mut out = vec![0.0; n.saturating_mul(self.dims().n_out)];
+            let mut out = try_vec(n.saturating_mul(self.dims().n_out), 0.0, "predictions")?;
             self.predict(n, len, x, y, xq, &mut out)?;
             Ok(out)
         })
@@ -486,7 +485,7 @@ impl icl_model {
         guard_cxx(|| {
             let dm = self.dims();
             check_batch_shape(b, dm.d, dm.n_out)?;
-            let mut out = vec![0.0; b.n.saturating_mul(dm.n_out)];
+            let mut out = try_vec(b.n.saturating_mul(dm.n_out), 0.0, "predictions")?;
             self.predict_batch(b.n, b.len, &b.z, &mut out)?;
             Ok(out)
         })
@@ -495,7 +494,7 @@ impl icl_model {
         guard_cxx(|| {
             let dm = self.dims();
             check_batch_shape(b, dm.d, dm.n_out)?;
-            let mut grad = vec![0.0; dm.n_params];
+            let mut grad = try_vec(dm.n_params, 0.0, "the gradient")?;
             let loss = self.loss_grad(b.n, b.len, &b.z, &b.y, &mut grad)?;
             Ok(bridge::LossGrad { loss, grad })
         })
@@ -539,7 +538,7 @@ impl icl_trainer {
         guard_cxx(|| {
             let n = usize::try_from(steps)
                 .map_err(|_| crate::status::FfiError::size("steps overflows"))?;
-            let mut l = vec![0.0; n];
+            let mut l = try_vec(n, 0.0, "the losses of `steps` steps")?;
             self.train(steps, Some(&mut l))?;
             Ok(l)
         })

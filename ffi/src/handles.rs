@@ -7,6 +7,7 @@
 //! `icl train` rounds the sampled data).
 use crate::status::{icl_status, FfiError, FfiResult};
 use icl_core::analysis::analyze;
+use icl_core::budget::{try_map, try_vec};
 use icl_core::config::{Config, Dtype};
 use icl_core::eval::{mc_risk, RiskEstimate};
 use icl_core::rng::Domain;
@@ -202,12 +203,19 @@ pub fn engine_of<T: FfiScalar>(name: &str) -> FfiResult<Box<dyn icl_core::Engine
     })
 }
 
-fn cast<T: Scalar>(xs: &[f64]) -> Vec<T> {
-    xs.iter().map(|&x| T::of(x)).collect()
+/// `xs` in precision `T`, allocated fallibly: a copy the caller's buffer fits but the memory left
+/// does not is `ICL_ERR_SIZE`, not an abort.
+fn cast<T: Scalar>(xs: &[f64], what: &str) -> FfiResult<Vec<T>> {
+    Ok(try_map(xs, what, |&x| T::of(x))?)
 }
 
 fn widen<T: Scalar>(xs: &[T]) -> Vec<f64> {
     xs.iter().map(|x| x.to_f64()).collect()
+}
+
+/// [`widen`], allocated fallibly.
+fn try_widen<T: Scalar>(xs: &[T], what: &str) -> FfiResult<Vec<f64>> {
+    Ok(try_map(xs, what, |x| x.to_f64())?)
 }
 
 /// A batch in precision `T` from token-major `z` and targets `y` (sizes and finiteness checked;
@@ -223,15 +231,14 @@ pub fn batch_from<T: Scalar>(
     let (zn, yn) = batch_sizes(n, len, d, n_out)?;
     check_len("z", z.len(), zn)?;
     check_len("y", y.len(), yn)?;
-    // the query's y-slots are ignored (read as 0, whatever they hold, NaN included)
+    // one copy, in the model's precision; the query's y-slots are ignored (read as 0, whatever
+    // they hold, NaN included), and `from_parts` reports the first value that is not finite
     let e = d + n_out;
-    let mut zq = z.to_vec();
+    let mut zt: Vec<T> = cast(z, "z in the model's precision")?;
     for b in 0..n {
-        zq[(b * (len + 1) + len) * e + d..][..n_out].fill(0.0);
+        zt[(b * (len + 1) + len) * e + d..][..n_out].fill(T::zero());
     }
-    check_finite("z", &zq)?;
-    check_finite("y", y)?;
-    Ok(Batch::from_parts(n, len, d, n_out, cast(&zq), cast(y))?)
+    Ok(Batch::from_parts(n, len, d, n_out, zt, cast(y, "y")?)?)
 }
 
 /// A batch in precision `T` from contexts `x` ([n][L][d]), `y` ([n][L][n_out]) and queries
@@ -253,22 +260,35 @@ pub fn batch_from_context<T: Scalar>(
     check_finite("y", y)?;
     check_finite("xq", xq)?;
     let e = d + n_out;
-    let mut z = vec![0.0f64; n * (len + 1) * e];
+    // the tokens, in the model's precision, allocated fallibly
+    let mut z: Vec<T> = try_vec(n * (len + 1) * e, T::zero(), "the batch's tokens")?;
     for b in 0..n {
         for l in 0..len {
             let tok = &mut z[(b * (len + 1) + l) * e..][..e];
-            tok[..d].copy_from_slice(&x[(b * len + l) * d..][..d]);
-            tok[d..].copy_from_slice(&y[(b * len + l) * n_out..][..n_out]);
+            for (t, v) in tok[..d].iter_mut().zip(&x[(b * len + l) * d..][..d]) {
+                *t = T::of(*v);
+            }
+            for (t, v) in tok[d..]
+                .iter_mut()
+                .zip(&y[(b * len + l) * n_out..][..n_out])
+            {
+                *t = T::of(*v);
+            }
         }
-        z[(b * (len + 1) + len) * e..][..d].copy_from_slice(&xq[b * d..][..d]);
+        for (t, v) in z[(b * (len + 1) + len) * e..][..d]
+            .iter_mut()
+            .zip(&xq[b * d..][..d])
+        {
+            *t = T::of(*v);
+        }
     }
     Ok(Batch::from_parts(
         n,
         len,
         d,
         n_out,
-        cast(&z),
-        vec![T::zero(); n * n_out],
+        z,
+        try_vec(n * n_out, T::zero(), "the batch's targets")?,
     )?)
 }
 
@@ -290,7 +310,7 @@ fn circuits_of<T: Scalar>(model: &Model<T>) -> HeadCircuits {
 fn set_params_of<T: Scalar>(model: &mut Model<T>, p: &[f64]) -> FfiResult<()> {
     check_len("params", p.len(), model.params.len())?;
     check_finite("params", p)?;
-    let v: Vec<T> = cast(p);
+    let v: Vec<T> = cast(p, "params")?;
     if let Some(i) = v.iter().position(|x| !x.finite()) {
         return Err(FfiError::nonfinite(format!(
             "params[{i}] = {} overflows {}",
@@ -373,12 +393,28 @@ impl icl_task {
         let (zn, yn) = batch_sizes(n, len, d, no)?;
         check_len("z", z.len(), zn)?;
         check_len("y", y.len(), yn)?;
-        let mut b = Batch::<f64>::try_zeros(n, len, d, no)?;
-        self.task
-            .sample_into(seed, domain, step, 0, &mut b, &mut Vec::new());
+        let b = self.sample_batch(seed, domain, step, n, len)?;
         z.copy_from_slice(&b.z);
         y.copy_from_slice(&b.y);
         Ok(())
+    }
+
+    /// [`icl_task::sample`] into a batch of its own, allocated fallibly (`ICL_ERR_SIZE` when the
+    /// memory is not available).
+    pub fn sample_batch(
+        &self,
+        seed: u64,
+        domain: Domain,
+        step: u64,
+        n: usize,
+        len: usize,
+    ) -> FfiResult<Batch<f64>> {
+        let (d, no) = (self.task.d, self.task.n_out);
+        batch_sizes(n, len, d, no)?;
+        let mut b = Batch::<f64>::try_zeros(n, len, d, no)?;
+        self.task
+            .sample_into(seed, domain, step, 0, &mut b, &mut Vec::new());
+        Ok(b)
     }
 }
 
@@ -396,10 +432,10 @@ impl<T: FfiScalar> ModelState<T> {
 
     fn predict(&mut self, batch: &Batch<T>) -> FfiResult<Vec<f64>> {
         let circ = self.model.circuits();
-        let mut out = vec![T::zero(); batch.n * self.model.spec.n_out];
+        let mut out = try_vec(batch.n * self.model.spec.n_out, T::zero(), "predictions")?;
         self.runner
             .predict(&self.model.spec, &circ, batch, &mut out)?;
-        Ok(widen(&out))
+        try_widen(&out, "predictions")
     }
 
     fn loss_grad(&mut self, batch: &Batch<T>, grad: &mut [f64]) -> FfiResult<f64> {
@@ -524,7 +560,7 @@ impl icl_model {
     ) -> FfiResult<()> {
         let Dims { d, n_out, .. } = self.dims();
         check_len("out", out.len(), n.saturating_mul(n_out))?;
-        let y = vec![0.0; n.saturating_mul(n_out)];
+        let y = try_vec(out.len(), 0.0, "targets")?;
         let p = with_model!(&mut self.inner, s => {
             let b = batch_from(n, len, d, n_out, z, &y)?;
             s.predict(&b)?

@@ -6,6 +6,7 @@ use crate::arrays::{new_f64, read_tokens};
 use crate::config::Config;
 use crate::errors::{input_err, py_err, OrPy};
 use crate::values::to_py;
+use icl_core::budget::{try_map, try_vec};
 use icl_core::{Batch, Model, Runner};
 use icl_run::eval::EvalOptions;
 use icl_run::train::{Outcome, TrainOptions};
@@ -70,19 +71,20 @@ fn predict_as<T: RunScalar>(
     z: &[f64],
 ) -> icl_run::Result<Vec<f64>> {
     let spec = &m.spec;
-    let zt: Vec<T> = z.iter().map(|&x| T::of(x)).collect();
+    // the copies are allocated fallibly: an array that fits but whose copy does not is an error
+    let zt: Vec<T> = try_map(z, "z in the model's precision", |&x| T::of(x))?;
     let batch = Batch::from_parts(
         n,
         len,
         spec.d,
         spec.n_out,
         zt,
-        vec![T::zero(); n * spec.n_out],
+        try_vec(n * spec.n_out, T::zero(), "targets")?,
     )?;
     let mut runner = Runner::new(T::engine(engine)?);
-    let mut out = vec![T::zero(); n * spec.n_out];
+    let mut out = try_vec(n * spec.n_out, T::zero(), "predictions")?;
     runner.predict(spec, &m.circuits(), &batch, &mut out)?;
-    Ok(out.iter().map(|x| x.to_f64()).collect())
+    Ok(try_map(&out, "predictions", |x| x.to_f64())?)
 }
 
 #[pymethods]

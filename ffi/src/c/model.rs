@@ -134,7 +134,7 @@ pub unsafe extern "C" fn icl_model_config(
 /// Returns ICL_OK, or:
 /// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or a length differs
 ///   from its shape (`x_len` != n len d, `y_len` != n len n_out, `xq_len` != n d, `out_len` !=
-///   n n_out);
+///   n n_out), or the memory for the library's copy of the batch is not available;
 /// - ICL_ERR_NONFINITE: an input is NaN, infinite, or overflows the model's precision;
 /// - ICL_ERR_UNSUPPORTED: the model's engine cannot run it (e.g. a multi-layer model on vulkan);
 /// - ICL_ERR_NULL: `model`, or an array with a non-zero length, is NULL.
@@ -169,8 +169,9 @@ pub unsafe extern "C" fn icl_model_predict(
 /// (d+n_out); the query's y-slots are ignored) into `out` ([n][n_out]).
 ///
 /// Returns ICL_OK, or:
-/// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or `z_len` or
-///   `out_len` differs from its shape;
+/// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, `z_len` or
+///   `out_len` differs from its shape, or the memory for the library's copy of the batch (in the
+///   model's precision) is not available;
 /// - ICL_ERR_NONFINITE: a value of `z` other than a query y-slot is NaN, infinite or overflows the
 ///   model's precision;
 /// - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
@@ -200,8 +201,9 @@ pub unsafe extern "C" fn icl_model_predict_batch(
 /// `grad` (`grad_len` = n_params). The query's y-slots of `z` are ignored.
 ///
 /// Returns ICL_OK, or:
-/// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or `z_len`, `y_len`
-///   or `grad_len` differs from its shape;
+/// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, `z_len`, `y_len`
+///   or `grad_len` differs from its shape, or the memory for the library's copy of the batch is
+///   not available;
 /// - ICL_ERR_NONFINITE: an input is NaN, infinite or overflows the model's precision;
 /// - ICL_ERR_NUMERICAL: the loss or gradient is not finite (the model overflows on this batch);
 /// - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -901,6 +902,43 @@ static void c_model_predict_batch_bad(void) {
     EXPECT(ICL_ERR_NONFINITE, icl_model_predict_batch(m, 4, L, b.z, ZLEN(4), p, 4));
     EXPECT(ICL_ERR_NULL, icl_model_predict_batch(m, 4, L, NULL, ZLEN(4), p, 4));
     EXPECT(ICL_ERR_NULL, icl_model_predict_batch(NULL, 4, L, b.z, ZLEN(4), p, 4));
+    icl_model_free(m);
+}
+
+/* The process's address space in bytes (VmSize), or 0. */
+static size_t address_space(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!f) return 0;
+    if (fscanf(f, "%lu", &pages) != 1) pages = 0;
+    fclose(f);
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A batch the caller could allocate (n = 1, L = 2^24, d = 1: 256 MiB), under a memory limit that
+ * leaves no room for the library's copy of it in the model's precision: ICL_ERR_SIZE, not an
+ * abort ("memory allocation of N bytes failed"). Skipped under valgrind, which manages the address
+ * space itself. */
+static void c_model_predict_batch_memory_limit(void) {
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre && strstr(pre, "vgpreload")) return;
+    icl_config *cfg = config_of("f64");
+    OK(icl_config_set(cfg, "task.d", "1"));
+    icl_model *m = NULL;
+    OK(icl_model_new(cfg, &m));
+    icl_config_free(cfg);
+    size_t len = (size_t)1 << 24, e = 2, zn = (len + 1) * e;
+    double *z = calloc(zn, sizeof *z), p = 0;
+    CHECK(z != NULL);
+    /* a small prediction first: the engine's threads and their arenas exist before the limit */
+    OK(icl_model_predict_batch(m, 1, 4, z, 5 * e, &p, 1));
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = address_space() + ((size_t)64 << 20);
+    CHECK(lim.rlim_cur > ((size_t)64 << 20));
+    CHECK(setrlimit(RLIMIT_AS, &lim) == 0);
+    EXPECT(ICL_ERR_SIZE, icl_model_predict_batch(m, 1, len, z, zn, &p, 1));
+    CHECK(strstr(icl_last_error(), "memory") != NULL);
+    free(z);
     icl_model_free(m);
 }
 
@@ -2163,6 +2201,8 @@ static const kase CASES[] = {
     {"icl_model_predict", "NaN, inf, f32 overflow, NULL, misaligned", c_model_predict_values},
     {"icl_model_predict_batch", "the query's y-slots are ignored", c_model_predict_batch_query_slot},
     {"icl_model_predict_batch", "sizes, wrapping product, NaN, NULL", c_model_predict_batch_bad},
+    {"icl_model_predict_batch", "a batch that fits, its copy not: ICL_ERR_SIZE",
+     c_model_predict_batch_memory_limit},
     {"icl_model_loss_grad", "gradient against finite differences (f64)", c_model_loss_grad},
     {"icl_model_loss_grad", "sizes, NULLs, NaN", c_model_loss_grad_bad},
     {"icl_model_loss_grad", "overflow is ICL_ERR_NUMERICAL", c_model_loss_grad_overflow},

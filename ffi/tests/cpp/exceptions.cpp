@@ -49,10 +49,24 @@ int main() {
         icl::theory_value("eta-star", k, v);
     }, "--d = 0");
     rust::Box<icl::TaskSampler> task = icl::task_sampler(*cfg);
+    // sizes in range whose memory is not there: an exception, not an abort
+    expect_throw("a batch beyond memory", [&] { task->sample(0, true, 0, 1 << 24, 1 << 24); },
+                 "memory");
+    expect_throw("a theory quantity beyond the budget", [] {
+        rust::Vec<rust::String> k, v;
+        k.push_back("n");
+        v.push_back("2");
+        k.push_back("d");
+        v.push_back("4096");
+        k.push_back("L");
+        v.push_back("10000000");
+        icl::theory_value("bayes-risk-mc", k, v);
+    }, "too large");
     icl::Batch b = task->sample(1, false, 0, 4, 10);
     b.z[0] = INFINITY;
     rust::Box<icl::Trainer> trainer = icl::trainer_new(*cfg, "");
     expect_throw("infinite batch", [&] { trainer->step_batch(b); }, "not finite");
+    expect_throw("losses of 2^40 steps", [&] { trainer->train_losses(1ull << 40); }, "memory");
     if (trainer->step_count() != 0) {
         std::printf("FAIL a failed step counted\n");
         failures++;
