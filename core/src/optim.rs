@@ -50,8 +50,20 @@ impl<T: Scalar> Optimizer<T> {
         }
     }
 
-    /// One update of `params` with `grad`.
+    /// One update of `params` with `grad`, all or nothing: the update is computed once to check
+    /// that every updated parameter and moment is finite, and only then written. A gradient or an
+    /// update that is not finite (a diverging step: a learning rate that overflows, `eps` that
+    /// rounds to 0 in f32) is [`Error::Numerical`] naming the first bad value, with `params` and
+    /// the optimiser state left as they were.
     pub fn step(&mut self, params: &mut [T], grad: &[T]) -> Result<()> {
+        self.check_step(params, grad)?;
+        self.apply(params, grad);
+        Ok(())
+    }
+
+    /// Check that [`Optimizer::step`] with `grad` would succeed (shapes agree, the gradient and
+    /// every updated parameter and moment are finite), changing nothing.
+    pub fn check_step(&self, params: &[T], grad: &[T]) -> Result<()> {
         if params.len() != grad.len() {
             return Err(Error::Shape(format!(
                 "{} params but {} gradients",
@@ -59,66 +71,119 @@ impl<T: Scalar> Optimizer<T> {
                 grad.len()
             )));
         }
+        if self.len() != params.len() {
+            return Err(Error::Shape(
+                "optimiser state does not match the parameters".into(),
+            ));
+        }
+        if let Some(i) = grad.iter().position(|g| !g.finite()) {
+            return Err(Error::Numerical(format!(
+                "gradient[{i}] = {} is not finite",
+                grad[i].to_f64()
+            )));
+        }
+        let bad = |i: usize, what: &str, x: T| {
+            Err(Error::Numerical(format!(
+                "the update makes {what}[{i}] = {} (not finite)",
+                x.to_f64()
+            )))
+        };
+        match self {
+            Optimizer::Sgd { buf, .. } => {
+                let u = self.sgd_update();
+                for i in 0..params.len() {
+                    let (p, b) = u.at(params[i], grad[i], buf[i]);
+                    if !p.finite() {
+                        return bad(i, "params", p);
+                    }
+                    if !b.finite() {
+                        return bad(i, "momentum buffer", b);
+                    }
+                }
+            }
+            Optimizer::Adam { m, v, .. } => {
+                let u = self.adam_update();
+                for i in 0..params.len() {
+                    let (p, mi, vi) = u.at(params[i], grad[i], m[i], v[i]);
+                    if !p.finite() {
+                        return bad(i, "params", p);
+                    }
+                    if !mi.finite() || !vi.finite() {
+                        return bad(i, "Adam moments", if mi.finite() { vi } else { mi });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the update (shapes checked by [`Optimizer::check_step`]).
+    fn apply(&mut self, params: &mut [T], grad: &[T]) {
+        match self {
+            Optimizer::Sgd { .. } => {
+                let u = self.sgd_update();
+                if let Optimizer::Sgd { buf, started, .. } = self {
+                    for ((p, &g), b) in params.iter_mut().zip(grad).zip(buf.iter_mut()) {
+                        (*p, *b) = u.at(*p, g, *b);
+                    }
+                    *started = true;
+                }
+            }
+            Optimizer::Adam { .. } => {
+                let u = self.adam_update();
+                if let Optimizer::Adam { t, m, v, .. } = self {
+                    *t += 1;
+                    for i in 0..params.len() {
+                        (params[i], m[i], v[i]) = u.at(params[i], grad[i], m[i], v[i]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// SGD's coefficients for the next step.
+    fn sgd_update(&self) -> SgdUpdate<T> {
         match self {
             Optimizer::Sgd {
                 lr,
                 momentum,
-                buf,
                 started,
-            } => {
-                if buf.len() != params.len() {
-                    return Err(Error::Shape(
-                        "optimiser state does not match the parameters".into(),
-                    ));
-                }
-                let (lr, mo) = (T::of(*lr), T::of(*momentum));
-                for ((p, &g), b) in params.iter_mut().zip(grad).zip(buf.iter_mut()) {
-                    let dir = if *momentum == 0.0 {
-                        g
-                    } else {
-                        *b = if *started { mo * *b + g } else { g };
-                        *b
-                    };
-                    *p -= lr * dir;
-                }
-                *started = true;
-            }
+                ..
+            } => SgdUpdate {
+                lr: T::of(*lr),
+                mo: T::of(*momentum),
+                plain: *momentum == 0.0,
+                started: *started,
+            },
+            Optimizer::Adam { .. } => unreachable!("sgd_update of an Adam state"),
+        }
+    }
+
+    /// Adam's coefficients for the next step (t + 1).
+    fn adam_update(&self) -> AdamUpdate<T> {
+        match self {
             Optimizer::Adam {
                 lr,
                 beta1,
                 beta2,
                 eps,
                 t,
-                m,
-                v,
+                ..
             } => {
-                if m.len() != params.len() {
-                    return Err(Error::Shape(
-                        "optimiser state does not match the parameters".into(),
-                    ));
-                }
-                *t += 1;
-                let bc1 = 1.0 - libm::pow(*beta1, *t as f64);
-                let bc2 = 1.0 - libm::pow(*beta2, *t as f64);
-                let step_size = T::of(*lr / bc1);
-                let bc2_sqrt = T::of(libm::sqrt(bc2));
-                let (w1, b2, w2, e) = (
-                    T::of(1.0 - *beta1),
-                    T::of(*beta2),
-                    T::of(1.0 - *beta2),
-                    T::of(*eps),
-                );
-                for i in 0..params.len() {
-                    let g = grad[i];
-                    let mi = m[i];
-                    m[i] = mi + w1 * (g - mi);
-                    v[i] = v[i] * b2 + w2 * g * g;
-                    let denom = v[i].sqrt() / bc2_sqrt + e;
-                    params[i] -= step_size * (m[i] / denom);
+                let t = (*t + 1) as f64;
+                let bc1 = 1.0 - libm::pow(*beta1, t);
+                let bc2 = 1.0 - libm::pow(*beta2, t);
+                AdamUpdate {
+                    step_size: T::of(*lr / bc1),
+                    bc2_sqrt: T::of(libm::sqrt(bc2)),
+                    w1: T::of(1.0 - *beta1),
+                    b2: T::of(*beta2),
+                    w2: T::of(1.0 - *beta2),
+                    e: T::of(*eps),
                 }
             }
+            Optimizer::Sgd { .. } => unreachable!("adam_update of an SGD state"),
         }
-        Ok(())
     }
 
     /// Number of parameters the state is for.
@@ -212,10 +277,89 @@ impl<T: Scalar> Optimizer<T> {
     }
 }
 
+/// One SGD update, element by element: buf <- momentum buf + g (g on the first step),
+/// p <- p - lr buf (p <- p - lr g without momentum).
+struct SgdUpdate<T> {
+    lr: T,
+    mo: T,
+    plain: bool,
+    started: bool,
+}
+
+impl<T: Scalar> SgdUpdate<T> {
+    /// (updated p, updated buf).
+    #[inline(always)]
+    fn at(&self, p: T, g: T, b: T) -> (T, T) {
+        if self.plain {
+            return (p - self.lr * g, b);
+        }
+        let b = if self.started { self.mo * b + g } else { g };
+        (p - self.lr * b, b)
+    }
+}
+
+/// One Adam update, element by element (see [`Optimizer::Adam`]).
+struct AdamUpdate<T> {
+    step_size: T,
+    bc2_sqrt: T,
+    w1: T,
+    b2: T,
+    w2: T,
+    e: T,
+}
+
+impl<T: Scalar> AdamUpdate<T> {
+    /// (updated p, updated m, updated v).
+    #[inline(always)]
+    fn at(&self, p: T, g: T, m: T, v: T) -> (T, T, T) {
+        let m = m + self.w1 * (g - m);
+        let v = v * self.b2 + self.w2 * g * g;
+        let denom = v.sqrt() / self.bc2_sqrt + self.e;
+        (p - self.step_size * (m / denom), m, v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Config;
+
+    /// A step whose update is not finite changes nothing (parameters, moments, counter) and
+    /// names the value; a finite step afterwards is the step a fresh optimiser takes.
+    #[test]
+    fn a_diverging_step_changes_nothing() {
+        let mut sgd = Config::default().train;
+        sgd.optimizer = OptimizerKind::Sgd;
+        sgd.momentum = 0.9;
+        sgd.lr = 1e300;
+        let mut adam = Config::default().train;
+        adam.eps = 1e-300; // 0 in f32: a zero gradient gives 0 / 0
+        for (cfg, g) in [(&sgd, [1.0f32, 2.0]), (&adam, [0.0f32, 1.0])] {
+            let mut o = Optimizer::<f32>::new(cfg, 2);
+            let mut p = [0.5f32, -0.5];
+            let before = (o.clone(), p);
+            let e = o.step(&mut p, &g).unwrap_err();
+            assert!(
+                matches!(e, Error::Numerical(ref m) if m.contains("not finite")),
+                "{e}"
+            );
+            assert_eq!((o.clone(), p), before, "{:?}", cfg.optimizer);
+        }
+        // a gradient that is not finite is refused before any update
+        let mut o = Optimizer::<f64>::new(&Config::default().train, 1);
+        let mut p = [1.0];
+        assert!(o.step(&mut p, &[f64::NAN]).is_err());
+        assert_eq!((o.counter(), p), (0, [1.0]));
+        // SGD with momentum: the check and the update are the same arithmetic
+        let mut cfg = sgd.clone();
+        cfg.lr = 0.1;
+        let mut o = Optimizer::<f64>::new(&cfg, 1);
+        o.check_step(&[0.0], &[1.0]).unwrap();
+        let mut p = [0.0];
+        o.step(&mut p, &[1.0]).unwrap();
+        o.step(&mut p, &[1.0]).unwrap();
+        assert!((p[0] + 0.29).abs() < 1e-15, "{}", p[0]);
+    }
 
     #[test]
     fn adam_first_step_is_lr_sign() {

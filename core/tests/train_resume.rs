@@ -67,3 +67,96 @@ fn a_state_of_another_config_is_an_error() {
     let r = Trainer::<f32>::from_state(&other, tr.state(), &ScalarFactory, &Options::default());
     assert!(r.is_err());
 }
+
+/// A step that diverges (an update that overflows) fails with a numerical error and leaves the
+/// trainer exactly as the previous step left it: parameters, optimiser state, log, window and
+/// step, so the state stays finite and resumable.
+#[test]
+fn a_diverging_step_is_undone() {
+    for (key, value) in [("train.lr", "1e300"), ("train.eps", "1e-300")] {
+        let mut cfg = preset("quick").unwrap();
+        cfg.set("train.batch", "8").unwrap();
+        cfg.set("train.log_every", "2").unwrap();
+        if key == "train.lr" {
+            cfg.set("train.optimizer", "sgd").unwrap();
+        }
+        cfg.set("task.L", "10").unwrap();
+        cfg.set(key, value).unwrap();
+        let mut t = Trainer::<f32>::with_model(
+            &cfg,
+            Model::init(&cfg).unwrap(),
+            &ScalarFactory,
+            &Options::default(),
+        )
+        .unwrap();
+        // the first step that diverges (lr 1e300: the first; eps 0: the first with a gradient
+        // entry whose square underflows)
+        let (before, e) = loop {
+            let before = t.state();
+            match t.step() {
+                Ok(_) => assert!(t.step < 50, "{key} = {value}: no step diverged"),
+                Err(e) => break (before, e),
+            }
+        };
+        assert!(
+            matches!(e, icl_core::Error::Numerical(ref m) if m.contains("diverged at step")),
+            "{key}: {e}"
+        );
+        assert_eq!(
+            t.state(),
+            before,
+            "{key} = {value}: the failing step left a trace"
+        );
+        assert!(t.model.params.iter().all(|p| p.is_finite()));
+    }
+    // a few good steps, then one that diverges: the good ones are kept
+    let mut cfg = preset("quick").unwrap();
+    cfg.set("train.batch", "8").unwrap();
+    let mut t = Trainer::<f32>::new(&cfg, &ScalarFactory).unwrap();
+    for _ in 0..3 {
+        t.step().unwrap();
+    }
+    let kept = t.state();
+    t.opt = icl_core::optim::Optimizer::new(
+        &{
+            let mut c = cfg.train.clone();
+            c.lr = 1e300;
+            c.optimizer = icl_core::config::OptimizerKind::Sgd;
+            c
+        },
+        t.model.params.len(),
+    );
+    let opt = t.opt.clone();
+    assert!(t.step().is_err());
+    assert_eq!(
+        (t.step, &t.model.params, &t.log, &t.opt),
+        (3, &kept.params, &kept.log, &opt)
+    );
+}
+
+/// The full-batch objective's final row (the parameters after the update that completes
+/// `train.steps`) is logged by that step, so the log is the same however the steps are grouped
+/// and whether or not `finish` is called (`icl train` calls it; the C trainer steps).
+#[test]
+fn the_final_full_batch_row_does_not_depend_on_grouping() {
+    let mut cfg = preset("zhang2025-fig1").unwrap();
+    cfg.set("task.P", "50").unwrap();
+    cfg.set("train.steps", "5").unwrap();
+    cfg.set("train.log_every", "2").unwrap();
+    let opts = Options::default();
+    let mut run =
+        Trainer::<f64>::with_model(&cfg, Model::init(&cfg).unwrap(), &ScalarFactory, &opts)
+            .unwrap();
+    run.run(&mut |_, _| true).unwrap();
+    let steps: Vec<u64> = run.log.iter().map(|r| r.step).collect();
+    assert_eq!(steps, [0, 2, 4, 5]);
+    let mut stepped =
+        Trainer::<f64>::with_model(&cfg, Model::init(&cfg).unwrap(), &ScalarFactory, &opts)
+            .unwrap();
+    for _ in 0..7 {
+        stepped.step().unwrap();
+    }
+    assert_eq!(stepped.log[..4], run.log[..], "rows of steps 0..=5");
+    let steps: Vec<u64> = stepped.log.iter().map(|r| r.step).collect();
+    assert_eq!(steps, [0, 2, 4, 5, 6], "an extended run goes on logging");
+}

@@ -9,8 +9,11 @@
 //!   `train.log_every`, or s = `train.steps`, with the mean batch loss since the previous row and
 //!   the probes at the updated parameters;
 //! * full batch (fixed set): at step t a row when t is a multiple of `train.log_every`, with the
-//!   loss of the parameters before update t and the probes at those parameters; [`Trainer::run`]
-//!   adds a final row for the parameters after the last update.
+//!   loss of the parameters before update t and the probes at those parameters; the step that
+//!   completes `train.steps` adds a final row for the parameters after that update.
+//!
+//! A step is all or nothing: one that diverges (a loss, gradient or update that is not finite)
+//! fails with [`Error::Numerical`] and leaves the trainer exactly as the previous step left it.
 //!
 //! Resumable: [`Trainer::state`] is everything the trainer does not rebuild from its config
 //! (step, parameters, optimiser moments, log, window, snapshots, probe states), and
@@ -257,9 +260,17 @@ impl<T: Scalar> Trainer<T> {
     }
 
     /// One optimiser step; returns the loss it computed (the batch loss, or the full-batch loss of
-    /// the parameters before the update).
+    /// the parameters before the update). The step that completes `train.steps` also logs the
+    /// final row ([`Trainer::finish`]), so the log does not depend on how steps are grouped into
+    /// calls.
+    ///
+    /// All or nothing: a step that fails (a loss, gradient or update that is not finite, i.e.
+    /// training diverged: [`Error::Numerical`]) leaves the trainer as it was before it, with the
+    /// parameters, optimiser state, log, window and step count of the previous step, so the
+    /// state stays finite, saveable and resumable.
     pub fn step(&mut self) -> Result<f64> {
         let t = self.step;
+        let diverged = |m: String| Error::Numerical(format!("training diverged at step {t}: {m}"));
         let loss = self
             .objective
             .loss_grad(t, &self.model.params, &mut self.grad)?;
@@ -268,15 +279,27 @@ impl<T: Scalar> Trainer<T> {
                 "training diverged at step {t} (loss {loss})"
             )));
         }
+        self.opt
+            .check_step(&self.model.params, &self.grad)
+            .map_err(|e| match e {
+                Error::Numerical(m) => diverged(m),
+                other => other,
+            })?;
         let full = self.objective.full_batch();
         let every = self.cfg.train.log_every.max(1);
+        let rows = self.log.len();
         if full && t.is_multiple_of(every) {
             self.push_row(loss)?;
         }
-        self.opt.step(&mut self.model.params, &self.grad)?;
+        // probes that train alongside (the cubic twin) step now; each is all or nothing, and
+        // they are the last thing that can fail before the update is written
         for p in self.probes.iter_mut() {
-            p.after_step(t)?;
+            if let Err(e) = p.after_step(t) {
+                self.log.truncate(rows);
+                return Err(e);
+            }
         }
+        self.opt.step(&mut self.model.params, &self.grad)?;
         self.step += 1;
         let s = self.step;
         if !full {
@@ -299,6 +322,33 @@ impl<T: Scalar> Trainer<T> {
             };
             self.snapshots.push(Snapshot { step: s, kq });
         }
+        if s == self.cfg.train.steps {
+            self.finish()?;
+        }
+        Ok(loss)
+    }
+
+    /// One optimiser step on a caller's `batch` instead of the objective's data, computed by
+    /// `runner`: the loss and gradient of the batch, then the update, all or nothing as in
+    /// [`Trainer::step`]. It counts as a step (the following steps use the next stream), but
+    /// it is not entered in the log or its window, and probes do not step (one-layer attention
+    /// only: [`Error::Unsupported`] for transformers).
+    pub fn step_on(&mut self, runner: &mut Runner<T>, batch: &Batch<T>) -> Result<f64> {
+        let t = self.step;
+        let loss = loss_and_grad(runner, &self.model, batch, &mut self.grad)?.to_f64();
+        let diverged = |m: String| Error::Numerical(format!("training diverged at step {t}: {m}"));
+        if !loss.is_finite() {
+            return Err(Error::Numerical(format!(
+                "training diverged at step {t} (loss {loss} on this batch)"
+            )));
+        }
+        self.opt
+            .step(&mut self.model.params, &self.grad)
+            .map_err(|e| match e {
+                Error::Numerical(m) => diverged(m),
+                other => other,
+            })?;
+        self.step += 1;
         Ok(loss)
     }
 

@@ -28,7 +28,9 @@ pub trait Probe<T: Scalar>: Send {
     fn columns(&self) -> Vec<Column>;
     /// Append the values at `model` to `out` (one per column).
     fn record(&mut self, model: &Model<T>, out: &mut Vec<f64>) -> Result<()>;
-    /// Called after each optimiser update (step `step` done), for probes that train alongside.
+    /// Called at each optimiser step `step` of the trainer, for probes that train alongside,
+    /// once the trainer's own update is known to be finite and just before it is written. All or
+    /// nothing: on an error the probe is left as it was (the trainer's step then fails as a whole).
     fn after_step(&mut self, _step: u64) -> Result<()> {
         Ok(())
     }
