@@ -87,7 +87,8 @@ impl<T: Scalar> Batch<T> {
         })
     }
 
-    /// A batch from caller data, checking sizes and finiteness; the query's y-slots are zeroed.
+    /// A batch from caller data, checking sizes and finiteness; the query's y-slots are zeroed
+    /// (so they may hold anything, NaN included).
     pub fn from_parts(
         n: usize,
         len: usize,
@@ -110,8 +111,6 @@ impl<T: Scalar> Batch<T> {
                 y.len()
             )));
         }
-        crate::scalar::check_finite("z", &z)?;
-        crate::scalar::check_finite("y", &y)?;
         let mut b = Batch {
             n,
             len,
@@ -120,6 +119,8 @@ impl<T: Scalar> Batch<T> {
             z,
             y,
         };
+        // the query's y-slots are ignored whatever they hold (NaN included): zeroed before the
+        // finiteness check
         for s in 0..n {
             let e = d + n_out;
             let q = b.seq_mut(s);
@@ -127,6 +128,8 @@ impl<T: Scalar> Batch<T> {
                 q[len * e + d + o] = T::zero();
             }
         }
+        crate::scalar::check_finite("z", &b.z)?;
+        crate::scalar::check_finite("y", &b.y)?;
         Ok(b)
     }
 

@@ -96,8 +96,17 @@ pub fn check_batch<T: Scalar>(
     check_counts(spec, batch.n, batch.len)
 }
 
-/// Check that circuits (values or gradient accumulators) fit a spec.
+/// Check that circuits (values or gradient accumulators) fit a spec, and that the spec is a
+/// one-layer attention model: multi-layer transformers and the IV model have no such circuits
+/// (their parameters are not one KQ and OV per head) and run on a
+/// [`StackRunner`](crate::multilayer::StackRunner), so they are [`Error::Unsupported`] here
+/// rather than run as a model with zero circuits.
 pub fn check_circuits<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>) -> Result<()> {
+    if spec.net != crate::model::Net::Attention {
+        return Err(Error::Unsupported(
+            "this is a multi-layer model (a transformer or the IV model): per-sequence predictions, losses and gradients are for one-layer attention models; evaluate it as a run (icl eval)".into(),
+        ));
+    }
     let (h, e, no) = (spec.heads, spec.e(), spec.n_out);
     if circ.heads != h
         || circ.e != e
@@ -186,7 +195,10 @@ impl<T: Scalar> Runner<T> {
         self.engine.loss_grad(spec, circ, batch, grad)
     }
 
-    /// Predictions for every sequence of `batch` into `out` (n * n_out values).
+    /// Predictions for every sequence of `batch` into `out` (n * n_out values). A prediction
+    /// that is not finite (the model overflows on this input, or its parameters do) is
+    /// [`Error::Numerical`], as a loss that is not finite is: no caller receives NaN or infinity
+    /// as a prediction.
     pub fn predict(
         &mut self,
         spec: &ModelSpec,
@@ -202,7 +214,15 @@ impl<T: Scalar> Runner<T> {
                 batch.n * spec.n_out
             )));
         }
-        self.engine.predict(spec, circ, batch, out)
+        self.engine.predict(spec, circ, batch, out)?;
+        if let Some(i) = out.iter().position(|x| !x.finite()) {
+            return Err(Error::Numerical(format!(
+                "the prediction of sequence {} is {} (the model overflows on this input)",
+                i / spec.n_out.max(1),
+                out[i].to_f64()
+            )));
+        }
+        Ok(())
     }
 
     /// Loss and circuit gradient on the training batch `s` (fused generation where the engine
