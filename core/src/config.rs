@@ -41,6 +41,8 @@ pub enum Range {
         min_open: bool,
         max_open: bool,
     },
+    /// A finite number other than 0 (a scale that must not vanish).
+    NonZero,
 }
 
 impl Range {
@@ -112,6 +114,11 @@ impl Range {
         if !x.is_finite() {
             return Err(Error::NonFinite(format!("{key} = {x}")));
         }
+        if *self == Range::NonZero && x == 0.0 {
+            return Err(Error::InvalidConfig(format!(
+                "{key} = {x} is outside its range {self}"
+            )));
+        }
         if let Range::Real {
             min,
             max,
@@ -135,6 +142,7 @@ impl fmt::Display for Range {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Range::Any => f.write_str("any"),
+            Range::NonZero => f.write_str("(-inf, 0) or (0, inf)"),
             Range::Int { min, max } => write!(f, "{min}..={max}"),
             Range::Real {
                 min,
@@ -754,7 +762,7 @@ section! {
         lin_norm: LinNorm = LinNorm::Len => "lin_norm", POSITIVE, "linear attention's 1/L_0: N (context length), N+1, or a number (1: no 1/N)";
         activation: Activation = Activation::Exp => "activation", Range::Any, "normalised activation f(x) = e^x, 1+Cx, (1+Cx)^2, 1+tanh x (softmax attention)";
         c: f64 = 1.0 => "c", FINITE, "the constant C of the affine and square activations";
-        scale: Option<f64> = None => "scale", FINITE, "score scale; auto: 1/sqrt(d+n_out) for the full parametrisation, 1 otherwise";
+        scale: Option<f64> = None => "scale", Range::NonZero, "score scale; auto: 1/sqrt(d+n_out) for the full parametrisation, 1 otherwise";
         self_attend: Option<bool> = None => "self_attend", Range::Any, "whether the query attends to itself; auto: no for softmax, yes for linear";
         init: InitKind = InitKind::Torch => "init", Range::Any, "parameter initialisation";
         init_scale: Option<f64> = None => "init_scale", NON_NEGATIVE, "scale of the identity-like and Gaussian inits; auto: the scheme's default";
@@ -1025,8 +1033,20 @@ impl Config {
             // `eigs` sets `d`; apply it last so an explicit `d` in the same file cannot undo it.
             let (eigs, rest): (Vec<_>, Vec<_>) =
                 entries.iter().partition(|(k, _)| k.as_str() == "eigs");
-            for (k, v) in rest.into_iter().chain(eigs) {
+            for (k, v) in rest {
                 next.set_value(&format!("{section}.{k}"), v)?;
+            }
+            let d_given = (section == "task" && entries.contains_key("d")).then_some(next.task.d);
+            for (k, v) in eigs {
+                next.set_value(&format!("{section}.{k}"), v)?;
+            }
+            // a file that gives both must agree: d = 2 with three eigenvalues is a mistake in
+            // one of them, not a request for d = 3
+            let n = next.task.eigs.len();
+            if let Some(d) = d_given.filter(|&d| n > 0 && d != n && entries.contains_key("eigs")) {
+                return Err(Error::InvalidConfig(format!(
+                    "task.eigs has {n} values but task.d = {d}: setting task.eigs sets task.d to its length (give d = {n}, or leave d out)"
+                )));
             }
         }
         next.validate()?;
@@ -1102,6 +1122,15 @@ impl Config {
         self.train.check_ranges()?;
         let (t, m, _) = (&self.task, &self.model, &self.train);
         let bad = |m: String| Err(Error::InvalidConfig(m));
+        // eigenvalues, when given, are d of them whatever the task (setting them sets d, so a
+        // config that lists them with another d would not read back from its own TOML)
+        if !t.eigs.is_empty() && t.eigs.len() != t.d {
+            return bad(format!(
+                "task.eigs has {} values but task.d = {} (set task.eigs to [] to clear it)",
+                t.eigs.len(),
+                t.d
+            ));
+        }
         match t.kind {
             TaskKind::Anisotropic => {
                 if !t.cov.is_empty() && t.cov.len() != t.d * t.d {
@@ -1217,11 +1246,6 @@ impl Config {
             return bad(
                 "task.P, task.ntp and task.icl_fraction apply to the eigs task only".into(),
             );
-        }
-        if let Some(s) = m.scale {
-            if s == 0.0 {
-                return bad("model.scale must be non-zero".into());
-            }
         }
         if m.attention == AttentionKind::Linear && m.activation != Activation::Exp {
             return bad(
@@ -1430,5 +1454,55 @@ mod tests {
             seen.push(k);
         }
         assert_eq!(seen.len(), keys().count());
+    }
+
+    /// `model.scale`'s range excludes 0 (set refuses it, as validate did), and the key listing
+    /// says so.
+    #[test]
+    fn model_scale_range_excludes_zero() {
+        let mut c = Config::default();
+        assert!(
+            matches!(c.set("model.scale", "0"), Err(Error::InvalidConfig(m)) if m.contains("(-inf, 0) or (0, inf)"))
+        );
+        assert!(matches!(
+            c.set("model.scale", "-0.0"),
+            Err(Error::InvalidConfig(_))
+        ));
+        c.set("model.scale", "-2").unwrap();
+        assert_eq!(c.model.scale, Some(-2.0));
+        let k = key("model.scale").unwrap();
+        assert!(
+            k.describe().contains("(-inf, 0) or (0, inf)"),
+            "{}",
+            k.describe()
+        );
+    }
+
+    /// Eigenvalues set d: a file that gives both must agree, and a config that lists them has d
+    /// of them whatever its task (so every valid config reads back from its own TOML).
+    #[test]
+    fn eigs_and_d_agree() {
+        let e = Config::from_toml("[task]\nkind = \"eigs\"\nd = 2\neigs = [1.0, 2.0, 3.0]\n");
+        assert!(
+            matches!(e, Err(Error::InvalidConfig(m)) if m.contains("task.eigs has 3 values but task.d = 2"))
+        );
+        let c =
+            Config::from_toml("[task]\nkind = \"eigs\"\nd = 3\neigs = [1.0, 2.0, 3.0]\n").unwrap();
+        assert_eq!(c.task.d, 3);
+        let c = Config::from_toml("[task]\nkind = \"eigs\"\neigs = [1.0, 2.0]\n").unwrap();
+        assert_eq!(c.task.d, 2);
+        let mut c = Config::default();
+        c.set("task.eigs", "[1, 2, 3]").unwrap();
+        c.set("task.d", "7").unwrap();
+        assert!(
+            matches!(c.validate(), Err(Error::InvalidConfig(m)) if m.contains("task.eigs has 3 values"))
+        );
+        c.set("task.eigs", "").unwrap();
+        assert_eq!(
+            c.task.d, 7,
+            "the empty list clears the eigenvalues and leaves d"
+        );
+        c.validate().unwrap();
+        assert_eq!(Config::from_toml(&c.to_toml()).unwrap(), c);
     }
 }
