@@ -21,6 +21,11 @@ use alloc::vec::Vec;
 /// The checkpoint format version this build reads (and `icl-run` writes).
 pub const VERSION: &str = "1";
 
+/// Largest step count a checkpoint may hold: 2^53, the largest count the log (f64 steps) holds
+/// exactly, far beyond any run (`train.steps` <= 2^40), and far enough from `u64::MAX` that
+/// counting on cannot wrap. A larger `step` is refused rather than read.
+pub const MAX_STEP: u64 = 1 << 53;
+
 /// Largest header accepted (the reference implementation's limit).
 pub const MAX_HEADER: usize = 100_000_000;
 
@@ -344,6 +349,11 @@ pub fn decode_model(f: &File) -> Result<ModelCheckpoint> {
     let config = Config::from_toml(f.meta_required("config")?)
         .map_err(|e| bad(format!("its config: {e}")))?;
     let step: u64 = f.meta_number("step")?;
+    if step > MAX_STEP {
+        return Err(bad(format!(
+            "metadata step {step} is past the largest step count, 2^53"
+        )));
+    }
     let dtype = match f.meta_required("dtype")? {
         "f32" => Dtype::F32,
         "f64" => Dtype::F64,
@@ -353,6 +363,15 @@ pub fn decode_model(f: &File) -> Result<ModelCheckpoint> {
             )))
         }
     };
+    // the precision is stated twice, by the metadata and by the config (train.dtype, which every
+    // writer saves the model in); a file where they disagree could be misread either way
+    if config.train.dtype != dtype {
+        return Err(bad(format!(
+            "metadata dtype {} but its config says train.dtype = {}",
+            dtype.as_str(),
+            config.train.dtype.as_str()
+        )));
+    }
     let want = match dtype {
         Dtype::F32 => StDtype::F32,
         Dtype::F64 => StDtype::F64,

@@ -15,7 +15,8 @@ use crate::error::{Result, RunError};
 use crate::folder::{atomic_write, read};
 use icl_core::checkpoint::{decode_model, File};
 use icl_core::config::Config;
-use icl_core::model::{Model, ModelSpec};
+use icl_core::model::{Model, ModelSpec, Net};
+use icl_core::multilayer::iv::IvSpec;
 use icl_core::optim::Optimizer;
 use icl_core::train::{LogRow, Snapshot, TrainState};
 use icl_core::Scalar;
@@ -298,6 +299,13 @@ fn load_state<T: Scalar>(
     }
     let refs: Vec<&[T]> = bufs.iter().map(|b| b.as_slice()).collect();
     let counter: u64 = number(path, f, "train.opt_counter")?;
+    // every optimiser update is a step, so the optimiser cannot have counted more than the steps
+    if counter > step {
+        return Err(corrupt(
+            path,
+            format!("metadata train.opt_counter = {counter} is more than the step, {step}"),
+        ));
+    }
     let opt = Optimizer::restore(&cfg.train, n, counter, &refs)?;
     let columns = f
         .meta_required("train.columns")
@@ -318,7 +326,7 @@ fn load_state<T: Scalar>(
         return Err(corrupt(path, format!("train.log has shape {ls:?}")));
     }
     let flat = tensor_f64(path, f, "train.log", &ls)?;
-    let log = flat
+    let log: Vec<LogRow> = flat
         .chunks_exact(2 + ncols)
         .map(|r| LogRow {
             step: r[0] as u64,
@@ -330,6 +338,15 @@ fn load_state<T: Scalar>(
     let ss = shape_of("train.snapshots")?;
     if ss.len() != 2 || ss[1] < 1 {
         return Err(corrupt(path, format!("train.snapshots has shape {ss:?}")));
+    }
+    let (heads, e) = snapshot_shape(&model.spec);
+    if ss[0] > 0 && ss[1] != 1 + heads * e * e {
+        return Err(corrupt(
+            path,
+            format!(
+                "train.snapshots has shape {ss:?}; rows of 1 + {heads} x {e} x {e} values (step, KQ) expected"
+            ),
+        ));
     }
     let flat = tensor_f64(path, f, "train.snapshots", &ss)?;
     let snapshots = flat
@@ -348,8 +365,25 @@ fn load_state<T: Scalar>(
         probes.push(tensor_f64(path, f, &name, &s)?);
         known.push(name);
     }
+    // the window holds the losses of the steps since the last row: a finite sum of at most that
+    // many steps (a larger count would give a wrong mean loss in the next row)
     let window_sum: f64 = number(path, f, "train.window_sum")?;
     let window_count: u64 = number(path, f, "train.window_count")?;
+    if !window_sum.is_finite() {
+        return Err(corrupt(
+            path,
+            format!("metadata train.window_sum = {window_sum} is not finite"),
+        ));
+    }
+    let since_row = log.last().map_or(step, |r| step.saturating_sub(r.step));
+    if window_count > since_row {
+        return Err(corrupt(
+            path,
+            format!(
+                "metadata train.window_count = {window_count} is more than the {since_row} steps since the last log row"
+            ),
+        ));
+    }
     Ok(TrainState {
         step,
         params: model.params.clone(),
@@ -382,6 +416,16 @@ pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<Any
         params.extend(tensor_f64(path, &f, t.name, &t.shape)?);
     }
     AnyModel::from_f64(spec, params, cfg.train.dtype)
+}
+
+/// The shape (matrices, width) of one KQ snapshot of a model of `spec`: [H, E, E] for one-layer
+/// attention; Phi of every parameter set and head, [sets H, D, D], for transformers (of stage 2
+/// for the IV model).
+pub fn snapshot_shape(spec: &ModelSpec) -> (usize, usize) {
+    match &spec.net {
+        Net::Stack(s) | Net::Iv(IvSpec { st2: s, .. }) => (s.sets() * s.heads, s.e),
+        Net::Attention => (spec.heads, spec.e()),
+    }
 }
 
 /// Write `snapshots.safetensors`: one tensor `kq.step_<N>` [H, E, E] (f64) per snapshot.
@@ -481,6 +525,76 @@ mod tests {
         big.model.heads = 1024;
         std::fs::write(&p, with_meta(&big, &m, "step", "1")).unwrap();
         assert!(load(&p).is_err());
+        // the config's precision disagrees with the metadata's (and the tensors')
+        let mut f64_cfg = cfg.clone();
+        f64_cfg.set("train.dtype", "f64").unwrap();
+        std::fs::write(&p, with_meta(&f64_cfg, &m, "step", "1")).unwrap();
+        assert!(
+            matches!(load(&p), Err(RunError::Corrupt(_, m)) if m.contains("train.dtype = f64"))
+        );
+        // a step the log cannot hold, or that would wrap
+        for step in ["9007199254740993", "18446744073709551615"] {
+            std::fs::write(&p, with_meta(&cfg, &m, "step", step)).unwrap();
+            assert!(
+                matches!(load(&p), Err(RunError::Corrupt(_, m)) if m.contains("2^53")),
+                "{step}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Trainer state that could be misread is refused: a loss window that is not finite or
+    /// longer than the steps since the last row, an optimiser that counted more updates than
+    /// steps, snapshots of another width.
+    #[test]
+    fn strict_trainer_state() {
+        let dir = tmp("state");
+        let mut cfg = icl_core::presets::preset("quick").unwrap();
+        cfg.set("train.batch", "4").unwrap();
+        cfg.set("train.log_every", "2").unwrap();
+        cfg.set("train.snapshot_every", "2").unwrap();
+        let mut t = icl_core::train::Trainer::<f32>::new(&cfg, &icl_core::ScalarFactory).unwrap();
+        for _ in 0..3 {
+            t.step().unwrap();
+        }
+        let cols: Vec<String> = t.columns().iter().map(|c| c.name.clone()).collect();
+        let p = dir.join("t.safetensors");
+        let good = t.state();
+        assert_eq!(
+            (good.window.1, good.log.last().map(|r| r.step)),
+            (1, Some(2))
+        );
+        save(&p, &cfg, &good, &t.model, &cols, None).unwrap();
+        assert!(
+            load(&p).unwrap().state.is_some(),
+            "the state as written loads"
+        );
+        let mut bad = Vec::new();
+        let mut s = good.clone();
+        s.window.0 = f64::NAN;
+        bad.push((s, "window_sum"));
+        let mut s = good.clone();
+        s.window.1 = 2; // one step since the row of step 2
+        bad.push((s, "window_count"));
+        let mut s = good.clone();
+        s.window.1 = u64::MAX;
+        bad.push((s, "window_count"));
+        let mut s = good.clone();
+        s.step = 2; // Adam counted 3 updates
+        s.window.1 = 0;
+        bad.push((s, "opt_counter"));
+        let mut s = good.clone();
+        s.snapshots[0].kq.pop();
+        s.snapshots[1].kq.pop();
+        bad.push((s, "train.snapshots"));
+        for (state, what) in bad {
+            save(&p, &cfg, &state, &t.model, &cols, None).unwrap();
+            match load(&p) {
+                Err(RunError::Corrupt(_, m)) => assert!(m.contains(what), "{what}: {m}"),
+                Err(e) => panic!("{what}: {e}"),
+                Ok(_) => panic!("{what}: accepted"),
+            }
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
