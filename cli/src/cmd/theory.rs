@@ -11,6 +11,7 @@ use crate::error::{CliError, CliResult};
 use icl_core::theory::registry::{registry, Value};
 use icl_run::summary::pretty;
 use icl_run::theory::{evaluate, list_json, result_json, to_text, write_csv, write_svg};
+use icl_run::RunError;
 use std::path::PathBuf;
 
 /// Arguments of `icl theory`.
@@ -129,7 +130,13 @@ pub fn run(a: &Args) -> CliResult {
         Some(n) if !g.list && n != "--list" => n,
         _ => return list(g.json),
     };
-    let (res, vals) = evaluate(name, &params)?;
+    // a closed form is a function of its parameters alone: one that fails or overflows at these
+    // parameters (the run layer's numerical error) is bad input, exit 2 like a parameter out of
+    // range; only writing --csv/--svg can fail while running
+    let (res, vals) = evaluate(name, &params).map_err(|e| match e {
+        RunError::Core(icl_core::Error::Numerical(_)) => CliError::input(e.to_string()),
+        other => other.into(),
+    })?;
     if (g.csv.is_some() || g.svg.is_some()) && res.traj.is_none() {
         return Err(CliError::input(format!(
             "{name} has no trajectory (--csv/--svg apply to ODE and simulator quantities)"

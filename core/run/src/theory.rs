@@ -14,7 +14,10 @@ use std::path::Path;
 /// [`evaluate`](icl_core::theory::registry::evaluate), except that when the quantity takes a
 /// `run` parameter (the temperature quantities) and it names a folder, that run is loaded
 /// ([`load_trained`]) and handed to the registry. Every front end (CLI, C, C++, Python) calls
-/// this, so `--run` means the same everywhere.
+/// this, so `--run` means the same everywhere, and so does a result that is not finite: a value,
+/// extra output or trajectory point that is NaN or infinite (a closed form that overflows at
+/// these parameters, e.g. `sigma2 = 1e308`) is [`icl_core::Error::Numerical`] naming it, never
+/// printed as `inf`/`NaN` or returned as JSON `null` (which a caller would misread).
 pub fn evaluate(name: &str, args: &[(String, String)]) -> Result<(Out, BTreeMap<String, String>)> {
     let takes_run = registry()
         .iter()
@@ -26,7 +29,42 @@ pub fn evaluate(name: &str, args: &[(String, String)]) -> Result<(Out, BTreeMap<
         .map(|(_, v)| v.trim())
         .find(|v| !v.is_empty() && *v != "none");
     let run = dir.map(|d| load_trained(Path::new(d))).transpose()?;
-    Ok(evaluate_with(name, args, run)?)
+    let (out, params) = evaluate_with(name, args, run)?;
+    check_finite(name, &out)?;
+    Ok((out, params))
+}
+
+/// The first number of a value that is not finite, if any.
+fn non_finite(v: &Value) -> Option<f64> {
+    match v {
+        Value::Num(x) if !x.is_finite() => Some(*x),
+        Value::List(xs) => xs.iter().find_map(non_finite),
+        _ => None,
+    }
+}
+
+/// Fail with [`icl_core::Error::Numerical`] when a number of `out` is not finite.
+fn check_finite(name: &str, out: &Out) -> Result<()> {
+    let named =
+        std::iter::once(("value", &out.value)).chain(out.extra.iter().map(|(k, v)| (*k, v)));
+    for (k, v) in named {
+        if let Some(x) = non_finite(v) {
+            return Err(icl_core::Error::Numerical(format!(
+                "{name}: {k} = {x} is not finite (the closed form overflows at these parameters)"
+            ))
+            .into());
+        }
+    }
+    if let Some(t) = &out.traj {
+        let points = t.rows.iter().flatten().chain(t.refs.iter().map(|(_, y)| y));
+        if let Some(x) = points.copied().find(|x| !x.is_finite()) {
+            return Err(icl_core::Error::Numerical(format!(
+                "{name}: its trajectory reaches {x} (not finite) at these parameters"
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// The run in folder `dir` (its `model.safetensors`, which holds the config) as the registry
@@ -124,4 +162,41 @@ pub fn write_svg(path: &Path, t: &Traj) -> Result<()> {
         }
     }
     lines_svg(path, &t.title, &t.columns[0], "value", &series, t.log_y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(kv: &[(&str, &str)]) -> Vec<(String, String)> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// A closed form that overflows at its parameters is a numerical error for every front end,
+    /// never a value of inf or NaN (printed by the CLI, `null` in JSON).
+    #[test]
+    fn results_that_are_not_finite_are_errors() {
+        for (name, kv) in [
+            (
+                "ols-risk",
+                vec![("sigma2", "1e308"), ("d", "1"), ("L", "3")],
+            ),
+            ("mu-gamma", vec![("gamma", "1e308")]),
+            ("gd-risk", vec![("eta", "1e308")]),
+            ("bayes-risk", vec![("xi", "1e-320")]),
+            ("temperature-error", vec![("tau", "1e-300")]),
+        ] {
+            match evaluate(name, &args(&kv)) {
+                Err(RunError::Core(icl_core::Error::Numerical(m))) => {
+                    assert!(m.contains("not finite"), "{name}: {m}")
+                }
+                Err(e) => panic!("{name}: {e}"),
+                Ok((out, _)) => panic!("{name}: {:?}", out.value),
+            }
+        }
+        let (out, _) = evaluate("ols-risk", &args(&[("d", "1"), ("L", "3")])).unwrap();
+        assert!(matches!(out.value, Value::Num(x) if x.is_finite()));
+    }
 }
