@@ -933,3 +933,72 @@ fn class9_temperature_theory_bad_input() {
         "{text}"
     );
 }
+
+/// Closed forms that overflow at their parameters and refused resumes: one-line errors with exit
+/// 2 that print no inf, NaN or null and leave nothing behind (no `.NAME.partial/.lock`).
+#[test]
+fn class10_overflows_and_refused_resumes_are_input_errors() {
+    for args in [
+        vec!["ols-risk", "--sigma2", "1e308", "--d", "1", "--L", "3"],
+        vec![
+            "ols-risk", "--sigma2", "1e308", "--d", "1", "--L", "3", "--json",
+        ],
+        vec!["mu-gamma", "--gamma", "1e308"],
+        vec!["gd-risk", "--eta", "1e308"],
+        vec!["bayes-risk", "--xi", "1e-320"],
+        vec!["temperature-error", "--tau", "1e-300"],
+    ] {
+        let mut a = vec!["theory"];
+        a.extend(args.iter().copied());
+        let e = one_line_error(&icl(&a), 2, &format!("{args:?}"));
+        assert!(e.contains("not finite"), "{args:?}: {e}");
+    }
+    let d = tmp("c10");
+    let missing = d.join("missing");
+    one_line_error(
+        &icl(&["train", "--resume", s(&missing)]),
+        2,
+        "resume missing",
+    );
+    let run = d.join("run");
+    let o = icl(&[
+        "train",
+        "--preset",
+        "quick",
+        "--steps",
+        "5",
+        "--eval-samples",
+        "0",
+        "-q",
+        "--out",
+        s(&run),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    one_line_error(
+        &icl(&["train", "--resume", s(&run), "--steps", "3"]),
+        2,
+        "resume to fewer steps",
+    );
+    // a diverging run: exit 1, nothing written (no NaN checkpoint)
+    let nan = d.join("nan");
+    one_line_error(
+        &icl(&[
+            "train",
+            "--preset",
+            "quick",
+            "--set",
+            "train.optimizer=sgd",
+            "--set",
+            "train.lr=1e300",
+            "--steps",
+            "4",
+            "-q",
+            "--out",
+            s(&nan),
+        ]),
+        1,
+        "lr 1e300",
+    );
+    assert_eq!(entries(&d), ["run"]);
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -25,7 +25,6 @@ use icl_core::eval::mc_risk;
 use icl_core::linattn::metrics::{detect_plateaus, nearest_level, rel_dist, PlateauOptions};
 use icl_core::linattn::LinattnTheory;
 use icl_core::model::{Model, Net};
-use icl_core::multilayer::iv::IvSpec;
 use icl_core::theory::zhang2025::{crossings, v_star};
 use icl_core::train::{Options, Trainer};
 use icl_core::{Runner, Scalar};
@@ -132,14 +131,50 @@ pub fn resume_config(out: &Path) -> Option<Config> {
 }
 
 /// Continue the run of `out`: an interrupted run from its last checkpoint, or a finished one
-/// (extended to `steps`, which must be larger than the steps done).
+/// (extended to `steps`, which must be larger than the steps done). A resume that is refused or
+/// fails before it has a checkpoint of its own writes nothing: a folder with nothing to resume
+/// is refused before anything is created, and a staging folder this call created (to extend a
+/// finished run) is removed again unless it holds a checkpoint to continue from.
 pub fn resume(
     out: &Path,
     steps: Option<u64>,
     o: &TrainOptions,
     progress: Progress,
 ) -> Result<Outcome> {
+    let staging = staging_path(out)?;
+    if !staging.is_dir() && !RunDir::new(out).model().is_file() {
+        return Err(RunError::Refused(format!(
+            "{} has no interrupted or finished run to resume",
+            out.display()
+        )));
+    }
+    let created = !staging.exists();
     let stage = Stage::open(out, false, true)?;
+    let ckpt = stage.checkpoint();
+    let config = stage.dir.config();
+    resume_staged(stage, out, steps, o, progress).inspect_err(|_| {
+        // nothing to continue from in the staging folder (a fresh one, or one holding only the
+        // lock and no config of an interrupted run): remove it, under its lock again (the
+        // stage's was released when the stage was dropped), so a process that took it over
+        // in between keeps its folder
+        if !ckpt.is_file() && (created || !config.is_file()) {
+            if let Ok(lock) = File::open(staging.join(".lock")) {
+                if lock.try_lock().is_ok() {
+                    let _ = std::fs::remove_dir_all(&staging);
+                }
+            }
+        }
+    })
+}
+
+/// [`resume`] once the staging folder is open and locked.
+fn resume_staged(
+    stage: Stage,
+    out: &Path,
+    steps: Option<u64>,
+    o: &TrainOptions,
+    progress: Progress,
+) -> Result<Outcome> {
     let (path, finished) = if stage.checkpoint().is_file() {
         (stage.checkpoint(), false)
     } else if RunDir::new(out).model().is_file() {
@@ -380,10 +415,7 @@ fn write_outputs<T: RunScalar>(
     dir.write_text("metrics.csv", &metrics_csv(t))?;
     if !t.snapshots.is_empty() {
         // transformers: Phi of every parameter set and head, each D x D
-        let (heads, e) = match &t.model.spec.net {
-            Net::Stack(s) | Net::Iv(IvSpec { st2: s, .. }) => (s.sets() * s.heads, s.e),
-            Net::Attention => (t.model.spec.heads, t.model.spec.e()),
-        };
+        let (heads, e) = checkpoint::snapshot_shape(&t.model.spec);
         checkpoint::save_snapshots(&dir.snapshots(), &t.snapshots, heads, e)?;
     }
     let steps_done = t.step - resumed_from.unwrap_or(0);
@@ -958,6 +990,72 @@ mod tests {
             std::fs::read(dir.model()).unwrap(),
             std::fs::read(straight.join("model.safetensors")).unwrap()
         );
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// A resume that is refused writes nothing: no staging folder (`.NAME.partial/.lock`) is
+    /// left for a folder with nothing to resume, nor for a finished run asked to shrink, and no
+    /// parent folder is created for a missing one.
+    #[test]
+    fn a_refused_resume_writes_nothing() {
+        let base = std::env::temp_dir().join(format!("icl-resume-refused-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let o = TrainOptions {
+            eval_samples: 0,
+            engine: Some("scalar".into()),
+            ..TrainOptions::default()
+        };
+        let names = |d: &Path| -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let missing = base.join("missing");
+        assert!(matches!(
+            resume(&missing, None, &o, &mut |_, _, _| true),
+            Err(RunError::Refused(_))
+        ));
+        assert!(matches!(
+            resume(
+                &base.join("no/such/parent/run"),
+                None,
+                &o,
+                &mut |_, _, _| true
+            ),
+            Err(RunError::Refused(_))
+        ));
+        assert!(names(&base).is_empty(), "{:?}", names(&base));
+        let mut cfg = icl_core::presets::preset("quick").unwrap();
+        cfg.set("train.steps", "5").unwrap();
+        let out = base.join("run");
+        train(&cfg, &out, &o, &mut |_, _, _| true).unwrap();
+        assert_eq!(names(&base), ["run"]);
+        for steps in [Some(3), Some(5), None] {
+            assert!(matches!(
+                resume(&out, steps, &o, &mut |_, _, _| true),
+                Err(RunError::Refused(_))
+            ));
+            assert_eq!(names(&base), ["run"], "--steps {steps:?}");
+        }
+        // an extension that fails before its first checkpoint leaves the finished run alone
+        let before = std::fs::read(out.join("model.safetensors")).unwrap();
+        let bad = TrainOptions {
+            engine: Some("nope".into()),
+            ..o.clone()
+        };
+        assert!(resume(&out, Some(9), &bad, &mut |_, _, _| true).is_err());
+        assert_eq!(names(&base), ["run"]);
+        assert_eq!(
+            std::fs::read(out.join("model.safetensors")).unwrap(),
+            before
+        );
+        // and one that succeeds extends it
+        resume(&out, Some(9), &o, &mut |_, _, _| true).unwrap();
+        assert_eq!(names(&base), ["run"]);
         let _ = std::fs::remove_dir_all(&base);
     }
 }
