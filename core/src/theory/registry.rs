@@ -1899,7 +1899,9 @@ mod tests {
     fn sizes_beyond_the_budget_are_refused_before_any_work() {
         let long = "1,".repeat(1025);
         let eigs = "1,".repeat(4097);
-        let cases: &[(&str, &[(&str, &str)], &str)] = &[
+        // (quantity, its arguments, the words the error must name)
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+        let cases: &[Case] = &[
             (
                 "bayes-risk-mc",
                 &[("n", "2"), ("d", "4096"), ("L", "10000000")],
