@@ -96,3 +96,45 @@ fn embedded_rejects_a_missing_or_damaged_checkpoint() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("corrupt"));
     std::fs::remove_file(&p).unwrap();
 }
+
+/// A multi-layer transformer's checkpoint is refused (exit 2, one line, before any training):
+/// the embedded path predicts with one attention layer's circuits, which a transformer does not
+/// have, so it printed zeros before.
+#[test]
+fn embedded_refuses_a_multilayer_checkpoint() {
+    let base = std::env::temp_dir().join(format!("icl-cli-embedded-ml-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let run = base.join("t2");
+    let o = icl(&[
+        "train",
+        "--preset",
+        "multilayer-t2",
+        "--set",
+        "task.L=8",
+        "--set",
+        "train.batch=4",
+        "--steps",
+        "5",
+        "--eval-samples",
+        "8",
+        "--quiet",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ckpt = run.join("model.safetensors");
+    let o = icl(&["embedded", "--checkpoint", ckpt.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("icl: error: unsupported: ") && err.contains("transformer T=2"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&base).unwrap();
+}

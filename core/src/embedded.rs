@@ -19,7 +19,7 @@ use crate::analysis::analyze;
 use crate::config::Config;
 use crate::engine::{Runner, ScalarFactory};
 use crate::eval::mc_risk_in_chunks;
-use crate::model::Model;
+use crate::model::{Model, Net};
 use crate::rng::Domain;
 use crate::task::{Batch, Task};
 use crate::train::{Options, Trainer};
@@ -133,6 +133,10 @@ pub struct Predictions<T> {
 /// Predictions of a trained model (`step` steps of `cfg`), in precision `T`, for the first `n`
 /// sequences of the evaluation stream (seed `train.seed`, length `task.L`), computed `chunk`
 /// sequences at a time.
+///
+/// One-layer attention models only (every parametrisation, softmax or linear): a multi-layer
+/// transformer or the IV model is [`crate::Error::Unsupported`] (their prediction is not the
+/// per-head circuits this path computes with).
 pub fn predict<T: Scalar>(
     cfg: &Config,
     step: u64,
@@ -140,6 +144,7 @@ pub fn predict<T: Scalar>(
     n: usize,
     chunk: usize,
 ) -> Result<Predictions<T>> {
+    check_one_layer(model)?;
     let task = Task::new(cfg)?;
     let (len, no) = (cfg.task.len, task.n_out);
     let circ = model.circuits();
@@ -171,6 +176,17 @@ pub fn predict<T: Scalar>(
         predictions,
         targets,
     })
+}
+
+/// Refuse a checkpoint [`predict`] cannot compute with: anything but one attention layer.
+pub fn check_one_layer<T: Scalar>(model: &Model<T>) -> Result<()> {
+    if model.spec.net == Net::Attention {
+        return Ok(());
+    }
+    Err(crate::Error::Unsupported(alloc::format!(
+        "the embedded path predicts with one-layer attention checkpoints, not a {}",
+        model.describe()
+    )))
 }
 
 fn num(s: &mut String, x: f64) {
@@ -299,5 +315,14 @@ mod tests {
         let line = json(&rep, &rep, &a);
         assert!(line.starts_with("{\"preset\":\"he2025-mcu\"") && line.ends_with("]}"));
         assert!(!line.contains('\n'));
+    }
+
+    #[test]
+    fn predict_refuses_a_transformer() {
+        let mut cfg = crate::presets::preset("multilayer-t2").unwrap();
+        cfg.set("task.L", "8").unwrap();
+        let model = Model::<f32>::init(&cfg).unwrap();
+        let e = predict::<f32>(&cfg, 0, &model, 2, 2).unwrap_err();
+        assert!(matches!(e, crate::Error::Unsupported(_)), "{e}");
     }
 }

@@ -10,6 +10,8 @@ use std::path::Path;
 pub fn report(path: &Path) -> Result<String> {
     let loaded = checkpoint::load(path)?;
     let model = loaded.model.to::<f32>();
+    // refused before the seconds of training, not after
+    embedded::check_one_layer(&model)?;
     let full = embedded::train::<f32>(&embedded::config()?, embedded::RISK_SAMPLES, &mut |_| {})?;
     let reduced = embedded::train::<f32>(
         &embedded::config_reduced()?,
