@@ -317,10 +317,15 @@ fn list_items(key: &str, v: &Value) -> Result<Vec<Value>> {
     let items: Vec<Value> = match v {
         Value::Array(a) => a.clone(),
         // older config files and `--set` write lists as comma-separated text
-        Value::String(s) => s
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
+        // (no text is the empty list, as `[]`; an empty item between commas is refused)
+        Value::String(s) if s.trim().is_empty() => Vec::new(),
+        Value::String(s) => crate::list::items(key, s)
+            .map_err(|_| {
+                Error::InvalidConfig(format!(
+                    "{key} = {s:?}: an empty item (a list of numbers, e.g. [0.5, 0.3] or 0.5,0.3)"
+                ))
+            })?
+            .into_iter()
             .map(|p| Value::String(p.into()))
             .collect(),
         _ => return Err(type_err(key, v, "a list of numbers")),
@@ -357,11 +362,19 @@ impl Field for Vec<Vec<usize>> {
     fn read(key: &str, v: &Value, range: &Range) -> Result<Self> {
         let sets: Vec<Value> = match v {
             Value::Array(a) => a.clone(),
+            Value::String(s) if s.trim().is_empty() => Vec::new(),
             Value::String(s) => s
                 .split(';')
-                .filter(|p| !p.trim().is_empty())
-                .map(|p| Value::String(p.into()))
-                .collect(),
+                .map(|p| {
+                    if p.trim().is_empty() {
+                        Err(Error::InvalidConfig(format!(
+                            "{key} = {s:?}: an empty index list between semicolons"
+                        )))
+                    } else {
+                        Ok(Value::String(p.into()))
+                    }
+                })
+                .collect::<Result<_>>()?,
             _ => return Err(type_err(key, v, "a list of index lists")),
         };
         sets.iter()

@@ -27,6 +27,7 @@ pub mod eval;
 pub mod fd;
 pub mod init;
 pub mod linattn;
+pub mod list;
 pub mod model;
 pub mod multilayer;
 pub mod optim;

@@ -55,7 +55,7 @@ pub fn check_tau(tau: f64) -> Result<()> {
 /// Parse `0.5,1,2,opt` (numbers > 0 and `opt`).
 pub fn parse_taus(text: &str) -> Result<Vec<Tau>> {
     let mut out = Vec::new();
-    for p in text.split(',').map(str::trim) {
+    for p in crate::list::items("--tau", text)? {
         if p.eq_ignore_ascii_case("opt") {
             out.push(Tau::Opt);
             continue;

@@ -81,22 +81,3 @@ pub fn out(text: &str) -> CliResult {
 pub fn outln(text: &str) -> CliResult {
     out(&format!("{text}\n"))
 }
-
-/// Parse a comma-separated list of positive integers (`--lengths 10,20,40`).
-pub fn parse_usize_list(flag: &str, s: &str) -> CliResult<Vec<usize>> {
-    let v: Vec<usize> = s
-        .split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| {
-            p.trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|&x| x > 0)
-                .ok_or_else(|| CliError::input(format!("{flag}: {p:?} is not a positive integer")))
-        })
-        .collect::<CliResult<_>>()?;
-    if v.is_empty() {
-        return Err(CliError::input(format!("{flag}: no values given")));
-    }
-    Ok(v)
-}

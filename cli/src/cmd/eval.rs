@@ -1,8 +1,11 @@
 //! `icl eval DIR`: Monte Carlo risk of the trained model and the classical baselines at test
 //! lengths L' (length generalisation, He et al. 2025 figure 3).
-use super::common::{outln, parse_usize_list};
+use super::common::outln;
 use crate::error::CliResult;
-use icl_run::eval::{eval_run, temper_from_text, write_risk_plot, EvalOptions, MlEvalOptions};
+use icl_run::eval::{
+    eval_run, parse_lambda_range, parse_lengths, temper_from_text, write_risk_plot, EvalOptions,
+    MlEvalOptions,
+};
 use icl_run::summary::pretty;
 use icl_run::RunDir;
 use std::path::PathBuf;
@@ -71,23 +74,16 @@ pub fn run(a: &Args) -> CliResult {
         }
     }
     let opts = EvalOptions {
-        lengths: parse_usize_list("--lengths", &a.lengths)?,
+        lengths: parse_lengths(&a.lengths)?,
         samples: a.samples,
         seed: a.seed,
         engine: a.engine.clone(),
         multilayer: MlEvalOptions {
-            lambda_range: match &a.lambda_range {
-                Some(t) => {
-                    let v: Vec<f64> = t.split(',').filter_map(|p| p.trim().parse().ok()).collect();
-                    if v.len() != 2 || t.split(',').count() != 2 {
-                        return Err(crate::error::CliError::input(format!(
-                            "--lambda-range needs two numbers MIN,MAX (got {t:?})"
-                        )));
-                    }
-                    Some((v[0], v[1]))
-                }
-                None => None,
-            },
+            lambda_range: a
+                .lambda_range
+                .as_deref()
+                .map(parse_lambda_range)
+                .transpose()?,
             stack: a.stack,
             layers_out: a.layers_out,
             alignment: a.alignment,

@@ -82,6 +82,34 @@ pub fn temper_from_text<S: AsRef<str>>(
     Ok(t)
 }
 
+/// Test lengths as every front end writes them: `10,20,40,100` (positive integers; an empty
+/// item is an error, see [`icl_core::list::items`]).
+pub fn parse_lengths(text: &str) -> Result<Vec<usize>> {
+    icl_core::list::items("lengths", text)?
+        .into_iter()
+        .map(|p| {
+            p.parse::<usize>().ok().filter(|&x| x > 0).ok_or_else(|| {
+                RunError::Refused(format!("lengths: {p:?} is not a positive integer"))
+            })
+        })
+        .collect()
+}
+
+/// A test eigenvalue range as every front end writes it: `MIN,MAX`, two numbers (the range
+/// itself is checked by the evaluation: 0 < MIN <= MAX, finite).
+pub fn parse_lambda_range(text: &str) -> Result<(f64, f64)> {
+    let bad = || {
+        RunError::Refused(format!(
+            "lambda_range needs two numbers MIN,MAX (got {text:?})"
+        ))
+    };
+    let v = icl_core::list::items("lambda_range", text)?;
+    match v[..] {
+        [a, b] => Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?)),
+        _ => Err(bad()),
+    }
+}
+
 impl EvalOptions {
     /// The options of `icl eval` from (key, value) text pairs, for front ends without a flag
     /// parser (the C API): `lengths` (`10,20,40,100`), `samples` (20000), `seed` (0), `engine`,
@@ -113,26 +141,13 @@ impl EvalOptions {
                 )));
             }
             match k {
-                "lengths" => {
-                    o.lengths = v
-                        .split(',')
-                        .map(|p| num(k, p).map(|x| x as usize))
-                        .collect::<Result<_>>()?
-                }
+                "lengths" => o.lengths = parse_lengths(v)?,
                 "samples" => o.samples = num(k, v)? as usize,
                 "seed" => o.seed = num(k, v)?,
                 "engine" => o.engine = Some(v.trim().to_string()),
                 "tau" => tau = Some(v.to_string()),
                 "tau_holdout" => holdout = Some(num(k, v)? as usize),
-                "lambda_range" => {
-                    let p: Vec<f64> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-                    if p.len() != 2 || v.split(',').count() != 2 {
-                        return Err(RunError::Refused(format!(
-                            "lambda_range needs two numbers MIN,MAX (got {v:?})"
-                        )));
-                    }
-                    o.multilayer.lambda_range = Some((p[0], p[1]));
-                }
+                "lambda_range" => o.multilayer.lambda_range = Some(parse_lambda_range(v)?),
                 "stack" => o.multilayer.stack = Some(num(k, v)? as usize),
                 "layers_out" => {
                     o.multilayer.layers_out = match v.trim() {

@@ -211,20 +211,15 @@ fn check_range(name: &str, x: f64, r: &Range) -> Result<()> {
 pub const MAX_LIST: usize = 4096 * 4096;
 
 fn parse_list(name: &str, t: &str) -> Result<Vec<f64>> {
-    let v: Vec<f64> = t
-        .split(',')
-        .filter(|p| !p.trim().is_empty())
+    let v: Vec<f64> = crate::list::items(&format!("--{name}"), t)?
+        .into_iter()
         .map(|p| {
-            p.trim()
-                .parse::<f64>()
+            p.parse::<f64>()
                 .ok()
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| bad(format!("--{name}: {p:?} is not a finite number")))
         })
         .collect::<Result<_>>()?;
-    if v.is_empty() {
-        return Err(bad(format!("--{name}: no values given")));
-    }
     if v.len() > MAX_LIST {
         return Err(Error::TooLarge(format!(
             "--{name}: more than {MAX_LIST} values"
