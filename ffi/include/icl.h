@@ -589,8 +589,10 @@ void icl_model_free(icl_model *model);
  * shorter than the paper's; `report.json` then lists the overrides under `"set"`). Nothing is
  * printed. Statuses: `ICL_ERR_UNKNOWN_NAME` (an unknown `paper` or `engine`),
  * `ICL_ERR_ARGUMENT` (an unknown or repeated key, a `scale` other than `smoke` or `paper`, a
- * claim id the paper does not have, `jobs` not an integer in 1..=256, `out_dir` `""`, `set.`
- * with an empty KEY, any `set.KEY` when the selected claims train no run),
+ * claim id the paper does not have or an empty one (`only` = `","`), `jobs` not an integer in
+ * 1..=256, `out_dir` `""` or a file, `set.` with an empty KEY, any `set.KEY` when the selected
+ * claims train no run, a `set.KEY` of a key the selected runs differ in, such as he2025's
+ * `train.seed`),
  * `ICL_ERR_UNKNOWN_KEY`, `ICL_ERR_CONFIG` or `ICL_ERR_NONFINITE` (a `set.KEY` that
  * `icl_config_set` refuses with that status, or that breaks a rule of `icl_config_validate` in
  * one of the runs),

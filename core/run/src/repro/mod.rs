@@ -110,9 +110,9 @@ impl ReproOptions {
     /// Checked options, as every front end builds them (the CLI from its flags, the C API and
     /// Python through [`ReproOptions::from_pairs`]): `paper` one of [`Paper::parse`]'s names
     /// (else [`RunError::UnknownName`]), `scale` `smoke` or `paper`, `only` claim ids of that paper
-    /// (empty entries are ignored; none: every claim), `jobs` in `1..=MAX_JOBS`, `engine` one of
-    /// [`crate::ENGINES`] (`None`: the default), `out` not empty. Every other failure is
-    /// [`RunError::Refused`]. Nothing is written.
+    /// (none: every claim; an empty id is refused, so `--only ,` never means every claim), `jobs`
+    /// in `1..=MAX_JOBS`, `engine` one of [`crate::ENGINES`] (`None`: the default), `out` not
+    /// empty and not a file. Every other failure is [`RunError::Refused`]. Nothing is written.
     pub fn new<S: AsRef<str>>(
         paper: &str,
         scale: &str,
@@ -130,18 +130,26 @@ impl ReproOptions {
         if out.as_os_str().is_empty() {
             return Err(RunError::Refused("--out is empty: give a folder".into()));
         }
+        if out.exists() && !out.is_dir() {
+            return Err(RunError::Refused(format!(
+                "--out {} is a file: give a folder",
+                out.display()
+            )));
+        }
         if let Some(e) = engine {
             crate::engines::check(e, icl_core::config::Dtype::F32)?;
+        }
+        // `--only ,` must not read as "every claim" (hours at paper scale)
+        if only.iter().any(|s| s.as_ref().trim().is_empty()) {
+            return Err(RunError::Refused(format!(
+                "--only has an empty claim id ({:?}): give ids separated by commas, or leave --only out for every claim",
+                only.iter().map(|s| s.as_ref()).collect::<Vec<_>>().join(",")
+            )));
         }
         let o = ReproOptions {
             paper: Paper::parse(paper)?,
             scale: Scale::parse(scale)?,
-            only: only
-                .iter()
-                .map(|s| s.as_ref().trim())
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect(),
+            only: only.iter().map(|s| s.as_ref().trim().to_string()).collect(),
             jobs,
             out,
             engine: engine.map(String::from),
@@ -180,9 +188,14 @@ impl ReproOptions {
                     "--set changes the trained runs, and the selected claims train none".into(),
                 ));
             }
+            let base: Vec<icl_core::Config> =
+                specs.iter().map(|s| s.build()).collect::<Result<_>>()?;
+            for (k, _) in &out {
+                refuse_varied(k, &specs, &base)?;
+            }
             // the config's own errors (unknown key, bad value, a broken rule between keys)
-            for s in &specs {
-                let mut cfg = s.build()?;
+            for b in &base {
+                let mut cfg = b.clone();
                 for (k, v) in &out {
                     cfg.set(k, v)?;
                 }
@@ -215,6 +228,9 @@ impl ReproOptions {
             }
             match k {
                 "scale" => scale = v,
+                // "" is unset (the C API's documented "every claim"); an empty item in a list
+                // is refused by `new`
+                "only" if v.is_empty() => only = Vec::new(),
                 "only" => only = v.split(',').collect(),
                 "jobs" => {
                     jobs = v.parse::<usize>().map_err(|_| {
@@ -233,6 +249,43 @@ impl ReproOptions {
         }
         ReproOptions::new(paper, scale, &only, jobs, engine, out)?.with_set(&set)
     }
+}
+
+/// Refuse a `--set` of a key the paper's plan varies between the selected runs (he2025's
+/// `train.seed` over `h2-seed1..`, the head counts of H = 3, 4, 8): one value for every run
+/// would make them the same run, while the report still counted them as different ones. A key
+/// is varied when some run's own spec sets it and the runs' configs disagree on it; a key the
+/// runs share (he2025's `train.steps`) or that no spec sets (the multilayer presets' steps) can
+/// be set. `base` are the specs' configs, in order.
+fn refuse_varied(k: &str, specs: &[RunSpec], base: &[icl_core::Config]) -> Result<()> {
+    let canon = |k: &str| icl_core::config::key(k).map(|x| x.dotted());
+    let Some(kc) = canon(k) else {
+        return Ok(()); // an unknown key: the config's own error follows
+    };
+    if !specs
+        .iter()
+        .any(|s| s.set.iter().any(|(sk, _)| canon(sk).as_ref() == Some(&kc)))
+    {
+        return Ok(());
+    }
+    let values: Vec<toml::Value> = base
+        .iter()
+        .map(|c| c.get(&kc))
+        .collect::<icl_core::Result<_>>()?;
+    if values.iter().all(|v| *v == values[0]) {
+        return Ok(());
+    }
+    let per: Vec<String> = specs
+        .iter()
+        .zip(&values)
+        .take(4)
+        .map(|(s, v)| format!("{} {v}", s.name))
+        .collect();
+    Err(RunError::Refused(format!(
+        "--set {k}: the paper's runs differ in {kc} ({}{}), so one value for all of them would make them the same run; leave it out (or select one run's claims with --only)",
+        per.join(", "),
+        if specs.len() > 4 { ", ..." } else { "" }
+    )))
 }
 
 /// One run of a paper's plan: the sweep executor's spec, trained into `OUT/runs/<name>`.
@@ -763,5 +816,62 @@ mod tests {
             .with_set(&[("train.steps", "5")]);
         assert!(matches!(none, Err(RunError::Refused(_))));
         assert!(!std::path::Path::new(out).exists());
+    }
+
+    /// A `set` of a key the plan varies between the selected runs (the seeds of h2-seed1..3,
+    /// the head counts of the paper-scale runs) is refused: it made the three seeds one run
+    /// while the report counted "3 of 3 seeds split". A key the runs share, or one the plan
+    /// does not set, is taken; one selected run's seed can be changed.
+    #[test]
+    fn set_of_a_key_the_runs_vary_is_refused() {
+        let out = "/nonexistent/icl-repro-varied";
+        let with = |paper: &str, scale: &str, only: &[&str], k: &str| {
+            ReproOptions::new(paper, scale, only, 1, None, out)
+                .unwrap()
+                .with_set(&[(k, "5")])
+        };
+        for (paper, scale, only, k) in [
+            ("he2025", "smoke", &["h2-split"][..], "train.seed"),
+            ("he2025", "smoke", &[][..], "train.seed"),
+            ("zhang2025", "smoke", &[][..], "train.seed"),
+            ("he2025", "paper", &[][..], "model.heads"),
+        ] {
+            let e = with(paper, scale, only, k).unwrap_err();
+            assert!(
+                matches!(&e, RunError::Refused(m) if m.contains(k) && m.contains("differ")),
+                "{paper} {k}: {e}"
+            );
+        }
+        // shared by every run, or set by no run's spec
+        with("he2025", "smoke", &["h2-split"], "train.steps").unwrap();
+        with("multilayer", "paper", &["depth"], "train.steps").unwrap();
+        // the one run of h1 claims: its seed can be changed
+        let one = ReproOptions::new("he2025", "smoke", &["h1-omega"], 1, None, out).unwrap();
+        assert_eq!(select(&one).unwrap().0.len(), 1);
+        one.with_set(&[("train.seed", "5")]).unwrap();
+        assert!(!std::path::Path::new(out).exists());
+    }
+
+    /// `only` with an empty id (`--only ,`, `--only a,,b`) is refused: it selected every claim.
+    #[test]
+    fn only_with_an_empty_id_is_refused() {
+        let out = "/nonexistent/icl-repro-only";
+        for only in [&[""][..], &["", ""][..], &["h2-mu", ""][..]] {
+            let e = ReproOptions::new("he2025", "smoke", only, 1, None, out).unwrap_err();
+            assert!(
+                matches!(e, RunError::Refused(ref m) if m.contains("empty")),
+                "{e}"
+            );
+        }
+        for v in [",", "h2-mu,,h2-split", "h2-mu,"] {
+            assert!(
+                ReproOptions::from_pairs("he2025", out, &[("only", v)]).is_err(),
+                "{v:?}"
+            );
+        }
+        // the C API's documented "" (unset: every claim) stays
+        let all = ReproOptions::from_pairs("he2025", out, &[("only", "")]).unwrap();
+        assert!(all.only.is_empty());
+        assert!(ReproOptions::new("he2025", "smoke", &["h2-mu"], 1, None, out).is_ok());
     }
 }
