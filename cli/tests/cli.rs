@@ -301,7 +301,7 @@ fn import_torch_state_dict() {
     let dir = tmp("import");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("sd.safetensors");
-    std::fs::write(&file, safetensors::serialize(views, &None).unwrap()).unwrap();
+    std::fs::write(&file, safetensors::serialize(views.clone(), &None).unwrap()).unwrap();
     let run = dir.join("run");
     let o = icl(&[
         "import",
@@ -330,6 +330,39 @@ fn import_torch_state_dict() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(!run2.exists());
+    // a state_dict with biases (nn.Linear's default): refused, naming them, not dropped
+    let (qb, ob) = (mk(h * e, 0.5), mk(1, 0.6));
+    let mut with_bias = views.clone();
+    with_bias.push((
+        "q_proj.bias",
+        TensorView::new(Dtype::F32, vec![h * e], &qb).unwrap(),
+    ));
+    with_bias.push((
+        "o_proj.bias",
+        TensorView::new(Dtype::F32, vec![1], &ob).unwrap(),
+    ));
+    let biased = dir.join("biased.safetensors");
+    std::fs::write(&biased, safetensors::serialize(with_bias, &None).unwrap()).unwrap();
+    let run3 = dir.join("run3");
+    let o = icl(&[
+        "import",
+        "--torch",
+        biased.to_str().unwrap(),
+        "--preset",
+        "he2025",
+        "--out",
+        run3.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("unexpected tensors")
+            && err.contains("q_proj.bias")
+            && err.contains("o_proj.bias"),
+        "{err}"
+    );
+    assert!(!run3.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

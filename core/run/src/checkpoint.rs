@@ -397,7 +397,8 @@ fn load_state<T: Scalar>(
 
 /// Import a PyTorch `state_dict` saved as safetensors in the reference code's layout
 /// (`q_proj.weight` [H(d+1), d+1], `k_proj.weight`, `v_proj.weight`, `o_proj.weight` [n_out, H(d+1)]).
-/// The config must describe a full-parametrisation model of the same shape.
+/// The config must describe a full-parametrisation model of the same shape; a tensor of another
+/// name (a bias) is refused, naming it, rather than dropped.
 pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
     import_torch_bytes(path, &read(path)?, cfg)
 }
@@ -411,8 +412,26 @@ pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<Any
             "torch import needs model.param = full".into(),
         )));
     }
+    let tensors = spec.tensors();
+    // a tensor the layout has no place for (a bias, a LayerNorm) would be dropped, and the
+    // imported model would not be the one that was saved
+    let extra: Vec<&str> = f
+        .tensors
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| !tensors.iter().any(|t| t.name == *n))
+        .collect();
+    if !extra.is_empty() {
+        return Err(RunError::Core(icl_core::Error::Unsupported(format!(
+            "{}: unexpected tensor{} {} (the reference layout is the bias-free {}; icl's model has no place for more)",
+            path.display(),
+            if extra.len() > 1 { "s" } else { "" },
+            extra.join(", "),
+            tensors.iter().map(|t| t.name).collect::<Vec<_>>().join(", "),
+        ))));
+    }
     let mut params = Vec::with_capacity(spec.n_params());
-    for t in spec.tensors() {
+    for t in tensors {
         params.extend(tensor_f64(path, &f, t.name, &t.shape)?);
     }
     AnyModel::from_f64(spec, params, cfg.train.dtype)
