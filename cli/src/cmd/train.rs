@@ -27,8 +27,13 @@ pub struct Args {
     #[arg(long)]
     pub force: bool,
     /// Continue the run in DIR: an interrupted run from its last checkpoint, or a finished run
-    /// extended to --steps.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "force", "seed"])]
+    /// extended to --steps. The run keeps its own config: --preset, --config, --set, --seed,
+    /// --out and --force are refused with it.
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = ["out", "force", "seed", "preset", "config", "sets"]
+    )]
     pub resume: Option<PathBuf>,
     /// Checkpoint every N steps (besides every --checkpoint-minutes and on Ctrl-C / SIGTERM).
     #[arg(long, value_name = "N", default_value_t = 0)]
