@@ -361,6 +361,63 @@ fn a_killed_run_resumes_to_the_bytes_of_an_uninterrupted_one() {
     let _ = std::fs::remove_dir_all(&t);
 }
 
+/// A run is complete only if its folder is a readable complete run, not because summary.json
+/// exists: a deleted model and a corrupt summary are `damaged` in status, incomplete for
+/// collect, and trained again by run (to the same bytes), consistently.
+#[test]
+fn a_damaged_run_is_not_complete_for_run_status_or_collect() {
+    let t = tmp("damaged");
+    let text = SWEEP.replace("\"model.heads\" = [1, 2]", "\"model.heads\" = [1]");
+    let f = write_sweep(&t, &text);
+    let dir = t.join("sw");
+    plan(&f, &dir);
+    ok(&icl(&[
+        "sweep",
+        "run",
+        s(&dir),
+        "--eval-samples",
+        "0",
+        "-q",
+    ]));
+    let (a, b) = (dir.join("heads=1,seed=1"), dir.join("heads=1,seed=2"));
+    let model_a = std::fs::read(a.join("model.safetensors")).unwrap();
+    std::fs::remove_file(a.join("model.safetensors")).unwrap();
+    std::fs::write(b.join("summary.json"), b"{\"steps\": ").unwrap();
+    let st = ok(&icl(&["sweep", "status", s(&dir), "--json"]));
+    let states: Vec<serde_json::Value> = st
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(states.len(), 2, "{st}");
+    for v in &states {
+        assert_eq!(v["state"], "damaged", "{st}");
+        assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{st}");
+    }
+    let text = ok(&icl(&["sweep", "status", s(&dir)]));
+    assert!(text.contains("2 damaged"), "{text}");
+    let o = icl(&["sweep", "collect", s(&dir)]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!dir.join("results.csv").exists());
+    // run trains both again: not "skipped"
+    let o = icl(&["sweep", "run", s(&dir), "--eval-samples", "0", "--json"]);
+    let out = ok(&o);
+    assert_eq!(out.matches("\"trained\"").count(), 2, "{out}");
+    assert_eq!(std::fs::read(a.join("model.safetensors")).unwrap(), model_a);
+    assert!(serde_json::from_slice::<serde_json::Value>(
+        &std::fs::read(b.join("summary.json")).unwrap()
+    )
+    .is_ok());
+    let st = ok(&icl(&["sweep", "status", s(&dir)]));
+    assert!(st.contains("2 complete"), "{st}");
+    collect(&dir);
+    let _ = std::fs::remove_dir_all(&t);
+}
+
 #[test]
 fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     let t = tmp("bad");

@@ -77,8 +77,9 @@ pub enum Cmd {
         #[command(flatten)]
         run: RunArgs,
     },
-    /// The state of every run (complete, running, interrupted, pending).
+    /// The state of every run (complete, running, interrupted, pending, damaged).
     Status {
+        /// The sweep folder (from `icl sweep plan`).
         dir: PathBuf,
         /// One JSON object per run.
         #[arg(long)]
@@ -259,13 +260,14 @@ pub fn run(a: &Args) -> CliResult {
         Cmd::Status { dir, json } => {
             let st = sweep::status(dir)?;
             let mut text = String::new();
-            let mut counts = [0usize; 4];
+            let mut counts = [0usize; 5];
             for s in &st {
                 let k = match s.state {
                     State::Complete { .. } => 0,
                     State::Running => 1,
                     State::Interrupted { .. } => 2,
                     State::Pending => 3,
+                    State::Damaged { .. } => 4,
                 };
                 counts[k] += 1;
                 if *json {
@@ -278,6 +280,7 @@ pub fn run(a: &Args) -> CliResult {
                             steps_per_s,
                         } => format!("{steps} steps, {seconds:.2} s, {steps_per_s:.0} steps/s"),
                         State::Interrupted { step: Some(step) } => format!("at step {step}"),
+                        State::Damaged { ref reason } => format!("({reason})"),
                         _ => String::new(),
                     };
                     let _ = writeln!(
@@ -292,12 +295,20 @@ pub fn run(a: &Args) -> CliResult {
             if !*json {
                 let _ = writeln!(
                     text,
-                    "{} runs: {} complete, {} running, {} interrupted, {} pending",
+                    "{} runs: {} complete, {} running, {} interrupted, {} pending{}",
                     st.len(),
                     counts[0],
                     counts[1],
                     counts[2],
-                    counts[3]
+                    counts[3],
+                    if counts[4] > 0 {
+                        format!(
+                            ", {} damaged (`icl sweep run` trains them again)",
+                            counts[4]
+                        )
+                    } else {
+                        String::new()
+                    }
                 );
             }
             out(&text)

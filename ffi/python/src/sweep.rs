@@ -162,7 +162,8 @@ pub fn sweep_run<'py>(
 /// The state of every run of the sweep folder `dir`: the objects `icl sweep status DIR --json`
 /// prints one per line, as a list of
 /// `{"index", "name", "state"}` (`"complete"` with `"steps"`, `"seconds"`, `"steps_per_s"`;
-/// `"running"`; `"interrupted"` with `"step"`; `"pending"`). Writes nothing.
+/// `"running"`; `"interrupted"` with `"step"`; `"pending"`; `"damaged"` with `"reason"`, a
+/// folder that is not a readable complete run, which `sweep_run` trains again). Writes nothing.
 #[pyfunction]
 #[pyo3(text_signature = "(dir)")]
 pub fn sweep_status(py: Python<'_>, dir: PathBuf) -> PyResult<Bound<'_, PyAny>> {

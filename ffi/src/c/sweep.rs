@@ -184,8 +184,10 @@ impl Throttled {
 /// "name", "state"}` with
 /// `state` `"complete"` (plus `"steps"`, `"seconds"`, `"steps_per_s"`), `"running"` (another
 /// process is writing it now), `"interrupted"` (plus `"step"`, the checkpoint's step, when it is
-/// readable) or `"pending"`. Writes nothing. Statuses: `ICL_ERR_ARGUMENT` (`dir` is not a sweep
-/// folder), `ICL_ERR_CHECKPOINT` (its manifest or a run's summary cannot be decoded),
+/// readable), `"pending"` or `"damaged"` (plus `"reason"`: the folder is not a readable complete
+/// run, e.g. its model or summary was deleted or is corrupt; `icl_sweep_run` trains it again).
+/// Writes nothing. Statuses: `ICL_ERR_ARGUMENT` (`dir` is not a sweep
+/// folder), `ICL_ERR_CHECKPOINT` (its manifest cannot be decoded),
 /// `ICL_ERR_IO`, `ICL_ERR_NULL` (`dir` NULL, `buf` NULL with `cap` > 0), `ICL_ERR_UTF8`,
 /// `ICL_ERR_SIZE` (`cap` too small: nothing is copied and `*needed` is set). Thread-safe.
 #[no_mangle]

@@ -32,6 +32,10 @@ pub enum State {
     Interrupted { step: Option<u64> },
     /// Not started.
     Pending,
+    /// Its folder exists but is not a readable complete run (a deleted or corrupt
+    /// `model.safetensors`, `summary.json` or `config.toml`): `sweep run` trains it again,
+    /// `collect` counts it as incomplete. `reason` says what is wrong.
+    Damaged { reason: String },
 }
 
 impl State {
@@ -41,6 +45,7 @@ impl State {
             State::Running => "running",
             State::Interrupted { .. } => "interrupted",
             State::Pending => "pending",
+            State::Damaged { .. } => "damaged",
         }
     }
 }
@@ -71,30 +76,53 @@ pub fn status(dir: &Path) -> Result<Vec<RunState>> {
 }
 
 fn state_of(out: &Path) -> Result<State> {
-    let run = RunDir::new(out);
-    if run.summary().is_file() {
-        let s = read_summary(out)?;
-        return Ok(State::Complete {
-            steps: s.steps,
-            seconds: s.training_seconds(),
-            steps_per_s: s.steps_per_second,
-        });
-    }
+    let damaged = match read_complete(out) {
+        Ok(s) => {
+            return Ok(State::Complete {
+                steps: s.steps,
+                seconds: s.training_seconds(),
+                steps_per_s: s.steps_per_second,
+            })
+        }
+        // nothing there: pending, unless a staging folder says otherwise
+        Err(_) if !out.exists() => None,
+        Err(e) => Some(e.to_string()),
+    };
     let stage = RunDir::new(staging_path(out)?);
-    if !stage.dir.is_dir() {
-        return Ok(State::Pending);
-    }
-    if let Ok(f) = std::fs::File::open(stage.file(".lock")) {
-        if let Err(std::fs::TryLockError::WouldBlock) = f.try_lock() {
-            return Ok(State::Running);
+    if stage.dir.is_dir() {
+        if let Ok(f) = std::fs::File::open(stage.file(".lock")) {
+            if let Err(std::fs::TryLockError::WouldBlock) = f.try_lock() {
+                return Ok(State::Running);
+            }
+        }
+        let ckpt = stage.file("checkpoint.safetensors");
+        if ckpt.is_file() {
+            let step = crate::checkpoint::load(&ckpt).ok().map(|c| c.step);
+            return Ok(State::Interrupted { step });
         }
     }
-    let ckpt = stage.file("checkpoint.safetensors");
-    if ckpt.is_file() {
-        let step = crate::checkpoint::load(&ckpt).ok().map(|c| c.step);
-        return Ok(State::Interrupted { step });
+    Ok(match damaged {
+        Some(reason) => State::Damaged { reason },
+        None => State::Pending,
+    })
+}
+
+/// The summary of the complete run in `out`, checked as `icl eval` checks a run before using
+/// it: a run folder whose `model.safetensors` the strict reader accepts, a `config.toml` that
+/// is the checkpoint's config, and a `summary.json` that decodes. `summary.json` alone is not
+/// enough (a run whose model was deleted would count as done). Any failure is the error that
+/// says what is wrong.
+pub fn read_complete(out: &Path) -> Result<Summary> {
+    let run = RunDir::new(out);
+    run.check_run()?;
+    let loaded = crate::checkpoint::load(&run.model())?;
+    if load_config(&run.config())? != loaded.config {
+        return Err(RunError::Corrupt(
+            run.config(),
+            "it is not the config of model.safetensors".into(),
+        ));
     }
-    Ok(State::Pending)
+    read_summary(out)
 }
 
 fn read_summary(out: &Path) -> Result<Summary> {

@@ -255,16 +255,47 @@ fn one(
     report: &mut dyn FnMut(u64, u64, f64) -> bool,
 ) -> Result<RunStatus> {
     let run = RunDir::new(out);
-    if run.summary().is_file() && !o.force {
-        let have = load_config(&run.config())?;
-        if &have != cfg {
-            return Err(RunError::Refused(format!(
-                "{} holds a complete run of another config; remove it, or use another sweep folder",
-                out.display()
-            )));
+    if out.exists() && !o.force {
+        // a run of another config is never replaced, complete or damaged
+        if let Ok(have) = load_config(&run.config()) {
+            if &have != cfg {
+                return Err(RunError::Refused(format!(
+                    "{} holds a run of another config; remove it, or use another sweep folder",
+                    out.display()
+                )));
+            }
         }
-        return Ok(RunStatus::Skipped);
+        // complete only if `icl eval` could read it (not summary.json alone); a damaged run
+        // (a deleted or corrupt model, summary or config) is trained again: its folder is
+        // moved aside meanwhile and dropped only once the new run is complete
+        if super::collect::read_complete(out).is_ok() {
+            return Ok(RunStatus::Skipped);
+        }
+        let aside = out.with_file_name(format!(
+            ".{}.damaged-{}",
+            out.file_name().unwrap_or_default().to_string_lossy(),
+            std::process::id()
+        ));
+        std::fs::rename(out, &aside).map_err(|e| RunError::Os(out.into(), e))?;
+        let res = train_or_resume(cfg, out, o, report);
+        if matches!(res, Ok(RunStatus::Trained | RunStatus::Resumed)) {
+            let _ = std::fs::remove_dir_all(&aside);
+        } else if !out.exists() {
+            // interrupted or failed: the damaged folder is back as it was
+            let _ = std::fs::rename(&aside, out);
+        }
+        return res;
     }
+    train_or_resume(cfg, out, o, report)
+}
+
+/// Train `out` afresh, or resume its staged run of the same config.
+fn train_or_resume(
+    cfg: &Config,
+    out: &Path,
+    o: &TrainOptions,
+    report: &mut dyn FnMut(u64, u64, f64) -> bool,
+) -> Result<RunStatus> {
     let stage = RunDir::new(staging_path(out)?);
     let staged = stage.file("checkpoint.safetensors").is_file() || stage.config().is_file();
     let same = staged

@@ -150,8 +150,9 @@ pub fn plan_json(runs: &[PlannedRun]) -> Value {
 }
 
 /// One run's state as JSON (the lines of `icl sweep status --json`): `{"index", "name",
-/// "state"}` (`complete`, `running`, `interrupted`, `pending`), with `"steps"`, `"seconds"`,
-/// `"steps_per_s"` when complete and `"step"` when interrupted at a readable checkpoint.
+/// "state"}` (`complete`, `running`, `interrupted`, `pending`, `damaged`), with `"steps"`,
+/// `"seconds"`, `"steps_per_s"` when complete, `"step"` when interrupted at a readable
+/// checkpoint and `"reason"` when damaged.
 pub fn state_json(s: &RunState) -> Value {
     let mut o = json!({ "index": s.index, "name": s.name, "state": s.state.label() });
     match s.state {
@@ -165,6 +166,7 @@ pub fn state_json(s: &RunState) -> Value {
             o["steps_per_s"] = steps_per_s.into();
         }
         State::Interrupted { step: Some(step) } => o["step"] = step.into(),
+        State::Damaged { ref reason } => o["reason"] = reason.clone().into(),
         _ => {}
     }
     o
