@@ -65,13 +65,8 @@ pub struct Args {
 
 pub fn run(a: &Args) -> CliResult {
     // a figure that cannot be written is refused before the Monte Carlo runs
-    if let Some(dir) = a.plot.as_deref().and_then(|p| p.parent()) {
-        if !dir.as_os_str().is_empty() && !dir.is_dir() {
-            return Err(crate::error::CliError::input(format!(
-                "--plot: folder {} does not exist",
-                dir.display()
-            )));
-        }
+    if let Some(p) = &a.plot {
+        icl_run::folder::check_output(p)?;
     }
     let opts = EvalOptions {
         lengths: parse_lengths(&a.lengths)?,

@@ -10,7 +10,7 @@ use super::common::{out, outln};
 use crate::error::{CliError, CliResult};
 use icl_core::theory::registry::{registry, Value};
 use icl_run::summary::pretty;
-use icl_run::theory::{evaluate, list_json, result_json, to_text, write_csv, write_svg};
+use icl_run::theory::{check_outputs, evaluate, list_json, result_json, to_text, write_files};
 use icl_run::RunError;
 use std::path::PathBuf;
 
@@ -130,9 +130,11 @@ pub fn run(a: &Args) -> CliResult {
         Some(n) if !g.list && n != "--list" => n,
         _ => return list(g.json),
     };
+    // output files that cannot be written are refused before the (possibly long) computation
+    check_outputs(g.csv.as_deref(), g.svg.as_deref())?;
     // a closed form is a function of its parameters alone: one that fails or overflows at these
     // parameters (the run layer's numerical error) is bad input, exit 2 like a parameter out of
-    // range; only writing --csv/--svg can fail while running
+    // range
     let (res, vals) = evaluate(name, &params).map_err(|e| match e {
         RunError::Core(icl_core::Error::Numerical(_)) => CliError::input(e.to_string()),
         other => other.into(),
@@ -143,12 +145,7 @@ pub fn run(a: &Args) -> CliResult {
         )));
     }
     if let Some(t) = &res.traj {
-        if let Some(p) = &g.csv {
-            write_csv(p, t)?;
-        }
-        if let Some(p) = &g.svg {
-            write_svg(p, t)?;
-        }
+        write_files(g.csv.as_deref(), g.svg.as_deref(), t)?;
     }
     // warnings (e.g. a form outside its assumptions) go to stderr in both output modes
     for (k, v) in &res.extra {

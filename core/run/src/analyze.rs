@@ -2,7 +2,7 @@
 //! (He et al. 2025 §4), and the heatmaps of `circuits.svg` (figure 1a).
 use crate::any::AnyModel;
 use crate::dispatch;
-use crate::error::Result;
+use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::plot::{heatmaps_svg, Heatmap};
 use crate::summary::{Analysis, LayerPattern, TransformerAnalysis};
@@ -127,9 +127,18 @@ pub fn stack_maps(sp: &StackSpec, c: &StackCircuits<f64>) -> Vec<Heatmap> {
     maps
 }
 
-/// Analyse the run in `dir`; with `plot`, write `circuits.svg` into it.
+/// Analyse the run in `dir`; with `plot`, write `circuits.svg` into it (checked first: a run
+/// folder where it cannot be written, read-only say, is refused before anything is computed,
+/// and the error says how to analyse without the figure).
 pub fn analyze_run(dir: &RunDir, plot: bool) -> Result<Analysis> {
     dir.check_run()?;
+    if plot {
+        crate::folder::check_output(&dir.circuits_svg()).map_err(|e| {
+            RunError::Refused(format!(
+                "{e}: the analysis writes its figure circuits.svg into the run folder; analyse without it with --no-plot (plot=False in Python)"
+            ))
+        })?;
+    }
     let loaded = crate::checkpoint::load(&dir.model())?;
     if let Some((a, sp, c)) = transformer_analysis(&loaded.config, &loaded.model) {
         if plot {

@@ -25,15 +25,37 @@ pub enum RunError {
 
 impl RunError {
     /// Whether the error is the caller's input (bad arguments, configs or files) rather than a
-    /// failure while running (diverged training, OS errors, engine failures).
+    /// failure while running (diverged training, a full disk, engine failures). An OS error on
+    /// a path the caller gave (no such folder, a folder where a file is wanted or the reverse,
+    /// no permission, a read-only file system) is input; one of the machine's (a full disk, a
+    /// file too large, an I/O error) is not.
     pub fn is_input(&self) -> bool {
         match self {
             RunError::Core(icl_core::Error::Numerical(_)) => false,
             RunError::Core(_) | RunError::NotFound(_) | RunError::Corrupt(..) => true,
             RunError::Refused(_) | RunError::UnknownName(_) => true,
-            RunError::Os(..) | RunError::Engine(_) => false,
+            RunError::Os(_, e) => is_bad_path(e),
+            RunError::Engine(_) => false,
         }
     }
+}
+
+/// Whether an OS error says the path itself is wrong (the caller's input), not that the
+/// machine failed.
+pub fn is_bad_path(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::NotFound
+            | K::PermissionDenied
+            | K::AlreadyExists
+            | K::NotADirectory
+            | K::IsADirectory
+            | K::DirectoryNotEmpty
+            | K::ReadOnlyFilesystem
+            | K::InvalidFilename
+            | K::InvalidInput
+    )
 }
 
 impl fmt::Display for RunError {

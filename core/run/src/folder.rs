@@ -4,26 +4,87 @@ use std::path::{Path, PathBuf};
 
 /// Write `bytes` to `path` atomically: a temporary sibling file, fsync, then rename.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
+    atomic_write_all(&[(path, bytes)])
+}
+
+/// Write several files so that a failure while writing (a full disk, a missing folder) changes
+/// none of them: every file is written to a temporary sibling first (fsync), and only when all
+/// are written are they renamed into place.
+pub fn atomic_write_all(files: &[(&Path, &[u8])]) -> Result<()> {
     use std::io::Write;
+    let tmp_of = |path: &Path| {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
+        dir.join(format!(".{name}.tmp-{}", std::process::id()))
+    };
+    let tmps: Vec<PathBuf> = files.iter().map(|(p, _)| tmp_of(p)).collect();
+    let clean = || {
+        for t in &tmps {
+            let _ = std::fs::remove_file(t);
+        }
+    };
+    for ((path, bytes), tmp) in files.iter().zip(&tmps) {
+        let res = (|| {
+            let mut f = std::fs::File::create(tmp)?;
+            f.write_all(bytes)?;
+            f.sync_all()
+        })();
+        if let Err(e) = res {
+            clean();
+            return Err(RunError::Os(path.to_path_buf(), e));
+        }
+    }
+    for ((path, _), tmp) in files.iter().zip(&tmps) {
+        if let Err(e) = std::fs::rename(tmp, path) {
+            clean();
+            return Err(RunError::Os(path.to_path_buf(), e));
+        }
+    }
+    Ok(())
+}
+
+/// Check, before the work that produces it, that a file can be written at `path`: the path is
+/// not a folder, its folder exists, and a file can be created there (a probe file, removed at
+/// once). So a bad output path is refused up front, as input, not after minutes of work.
+pub fn check_output(path: &Path) -> Result<()> {
+    if path.as_os_str().is_empty() {
+        return Err(RunError::Refused("an output file name is empty".into()));
+    }
+    if path.is_dir() {
+        return Err(RunError::Refused(format!(
+            "{} is a folder; give a file name",
+            path.display()
+        )));
+    }
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(RunError::Refused(format!(
+            "{}: {} {}",
+            path.display(),
+            dir.display(),
+            if dir.exists() {
+                "is not a folder"
+            } else {
+                "does not exist (the folder is not created)"
+            }
+        )));
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let res = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = res {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(RunError::Os(path.to_path_buf(), e));
-    }
+    let probe = dir.join(format!(".{name}.probe-{}", std::process::id()));
+    std::fs::File::create(&probe).map_err(|e| RunError::Os(path.to_path_buf(), e))?;
+    let _ = std::fs::remove_file(&probe);
     Ok(())
 }
 

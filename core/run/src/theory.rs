@@ -4,7 +4,7 @@
 //! `icl theory --list --json`, also returned by the C API), and trajectory files.
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
-use crate::plot::{lines_svg, Series};
+use crate::plot::{lines_figure, Figure, Series};
 use icl_core::theory::registry::{evaluate_with, registry, Out, Trained, Traj, Value};
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
@@ -125,8 +125,8 @@ pub fn to_text(v: &Value) -> String {
     }
 }
 
-/// Write a trajectory as CSV (header = column names).
-pub fn write_csv(path: &Path, t: &Traj) -> Result<()> {
+/// A trajectory as CSV text (header = column names).
+fn csv_text(t: &Traj) -> String {
     let mut s = t.columns.join(",");
     s.push('\n');
     for r in &t.rows {
@@ -138,11 +138,16 @@ pub fn write_csv(path: &Path, t: &Traj) -> Result<()> {
         );
         s.push('\n');
     }
-    crate::folder::atomic_write(path, s.as_bytes())
+    s
 }
 
-/// Plot a trajectory as SVG (its plotted columns against column 0, reference lines dashed).
-pub fn write_svg(path: &Path, t: &Traj) -> Result<()> {
+/// Write a trajectory as CSV (header = column names).
+pub fn write_csv(path: &Path, t: &Traj) -> Result<()> {
+    crate::folder::atomic_write(path, csv_text(t).as_bytes())
+}
+
+/// The plot of a trajectory (its plotted columns against column 0, reference lines dashed).
+fn figure(t: &Traj) -> Result<Figure> {
     if t.rows.is_empty() {
         return Err(RunError::Refused("the trajectory is empty".into()));
     }
@@ -161,7 +166,50 @@ pub fn write_svg(path: &Path, t: &Traj) -> Result<()> {
             series.push(Series::level(name.clone(), *y, first[0], last[0]));
         }
     }
-    lines_svg(path, &t.title, &t.columns[0], "value", &series, t.log_y)
+    Ok(lines_figure(
+        &t.title,
+        &t.columns[0],
+        "value",
+        &series,
+        t.log_y,
+    ))
+}
+
+/// Plot a trajectory as SVG (its plotted columns against column 0, reference lines dashed).
+pub fn write_svg(path: &Path, t: &Traj) -> Result<()> {
+    figure(t)?.write(path)
+}
+
+/// Check the output files of a trajectory (`--csv`, `--svg`) before computing it: each can be
+/// written ([`crate::folder::check_output`]), and they are not the same file.
+pub fn check_outputs(csv: Option<&Path>, svg: Option<&Path>) -> Result<()> {
+    if let (Some(a), Some(b)) = (csv, svg) {
+        if a == b {
+            return Err(RunError::Refused(format!(
+                "--csv and --svg name the same file {}",
+                a.display()
+            )));
+        }
+    }
+    for p in [csv, svg].into_iter().flatten() {
+        crate::folder::check_output(p)?;
+    }
+    Ok(())
+}
+
+/// Write a trajectory's CSV and plot (either may be absent) together: both are made in memory
+/// and written with [`crate::folder::atomic_write_all`], so a failure leaves neither changed.
+pub fn write_files(csv: Option<&Path>, svg: Option<&Path>, t: &Traj) -> Result<()> {
+    check_outputs(csv, svg)?;
+    let mut files: Vec<(&Path, Vec<u8>)> = Vec::new();
+    if let Some(p) = csv {
+        files.push((p, csv_text(t).into_bytes()));
+    }
+    if let Some(p) = svg {
+        files.push((p, crate::plot::file_bytes(p, &figure(t)?.svg()?)?));
+    }
+    let refs: Vec<(&Path, &[u8])> = files.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+    crate::folder::atomic_write_all(&refs)
 }
 
 #[cfg(test)]

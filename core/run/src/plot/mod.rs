@@ -96,13 +96,19 @@ pub fn heatmaps_svg(path: &Path, maps: &[Heatmap]) -> Result<()> {
 
 /// Write SVG text to `path`, or its PNG rendering when `path` ends in `.png`.
 pub fn write_svg_text(path: &Path, svg: &str) -> Result<()> {
+    crate::folder::atomic_write(path, &file_bytes(path, svg)?)
+}
+
+/// The bytes [`write_svg_text`] writes to `path`: the SVG text, or its PNG rendering when
+/// `path` ends in `.png`.
+pub fn file_bytes(path: &Path, svg: &str) -> Result<Vec<u8>> {
     if path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("png"))
     {
-        crate::folder::atomic_write(path, &png::render(svg)?)
+        png::render(svg)
     } else {
-        crate::folder::atomic_write(path, svg.as_bytes())
+        Ok(svg.as_bytes().to_vec())
     }
 }
 
@@ -618,6 +624,17 @@ pub fn lines_svg(
     series: &[Series],
     log_y: bool,
 ) -> Result<()> {
+    lines_figure(title, xlabel, ylabel, series, log_y).write(path)
+}
+
+/// The figure of [`lines_svg`].
+pub fn lines_figure(
+    title: &str,
+    xlabel: &str,
+    ylabel: &str,
+    series: &[Series],
+    log_y: bool,
+) -> Figure {
     let x = if xlabel == "step" {
         Axis::linear(xlabel).steps()
     } else {
@@ -634,7 +651,6 @@ pub fn lines_svg(
         y,
         series: series.to_vec(),
     })
-    .write(path)
 }
 
 /// How a [`Curve`] is drawn.
