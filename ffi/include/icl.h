@@ -374,7 +374,9 @@ void icl_config_free(icl_config *cfg);
  * held-out sequences), `tau_holdout`, `shift.x_cov`, `shift.x_mean`, `shift.w_cov`,
  * `shift.w_mean`, `shift.noise` (e.g. `shift.x_cov` = `"3"`, `shift.x_mean` = `"2e1"`), and
  * for transformer runs `lambda_range`, `stack`, `layers_out`, `alignment`, `ref`. Statuses:
- * `ICL_ERR_ARGUMENT` (an unknown or repeated option, tau <= 0, a malformed value),
+ * `ICL_ERR_ARGUMENT` (an unknown or repeated option or shift key, tau <= 0, a malformed value
+ * or an empty item in a list, `tau_holdout` without `opt` among the temperatures, a tau, shift
+ * or `lambda_range` so extreme that the evaluation is not finite in f64),
  * `ICL_ERR_NONFINITE` (tau or a shift value NaN), `ICL_ERR_CONFIG` (a shift out of range, a
  * covariance that is not positive definite), `ICL_ERR_UNKNOWN_KEY` (an unknown shift key),
  * `ICL_ERR_UNSUPPORTED` (a shift on a task without one), `ICL_ERR_IO` (`dir` is missing, is

@@ -66,6 +66,7 @@ pub fn temper_from_text<S: AsRef<str>>(
     if let Some(text) = tau {
         t.taus = icl_core::tempered::parse_taus(text)?;
     }
+    let mut seen = std::collections::BTreeSet::new();
     for kv in shifts {
         let kv = kv.as_ref();
         let (k, v) = kv.split_once('=').ok_or_else(|| {
@@ -73,9 +74,19 @@ pub fn temper_from_text<S: AsRef<str>>(
                 "--shift {kv:?} is not KEY=VALUE (e.g. x_cov=3, x_mean=2e1, noise=1)"
             ))
         })?;
-        t.shift.set(k.trim(), v)?;
+        let k = k.trim();
+        if !seen.insert(k.strip_prefix("shift.").unwrap_or(k).to_string()) {
+            return Err(RunError::Refused(format!("--shift {k} given twice")));
+        }
+        t.shift.set(k, v)?;
     }
     if let Some(h) = holdout {
+        if !t.taus.contains(&Tau::Opt) {
+            return Err(RunError::Refused(
+                "--tau-holdout sizes the held-out set of --tau opt; give --tau ...,opt with it"
+                    .into(),
+            ));
+        }
         t.holdout = h;
     }
     t.check()?;
@@ -424,8 +435,60 @@ pub fn eval_transformer(
     Ok(ml_rows(rep, o, engines.0))
 }
 
-/// [`eval_model`] for the run in `dir`.
+/// [`eval_model`] for the run in `dir`. A numerical failure under a temperature, a shift or an
+/// eigenvalue range is an input error that names them (see [`extreme_inputs`]).
 pub fn eval_run(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
+    eval_run_inner(dir, o).map_err(|e| extreme_inputs(o, e))
+}
+
+/// A numerical failure (a risk that is not finite, a singular system) of an evaluation with a
+/// temperature other than 1, a test-time shift or an eigenvalue range is those values' doing:
+/// a checkpoint's parameters are finite, and f64 cannot evaluate with, say, `tau = 1e-300` or a
+/// noise of 1e308. It becomes [`icl_core::Error::InvalidArgument`] naming them; other errors
+/// are unchanged.
+fn extreme_inputs(o: &EvalOptions, e: RunError) -> RunError {
+    let RunError::Core(icl_core::Error::Numerical(m)) = &e else {
+        return e;
+    };
+    let mut given: Vec<String> = o
+        .temper
+        .taus
+        .iter()
+        .filter_map(|t| match t {
+            Tau::Value(v) if *v != 1.0 => Some(format!("tau {v:?}")),
+            _ => None,
+        })
+        .collect();
+    // numbers in their shortest form (1e308, not 309 digits)
+    let short = |v: &str| {
+        v.parse::<f64>()
+            .map(|x| format!("{x:?}"))
+            .unwrap_or_else(|_| v.to_string())
+    };
+    given.extend(
+        icl_core::shift::describe(&o.temper.shift)
+            .into_iter()
+            .map(|(k, v)| {
+                format!(
+                    "shift {}={}",
+                    k.strip_prefix("shift.").unwrap_or(&k),
+                    short(&v)
+                )
+            }),
+    );
+    if let Some((lo, hi)) = o.multilayer.lambda_range {
+        given.push(format!("lambda range {lo:?},{hi:?}"));
+    }
+    if given.is_empty() {
+        return e;
+    }
+    RunError::Core(icl_core::Error::InvalidArgument(format!(
+        "{}: the evaluation is not finite in f64 with these values ({m}); give less extreme ones",
+        given.join(", ")
+    )))
+}
+
+fn eval_run_inner(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
     check(o)?;
     dir.check_run()?;
     let loaded = crate::checkpoint::load(&dir.model())?;
