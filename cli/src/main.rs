@@ -50,6 +50,11 @@ fn main() {
         Ok(c) => c,
         Err(e) => parse_error(e),
     };
+    // a misspelt ICL_SIMD would otherwise run at the detected level without a word
+    if let Err(e) = icl_run::engines::check_simd_env() {
+        eprintln!("icl: error: {e}");
+        std::process::exit(2);
+    }
     let res = match &cli.cmd {
         Command::Train(a) => cmd::train::run(a),
         Command::Eval(a) => cmd::eval::run(a),

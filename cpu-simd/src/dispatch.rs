@@ -52,18 +52,29 @@ pub fn detected() -> Level {
     Level::Base
 }
 
-/// The level the kernels run at: `ICL_SIMD` if set (capped at [`detected`]), else [`detected`].
+/// The level `ICL_SIMD` asks for: `Ok(None)` when it is unset (or empty), `Err(value)` when it
+/// names no level (front ends report that instead of running at the detected level).
+pub fn requested() -> Result<Option<Level>, String> {
+    match std::env::var("ICL_SIMD") {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(v.to_string_lossy().into_owned()),
+        Ok(v) => match v.trim() {
+            "" => Ok(None),
+            "base" | "sse2" => Ok(Some(Level::Base)),
+            "avx2" => Ok(Some(Level::Avx2)),
+            "avx512" => Ok(Some(Level::Avx512)),
+            _ => Err(v),
+        },
+    }
+}
+
+/// The level the kernels run at: `ICL_SIMD` if set (capped at [`detected`]), else [`detected`]
+/// (also when `ICL_SIMD` names no level: [`requested`] tells front ends so).
 pub fn level() -> Level {
     static L: OnceLock<Level> = OnceLock::new();
     *L.get_or_init(|| {
         let best = detected();
-        let want = match std::env::var("ICL_SIMD").as_deref() {
-            Ok("base" | "sse2") => Level::Base,
-            Ok("avx2") => Level::Avx2,
-            Ok("avx512") => Level::Avx512,
-            _ => best,
-        };
-        want.min(best)
+        requested().ok().flatten().unwrap_or(best).min(best)
     })
 }
 

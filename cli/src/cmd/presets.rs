@@ -6,11 +6,12 @@ use icl_core::presets::{preset, PRESETS};
 /// Arguments of `icl presets`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Print this preset's full configuration as TOML.
+    /// Print this preset's full configuration as TOML (with --json: an object of dotted keys,
+    /// `{"task.d": 5, ...}`, as summary.json's `config`).
     #[arg(long, value_name = "NAME")]
     pub show: Option<String>,
     /// List every configuration key accepted by `--set`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "show")]
     pub keys: bool,
     /// Print JSON.
     #[arg(long)]
@@ -19,7 +20,13 @@ pub struct Args {
 
 pub fn run(a: &Args) -> CliResult {
     if let Some(name) = &a.show {
-        return super::common::out(&preset(name)?.to_toml());
+        let cfg = preset(name)?;
+        if a.json {
+            return super::common::outln(&icl_run::summary::pretty(
+                &icl_run::summary::config_json(&cfg),
+            ));
+        }
+        return super::common::out(&cfg.to_toml());
     }
     if a.keys {
         if a.json {

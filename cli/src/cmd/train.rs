@@ -84,6 +84,9 @@ pub fn run(a: &Args) -> CliResult {
     };
     let (outcome, dir) = match &a.resume {
         Some(dir) => {
+            if let Some(c) = icl_run::train::resume_config(dir) {
+                icl_run::train::check_engine_choice(&c, a.engine.as_deref())?;
+            }
             if !a.quiet {
                 if let Some(note) = icl_run::train::resume_config(dir)
                     .and_then(|c| icl_run::engines::simd_fallback_note(&c, opts.engine.as_deref()))
@@ -105,6 +108,7 @@ pub fn run(a: &Args) -> CliResult {
                 cfg.set("train.seed", &s.to_string())?;
             }
             cfg.validate()?;
+            icl_run::train::check_engine_choice(&cfg, a.engine.as_deref())?;
             if !a.quiet {
                 if let Some(note) =
                     icl_run::engines::simd_fallback_note(&cfg, opts.engine.as_deref())

@@ -35,6 +35,16 @@ fn unknown(name: &str) -> RunError {
     ))
 }
 
+/// Check the environment's `ICL_SIMD` (README: `sse2|avx2|avx512` forces a vector level): a
+/// value that names no level is refused rather than silently running at the detected level.
+pub fn check_simd_env() -> Result<()> {
+    icl_simd::dispatch::requested().map(|_| ()).map_err(|v| {
+        RunError::Refused(format!(
+            "ICL_SIMD={v:?} names no vector level: give sse2, avx2 or avx512, or unset it"
+        ))
+    })
+}
+
 /// Scalars the run layer computes in (f32, f64), each with its engines.
 pub trait RunScalar: Scalar + icl_simd::SimdScalar + Send + Sync {
     /// The named engine for this scalar type.

@@ -76,6 +76,20 @@ pub enum Outcome {
 /// run (it is checkpointed first).
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64, f64) -> bool;
 
+/// Refuse an engine named for a run whose loss no engine computes: linear attention on a fixed
+/// set (the zhang2025 presets) trains on the set's exact sufficient statistics (`summary.json`
+/// engine `moments`), so an `--engine` would be ignored. `icl train` asks this; sweeps and
+/// `icl repro`, whose engine applies to many runs, do not.
+pub fn check_engine_choice(cfg: &Config, engine: Option<&str>) -> Result<()> {
+    match engine {
+        Some(e) if icl_core::train::objective::by_moments(cfg) => Err(RunError::Refused(format!(
+            "--engine {e}: this run (linear attention on a fixed set, task.P = {}) trains on the set's exact sufficient statistics (engine moments), not on an engine; leave --engine out",
+            cfg.task.p
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Train `cfg` into the run folder `out`.
 pub fn train(cfg: &Config, out: &Path, o: &TrainOptions, progress: Progress) -> Result<Outcome> {
     cfg.validate()?;

@@ -59,6 +59,18 @@ pub trait Objective<T: Scalar>: Send {
     fn loss(&mut self, params: &[T]) -> Result<Option<f64>>;
 }
 
+/// Whether the training loss of `cfg` is computed from the fixed set's exact sufficient
+/// statistics (the objective's engine reads `moments`) instead of by an engine: linear
+/// attention on a fixed set of the `eigs` task (Zhang et al. 2025, `task.P > 0`), under the
+/// default [`Options`]. The decision [`build`] makes, for front ends that must know it before
+/// the set is generated (an `--engine` given for such a run would otherwise be ignored).
+pub fn by_moments(cfg: &Config) -> bool {
+    cfg.model.arch == crate::config::Arch::Attention
+        && cfg.task.kind == TaskKind::Eigs
+        && cfg.task.p > 0
+        && cfg.model.attention == AttentionKind::Linear
+}
+
 /// The objective and probes of a configuration: the one place that decides the protocol.
 #[allow(clippy::type_complexity)]
 pub fn build<T: Scalar>(
@@ -480,5 +492,39 @@ impl<T: Scalar> Objective<T> for Multilayer<T> {
     }
     fn loss(&mut self, _params: &[T]) -> Result<Option<f64>> {
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::ScalarFactory;
+    use crate::train::Trainer;
+
+    /// [`by_moments`] is the decision [`build`] makes: the trainer's engine reads "moments"
+    /// exactly when it says so (fixed sets kept small, lengths short).
+    #[test]
+    fn by_moments_is_what_build_decides() {
+        for (name, _, _) in crate::presets::PRESETS {
+            let mut cfg = crate::presets::preset(name).unwrap();
+            if cfg.task.p > 0 {
+                cfg.set("task.P", "16").unwrap();
+            }
+            if cfg.model.arch != crate::config::Arch::Attention {
+                continue; // transformers: never moments (checked below for one)
+            }
+            cfg.set("train.batch", "2").unwrap();
+            let tr = Trainer::<f64>::new(&cfg, &ScalarFactory).unwrap();
+            assert_eq!(by_moments(&cfg), tr.engine_name() == "moments", "{name}");
+        }
+        let mut ml = crate::presets::preset("multilayer-t2").unwrap();
+        ml.set("task.L", "8").unwrap();
+        assert!(!by_moments(&ml));
+        let mut online = crate::presets::preset("zhang2025-fig3").unwrap();
+        online.set("task.P", "0").unwrap();
+        assert!(!by_moments(&online));
+        assert!(by_moments(
+            &crate::presets::preset("zhang2025-fig3").unwrap()
+        ));
     }
 }

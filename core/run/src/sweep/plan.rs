@@ -167,6 +167,20 @@ pub fn read_sweep(file: &Path) -> Result<Plan> {
                 format!("[grid] {k}: unknown key (`icl presets --keys` lists them)"),
             ));
         }
+        if let Some((i, v)) = vals
+            .iter()
+            .enumerate()
+            .find(|(i, v)| vals[..*i].contains(v))
+        {
+            return Err(bad(
+                file,
+                format!(
+                    "[grid] {k}: the value {v} is listed twice (entries {} and {})",
+                    vals.iter().position(|x| x == v).unwrap_or(0) + 1,
+                    i + 1
+                ),
+            ));
+        }
         axes.push((k.clone(), vals.clone()));
     }
     for (k, _) in &set {

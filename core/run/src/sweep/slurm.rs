@@ -50,6 +50,28 @@ fn check_opt(what: &str, v: &str) -> Result<()> {
     Ok(())
 }
 
+/// A time limit in one of the forms `sbatch --time` accepts: `minutes`, `minutes:seconds`,
+/// `hours:minutes:seconds`, `days-hours`, `days-hours:minutes`, `days-hours:minutes:seconds`
+/// (each part digits), or `infinite` / `unlimited`. Anything else would only fail at submission.
+pub fn check_time(t: &str) -> Result<()> {
+    let digits = |p: &str| !p.is_empty() && p.len() <= 9 && p.bytes().all(|b| b.is_ascii_digit());
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(d), r),
+        None => (None, t),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    let ok = t.eq_ignore_ascii_case("infinite")
+        || t.eq_ignore_ascii_case("unlimited")
+        || (days.is_none_or(digits) && parts.len() <= 3 && parts.iter().all(|p| digits(p)));
+    if ok {
+        Ok(())
+    } else {
+        Err(RunError::Refused(format!(
+            "--time {t:?} is not a Slurm time limit: minutes (30), minutes:seconds, hours:minutes:seconds (2:00:00), days-hours, days-hours:minutes or days-hours:minutes:seconds (1-00:00:00)"
+        )))
+    }
+}
+
 /// The `#SBATCH` lines every icl job shares: job name, output file, one task, and the options
 /// of `o` (partition, time, cpus, memory, extra lines); `array` adds `--array=...`.
 pub fn header(
@@ -72,7 +94,7 @@ pub fn header(
         lines.push(format!("#SBATCH --partition={}", sh(p)));
     }
     if let Some(t) = &o.time {
-        check_opt("--time", t)?;
+        check_time(t)?;
         lines.push(format!("#SBATCH --time={}", sh(t)));
     }
     if let Some(c) = o.cpus_per_task {
@@ -108,7 +130,27 @@ pub fn icl_text(o: &SlurmOptions) -> Result<String> {
             "the icl executable {icl:?} must be an absolute path (Slurm tasks start elsewhere)"
         )));
     }
+    if !is_executable(&o.icl) {
+        return Err(RunError::Refused(format!(
+            "the icl executable {icl:?} is not an executable file here (the tasks would fail to start)"
+        )));
+    }
     Ok(sh(&icl))
+}
+
+fn is_executable(p: &Path) -> bool {
+    let Ok(m) = std::fs::metadata(p) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        m.is_file() && m.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        m.is_file()
+    }
 }
 
 /// A command line for a script: each word quoted for a POSIX shell.
