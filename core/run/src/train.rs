@@ -254,9 +254,16 @@ fn resume_staged(
     let t0 = Instant::now();
     let tr = AnyTrainer::resume(&cfg, &engines, state, &Options::default())?;
     let setup = t0.elapsed().as_secs_f64();
+    // a finished run's model keeps no clock (its bytes depend on the seed alone): the seconds it
+    // took are in its summary.json, so an extended run's total counts them too
+    let seconds = loaded.seconds.or_else(|| {
+        let p = RunDir::new(out).summary();
+        let s: Summary = serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+        finished.then(|| s.training_seconds())
+    });
     let from = Resumed {
         step: loaded.step,
-        seconds: loaded.seconds,
+        seconds,
     };
     run(stage, tr, &o, Some(from), setup, progress)
 }
@@ -1003,6 +1010,22 @@ mod tests {
         assert_eq!(
             std::fs::read(dir.model()).unwrap(),
             std::fs::read(straight.join("model.safetensors")).unwrap()
+        );
+        // a finished run extended with `--resume --steps N`: its model keeps no clock, and its
+        // total adds the seconds of its summary (it had resumed_from and no total before)
+        let Outcome::Finished { summary: e, .. } =
+            resume(&straight, Some(500), &o, &mut |_, _, _| true).unwrap()
+        else {
+            panic!("not finished")
+        };
+        assert_eq!(e.resumed_from, Some(400));
+        let total = e.total_seconds.expect("an extended run reports its total");
+        let parts = s.seconds + e.seconds;
+        assert!(
+            total >= parts - 1e-9 && total <= parts + 1.0,
+            "{total} against {} + {}",
+            s.seconds,
+            e.seconds
         );
         let _ = std::fs::remove_dir_all(&base);
     }

@@ -224,8 +224,8 @@ fn run_figures(runs: &Runs, name: &str) -> Vec<PathBuf> {
     figs
 }
 
-/// Copy every run's figures into `out/figures/` as `RUN-NAME.svg` and render each to
-/// `RUN-NAME.png`; returns the PNG names (relative to `out`) with their run.
+/// Copy every run's figures into `out/figures/` as `RUN-NAME-FIGURE.svg` (`h2-seed1-loss.svg`)
+/// and render each to `RUN-NAME-FIGURE.png`; returns the PNG names (relative to `out`) with their run.
 pub fn write_figures(out: &Path, r: &Report, runs: &Runs) -> Result<Vec<(String, String)>> {
     let dir = out.join("figures");
     std::fs::create_dir_all(&dir).map_err(|e| crate::error::RunError::Os(dir.clone(), e))?;
