@@ -99,14 +99,60 @@ fn parse_error(e: clap::Error) -> ! {
                 }
             }
             let hint = match e.kind() {
-                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-                    "a subcommand is required (train, eval, analyze, import, presets, theory, bench, embedded, repro, sweep); see `icl --help`".to_string()
-                }
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                | ErrorKind::MissingSubcommand => missing_subcommand(&text),
                 _ => format!("{msg} (see --help)"),
             };
             eprintln!("icl: error: {hint}");
             std::process::exit(2);
         }
+    }
+}
+
+/// The one line for a command given without its subcommand: `icl` alone names the top-level
+/// commands, `icl sweep` names sweep's. Clap renders either its error (`'icl sweep' requires a
+/// subcommand` and `[subcommands: ...]`) or the command's help (`Usage: icl sweep <COMMAND>`
+/// and the `Commands:` list); both name the command and its subcommands.
+fn missing_subcommand(text: &str) -> String {
+    let from_error = text.lines().next().and_then(|l| {
+        let c = l.split('\'').nth(1)?;
+        let subs = text.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix("[subcommands: ")?
+                .strip_suffix(']')
+                .map(|x| {
+                    x.split(',')
+                        .map(|n| n.trim().to_string())
+                        .collect::<Vec<_>>()
+                })
+        })?;
+        Some((c.to_string(), subs))
+    });
+    let from_help = || {
+        let c = text.lines().find_map(|l| {
+            l.trim()
+                .strip_prefix("Usage: ")?
+                .strip_suffix(" <COMMAND>")
+                .map(str::to_string)
+        })?;
+        let subs: Vec<String> = text
+            .lines()
+            .skip_while(|l| l.trim() != "Commands:")
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty())
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect();
+        Some((c, subs))
+    };
+    match from_error.or_else(from_help) {
+        Some((c, subs)) if c.starts_with("icl ") && !subs.is_empty() => {
+            let names: Vec<&str> = subs.iter().map(String::as_str).filter(|n| *n != "help").collect();
+            format!(
+                "`{c}` needs a subcommand ({}); see `{c} --help`",
+                names.join(", ")
+            )
+        }
+        _ => "a subcommand is required (train, eval, analyze, import, presets, theory, bench, embedded, repro, sweep); see `icl --help`".to_string(),
     }
 }
 

@@ -18,25 +18,35 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Timed steps per configuration (after 20 warm-up steps); see also --max-seconds.
-    #[arg(long, default_value_t = 3000)]
+    #[arg(long, default_value_t = 3000, allow_negative_numbers = true)]
     pub steps: u64,
     /// Stop timing a configuration after this many seconds (at least 50 steps are timed).
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     pub max_seconds: f64,
     /// Preset to measure.
     #[arg(long, default_value = "he2025")]
     pub preset: String,
     /// Heads, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8",
+        allow_negative_numbers = true
+    )]
     pub heads: Vec<usize>,
     /// Scalar types, comma-separated (f32, f64).
     #[arg(long, value_delimiter = ',', default_value = "f32,f64")]
     pub dtypes: Vec<String>,
     /// Thread counts, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2",
+        allow_negative_numbers = true
+    )]
     pub threads: Vec<usize>,
     /// Context lengths L, comma-separated (default: the preset's).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub lens: Vec<usize>,
     /// Override config keys, e.g. `--set train.batch=64` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]

@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Runs trained at once.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub jobs: usize,
     /// Engine (default: the fastest built in).
     #[arg(long)]

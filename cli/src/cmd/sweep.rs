@@ -25,14 +25,25 @@ pub struct RunArgs {
     /// Engine: simd (default), scalar or vulkan.
     #[arg(long)]
     pub engine: Option<String>,
-    /// Monte Carlo samples for the final risk in each summary.json (0: skip).
-    #[arg(long, default_value_t = 20_000)]
+    /// Monte Carlo samples for the final risk in each summary.json (0 or 1: skip; a risk needs
+    /// at least 2).
+    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true)]
     pub eval_samples: usize,
     /// Checkpoint every M minutes of training (0: off; Ctrl-C / SIGTERM always checkpoint).
-    #[arg(long, value_name = "M", default_value_t = 5.0)]
+    #[arg(
+        long,
+        value_name = "M",
+        default_value_t = 5.0,
+        allow_negative_numbers = true
+    )]
     pub checkpoint_minutes: f64,
     /// Checkpoint every N steps too (0: off).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
     pub checkpoint_every: u64,
     /// Retrain complete runs too (replacing their folders).
     #[arg(long)]
@@ -61,18 +72,20 @@ pub enum Cmd {
     },
     /// Train every run not yet complete (interrupted runs resume), N at a time.
     Run {
+        /// The sweep folder (from `icl sweep plan`).
         dir: PathBuf,
         /// Runs at once (0: one per core); the cores are shared between them.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
         jobs: usize,
         #[command(flatten)]
         run: RunArgs,
     },
     /// Train run I of the sweep (what a Slurm array task runs).
     RunOne {
+        /// The sweep folder (from `icl sweep plan`).
         dir: PathBuf,
         /// The run's index (its line in the manifest, from 0).
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         index: usize,
         #[command(flatten)]
         run: RunArgs,
@@ -87,6 +100,7 @@ pub enum Cmd {
     },
     /// Write DIR/results.csv and results.json (one row per run x metric), runs.csv and plots.
     Collect {
+        /// The sweep folder (from `icl sweep plan`).
         dir: PathBuf,
         /// Leave out runs that are not complete instead of refusing.
         #[arg(long)]
@@ -97,6 +111,7 @@ pub enum Cmd {
     },
     /// Write DIR/slurm.sh, an sbatch --array script running `icl sweep run-one` per task.
     Slurm {
+        /// The sweep folder (from `icl sweep plan`).
         dir: PathBuf,
         #[command(flatten)]
         slurm: SlurmArgs,
@@ -112,19 +127,22 @@ pub enum Cmd {
 /// What a Slurm job asks for (`icl sweep slurm`, `icl repro --slurm`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct SlurmArgs {
+    /// Slurm partition (sbatch --partition; default: the cluster's).
     #[arg(long)]
     pub partition: Option<String>,
     /// Time limit per task (as sbatch: 30, 2:00:00, 1-00:00:00).
     #[arg(long)]
     pub time: Option<String>,
-    #[arg(long)]
+    /// CPUs per task (sbatch --cpus-per-task; the task's RAYON_NUM_THREADS; default 1).
+    #[arg(long, allow_negative_numbers = true)]
     pub cpus_per_task: Option<usize>,
     /// Memory per task (as sbatch --mem, e.g. 2G).
     #[arg(long)]
     pub mem: Option<String>,
     /// At most K array tasks at once (--array=0-N%K).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
     pub max_parallel: Option<usize>,
+    /// Job name (sbatch --job-name; default: icl-sweep-FOLDER, icl-repro-PAPER-runs).
     #[arg(long)]
     pub job_name: Option<String>,
     /// Another #SBATCH option, e.g. --sbatch=--account=abc (repeatable).

@@ -29,7 +29,7 @@ tau_opt under `--test-sigma-x 2` (x 1.99) matches the run's under `--shift x_cov
 pub struct Args {
     /// Quantity name (`icl theory --list` shows all).
     pub name: Option<String>,
-    /// List every quantity with its parameters.
+    /// List every quantity with its parameters (with a NAME: that quantity's).
     #[arg(long)]
     pub list: bool,
     /// Print JSON `{"name", "value", ...}`.
@@ -91,13 +91,29 @@ fn parse_params(raw: &[String], g: &mut Globals) -> CliResult<Vec<(String, Strin
     Ok(out)
 }
 
-fn list(as_json: bool) -> CliResult {
+/// Every quantity, or with `only` that one (an unknown name is an error).
+fn list(as_json: bool, only: Option<&str>) -> CliResult {
+    if let Some(n) = only {
+        if !registry().iter().any(|q| q.name == n) {
+            return Err(icl_core::Error::UnknownName(format!(
+                "quantity {n:?}; `icl theory --list` names them all"
+            ))
+            .into());
+        }
+    }
     if as_json {
-        return outln(&pretty(&list_json()));
+        let mut v = list_json();
+        if let (Some(n), serde_json::Value::Array(a)) = (only, &mut v) {
+            a.retain(|q| q["name"] == n);
+        }
+        return outln(&pretty(&v));
     }
     let mut s = String::new();
     let mut paper = "";
-    for q in registry() {
+    for q in registry()
+        .iter()
+        .filter(|q| only.is_none_or(|n| q.name == n))
+    {
         if q.paper != paper {
             paper = q.paper;
             s.push_str(&format!("[{paper}]\n"));
@@ -128,7 +144,8 @@ pub fn run(a: &Args) -> CliResult {
     let params = parse_params(&a.params, &mut g)?;
     let name = match a.name.as_deref() {
         Some(n) if !g.list && n != "--list" => n,
-        _ => return list(g.json),
+        Some(n) if n != "--list" => return list(g.json, Some(n)),
+        _ => return list(g.json, None),
     };
     // output files that cannot be written are refused before the (possibly long) computation
     check_outputs(g.csv.as_deref(), g.svg.as_deref())?;

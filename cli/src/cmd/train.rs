@@ -8,14 +8,17 @@ use std::path::PathBuf;
 
 /// Arguments of `icl train`.
 #[derive(clap::Args, Debug)]
+#[command(
+    override_usage = "icl train [--preset NAME | --config FILE] [--set KEY=VALUE]... [OPTIONS] --out <OUT>\n       icl train --resume <DIR> [--steps N] [OPTIONS]"
+)]
 pub struct Args {
     #[command(flatten)]
     pub cfg: ConfigArgs,
     /// Number of optimiser steps (overrides train.steps; with --resume, extends a finished run).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub steps: Option<u64>,
     /// Random seed (overrides train.seed).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Engine: simd (default, the fastest built in), scalar or vulkan (see `icl bench`).
     #[arg(long)]
@@ -36,13 +39,24 @@ pub struct Args {
     )]
     pub resume: Option<PathBuf>,
     /// Checkpoint every N steps (besides every --checkpoint-minutes and on Ctrl-C / SIGTERM).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
     pub checkpoint_every: u64,
     /// Checkpoint every M minutes of training (0: off).
-    #[arg(long, value_name = "M", default_value_t = 5.0)]
+    #[arg(
+        long,
+        value_name = "M",
+        default_value_t = 5.0,
+        allow_negative_numbers = true
+    )]
     pub checkpoint_minutes: f64,
-    /// Monte Carlo samples for the final risk at the training length in summary.json (0: skip).
-    #[arg(long, default_value_t = 20_000)]
+    /// Monte Carlo samples for the final risk at the training length in summary.json (0 or 1:
+    /// skip; a risk needs at least 2).
+    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true)]
     pub eval_samples: usize,
     /// No progress bar.
     #[arg(long, short)]
