@@ -220,7 +220,9 @@ def sweep_run(
 
 def sweep_status(dir: _Path) -> List[Dict[str, Any]]:
     """Per run ``index``, ``name``, ``state`` (``complete``, ``running``, ``interrupted``,
-    ``pending``) and its steps or checkpoint step, as ``icl sweep status DIR --json``."""
+    ``pending``, ``damaged``) and its steps, checkpoint step or ``reason`` (damaged: the folder
+    is not a readable complete run; ``sweep_run`` trains it again), as ``icl sweep status DIR
+    --json``."""
 
 def sweep_collect(dir: _Path, *, partial: bool = False) -> Dict[str, Any]:
     """Write ``results.csv``, ``results.json``, ``runs.csv`` and plots, as ``icl sweep collect DIR
