@@ -37,7 +37,16 @@
  *    means the default.
  *  - Models compute in the precision of their configuration (train.dtype, f32 by default); inputs
  *    are rounded to it and outputs widened to double, exactly as icl train does. An input that
- *    overflows the model's precision (1e300 into an f32 model) is ICL_ERR_NONFINITE.
+ *    overflows the model's precision (1e300 into an f32 model) is ICL_ERR_NONFINITE; an output
+ *    that is not finite (a prediction, loss, gradient or risk of a model that overflows on that
+ *    input) is ICL_ERR_NUMERICAL, with the output buffers left as they were: no function returns
+ *    NaN or infinity with ICL_OK.
+ *  - The scalar and vulkan engines train on the batches icl_task_sample returns, so a step of
+ *    icl_trainer_step_batch on the batch of step t equals icl_trainer_train's step t bit for bit.
+ *    The simd engine (the default) generates the batches of the isotropic task (he2025 and its
+ *    variants) inside its kernels, from the same streams but with its own rounding (f32: a few
+ *    ulp of a value; f64: ~1e-15), so there, under simd, those two steps differ by that rounding;
+ *    icl_trainer_train still equals `icl train` with the same engine bit for bit.
  *  - Layouts are row-major. A batch of n sequences of context length L is token-major:
  *    token l (0 <= l <= L) of sequence b starts at z[(b*(L+1) + l)*E], E = d + n_out, holding x
  *    (d values) then y (n_out values); token L is the query, whose y-slots are ignored (read as
@@ -69,6 +78,10 @@
  *  f32 represents exactly, and 16 GiB bounds what one configuration may ask of a host. Keys
  *  within range can still exceed the budget together (task.d = 4096 with model.heads = 1024):
  *  that is the cross-key rule. Per-call counts (n sequences) are bounded by the caller's buffers.
+ *  One exception to the context length: the test lengths of icl_eval_run (as those of `icl eval
+ *  --lengths`, Python's Run.eval and icl.sample) are 1 .. 2^20; icl_model_risk, icl_task_sample
+ *  and the prediction and training calls take 1 .. 2^24. A checkpoint's step count is at most
+ *  2^53 (steps past train.steps included).
  *
  * THREAD SAFETY
  *  - Functions that take no handle (icl_version, icl_last_error, icl_status_name,
@@ -94,6 +107,23 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/**
+ * The major version of the library this header belongs to (`MAJOR` of `icl_version()`'s
+ * "MAJOR.MINOR.PATCH"), for compile-time checks; `icl_version()` gives the version of the library
+ * a program runs with.
+ */
+#define ICL_VERSION_MAJOR 0
+
+/**
+ * The minor version of the library this header belongs to (see `ICL_VERSION_MAJOR`).
+ */
+#define ICL_VERSION_MINOR 1
+
+/**
+ * The patch version of the library this header belongs to (see `ICL_VERSION_MAJOR`).
+ */
+#define ICL_VERSION_PATCH 0
 
 /**
  * Sequences drawn from the training streams (seed, train, step, b): the batch of a training step.
@@ -252,7 +282,10 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * The library version, e.g. "0.1.0": a static string, never NULL. Cannot fail. Thread-safe.
+ * The library version, "MAJOR.MINOR.PATCH" (e.g. "0.1.0", the crate's version): a static string,
+ * never NULL. A program built against this header and linked with the same library finds
+ * `ICL_VERSION_MAJOR`, `ICL_VERSION_MINOR` and `ICL_VERSION_PATCH` in it. Cannot fail.
+ * Thread-safe.
  */
 const char *icl_version(void);
 
@@ -294,9 +327,11 @@ icl_status icl_config_preset(const char *name, icl_config **out);
  *
  * Returns ICL_OK, or:
  * - ICL_ERR_UNKNOWN_KEY: an unknown section or key;
- * - ICL_ERR_CONFIG: the text is not TOML, a key or section appears twice, a key is outside a
- *   section, a value has the wrong type or is outside its range, or a rule between keys fails;
- * - ICL_ERR_NONFINITE: a number is NaN or infinite;
+ * - ICL_ERR_CONFIG: the text is not TOML (a number TOML cannot hold as a double, such as
+ *   `1e400`, is not TOML either), a key or section appears twice, a key is outside a section, a
+ *   value has the wrong type or is outside its range, `[task]` gives both `eigs` and a `d` other
+ *   than the number of eigenvalues, or a rule between keys fails;
+ * - ICL_ERR_NONFINITE: a number is NaN or infinite (`nan`, `inf` in TOML);
  * - ICL_ERR_NULL: `toml` or `out` is NULL; ICL_ERR_UTF8: `toml` is not UTF-8.
  */
 icl_status icl_config_from_toml(const char *toml, icl_config **out);
@@ -307,8 +342,10 @@ icl_status icl_config_from_toml(const char *toml, icl_config **out);
  * ("4", "1e-3", "true", "[0.5, 0.3]") or bare text ("eigs", "auto", "0.4,0.3"); for a list key ""
  * is the empty list. The value is checked now against its key's type and range, the same range
  * `icl_config_validate`, the TOML reader and the CLI use (for example `task.d` in 1..=4096,
- * `task.sigma2` >= 0, `train.lr` > 0); setting `task.eigs` also sets `task.d` to its length, which
- * must then be in d's range. Rules that involve several keys (`task.eigs` has d values, a
+ * `task.sigma2` >= 0, `train.lr` > 0, `model.scale` a finite number other than 0); setting
+ * `task.eigs` to a non-empty list also sets `task.d` to its length, which must then be in d's
+ * range (the empty list clears the eigenvalues and leaves `task.d`). Rules that involve several
+ * keys (`task.eigs` has d values, a
  * multi-task support index <= d, the memory the configuration needs <= 16 GiB, ...) are checked by
  * `icl_config_validate` and when the config is used, so a config may pass through states that
  * break them while being edited.
@@ -317,7 +354,8 @@ icl_status icl_config_from_toml(const char *toml, icl_config **out);
  * - ICL_ERR_UNKNOWN_KEY: no such key (exact, case-sensitive; "" and "task" are not keys);
  * - ICL_ERR_CONFIG: the value has the wrong type ("" for a number, "4.5" or "-1" for an integer,
  *   an unknown enum word) or is outside the key's range;
- * - ICL_ERR_NONFINITE: the value is a NaN or infinite number (also inside a list);
+ * - ICL_ERR_NONFINITE: the value is a NaN or infinite number, or a number too large for a double
+ *   (`1e400`), also inside a list;
  * - ICL_ERR_NULL: `cfg`, `key` or `value` is NULL.
  */
 icl_status icl_config_set(icl_config *cfg, const char *key, const char *value);
@@ -335,9 +373,9 @@ icl_status icl_config_set(icl_config *cfg, const char *key, const char *value);
 icl_status icl_config_get(const icl_config *cfg, const char *key, char *buf, size_t cap, size_t *needed);
 
 /**
- * Check every key's range again and the rules that involve several keys, for example: `task.eigs`
- * has `task.d` values, `task.cov` has d*d, multi-task supports are non-empty and at most 16 with
- * indices <= d, `model.arch = iv2stage` needs `task.kind = iv`, and the working memory of the
+ * Check every key's range again and the rules that involve several keys, for example: `task.eigs`,
+ * when not empty, has `task.d` values (whatever the task), `task.cov` has d*d, multi-task
+ * supports are non-empty and at most 16 with indices <= d, `model.arch = iv2stage` needs `task.kind = iv`, and the working memory of the
  * configuration is at most 16 GiB. Every creating function (`icl_task_new`, `icl_model_new`,
  * `icl_trainer_new`) runs the same check.
  *
@@ -376,10 +414,15 @@ void icl_config_free(icl_config *cfg);
  * for transformer runs `lambda_range`, `stack`, `layers_out`, `alignment`, `ref`. Statuses:
  * `ICL_ERR_ARGUMENT` (an unknown or repeated option or shift key, tau <= 0, a malformed value
  * or an empty item in a list, `tau_holdout` without `opt` among the temperatures, a tau, shift
- * or `lambda_range` so extreme that the evaluation is not finite in f64),
+ * or `lambda_range` so extreme that the evaluation is not finite in f64, a length outside
+ * 1..=2^20, `samples` < 2, the engine `vulkan` for an f64 or a multi-layer run),
+ * `ICL_ERR_UNKNOWN_NAME` (an unknown `engine`; names are exact: "SIMD" is not "simd"),
  * `ICL_ERR_NONFINITE` (tau or a shift value NaN), `ICL_ERR_CONFIG` (a shift out of range, a
  * covariance that is not positive definite), `ICL_ERR_UNKNOWN_KEY` (an unknown shift key),
- * `ICL_ERR_UNSUPPORTED` (a shift on a task without one), `ICL_ERR_IO` (`dir` is missing, is
+ * `ICL_ERR_UNSUPPORTED` (a shift on a task without one, `vulkan` without a Vulkan device),
+ * `ICL_ERR_NUMERICAL` (a risk that is not finite without such values: the model itself
+ * overflows on the samples),
+ * `ICL_ERR_IO` (`dir` is missing, is
  * `""`, is a file, or holds no `model.safetensors`), `ICL_ERR_CHECKPOINT` (its
  * `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `keys` or
  * `values` NULL with `n` > 0, `buf` NULL with a large enough `cap`), `ICL_ERR_UTF8` (a text not
@@ -405,6 +448,8 @@ icl_status icl_eval_plot(const char *rows_json, const char *path);
  *
  * Returns ICL_OK, or:
  * - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+ * - ICL_ERR_NONFINITE: the initial parameters are not finite in the model's precision (a
+ *   Gaussian init with `model.init_scale` = 1e300 in an f32 model);
  * - ICL_ERR_UNSUPPORTED: the configuration's model cannot be built (an option combination that is
  *   not implemented);
  * - ICL_ERR_NULL: `cfg` or `out` is NULL.
@@ -422,12 +467,15 @@ icl_status icl_model_new(const icl_config *cfg, icl_model **out);
  * - ICL_ERR_CHECKPOINT: the file is not a valid icl checkpoint of this version: not safetensors
  *   (truncated, bad header, overlapping or uncovered data), metadata `format` is not
  *   "icl-checkpoint", metadata `version` is not "1" (unknown versions are refused, not read as
- *   version 1), `step` is not a non-negative integer, `dtype` is not "f32" or "f64" or disagrees
- *   with a model tensor's dtype (an f64 label over F32 tensors is refused, not widened), a model
- *   tensor is missing, misshapen or not finite, a tensor is neither a model tensor nor trainer
- *   state (extra tensors are refused, not ignored), the trainer state is incomplete, or the
- *   embedded configuration is invalid or needs more than the memory budget (checked before any
- *   tensor is allocated);
+ *   version 1), `step` is not an integer in 0..=2^53, `dtype` is not "f32" or "f64", disagrees
+ *   with a model tensor's dtype (an f64 label over F32 tensors is refused, not widened) or with
+ *   the embedded configuration's `train.dtype`, a model tensor is missing, misshapen or not
+ *   finite, a tensor is neither a model tensor nor trainer state (extra tensors are refused, not
+ *   ignored), the trainer state is incomplete or inconsistent (optimiser state not finite or
+ *   counting more updates than `step`, a loss window `train.window_sum` that is not finite or
+ *   `train.window_count` longer than the steps since the last log row), or the embedded
+ *   configuration is invalid or needs more than the memory budget (checked before any tensor is
+ *   allocated);
  * - ICL_ERR_NULL: `path_` or `out` is NULL.
  */
 icl_status icl_model_load(const char *path_, icl_model **out);
@@ -451,7 +499,8 @@ icl_status icl_model_save(const icl_model *model, const char *path_);
  * Returns ICL_OK, or:
  * - ICL_ERR_UNKNOWN_NAME: no engine has this name ("" included);
  * - ICL_ERR_UNSUPPORTED: the engine cannot run here: "vulkan" without a Vulkan device, or for a
- *   model that computes in f64;
+ *   model that computes in f64. (A multi-layer model accepts any engine here; its predictions,
+ *   losses and risks are ICL_ERR_UNSUPPORTED on every engine, see `icl_model_predict`.)
  * - ICL_ERR_NULL: `model` or `name` is NULL.
  */
 icl_status icl_model_set_engine(icl_model *model, const char *name);
@@ -476,12 +525,16 @@ icl_status icl_model_config(const icl_model *model, icl_config **out);
  * ([n][len][d], `x_len` values), `y` ([n][len][n_out]), queries `xq` ([n][d]); predictions go
  * to `out` ([n][n_out], `out_len` values). Inputs are rounded to the model's precision.
  *
- * Returns ICL_OK, or:
+ * Returns ICL_OK, or (`out` is left as it was on every failure):
  * - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or a length differs
  *   from its shape (`x_len` != n len d, `y_len` != n len n_out, `xq_len` != n d, `out_len` !=
- *   n n_out);
+ *   n n_out), or the memory for the library's copy of the batch is not available;
  * - ICL_ERR_NONFINITE: an input is NaN, infinite, or overflows the model's precision;
- * - ICL_ERR_UNSUPPORTED: the model's engine cannot run it (e.g. a multi-layer model on vulkan);
+ * - ICL_ERR_NUMERICAL: a prediction is not finite (the model overflows on this input, e.g.
+ *   inputs of 1e160 in f64 or parameters near the precision's limit);
+ * - ICL_ERR_UNSUPPORTED: the model is a multi-layer model (`model.arch` = transformer or
+ *   iv2stage), on any engine: predictions, losses, gradients and risks here are those of
+ *   one-layer attention (evaluate a multi-layer run with `icl_eval_run`);
  * - ICL_ERR_NULL: `model`, or an array with a non-zero length, is NULL.
  */
 icl_status icl_model_predict(icl_model *model, size_t n, size_t len, const double *x, size_t x_len, const double *y, size_t y_len, const double *xq, size_t xq_len, double *out, size_t out_len);
@@ -490,11 +543,13 @@ icl_status icl_model_predict(icl_model *model, size_t n, size_t len, const doubl
  * Predict for a token-major batch `z` (the layout of `icl_task_sample`, `z_len` = n (len+1)
  * (d+n_out); the query's y-slots are ignored) into `out` ([n][n_out]).
  *
- * Returns ICL_OK, or:
- * - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or `z_len` or
- *   `out_len` differs from its shape;
+ * Returns ICL_OK, or (`out` is left as it was on every failure):
+ * - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, `z_len` or
+ *   `out_len` differs from its shape, or the memory for the library's copy of the batch (in the
+ *   model's precision) is not available;
  * - ICL_ERR_NONFINITE: a value of `z` other than a query y-slot is NaN, infinite or overflows the
  *   model's precision;
+ * - ICL_ERR_NUMERICAL: a prediction is not finite, as in `icl_model_predict`;
  * - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
  * - ICL_ERR_NULL: `model`, `z` or `out` is NULL.
  */
@@ -506,10 +561,12 @@ icl_status icl_model_predict_batch(icl_model *model, size_t n, size_t len, const
  * `grad` (`grad_len` = n_params). The query's y-slots of `z` are ignored.
  *
  * Returns ICL_OK, or:
- * - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or `z_len`, `y_len`
- *   or `grad_len` differs from its shape;
+ * - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, `z_len`, `y_len`
+ *   or `grad_len` differs from its shape, or the memory for the library's copy of the batch is
+ *   not available;
  * - ICL_ERR_NONFINITE: an input is NaN, infinite or overflows the model's precision;
- * - ICL_ERR_NUMERICAL: the loss or gradient is not finite (the model overflows on this batch);
+ * - ICL_ERR_NUMERICAL: the loss or gradient is not finite (the model overflows on this batch;
+ *   `*loss` and `grad` are left as they were);
  * - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
  * - ICL_ERR_NULL: `model`, `z`, `y`, `loss` or `grad` is NULL.
  */
@@ -536,16 +593,19 @@ icl_status icl_model_set_params(icl_model *model, const double *params, size_t l
 /**
  * The circuits of every head (He et al. 2025 §3): `omega` (H values: the mean diagonal of the
  * effective KQ_11, score scale included) and `mu` (H n_out values, head-major: OV_22 per output).
+ * Both buffers are checked before either is written.
  *
- * Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL.
+ * Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL,
+ * ICL_ERR_UNSUPPORTED (a multi-layer model: it has no per-head KQ and OV).
  */
 icl_status icl_model_circuits(const icl_model *model, double *omega, size_t omega_len, double *mu, size_t mu_len);
 
 /**
  * The effective circuit matrices: `kq` ([H][E][E], row-major, score scale included, E = d + n_out)
- * and `ov` ([H][n_out][E]).
+ * and `ov` ([H][n_out][E]). Both buffers are checked before either is written.
  *
- * Returns ICL_OK, or ICL_ERR_SIZE (`kq_len` != H E E or `ov_len` != H n_out E), ICL_ERR_NULL.
+ * Returns ICL_OK, or ICL_ERR_SIZE (`kq_len` != H E E or `ov_len` != H n_out E), ICL_ERR_NULL,
+ * ICL_ERR_UNSUPPORTED (a multi-layer model, as in `icl_model_circuits`).
  */
 icl_status icl_model_circuit_matrices(const icl_model *model, double *kq, size_t kq_len, double *ov, size_t ov_len);
 
@@ -561,6 +621,8 @@ icl_status icl_model_circuit_matrices(const icl_model *model, double *kq, size_t
  *   task's d or n_out differs from the model's;
  * - ICL_ERR_CONFIG, ICL_ERR_NUMERICAL: with `task` NULL, the model's configuration cannot make
  *   a task sampler (as in `icl_task_new`);
+ * - ICL_ERR_NUMERICAL: a prediction or the risk is not finite (the model overflows on these
+ *   samples; `*risk` and `*stderr_out` are left as they were);
  * - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
  * - ICL_ERR_NULL: `model`, `risk` or `stderr_out` is NULL.
  */
@@ -743,7 +805,8 @@ icl_status icl_task_dims(const icl_task *task, icl_dims *out);
  * n (len+1) (d+n_out) values, token-major: token l of sequence b at `z[(b (len+1) + l) (d+n_out)]`,
  * x first then y, the query last with y-slots 0) and targets `y` (`y_len` = n n_out). Sequence b is
  * drawn from stream (seed, domain, step, b): with `ICL_DOMAIN_TRAIN` and `n` = train.batch,
- * `len` = L this is exactly the batch `icl train` uses at step `step`.
+ * `len` = L this is exactly the batch `icl train` uses at step `step` (with the simd engine on the
+ * isotropic task, up to that engine's rounding: see CONVENTIONS).
  *
  * Returns ICL_OK, or:
  * - ICL_ERR_ARGUMENT: `domain` is neither ICL_DOMAIN_TRAIN nor ICL_DOMAIN_EVAL;
@@ -792,7 +855,11 @@ icl_status icl_theory_list(char *buf, size_t cap, size_t *needed);
  * - ICL_ERR_NUMERICAL: the computation failed (a singular matrix, a diverging trajectory) or its
  *   value is not finite (a closed form that overflows at these parameters: reported, never
  *   returned as inf or JSON null);
- * - ICL_ERR_SIZE: `n` > 1024, or `cap` < the size needed (nothing written; `*needed` is set);
+ * - ICL_ERR_SIZE: `n` > 1024, or `cap` < the size needed (nothing written; `*needed` is set), or
+ *   the parameters ask for more than the budget: working memory beyond 16 GiB or beyond what the
+ *   process can have (`bayes-risk-mc` with a large `L` x `d`), more than 10^7 integration steps or
+ *   trajectory rows (`t-end` / `dt`), a list longer than it takes (`omega` beyond 1024 heads);
+ *   checked before the computation starts;
  * - ICL_ERR_IO: `run` names no folder or file;
  * - ICL_ERR_CHECKPOINT: the run's `model.safetensors` is damaged;
  * - ICL_ERR_UNSUPPORTED: the run's model is not one softmax head with one output (several heads,
@@ -823,6 +890,8 @@ icl_status icl_theory_value(const char *name, const char *const *keys, const cha
  *
  * Returns ICL_OK, or:
  * - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+ * - ICL_ERR_NONFINITE: the initial parameters are not finite in the model's precision (as in
+ *   `icl_model_new`);
  * - ICL_ERR_NUMERICAL: the task's covariance is not positive definite;
  * - ICL_ERR_UNKNOWN_NAME: no engine has this name (exact, case-sensitive);
  * - ICL_ERR_UNSUPPORTED: the engine cannot run this configuration ("vulkan" without a device, in
@@ -847,14 +916,20 @@ icl_status icl_trainer_from_checkpoint(const char *path_, const char *engine, ic
 /**
  * Run `steps` optimiser steps of the configuration's protocol, exactly as `icl train` runs it:
  * fresh batches (the batch of step t from stream (seed, train, t, b)), or for the `eigs` task with
- * `task.P > 0` full-batch gradient descent on the fixed training set. Reaching `train.steps` adds
- * the final log row as `icl train` does; steps past `train.steps` are allowed (an extended run).
+ * `task.P > 0` full-batch gradient descent on the fixed training set. The step that completes
+ * `train.steps` adds the final log row as `icl train` does, so the log is the same however the
+ * steps are split into calls; steps past `train.steps` are allowed (an extended run).
  * `losses` (optional; if given, `losses_len` >= steps) receives the loss of each step in its first
  * `steps` values; `mean_loss` (optional) their mean (0 for `steps` = 0).
  *
  * Returns ICL_OK, or:
- * - ICL_ERR_NUMERICAL: the loss of a step is not finite (training diverged): the steps before it
- *   are kept, with their losses written to `losses`, and the trainer's step count says how many;
+ * - ICL_ERR_NUMERICAL: a step diverged: its loss, its gradient or the updated parameters or
+ *   optimiser moments are not finite (e.g. `train.lr` = 1e300, or `train.eps` = 1e-300, which is
+ *   0 in f32). That step is undone: the parameters, optimiser state, log and step count are those
+ *   after the last good step (so the trainer stays finite, and `icl_trainer_save` writes a
+ *   checkpoint that `icl_trainer_from_checkpoint` continues). The steps before it are kept, with
+ *   their losses written to `losses` (the failing step's is not), and the trainer's step count
+ *   says how many; `*mean_loss` is left as it was;
  * - ICL_ERR_SIZE: `losses` is given with `losses_len` < steps (nothing done);
  * - ICL_ERR_NULL: `trainer` is NULL, or `losses` is NULL with `losses_len` > 0 (nothing done).
  */
@@ -869,7 +944,10 @@ icl_status icl_trainer_train(icl_trainer *trainer, uint64_t steps, double *losse
  * Returns ICL_OK, or (the trainer is unchanged on every failure):
  * - ICL_ERR_SIZE: as in `icl_model_loss_grad`;
  * - ICL_ERR_NONFINITE: an input is NaN, infinite or overflows the model's precision;
- * - ICL_ERR_NUMERICAL: the loss on this batch is not finite;
+ * - ICL_ERR_NUMERICAL: the loss or gradient on this batch, or the updated parameters or
+ *   optimiser moments, are not finite (the step diverged and is not taken);
+ * - ICL_ERR_UNSUPPORTED: a multi-layer model (steps on caller batches are for one-layer
+ *   attention; train it with `icl_trainer_train`);
  * - ICL_ERR_NULL: `trainer`, `z` or `y` is NULL.
  */
 icl_status icl_trainer_step_batch(icl_trainer *trainer, size_t n, size_t len, const double *z, size_t z_len, const double *y, size_t y_len, double *loss);
@@ -906,9 +984,10 @@ icl_status icl_trainer_set_params(icl_trainer *trainer, const double *params, si
 
 /**
  * Per-head omega (H values) and mu (H n_out values) of the current model, as in
- * `icl_model_circuits`.
+ * `icl_model_circuits` (both buffers checked before either is written).
  *
- * Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL.
+ * Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL,
+ * ICL_ERR_UNSUPPORTED (a multi-layer model).
  */
 icl_status icl_trainer_circuits(const icl_trainer *trainer, double *omega, size_t omega_len, double *mu, size_t mu_len);
 
@@ -930,8 +1009,11 @@ icl_status icl_trainer_model(const icl_trainer *trainer, icl_model **out);
 icl_status icl_trainer_save(const icl_trainer *trainer, const char *path_);
 
 /**
- * Number of rows in the training log into `*out` (rows are written after step 1, every
- * `train.log_every` steps and at step `train.steps`, as in `metrics.csv`).
+ * Number of rows in the training log into `*out`: the rows of the `metrics.csv` that `icl train`
+ * writes for the same steps, however the steps are split into calls (with fresh data a row after
+ * step 1, every `train.log_every` steps and at step `train.steps`; full batch (`eigs` with
+ * `task.P` > 0) a row at steps 0, `train.log_every`, ... before their update and one after the
+ * update that completes `train.steps`). Steps of `icl_trainer_step_batch` are not logged.
  *
  * Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
  */
@@ -939,15 +1021,46 @@ icl_status icl_trainer_log_len(const icl_trainer *trainer, size_t *out);
 
 /**
  * Row `i` (0-based) of the training log: the step, the mean training loss since the previous row,
- * and the per-head omega (H values) and mu (H values, first output). `step` and `loss` are
- * optional.
+ * and the per-head omega and mu (first output) columns of the log. `omega_len` and `mu_len` must
+ * equal the number of those columns: H (`icl_trainer_dims`' heads) for one-layer attention on
+ * every task but `eigs`, and 0 for the `eigs` task and for multi-layer models (`model.arch` =
+ * transformer or iv2stage), whose logs hold other columns (`icl_trainer_log_columns` names
+ * every column, `icl_trainer_log_values` reads them all). `step` and `loss` are optional;
+ * `omega` and `mu` may be NULL when their length is 0. Every output is checked before any is
+ * written.
  *
  * Returns ICL_OK, or:
  * - ICL_ERR_SIZE: `i` >= the number of rows (an index past the end), or `omega_len` or `mu_len`
- *   != H;
- * - ICL_ERR_NULL: `trainer`, `omega` or `mu` is NULL.
+ *   differs from the number of omega or mu columns;
+ * - ICL_ERR_NULL: `trainer` is NULL, or `omega` or `mu` is NULL with a non-zero length.
  */
 icl_status icl_trainer_log_row(const icl_trainer *trainer, size_t i, uint64_t *step, double *loss, double *omega, size_t omega_len, double *mu, size_t mu_len);
+
+/**
+ * Copy the names of the training log's columns, comma-separated, into `buf` (capacity `cap`
+ * bytes, NUL included; `needed`, optional, receives the size required): the header line of the
+ * `metrics.csv` that `icl train` writes for this configuration, "step,loss," then the logged
+ * quantities (e.g. "step,loss,omega_0,omega_1,mu_0,mu_1" for two heads).
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `cap` < the size needed (nothing written; `*needed` is set);
+ * - ICL_ERR_NULL: `trainer` is NULL, or `buf` is NULL with a large enough `cap`.
+ */
+icl_status icl_trainer_log_columns(const icl_trainer *trainer, char *buf, size_t cap, size_t *needed);
+
+/**
+ * Row `i` (0-based) of the training log as numbers, in the order of `icl_trainer_log_columns`:
+ * the step, the loss and every logged quantity, at full precision (a row of `metrics.csv`, which
+ * prints them with 9 significant digits). `out` has capacity
+ * `out_len`; `count` (optional) receives the number of values (2 + the number of logged
+ * quantities), also when `out_len` is too small.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_SIZE: `i` >= the number of rows, or `out_len` < the number of values (nothing
+ *   written; `*count` is set);
+ * - ICL_ERR_NULL: `trainer` is NULL, or `out` is NULL with a large enough `out_len`.
+ */
+icl_status icl_trainer_log_values(const icl_trainer *trainer, size_t i, double *out, size_t out_len, size_t *count);
 
 /**
  * Free a trainer (NULL is a no-op).

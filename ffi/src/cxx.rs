@@ -73,13 +73,16 @@ pub mod bridge {
         pub grad: Vec<f64>,
     }
 
-    /// A row of the training log (as in `metrics.csv`).
+    /// A row of the training log (as in `metrics.csv`): the step, the loss, the per-head omega
+    /// and mu (first output) columns (empty for the `eigs` task and multi-layer models, whose
+    /// logs hold other columns), and the whole row in `Trainer::log_columns` order.
     #[derive(Debug, Clone, PartialEq)]
     pub struct LogRow {
         pub step: u64,
         pub loss: f64,
         pub omega: Vec<f64>,
         pub mu: Vec<f64>,
+        pub values: Vec<f64>,
     }
 
     unsafe extern "C++" {
@@ -192,7 +195,7 @@ pub mod bridge {
         fn cpp_set_params(self: &mut icl_model, params: &[f64]) -> Result<()>;
         /// Per-head circuits.
         #[cxx_name = "circuits"]
-        fn cpp_circuits(self: &icl_model) -> Circuits;
+        fn cpp_circuits(self: &icl_model) -> Result<Circuits>;
         /// Monte Carlo risk at test length len on the model's own task.
         #[cxx_name = "risk"]
         fn cpp_risk(self: &mut icl_model, len: usize, samples: usize, seed: u64) -> Result<Risk>;
@@ -211,7 +214,9 @@ pub mod bridge {
         type icl_trainer;
         /// A trainer for a configuration with the named engine ("" = the default engine).
         fn trainer_new(cfg: &icl_config, engine: &str) -> Result<Box<icl_trainer>>;
-        /// A trainer continuing from a checkpoint (fresh optimiser state).
+        /// A trainer continuing from a checkpoint: with the trainer state of `icl train` or
+        /// `Trainer::save` it continues bit for bit (optimiser moments, log, step); from a model
+        /// checkpoint it starts a fresh optimiser at the saved parameters and step.
         fn trainer_from_checkpoint(path: &str, engine: &str) -> Result<Box<icl_trainer>>;
         /// Run steps on the trainer's own batches; returns their mean loss.
         #[cxx_name = "train"]
@@ -239,7 +244,7 @@ pub mod bridge {
         fn cpp_set_params(self: &mut icl_trainer, params: &[f64]) -> Result<()>;
         /// Per-head circuits.
         #[cxx_name = "circuits"]
-        fn cpp_circuits(self: &icl_trainer) -> Circuits;
+        fn cpp_circuits(self: &icl_trainer) -> Result<Circuits>;
         /// A copy of the current model.
         #[cxx_name = "model"]
         fn cpp_model(self: &icl_trainer) -> Result<Box<icl_model>>;
@@ -249,6 +254,10 @@ pub mod bridge {
         /// The training log.
         #[cxx_name = "log"]
         fn cpp_log(self: &icl_trainer) -> Vec<LogRow>;
+        /// The names of the log's columns (the header of `metrics.csv`: step, loss, then every
+        /// logged quantity), the order of `LogRow::values`.
+        #[cxx_name = "log_columns"]
+        fn cpp_log_columns(self: &icl_trainer) -> Vec<String>;
 
         /// Every theory quantity as JSON (`icl theory --list --json`).
         fn theory_list() -> Result<String>;
@@ -505,8 +514,8 @@ impl icl_model {
     fn cpp_set_params(&mut self, p: &[f64]) -> FfiResult<()> {
         guard_cxx(|| self.set_params(p))
     }
-    fn cpp_circuits(&self) -> bridge::Circuits {
-        circuits_cxx(self.circuits())
+    fn cpp_circuits(&self) -> FfiResult<bridge::Circuits> {
+        guard_cxx(|| self.circuits().map(circuits_cxx))
     }
     fn cpp_risk(&mut self, len: usize, samples: usize, seed: u64) -> FfiResult<bridge::Risk> {
         guard_cxx(|| self.risk(None, len, samples, seed).map(risk_cxx))
@@ -567,8 +576,8 @@ impl icl_trainer {
     fn cpp_set_params(&mut self, p: &[f64]) -> FfiResult<()> {
         guard_cxx(|| self.set_params(p))
     }
-    fn cpp_circuits(&self) -> bridge::Circuits {
-        circuits_cxx(self.circuits())
+    fn cpp_circuits(&self) -> FfiResult<bridge::Circuits> {
+        guard_cxx(|| self.circuits().map(circuits_cxx))
     }
     fn cpp_model(&self) -> FfiResult<Box<icl_model>> {
         guard_cxx(|| self.model().map(Box::new))
@@ -578,14 +587,18 @@ impl icl_trainer {
     }
     fn cpp_log(&self) -> Vec<bridge::LogRow> {
         (0..self.log_len())
-            .filter_map(|i| self.log_row(i).ok())
-            .map(|r: LogEntry| bridge::LogRow {
+            .filter_map(|i| Some((self.log_row(i).ok()?, self.log_values(i).ok()?)))
+            .map(|(r, values): (LogEntry, Vec<f64>)| bridge::LogRow {
                 step: r.step,
                 loss: r.loss,
                 omega: r.omega,
                 mu: r.mu,
+                values,
             })
             .collect()
+    }
+    fn cpp_log_columns(&self) -> Vec<String> {
+        self.log_columns()
     }
 }
 

@@ -292,10 +292,19 @@ pub fn batch_from_context<T: Scalar>(
     )?)
 }
 
-fn circuits_of<T: Scalar>(model: &Model<T>) -> HeadCircuits {
+/// The per-head circuits of a one-layer attention model; multi-layer models (transformers, the
+/// IV model) have no per-head KQ and OV (`ICL_ERR_UNSUPPORTED`).
+fn circuits_of<T: Scalar>(model: &Model<T>) -> FfiResult<HeadCircuits> {
+    if model.spec.net != icl_core::model::Net::Attention {
+        return Err(icl_core::Error::Unsupported(format!(
+            "{} has no per-head circuits (omega, mu, KQ, OV are those of one-layer attention models)",
+            model.describe()
+        ))
+        .into());
+    }
     let circ = model.circuits();
     let rep = analyze(&model.spec, &circ);
-    HeadCircuits {
+    Ok(HeadCircuits {
         omega: rep.heads.iter().map(|h| h.omega).collect(),
         mu: rep
             .heads
@@ -304,7 +313,7 @@ fn circuits_of<T: Scalar>(model: &Model<T>) -> HeadCircuits {
             .collect(),
         kq: widen(&circ.kq),
         ov: widen(&circ.ov),
-    }
+    })
 }
 
 fn set_params_of<T: Scalar>(model: &mut Model<T>, p: &[f64]) -> FfiResult<()> {
@@ -597,7 +606,7 @@ impl icl_model {
     }
 
     /// Per-head circuits.
-    pub fn circuits(&self) -> HeadCircuits {
+    pub fn circuits(&self) -> FfiResult<HeadCircuits> {
         with_model!(&self.inner, s => circuits_of(&s.model))
     }
 
@@ -660,6 +669,9 @@ impl<T: FfiScalar> TrainerState<T> {
         Self::new(tr, engine)
     }
 
+    /// `steps` steps of the one trainer (which logs the final row when a step completes
+    /// `train.steps`, and leaves a failing step undone); the losses of the steps done are in
+    /// `losses` even when a later step fails.
     fn train(&mut self, steps: u64, mut losses: Option<&mut [f64]>) -> FfiResult<f64> {
         let mut sum = 0.0;
         for i in 0..steps {
@@ -669,26 +681,11 @@ impl<T: FfiScalar> TrainerState<T> {
             }
             sum += loss;
         }
-        if self.tr.step == self.tr.cfg.train.steps {
-            // the final row of a full-batch run, as `icl train` logs it
-            self.tr.finish()?;
-        }
         Ok(if steps > 0 { sum / steps as f64 } else { 0.0 })
     }
 
     fn step_batch(&mut self, batch: &Batch<T>) -> FfiResult<f64> {
-        let mut g = vec![T::zero(); self.tr.model.params.len()];
-        let loss = loss_and_grad(&mut self.runner, &self.tr.model, batch, &mut g)?.to_f64();
-        if !loss.is_finite() {
-            return Err(icl_core::Error::Numerical(format!(
-                "training diverged at step {} (loss {loss})",
-                self.tr.step
-            ))
-            .into());
-        }
-        self.tr.opt.step(&mut self.tr.model.params, &g)?;
-        self.tr.step += 1;
-        Ok(loss)
+        Ok(self.tr.step_on(&mut self.runner, batch)?)
     }
 }
 
@@ -833,7 +830,7 @@ impl icl_trainer {
     }
 
     /// Per-head circuits of the current model.
-    pub fn circuits(&self) -> HeadCircuits {
+    pub fn circuits(&self) -> FfiResult<HeadCircuits> {
         with_trainer!(&self.inner, s => circuits_of(&s.tr.model))
     }
 
@@ -842,8 +839,27 @@ impl icl_trainer {
         with_trainer!(&self.inner, s => s.tr.log.len())
     }
 
-    /// Log row `i` (rows are written after step 1, every `train.log_every` steps and at
-    /// `train.steps`, as in `metrics.csv`).
+    /// The log's column names: the header of `metrics.csv` ("step", "loss", then the probes').
+    pub fn log_columns(&self) -> Vec<String> {
+        with_trainer!(&self.inner, s => ["step", "loss"]
+            .iter()
+            .map(|c| c.to_string())
+            .chain(s.tr.columns().iter().map(|c| c.name.clone()))
+            .collect())
+    }
+
+    /// Log row `i` as numbers in [`icl_trainer::log_columns`] order: step, loss, the probes'.
+    pub fn log_values(&self, i: usize) -> FfiResult<Vec<f64>> {
+        with_trainer!(&self.inner, s => {
+            let r = s.tr.log.get(i).ok_or_else(|| {
+                FfiError::size(format!("log row {i} of {}", s.tr.log.len()))
+            })?;
+            Ok([r.step as f64, r.loss].into_iter().chain(r.values.iter().copied()).collect())
+        })
+    }
+
+    /// Log row `i` (rows as in `metrics.csv`) with its omega and mu columns (empty when the log
+    /// has none: the `eigs` task, multi-layer models).
     pub fn log_row(&self, i: usize) -> FfiResult<LogEntry> {
         with_trainer!(&self.inner, s => {
             let r = s.tr.log.get(i).ok_or_else(|| {

@@ -1051,12 +1051,15 @@ struct LossGrad final {
 
 #ifndef CXXBRIDGE1_STRUCT_icl$LogRow
 #define CXXBRIDGE1_STRUCT_icl$LogRow
-// A row of the training log (as in `metrics.csv`).
+// A row of the training log (as in `metrics.csv`): the step, the loss, the per-head omega
+// and mu (first output) columns (empty for the `eigs` task and multi-layer models, whose
+// logs hold other columns), and the whole row in `Trainer::log_columns` order.
 struct LogRow final {
   ::std::uint64_t step CXX_DEFAULT_VALUE(0);
   double loss CXX_DEFAULT_VALUE(0);
   ::rust::Vec<double> omega;
   ::rust::Vec<double> mu;
+  ::rust::Vec<double> values;
 
   bool operator==(LogRow const &) const noexcept;
   bool operator!=(LogRow const &) const noexcept;
@@ -1144,7 +1147,7 @@ struct Model final : public ::rust::Opaque {
   void set_params(::rust::Slice<double const> params);
 
   // Per-head circuits.
-  ::icl::Circuits circuits() const noexcept;
+  ::icl::Circuits circuits() const;
 
   // Monte Carlo risk at test length len on the model's own task.
   ::icl::Risk risk(::std::size_t len, ::std::size_t samples, ::std::uint64_t seed);
@@ -1192,7 +1195,7 @@ struct Trainer final : public ::rust::Opaque {
   void set_params(::rust::Slice<double const> params);
 
   // Per-head circuits.
-  ::icl::Circuits circuits() const noexcept;
+  ::icl::Circuits circuits() const;
 
   // A copy of the current model.
   ::rust::Box<::icl::Model> model() const;
@@ -1202,6 +1205,10 @@ struct Trainer final : public ::rust::Opaque {
 
   // The training log.
   ::rust::Vec<::icl::LogRow> log() const noexcept;
+
+  // The names of the log's columns (the header of `metrics.csv`: step, loss, then every
+  // logged quantity), the order of `LogRow::values`.
+  ::rust::Vec<::rust::String> log_columns() const noexcept;
 
   ~Trainer() = delete;
 
@@ -1238,7 +1245,9 @@ private:
 // A trainer for a configuration with the named engine ("" = the default engine).
 ::rust::Box<::icl::Trainer> trainer_new(::icl::Config const &cfg, ::rust::Str engine);
 
-// A trainer continuing from a checkpoint (fresh optimiser state).
+// A trainer continuing from a checkpoint: with the trainer state of `icl train` or
+// `Trainer::save` it continues bit for bit (optimiser moments, log, step); from a model
+// checkpoint it starts a fresh optimiser at the saved parameters and step.
 ::rust::Box<::icl::Trainer> trainer_from_checkpoint(::rust::Str path, ::rust::Str engine);
 
 // Every theory quantity as JSON (`icl theory --list --json`).

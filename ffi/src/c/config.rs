@@ -25,9 +25,11 @@ pub unsafe extern "C" fn icl_config_preset(
 ///
 /// Returns ICL_OK, or:
 /// - ICL_ERR_UNKNOWN_KEY: an unknown section or key;
-/// - ICL_ERR_CONFIG: the text is not TOML, a key or section appears twice, a key is outside a
-///   section, a value has the wrong type or is outside its range, or a rule between keys fails;
-/// - ICL_ERR_NONFINITE: a number is NaN or infinite;
+/// - ICL_ERR_CONFIG: the text is not TOML (a number TOML cannot hold as a double, such as
+///   `1e400`, is not TOML either), a key or section appears twice, a key is outside a section, a
+///   value has the wrong type or is outside its range, `[task]` gives both `eigs` and a `d` other
+///   than the number of eigenvalues, or a rule between keys fails;
+/// - ICL_ERR_NONFINITE: a number is NaN or infinite (`nan`, `inf` in TOML);
 /// - ICL_ERR_NULL: `toml` or `out` is NULL; ICL_ERR_UTF8: `toml` is not UTF-8.
 #[no_mangle]
 pub unsafe extern "C" fn icl_config_from_toml(
@@ -42,8 +44,10 @@ pub unsafe extern "C" fn icl_config_from_toml(
 /// ("4", "1e-3", "true", "[0.5, 0.3]") or bare text ("eigs", "auto", "0.4,0.3"); for a list key ""
 /// is the empty list. The value is checked now against its key's type and range, the same range
 /// `icl_config_validate`, the TOML reader and the CLI use (for example `task.d` in 1..=4096,
-/// `task.sigma2` >= 0, `train.lr` > 0); setting `task.eigs` also sets `task.d` to its length, which
-/// must then be in d's range. Rules that involve several keys (`task.eigs` has d values, a
+/// `task.sigma2` >= 0, `train.lr` > 0, `model.scale` a finite number other than 0); setting
+/// `task.eigs` to a non-empty list also sets `task.d` to its length, which must then be in d's
+/// range (the empty list clears the eigenvalues and leaves `task.d`). Rules that involve several
+/// keys (`task.eigs` has d values, a
 /// multi-task support index <= d, the memory the configuration needs <= 16 GiB, ...) are checked by
 /// `icl_config_validate` and when the config is used, so a config may pass through states that
 /// break them while being edited.
@@ -52,7 +56,8 @@ pub unsafe extern "C" fn icl_config_from_toml(
 /// - ICL_ERR_UNKNOWN_KEY: no such key (exact, case-sensitive; "" and "task" are not keys);
 /// - ICL_ERR_CONFIG: the value has the wrong type ("" for a number, "4.5" or "-1" for an integer,
 ///   an unknown enum word) or is outside the key's range;
-/// - ICL_ERR_NONFINITE: the value is a NaN or infinite number (also inside a list);
+/// - ICL_ERR_NONFINITE: the value is a NaN or infinite number, or a number too large for a double
+///   (`1e400`), also inside a list;
 /// - ICL_ERR_NULL: `cfg`, `key` or `value` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_config_set(
@@ -85,9 +90,9 @@ pub unsafe extern "C" fn icl_config_get(
     })
 }
 
-/// Check every key's range again and the rules that involve several keys, for example: `task.eigs`
-/// has `task.d` values, `task.cov` has d*d, multi-task supports are non-empty and at most 16 with
-/// indices <= d, `model.arch = iv2stage` needs `task.kind = iv`, and the working memory of the
+/// Check every key's range again and the rules that involve several keys, for example: `task.eigs`,
+/// when not empty, has `task.d` values (whatever the task), `task.cov` has d*d, multi-task
+/// supports are non-empty and at most 16 with indices <= d, `model.arch = iv2stage` needs `task.kind = iv`, and the working memory of the
 /// configuration is at most 16 GiB. Every creating function (`icl_task_new`, `icl_model_new`,
 /// `icl_trainer_new`) runs the same check.
 ///

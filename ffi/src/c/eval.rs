@@ -17,10 +17,15 @@ use std::ffi::c_char;
 /// for transformer runs `lambda_range`, `stack`, `layers_out`, `alignment`, `ref`. Statuses:
 /// `ICL_ERR_ARGUMENT` (an unknown or repeated option or shift key, tau <= 0, a malformed value
 /// or an empty item in a list, `tau_holdout` without `opt` among the temperatures, a tau, shift
-/// or `lambda_range` so extreme that the evaluation is not finite in f64),
+/// or `lambda_range` so extreme that the evaluation is not finite in f64, a length outside
+/// 1..=2^20, `samples` < 2, the engine `vulkan` for an f64 or a multi-layer run),
+/// `ICL_ERR_UNKNOWN_NAME` (an unknown `engine`; names are exact: "SIMD" is not "simd"),
 /// `ICL_ERR_NONFINITE` (tau or a shift value NaN), `ICL_ERR_CONFIG` (a shift out of range, a
 /// covariance that is not positive definite), `ICL_ERR_UNKNOWN_KEY` (an unknown shift key),
-/// `ICL_ERR_UNSUPPORTED` (a shift on a task without one), `ICL_ERR_IO` (`dir` is missing, is
+/// `ICL_ERR_UNSUPPORTED` (a shift on a task without one, `vulkan` without a Vulkan device),
+/// `ICL_ERR_NUMERICAL` (a risk that is not finite without such values: the model itself
+/// overflows on the samples),
+/// `ICL_ERR_IO` (`dir` is missing, is
 /// `""`, is a file, or holds no `model.safetensors`), `ICL_ERR_CHECKPOINT` (its
 /// `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `keys` or
 /// `values` NULL with `n` > 0, `buf` NULL with a large enough `cap`), `ICL_ERR_UTF8` (a text not

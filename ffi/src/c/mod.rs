@@ -39,6 +39,15 @@ pub struct icl_dims {
     pub is_f64: i32,
 }
 
+/// The major version of the library this header belongs to (`MAJOR` of `icl_version()`'s
+/// "MAJOR.MINOR.PATCH"), for compile-time checks; `icl_version()` gives the version of the library
+/// a program runs with.
+pub const ICL_VERSION_MAJOR: u32 = 0;
+/// The minor version of the library this header belongs to (see `ICL_VERSION_MAJOR`).
+pub const ICL_VERSION_MINOR: u32 = 1;
+/// The patch version of the library this header belongs to (see `ICL_VERSION_MAJOR`).
+pub const ICL_VERSION_PATCH: u32 = 0;
+
 /// Sequences drawn from the training streams (seed, train, step, b): the batch of a training step.
 pub const ICL_DOMAIN_TRAIN: u32 = 0;
 /// Sequences drawn from the evaluation streams (seed, eval, step, b); `icl eval` uses step = L.
@@ -191,7 +200,9 @@ pub(crate) fn check_str_out(buf: *mut c_char, cap: usize, needed: *mut usize) ->
 }
 
 /// Copy `s` into `buf` (capacity `cap` bytes, NUL included) snprintf-style: `*needed` (optional)
-/// receives `strlen(s) + 1`; a too-small buffer gives `ICL_ERR_SIZE` and is left untouched.
+/// receives `strlen(s) + 1` on success and with `ICL_ERR_SIZE` (a too-small buffer, left
+/// untouched), and on no other failure: every output pointer is checked before anything is
+/// written.
 pub(crate) unsafe fn copy_str(
     s: &str,
     buf: *mut c_char,
@@ -199,14 +210,15 @@ pub(crate) unsafe fn copy_str(
     needed: *mut usize,
 ) -> FfiResult<()> {
     let n = s.len() + 1;
+    opt_out(needed, "needed")?;
+    if cap >= n && buf.is_null() {
+        return Err(FfiError::null("buf"));
+    }
     put_opt(needed, n, "needed")?;
     if cap < n {
         return Err(FfiError::size(format!(
             "string buffer has {cap} bytes; {n} needed (NUL included)"
         )));
-    }
-    if buf.is_null() {
-        return Err(FfiError::null("buf"));
     }
     std::ptr::copy_nonoverlapping(s.as_ptr(), buf as *mut u8, s.len());
     *buf.add(s.len()) = 0;
@@ -216,7 +228,10 @@ pub(crate) unsafe fn copy_str(
 // ------------------------------------------------------------------------------------------------
 // Library-wide functions.
 
-/// The library version, e.g. "0.1.0": a static string, never NULL. Cannot fail. Thread-safe.
+/// The library version, "MAJOR.MINOR.PATCH" (e.g. "0.1.0", the crate's version): a static string,
+/// never NULL. A program built against this header and linked with the same library finds
+/// `ICL_VERSION_MAJOR`, `ICL_VERSION_MINOR` and `ICL_VERSION_PATCH` in it. Cannot fail.
+/// Thread-safe.
 #[no_mangle]
 pub extern "C" fn icl_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
@@ -247,4 +262,17 @@ pub extern "C" fn icl_default_engine() -> *const c_char {
     static NAME: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
     NAME.get_or_init(|| std::ffi::CString::new(icl_run::default_engine()).unwrap_or_default())
         .as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The header's version macros are the crate's version (a release that bumps Cargo's version
+    /// must bump them too).
+    #[test]
+    fn version_constants_are_the_crate_version() {
+        let v = |s: &str| s.parse::<u32>().unwrap();
+        assert_eq!(super::ICL_VERSION_MAJOR, v(env!("CARGO_PKG_VERSION_MAJOR")));
+        assert_eq!(super::ICL_VERSION_MINOR, v(env!("CARGO_PKG_VERSION_MINOR")));
+        assert_eq!(super::ICL_VERSION_PATCH, v(env!("CARGO_PKG_VERSION_PATCH")));
+    }
 }

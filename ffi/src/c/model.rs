@@ -25,8 +25,13 @@ pub(crate) unsafe fn write_circuits(
 ) -> FfiResult<()> {
     check_len("omega", omega_len, c.omega.len())?;
     check_len("mu", mu_len, c.mu.len())?;
-    slice_mut(omega, omega_len, "omega")?.copy_from_slice(&c.omega);
-    slice_mut(mu, mu_len, "mu")?.copy_from_slice(&c.mu);
+    // both buffers are checked before either is written
+    let (o, m) = (
+        slice_mut(omega, omega_len, "omega")?,
+        slice_mut(mu, mu_len, "mu")?,
+    );
+    o.copy_from_slice(&c.omega);
+    m.copy_from_slice(&c.mu);
     Ok(())
 }
 
@@ -35,6 +40,8 @@ pub(crate) unsafe fn write_circuits(
 ///
 /// Returns ICL_OK, or:
 /// - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+/// - ICL_ERR_NONFINITE: the initial parameters are not finite in the model's precision (a
+///   Gaussian init with `model.init_scale` = 1e300 in an f32 model);
 /// - ICL_ERR_UNSUPPORTED: the configuration's model cannot be built (an option combination that is
 ///   not implemented);
 /// - ICL_ERR_NULL: `cfg` or `out` is NULL.
@@ -56,12 +63,15 @@ pub unsafe extern "C" fn icl_model_new(
 /// - ICL_ERR_CHECKPOINT: the file is not a valid icl checkpoint of this version: not safetensors
 ///   (truncated, bad header, overlapping or uncovered data), metadata `format` is not
 ///   "icl-checkpoint", metadata `version` is not "1" (unknown versions are refused, not read as
-///   version 1), `step` is not a non-negative integer, `dtype` is not "f32" or "f64" or disagrees
-///   with a model tensor's dtype (an f64 label over F32 tensors is refused, not widened), a model
-///   tensor is missing, misshapen or not finite, a tensor is neither a model tensor nor trainer
-///   state (extra tensors are refused, not ignored), the trainer state is incomplete, or the
-///   embedded configuration is invalid or needs more than the memory budget (checked before any
-///   tensor is allocated);
+///   version 1), `step` is not an integer in 0..=2^53, `dtype` is not "f32" or "f64", disagrees
+///   with a model tensor's dtype (an f64 label over F32 tensors is refused, not widened) or with
+///   the embedded configuration's `train.dtype`, a model tensor is missing, misshapen or not
+///   finite, a tensor is neither a model tensor nor trainer state (extra tensors are refused, not
+///   ignored), the trainer state is incomplete or inconsistent (optimiser state not finite or
+///   counting more updates than `step`, a loss window `train.window_sum` that is not finite or
+///   `train.window_count` longer than the steps since the last log row), or the embedded
+///   configuration is invalid or needs more than the memory budget (checked before any tensor is
+///   allocated);
 /// - ICL_ERR_NULL: `path_` or `out` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_load(
@@ -93,7 +103,8 @@ pub unsafe extern "C" fn icl_model_save(
 /// Returns ICL_OK, or:
 /// - ICL_ERR_UNKNOWN_NAME: no engine has this name ("" included);
 /// - ICL_ERR_UNSUPPORTED: the engine cannot run here: "vulkan" without a Vulkan device, or for a
-///   model that computes in f64;
+///   model that computes in f64. (A multi-layer model accepts any engine here; its predictions,
+///   losses and risks are ICL_ERR_UNSUPPORTED on every engine, see `icl_model_predict`.)
 /// - ICL_ERR_NULL: `model` or `name` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_set_engine(
@@ -131,12 +142,16 @@ pub unsafe extern "C" fn icl_model_config(
 /// ([n][len][d], `x_len` values), `y` ([n][len][n_out]), queries `xq` ([n][d]); predictions go
 /// to `out` ([n][n_out], `out_len` values). Inputs are rounded to the model's precision.
 ///
-/// Returns ICL_OK, or:
+/// Returns ICL_OK, or (`out` is left as it was on every failure):
 /// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, or a length differs
 ///   from its shape (`x_len` != n len d, `y_len` != n len n_out, `xq_len` != n d, `out_len` !=
 ///   n n_out), or the memory for the library's copy of the batch is not available;
 /// - ICL_ERR_NONFINITE: an input is NaN, infinite, or overflows the model's precision;
-/// - ICL_ERR_UNSUPPORTED: the model's engine cannot run it (e.g. a multi-layer model on vulkan);
+/// - ICL_ERR_NUMERICAL: a prediction is not finite (the model overflows on this input, e.g.
+///   inputs of 1e160 in f64 or parameters near the precision's limit);
+/// - ICL_ERR_UNSUPPORTED: the model is a multi-layer model (`model.arch` = transformer or
+///   iv2stage), on any engine: predictions, losses, gradients and risks here are those of
+///   one-layer attention (evaluate a multi-layer run with `icl_eval_run`);
 /// - ICL_ERR_NULL: `model`, or an array with a non-zero length, is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_predict(
@@ -168,12 +183,13 @@ pub unsafe extern "C" fn icl_model_predict(
 /// Predict for a token-major batch `z` (the layout of `icl_task_sample`, `z_len` = n (len+1)
 /// (d+n_out); the query's y-slots are ignored) into `out` ([n][n_out]).
 ///
-/// Returns ICL_OK, or:
+/// Returns ICL_OK, or (`out` is left as it was on every failure):
 /// - ICL_ERR_SIZE: `n` = 0, `len` = 0 or `len` > 2^24, the shape overflows, `z_len` or
 ///   `out_len` differs from its shape, or the memory for the library's copy of the batch (in the
 ///   model's precision) is not available;
 /// - ICL_ERR_NONFINITE: a value of `z` other than a query y-slot is NaN, infinite or overflows the
 ///   model's precision;
+/// - ICL_ERR_NUMERICAL: a prediction is not finite, as in `icl_model_predict`;
 /// - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
 /// - ICL_ERR_NULL: `model`, `z` or `out` is NULL.
 #[no_mangle]
@@ -205,7 +221,8 @@ pub unsafe extern "C" fn icl_model_predict_batch(
 ///   or `grad_len` differs from its shape, or the memory for the library's copy of the batch is
 ///   not available;
 /// - ICL_ERR_NONFINITE: an input is NaN, infinite or overflows the model's precision;
-/// - ICL_ERR_NUMERICAL: the loss or gradient is not finite (the model overflows on this batch);
+/// - ICL_ERR_NUMERICAL: the loss or gradient is not finite (the model overflows on this batch;
+///   `*loss` and `grad` are left as they were);
 /// - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
 /// - ICL_ERR_NULL: `model`, `z`, `y`, `loss` or `grad` is NULL.
 #[no_mangle]
@@ -273,8 +290,10 @@ pub unsafe extern "C" fn icl_model_set_params(
 
 /// The circuits of every head (He et al. 2025 §3): `omega` (H values: the mean diagonal of the
 /// effective KQ_11, score scale included) and `mu` (H n_out values, head-major: OV_22 per output).
+/// Both buffers are checked before either is written.
 ///
-/// Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL.
+/// Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL,
+/// ICL_ERR_UNSUPPORTED (a multi-layer model: it has no per-head KQ and OV).
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_circuits(
     model: *const icl_model,
@@ -285,7 +304,7 @@ pub unsafe extern "C" fn icl_model_circuits(
 ) -> icl_status {
     guard(|| {
         write_circuits(
-            &href(model, "model")?.circuits(),
+            &href(model, "model")?.circuits()?,
             omega,
             omega_len,
             mu,
@@ -295,9 +314,10 @@ pub unsafe extern "C" fn icl_model_circuits(
 }
 
 /// The effective circuit matrices: `kq` ([H][E][E], row-major, score scale included, E = d + n_out)
-/// and `ov` ([H][n_out][E]).
+/// and `ov` ([H][n_out][E]). Both buffers are checked before either is written.
 ///
-/// Returns ICL_OK, or ICL_ERR_SIZE (`kq_len` != H E E or `ov_len` != H n_out E), ICL_ERR_NULL.
+/// Returns ICL_OK, or ICL_ERR_SIZE (`kq_len` != H E E or `ov_len` != H n_out E), ICL_ERR_NULL,
+/// ICL_ERR_UNSUPPORTED (a multi-layer model, as in `icl_model_circuits`).
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_circuit_matrices(
     model: *const icl_model,
@@ -307,11 +327,13 @@ pub unsafe extern "C" fn icl_model_circuit_matrices(
     ov_len: usize,
 ) -> icl_status {
     guard(|| {
-        let c = href(model, "model")?.circuits();
+        let c = href(model, "model")?.circuits()?;
         check_len("kq", kq_len, c.kq.len())?;
         check_len("ov", ov_len, c.ov.len())?;
-        slice_mut(kq, kq_len, "kq")?.copy_from_slice(&c.kq);
-        slice_mut(ov, ov_len, "ov")?.copy_from_slice(&c.ov);
+        // both buffers are checked before either is written
+        let (k, o) = (slice_mut(kq, kq_len, "kq")?, slice_mut(ov, ov_len, "ov")?);
+        k.copy_from_slice(&c.kq);
+        o.copy_from_slice(&c.ov);
         Ok(())
     })
 }
@@ -327,6 +349,8 @@ pub unsafe extern "C" fn icl_model_circuit_matrices(
 ///   task's d or n_out differs from the model's;
 /// - ICL_ERR_CONFIG, ICL_ERR_NUMERICAL: with `task` NULL, the model's configuration cannot make
 ///   a task sampler (as in `icl_task_new`);
+/// - ICL_ERR_NUMERICAL: a prediction or the risk is not finite (the model overflows on these
+///   samples; `*risk` and `*stderr_out` are left as they were);
 /// - ICL_ERR_UNSUPPORTED: as in `icl_model_predict`;
 /// - ICL_ERR_NULL: `model`, `risk` or `stderr_out` is NULL.
 #[no_mangle]

@@ -41,7 +41,8 @@ pub unsafe extern "C" fn icl_task_dims(task: *const icl_task, out: *mut icl_dims
 /// n (len+1) (d+n_out) values, token-major: token l of sequence b at `z[(b (len+1) + l) (d+n_out)]`,
 /// x first then y, the query last with y-slots 0) and targets `y` (`y_len` = n n_out). Sequence b is
 /// drawn from stream (seed, domain, step, b): with `ICL_DOMAIN_TRAIN` and `n` = train.batch,
-/// `len` = L this is exactly the batch `icl train` uses at step `step`.
+/// `len` = L this is exactly the batch `icl train` uses at step `step` (with the simd engine on the
+/// isotropic task, up to that engine's rounding: see CONVENTIONS).
 ///
 /// Returns ICL_OK, or:
 /// - ICL_ERR_ARGUMENT: `domain` is neither ICL_DOMAIN_TRAIN nor ICL_DOMAIN_EVAL;

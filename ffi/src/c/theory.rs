@@ -1,9 +1,9 @@
 //! The theory registry through C: every quantity of `icl theory`, by name, with its parameters as
 //! text (the same names, defaults, kinds and ranges; `icl theory --list` or
 //! [`icl_theory_list`] shows them).
-use super::{copy_str, guard, put_opt, slice_mut, text};
+use super::{copy_str, guard, opt_out, put_opt, slice_mut, text};
 use crate::status::{icl_status, FfiError, FfiResult};
-use icl_core::theory::registry::{Out, Value};
+use icl_core::theory::registry::Out;
 use std::ffi::c_char;
 
 /// Read `n` (key, value) string pairs.
@@ -30,41 +30,13 @@ pub(crate) unsafe fn pairs(
         .collect()
 }
 
-/// The first non-finite number of a value, if any.
-fn non_finite(v: &Value) -> Option<f64> {
-    match v {
-        Value::Num(x) if !x.is_finite() => Some(*x),
-        Value::List(xs) => xs.iter().find_map(non_finite),
-        _ => None,
-    }
-}
-
-/// Evaluate a quantity. A result that is not finite (a closed form that overflows, e.g. a huge
-/// `d` or `L`) is `ICL_ERR_NUMERICAL`: JSON cannot carry it and a caller would misread it.
+/// Evaluate a quantity (the run layer refuses a result that is not finite with
+/// `ICL_ERR_NUMERICAL`, for every front end).
 fn eval(
     name: &str,
     args: &[(String, String)],
 ) -> FfiResult<(Out, std::collections::BTreeMap<String, String>)> {
-    let (out, vals) = icl_run::theory::evaluate(name, args)?;
-    let named =
-        std::iter::once(("value", &out.value)).chain(out.extra.iter().map(|(k, v)| (*k, v)));
-    for (k, v) in named {
-        if let Some(x) = non_finite(v) {
-            return Err(FfiError::new(
-                icl_status::ICL_ERR_NUMERICAL,
-                format!("{name}: {k} = {x} is not finite (the closed form overflows at these parameters)"),
-            ));
-        }
-    }
-    if let Some(t) = &out.traj {
-        if t.rows.iter().flatten().any(|x| !x.is_finite()) {
-            return Err(FfiError::new(
-                icl_status::ICL_ERR_NUMERICAL,
-                format!("{name}: its trajectory is not finite at these parameters"),
-            ));
-        }
-    }
-    Ok((out, vals))
+    Ok(icl_run::theory::evaluate(name, args)?)
 }
 
 /// Copy the list of every theory quantity as JSON into `buf` (capacity `cap` bytes, NUL included;
@@ -167,14 +139,22 @@ pub unsafe extern "C" fn icl_theory_value(
                 format!("{name}: its value is not a number or a list of numbers"),
             )
         })?;
+        // every output is checked before any is written; `count` is written on success and
+        // with ICL_ERR_SIZE only
+        opt_out(count, "count")?;
+        let dst = if out_len >= v.len() {
+            Some(slice_mut(out, v.len(), "out")?)
+        } else {
+            None
+        };
         put_opt(count, v.len(), "count")?;
-        if out_len < v.len() {
+        let Some(dst) = dst else {
             return Err(FfiError::size(format!(
                 "out has {out_len} values; {} needed",
                 v.len()
             )));
-        }
-        slice_mut(out, v.len(), "out")?.copy_from_slice(&v);
+        };
+        dst.copy_from_slice(&v);
         Ok(())
     })
 }

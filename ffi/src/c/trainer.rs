@@ -1,11 +1,11 @@
 //! `icl_trainer`: the training loop of `icl train`, stepped by the caller.
 use super::model::{dims_c, write_circuits};
 use super::{
-    create, destroy, guard, hmut, href, icl_dims, opt_out, opt_slice_mut, opt_text, path, put,
-    put_opt, slice, slice_mut,
+    copy_str, create, destroy, guard, hmut, href, icl_dims, opt_out, opt_slice_mut, opt_text, path,
+    put, put_opt, slice, slice_mut,
 };
 use crate::handles::{check_len, icl_config, icl_model, icl_trainer};
-use crate::status::icl_status;
+use crate::status::{icl_status, FfiError};
 use std::ffi::c_char;
 
 /// Create a trainer for a configuration into `*out`: the model initialised from `train.seed`, the
@@ -15,6 +15,8 @@ use std::ffi::c_char;
 ///
 /// Returns ICL_OK, or:
 /// - ICL_ERR_CONFIG: the configuration breaks a rule of `icl_config_validate`;
+/// - ICL_ERR_NONFINITE: the initial parameters are not finite in the model's precision (as in
+///   `icl_model_new`);
 /// - ICL_ERR_NUMERICAL: the task's covariance is not positive definite;
 /// - ICL_ERR_UNKNOWN_NAME: no engine has this name (exact, case-sensitive);
 /// - ICL_ERR_UNSUPPORTED: the engine cannot run this configuration ("vulkan" without a device, in
@@ -53,14 +55,20 @@ pub unsafe extern "C" fn icl_trainer_from_checkpoint(
 
 /// Run `steps` optimiser steps of the configuration's protocol, exactly as `icl train` runs it:
 /// fresh batches (the batch of step t from stream (seed, train, t, b)), or for the `eigs` task with
-/// `task.P > 0` full-batch gradient descent on the fixed training set. Reaching `train.steps` adds
-/// the final log row as `icl train` does; steps past `train.steps` are allowed (an extended run).
+/// `task.P > 0` full-batch gradient descent on the fixed training set. The step that completes
+/// `train.steps` adds the final log row as `icl train` does, so the log is the same however the
+/// steps are split into calls; steps past `train.steps` are allowed (an extended run).
 /// `losses` (optional; if given, `losses_len` >= steps) receives the loss of each step in its first
 /// `steps` values; `mean_loss` (optional) their mean (0 for `steps` = 0).
 ///
 /// Returns ICL_OK, or:
-/// - ICL_ERR_NUMERICAL: the loss of a step is not finite (training diverged): the steps before it
-///   are kept, with their losses written to `losses`, and the trainer's step count says how many;
+/// - ICL_ERR_NUMERICAL: a step diverged: its loss, its gradient or the updated parameters or
+///   optimiser moments are not finite (e.g. `train.lr` = 1e300, or `train.eps` = 1e-300, which is
+///   0 in f32). That step is undone: the parameters, optimiser state, log and step count are those
+///   after the last good step (so the trainer stays finite, and `icl_trainer_save` writes a
+///   checkpoint that `icl_trainer_from_checkpoint` continues). The steps before it are kept, with
+///   their losses written to `losses` (the failing step's is not), and the trainer's step count
+///   says how many; `*mean_loss` is left as it was;
 /// - ICL_ERR_SIZE: `losses` is given with `losses_len` < steps (nothing done);
 /// - ICL_ERR_NULL: `trainer` is NULL, or `losses` is NULL with `losses_len` > 0 (nothing done).
 #[no_mangle]
@@ -89,7 +97,10 @@ pub unsafe extern "C" fn icl_trainer_train(
 /// Returns ICL_OK, or (the trainer is unchanged on every failure):
 /// - ICL_ERR_SIZE: as in `icl_model_loss_grad`;
 /// - ICL_ERR_NONFINITE: an input is NaN, infinite or overflows the model's precision;
-/// - ICL_ERR_NUMERICAL: the loss on this batch is not finite;
+/// - ICL_ERR_NUMERICAL: the loss or gradient on this batch, or the updated parameters or
+///   optimiser moments, are not finite (the step diverged and is not taken);
+/// - ICL_ERR_UNSUPPORTED: a multi-layer model (steps on caller batches are for one-layer
+///   attention; train it with `icl_trainer_train`);
 /// - ICL_ERR_NULL: `trainer`, `z` or `y` is NULL.
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_step_batch(
@@ -168,9 +179,10 @@ pub unsafe extern "C" fn icl_trainer_set_params(
 }
 
 /// Per-head omega (H values) and mu (H n_out values) of the current model, as in
-/// `icl_model_circuits`.
+/// `icl_model_circuits` (both buffers checked before either is written).
 ///
-/// Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL.
+/// Returns ICL_OK, or ICL_ERR_SIZE (`omega_len` != H or `mu_len` != H n_out), ICL_ERR_NULL,
+/// ICL_ERR_UNSUPPORTED (a multi-layer model).
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_circuits(
     trainer: *const icl_trainer,
@@ -181,7 +193,7 @@ pub unsafe extern "C" fn icl_trainer_circuits(
 ) -> icl_status {
     guard(|| {
         write_circuits(
-            &href(trainer, "trainer")?.circuits(),
+            &href(trainer, "trainer")?.circuits()?,
             omega,
             omega_len,
             mu,
@@ -215,8 +227,11 @@ pub unsafe extern "C" fn icl_trainer_save(
     guard(|| href(trainer, "trainer")?.save(path(path_, "path")?))
 }
 
-/// Number of rows in the training log into `*out` (rows are written after step 1, every
-/// `train.log_every` steps and at step `train.steps`, as in `metrics.csv`).
+/// Number of rows in the training log into `*out`: the rows of the `metrics.csv` that `icl train`
+/// writes for the same steps, however the steps are split into calls (with fresh data a row after
+/// step 1, every `train.log_every` steps and at step `train.steps`; full batch (`eigs` with
+/// `task.P` > 0) a row at steps 0, `train.log_every`, ... before their update and one after the
+/// update that completes `train.steps`). Steps of `icl_trainer_step_batch` are not logged.
 ///
 /// Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
 #[no_mangle]
@@ -228,13 +243,18 @@ pub unsafe extern "C" fn icl_trainer_log_len(
 }
 
 /// Row `i` (0-based) of the training log: the step, the mean training loss since the previous row,
-/// and the per-head omega (H values) and mu (H values, first output). `step` and `loss` are
-/// optional.
+/// and the per-head omega and mu (first output) columns of the log. `omega_len` and `mu_len` must
+/// equal the number of those columns: H (`icl_trainer_dims`' heads) for one-layer attention on
+/// every task but `eigs`, and 0 for the `eigs` task and for multi-layer models (`model.arch` =
+/// transformer or iv2stage), whose logs hold other columns (`icl_trainer_log_columns` names
+/// every column, `icl_trainer_log_values` reads them all). `step` and `loss` are optional;
+/// `omega` and `mu` may be NULL when their length is 0. Every output is checked before any is
+/// written.
 ///
 /// Returns ICL_OK, or:
 /// - ICL_ERR_SIZE: `i` >= the number of rows (an index past the end), or `omega_len` or `mu_len`
-///   != H;
-/// - ICL_ERR_NULL: `trainer`, `omega` or `mu` is NULL.
+///   differs from the number of omega or mu columns;
+/// - ICL_ERR_NULL: `trainer` is NULL, or `omega` or `mu` is NULL with a non-zero length.
 #[no_mangle]
 pub unsafe extern "C" fn icl_trainer_log_row(
     trainer: *const icl_trainer,
@@ -250,10 +270,75 @@ pub unsafe extern "C" fn icl_trainer_log_row(
         let r = href(trainer, "trainer")?.log_row(i)?;
         check_len("omega", omega_len, r.omega.len())?;
         check_len("mu", mu_len, r.mu.len())?;
-        slice_mut(omega, omega_len, "omega")?.copy_from_slice(&r.omega);
-        slice_mut(mu, mu_len, "mu")?.copy_from_slice(&r.mu);
+        opt_out(step, "step")?;
+        opt_out(loss, "loss")?;
+        let (o, m) = (
+            slice_mut(omega, omega_len, "omega")?,
+            slice_mut(mu, mu_len, "mu")?,
+        );
+        o.copy_from_slice(&r.omega);
+        m.copy_from_slice(&r.mu);
         put_opt(step, r.step, "step")?;
         put_opt(loss, r.loss, "loss")?;
+        Ok(())
+    })
+}
+
+/// Copy the names of the training log's columns, comma-separated, into `buf` (capacity `cap`
+/// bytes, NUL included; `needed`, optional, receives the size required): the header line of the
+/// `metrics.csv` that `icl train` writes for this configuration, "step,loss," then the logged
+/// quantities (e.g. "step,loss,omega_0,omega_1,mu_0,mu_1" for two heads).
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_SIZE: `cap` < the size needed (nothing written; `*needed` is set);
+/// - ICL_ERR_NULL: `trainer` is NULL, or `buf` is NULL with a large enough `cap`.
+#[no_mangle]
+pub unsafe extern "C" fn icl_trainer_log_columns(
+    trainer: *const icl_trainer,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
+) -> icl_status {
+    guard(|| {
+        let names = href(trainer, "trainer")?.log_columns().join(",");
+        copy_str(&names, buf, cap, needed)
+    })
+}
+
+/// Row `i` (0-based) of the training log as numbers, in the order of `icl_trainer_log_columns`:
+/// the step, the loss and every logged quantity, at full precision (a row of `metrics.csv`, which
+/// prints them with 9 significant digits). `out` has capacity
+/// `out_len`; `count` (optional) receives the number of values (2 + the number of logged
+/// quantities), also when `out_len` is too small.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_SIZE: `i` >= the number of rows, or `out_len` < the number of values (nothing
+///   written; `*count` is set);
+/// - ICL_ERR_NULL: `trainer` is NULL, or `out` is NULL with a large enough `out_len`.
+#[no_mangle]
+pub unsafe extern "C" fn icl_trainer_log_values(
+    trainer: *const icl_trainer,
+    i: usize,
+    out: *mut f64,
+    out_len: usize,
+    count: *mut usize,
+) -> icl_status {
+    guard(|| {
+        let v = href(trainer, "trainer")?.log_values(i)?;
+        opt_out(count, "count")?;
+        let dst = if out_len >= v.len() {
+            Some(slice_mut(out, v.len(), "out")?)
+        } else {
+            None
+        };
+        put_opt(count, v.len(), "count")?;
+        let Some(dst) = dst else {
+            return Err(FfiError::size(format!(
+                "out has {out_len} values; {} needed",
+                v.len()
+            )));
+        };
+        dst.copy_from_slice(&v);
         Ok(())
     })
 }

@@ -1528,8 +1528,8 @@ static void c_trainer_log_row_bad(void) {
 }
 
 
-/* A multi-layer transformer through the same handles: it trains, predicts, saves and loads (the
- * per-head circuits answer with a status, whatever they mean for such a model). */
+/* A multi-layer transformer through the same handles: it trains, saves and loads; predictions and
+ * per-head circuits are ICL_ERR_UNSUPPORTED (they are one-layer attention's). */
 static void c_trainer_transformer(void) {
     icl_config *cfg = config_of("f64");
     OK(icl_config_set(cfg, "task.kind", "varying"));
@@ -1548,13 +1548,11 @@ static void c_trainer_transformer(void) {
     OK(icl_model_dims(m, &d));
     batch b = sample(2);
     double p[2];
-    icl_status s = icl_model_predict_batch(m, 2, L, b.z, ZLEN(2), p, 2);
-    fprintf(stderr, "    transformer predict_batch: %s %s\n", icl_status_name(s), icl_last_error());
-    CHECK(s == ICL_OK);
+    /* per-sequence predictions are one-layer attention's: a transformer's are refused, not
+     * computed from zero circuits (c_model_multilayer_unsupported) */
+    EXPECT(ICL_ERR_UNSUPPORTED, icl_model_predict_batch(m, 2, L, b.z, ZLEN(2), p, 2));
     double om[H], mu[H];
-    s = icl_trainer_circuits(t, om, H, mu, H);
-    fprintf(stderr, "    transformer circuits: %s %s\n", icl_status_name(s), icl_last_error());
-    CHECK(s == ICL_OK || s == ICL_ERR_UNSUPPORTED);
+    EXPECT(ICL_ERR_UNSUPPORTED, icl_trainer_circuits(t, om, H, mu, H));
     OK(icl_trainer_save(t, path("tf.safetensors")));
     icl_model *back = NULL;
     OK(icl_model_load(path("tf.safetensors"), &back));
@@ -1563,6 +1561,342 @@ static void c_trainer_transformer(void) {
     icl_trainer_free(t);
     EXPECT_CREATE(ICL_ERR_UNSUPPORTED, icl_trainer, icl_trainer_new(cfg, "vulkan", &out));
     icl_config_free(cfg);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The contract audit: outputs untouched on failure, divergence undone, predictions finite, the
+ * log of every kind, strict checkpoints, version macros. */
+
+/* The header's version macros are the version icl_version() reports. */
+static void c_version_macros(void) {
+    char v[64];
+    snprintf(v, sizeof v, "%d.%d.%d", ICL_VERSION_MAJOR, ICL_VERSION_MINOR, ICL_VERSION_PATCH);
+    if (strcmp(v, icl_version()) != 0) FAIL("macros give %s, icl_version() %s", v, icl_version());
+}
+
+/* Every output pointer is checked before any output is written: a failure leaves the caller's
+ * buffers and scalars as they were (`needed`/`count` only with ICL_ERR_SIZE). */
+static void c_outputs_untouched(void) {
+    icl_model *m = model();
+    double om[H], mu[H], kq[H * E * E], ov[H * E];
+    for (int i = 0; i < H; i++) om[i] = mu[i] = -7;
+    kq[0] = ov[0] = -7;
+    EXPECT(ICL_ERR_NULL, icl_model_circuits(m, om, H, NULL, H));
+    CHECK(om[0] == -7 && om[H - 1] == -7);
+    EXPECT(ICL_ERR_ARGUMENT, icl_model_circuits(m, om, H, (double *)(void *)((char *)mu + 1), H));
+    CHECK(om[0] == -7);
+    EXPECT(ICL_ERR_NULL, icl_model_circuit_matrices(m, kq, H * E * E, NULL, H * E));
+    CHECK(kq[0] == -7);
+    icl_model_free(m);
+
+    icl_trainer *t = trainer();
+    OK(icl_trainer_train(t, 2, NULL, 0, NULL));
+    EXPECT(ICL_ERR_NULL, icl_trainer_circuits(t, om, H, NULL, H));
+    CHECK(om[0] == -7);
+    uint64_t step[2] = {77, 77};
+    double loss = -7;
+    EXPECT(ICL_ERR_ARGUMENT, icl_trainer_log_row(t, 0, (uint64_t *)(void *)((char *)step + 1), &loss,
+                                                 om, H, mu, H));
+    CHECK(om[0] == -7 && mu[0] == -7 && loss == -7);
+    EXPECT(ICL_ERR_ARGUMENT, icl_trainer_log_row(t, 0, step, (double *)(void *)((char *)&loss + 1),
+                                                 om, H, mu, H));
+    CHECK(om[0] == -7 && step[0] == 77);
+    EXPECT(ICL_ERR_NULL, icl_trainer_log_row(t, 0, step, &loss, om, H, NULL, H));
+    CHECK(om[0] == -7 && step[0] == 77 && loss == -7);
+    double row[16] = {-7};
+    size_t count = 99;
+    EXPECT(ICL_ERR_NULL, icl_trainer_log_values(t, 0, NULL, 16, &count));
+    CHECK(count == 99);
+    EXPECT(ICL_ERR_ARGUMENT, icl_trainer_log_values(t, 0, row, 16, (size_t *)(void *)((char *)&count + 1)));
+    CHECK(row[0] == -7 && count == 99);
+    char names[8] = "xxxxxxx";
+    size_t need = 99;
+    EXPECT(ICL_ERR_NULL, icl_trainer_log_columns(t, NULL, 4096, &need));
+    CHECK(need == 99);
+    EXPECT(ICL_ERR_SIZE, icl_trainer_log_columns(t, names, sizeof names, &need));
+    CHECK(need > sizeof names && names[0] == 'x'); /* ICL_ERR_SIZE: needed set, buf untouched */
+    icl_trainer_free(t);
+
+    icl_config *cfg = config();
+    need = 99;
+    EXPECT(ICL_ERR_NULL, icl_config_get(cfg, "task.L", NULL, 100, &need));
+    CHECK(need == 99);
+    EXPECT(ICL_ERR_NULL, icl_config_to_toml(cfg, NULL, 1 << 16, &need));
+    CHECK(need == 99);
+    icl_config_free(cfg);
+    char buf[64] = "x";
+    EXPECT(ICL_ERR_NULL, icl_theory_eval("eta-star", NULL, NULL, 0, NULL, 1 << 16, &need));
+    CHECK(need == 99);
+    EXPECT(ICL_ERR_NULL, icl_theory_list(NULL, 1 << 20, &need));
+    CHECK(need == 99 && buf[0] == 'x');
+    double x = -7;
+    count = 99;
+    EXPECT(ICL_ERR_NULL, icl_theory_value("eta-star", NULL, NULL, 0, NULL, 4, &count));
+    CHECK(count == 99);
+    EXPECT(ICL_ERR_ARGUMENT, icl_theory_value("eta-star", NULL, NULL, 0, (double *)(void *)((char *)&row[0] + 1), 1, &count));
+    CHECK(count == 99 && x == -7);
+}
+
+/* A diverging step is undone: no NaN parameters, and the trainer saves, continues and predicts. */
+static void c_trainer_diverged_step_undone(void) {
+    const char *sets[][2] = {{"train.optimizer", "sgd"}, {"train.lr", "1e300"}};
+    const char *eps[][2] = {{"train.optimizer", "adam"}, {"train.eps", "1e-300"}}; /* 0 in f32 */
+    const char *(*cases[])[2] = {sets, eps};
+    for (int c = 0; c < 2; c++) {
+        icl_config *cfg = config();
+        OK(icl_config_set(cfg, cases[c][0][0], cases[c][0][1]));
+        OK(icl_config_set(cfg, cases[c][1][0], cases[c][1][1]));
+        icl_trainer *t = NULL;
+        OK(icl_trainer_new(cfg, NULL, &t));
+        icl_dims d;
+        OK(icl_trainer_dims(t, &d));
+        double *p0 = calloc(d.n_params, sizeof *p0), *p1 = calloc(d.n_params, sizeof *p1);
+        OK(icl_trainer_get_params(t, p0, d.n_params));
+        double l[4] = {-7, -7, -7, -7}, mean = -7;
+        EXPECT(ICL_ERR_NUMERICAL, icl_trainer_train(t, 4, l, 4, &mean));
+        uint64_t n = 99;
+        OK(icl_trainer_step_count(t, &n));
+        size_t rows = 99;
+        OK(icl_trainer_log_len(t, &rows));
+        OK(icl_trainer_get_params(t, p1, d.n_params));
+        /* the failing step (the first) is undone: parameters, step, log as before it */
+        CHECK(n == 0 && rows == 0 && l[0] == -7 && mean == -7);
+        CHECK(memcmp(p0, p1, d.n_params * sizeof *p0) == 0);
+        /* the same on a caller's batch */
+        batch b = sample(4);
+        double loss = -7;
+        EXPECT(ICL_ERR_NUMERICAL, icl_trainer_step_batch(t, 4, L, b.z, ZLEN(4), b.y, 4, &loss));
+        OK(icl_trainer_step_count(t, &n));
+        OK(icl_trainer_get_params(t, p1, d.n_params));
+        CHECK(n == 0 && loss == -7 && memcmp(p0, p1, d.n_params * sizeof *p0) == 0);
+        /* what the trainer holds is finite: it saves, loads, continues and predicts */
+        const char *p = path("diverged.safetensors");
+        OK(icl_trainer_save(t, p));
+        icl_trainer *back = NULL;
+        OK(icl_trainer_from_checkpoint(p, NULL, &back));
+        icl_model *m = NULL;
+        OK(icl_model_load(p, &m));
+        double out[4] = {-7, -7, -7, -7};
+        OK(icl_model_predict_batch(m, 4, L, b.z, ZLEN(4), out, 4));
+        for (int i = 0; i < 4; i++) CHECK(isfinite(out[i]));
+        icl_model_free(m);
+        icl_trainer_free(back);
+        free(p0), free(p1);
+        icl_trainer_free(t);
+        icl_config_free(cfg);
+    }
+}
+
+/* A prediction that is not finite is ICL_ERR_NUMERICAL with `out` untouched, as the loss and the
+ * risk are: inputs of 1e160 in f64, parameters near f32's limit. */
+static void c_model_predict_overflow(void) {
+    icl_model *m = model_of("f64");
+    batch b = sample(2);
+    for (size_t i = 0; i < ZLEN(2); i++) b.z[i] *= 1e160;
+    double out[2] = {-7, -7}, risk = -7, se = -7;
+    EXPECT(ICL_ERR_NUMERICAL, icl_model_predict_batch(m, 2, L, b.z, ZLEN(2), out, 2));
+    CHECK(out[0] == -7 && out[1] == -7);
+    double x[2 * L * D], y[2 * L], xq[2 * D];
+    for (int s = 0; s < 2; s++)
+        for (int l = 0; l < L; l++) {
+            memcpy(x + (s * L + l) * D, b.z + (s * (L + 1) + l) * E, D * sizeof(double));
+            y[s * L + l] = b.z[(s * (L + 1) + l) * E + D];
+        }
+    for (int s = 0; s < 2; s++) memcpy(xq + s * D, b.z + (s * (L + 1) + L) * E, D * sizeof(double));
+    EXPECT(ICL_ERR_NUMERICAL, icl_model_predict(m, 2, L, x, sizeof x / sizeof x[0], y, 2 * L, xq, 2 * D, out, 2));
+    CHECK(out[0] == -7 && out[1] == -7);
+    icl_model_free(m);
+    icl_config *cfg = config();
+    OK(icl_config_set(cfg, "model.init", "gaussian"));
+    OK(icl_config_set(cfg, "model.init_scale", "1e30")); /* KQ ~ 1e60: past f32 */
+    OK(icl_model_new(cfg, &m));
+    b = sample(2);
+    EXPECT(ICL_ERR_NUMERICAL, icl_model_predict_batch(m, 2, L, b.z, ZLEN(2), out, 2));
+    CHECK(out[0] == -7 && out[1] == -7);
+    EXPECT(ICL_ERR_NUMERICAL, icl_model_risk(m, NULL, L, 16, 0, &risk, &se));
+    CHECK(risk == -7 && se == -7);
+    icl_model_free(m);
+    /* parameters that overflow the precision at initialisation */
+    OK(icl_config_set(cfg, "model.init_scale", "1e300"));
+    EXPECT_CREATE(ICL_ERR_NONFINITE, icl_model, icl_model_new(cfg, &out));
+    EXPECT_CREATE(ICL_ERR_NONFINITE, icl_trainer, icl_trainer_new(cfg, NULL, &out));
+    icl_config_free(cfg);
+}
+
+/* The rows of one call crossing train.steps equal the rows of calls split at it (full batch: the
+ * final row after the update that completes train.steps). */
+static void c_trainer_log_split(void) {
+    icl_config *cfg = config_of("f64");
+    const char *sets[][2] = {{"train.steps", "5"}, {"task.kind", "eigs"}, {"task.eigs", "[0.4,0.3,0.2,0.1,0.05]"}, {"task.P", "6"}};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) OK(icl_config_set(cfg, sets[i][0], sets[i][1]));
+    size_t splits[][3] = {{7, 0, 0}, {5, 2, 0}, {3, 4, 0}, {1, 1, 5}};
+    uint64_t want[] = {0, 2, 4, 5, 6};
+    double first[5][64];
+    size_t width = 0;
+    for (size_t k = 0; k < 4; k++) {
+        icl_trainer *t = NULL;
+        OK(icl_trainer_new(cfg, "scalar", &t));
+        for (int j = 0; j < 3; j++)
+            if (splits[k][j]) OK(icl_trainer_train(t, splits[k][j], NULL, 0, NULL));
+        size_t rows = 0;
+        OK(icl_trainer_log_len(t, &rows));
+        if (rows != 5) FAIL("split %zu: %zu rows, 5 expected", k, rows);
+        for (size_t i = 0; i < rows && i < 5; i++) {
+            uint64_t step = 0;
+            double row[64];
+            size_t count = 0;
+            /* the eigs task logs no omega/mu: lengths 0, buffers may be NULL */
+            OK(icl_trainer_log_row(t, i, &step, NULL, NULL, 0, NULL, 0));
+            CHECK(step == want[i]);
+            OK(icl_trainer_log_values(t, i, row, 64, &count));
+            CHECK(count > 2 && count <= 64 && row[0] == (double)want[i]);
+            if (k == 0) {
+                memcpy(first[i], row, count * sizeof(double));
+                width = count;
+            } else if (count != width || memcmp(first[i], row, count * sizeof(double)) != 0) {
+                FAIL("split %zu: row %zu differs from one call's", k, i);
+            }
+        }
+        double om[H], mu[H];
+        EXPECT(ICL_ERR_SIZE, icl_trainer_log_row(t, 0, NULL, NULL, om, H, mu, H));
+        icl_trainer_free(t);
+    }
+    icl_config_free(cfg);
+}
+
+/* The log's columns are metrics.csv's; icl_trainer_log_values reads a whole row. */
+static void c_trainer_log_columns(void) {
+    icl_trainer *t = trainer();
+    OK(icl_trainer_train(t, 2, NULL, 0, NULL));
+    size_t need = 0;
+    EXPECT(ICL_ERR_SIZE, icl_trainer_log_columns(t, NULL, 0, &need));
+    char names[256];
+    OK(icl_trainer_log_columns(t, names, sizeof names, NULL));
+    CHECK(strlen(names) + 1 == need);
+    CHECK(strcmp(names, "step,loss,omega_0,omega_1,mu_0,mu_1") == 0);
+    double row[6], om[H], mu[H], loss;
+    uint64_t step;
+    size_t count = 0;
+    OK(icl_trainer_log_values(t, 1, row, 6, &count));
+    OK(icl_trainer_log_row(t, 1, &step, &loss, om, H, mu, H));
+    CHECK(count == 6 && row[0] == (double)step && row[1] == loss && row[2] == om[0] && row[3] == om[1] &&
+          row[4] == mu[0] && row[5] == mu[1]);
+    EXPECT(ICL_ERR_SIZE, icl_trainer_log_values(t, 1, row, 5, &count));
+    CHECK(count == 6);
+    EXPECT(ICL_ERR_SIZE, icl_trainer_log_values(t, 2, row, 6, NULL));
+    EXPECT(ICL_ERR_NULL, icl_trainer_log_values(NULL, 0, row, 6, NULL));
+    EXPECT(ICL_ERR_NULL, icl_trainer_log_columns(NULL, names, sizeof names, NULL));
+    icl_trainer_free(t);
+}
+
+/* A multi-layer model has no per-head circuits and its predictions are not one-layer attention's:
+ * ICL_ERR_UNSUPPORTED on every engine, not zeros with ICL_OK. Its log has no omega/mu columns. */
+static void c_model_multilayer_unsupported(void) {
+    icl_config *cfg = config_of("f32");
+    OK(icl_config_set(cfg, "task.kind", "varying"));
+    OK(icl_config_set(cfg, "model.arch", "transformer"));
+    OK(icl_config_set(cfg, "model.layers", "2"));
+    OK(icl_config_set(cfg, "model.init", "gaussian"));
+    OK(icl_config_set(cfg, "model.init_scale", "0.1"));
+    icl_trainer *t = NULL;
+    OK(icl_trainer_new(cfg, "scalar", &t));
+    OK(icl_trainer_train(t, 2, NULL, 0, NULL));
+    OK(icl_trainer_log_row(t, 0, NULL, NULL, NULL, 0, NULL, 0));
+    icl_model *m = NULL;
+    OK(icl_trainer_model(t, &m));
+    batch b = sample(2);
+    double out[2] = {-7, -7}, om[H], mu[H], r = -7, se = -7;
+    const char *engines[] = {"scalar", "simd"};
+    for (int e = 0; e < 2; e++) {
+        OK(icl_model_set_engine(m, engines[e]));
+        EXPECT(ICL_ERR_UNSUPPORTED, icl_model_predict_batch(m, 2, L, b.z, ZLEN(2), out, 2));
+        EXPECT(ICL_ERR_UNSUPPORTED, icl_model_risk(m, NULL, L, 4, 0, &r, &se));
+    }
+    CHECK(out[0] == -7 && r == -7);
+    EXPECT(ICL_ERR_UNSUPPORTED, icl_model_circuits(m, om, H, mu, H));
+    EXPECT(ICL_ERR_UNSUPPORTED, icl_trainer_circuits(t, om, H, mu, H));
+    EXPECT(ICL_ERR_UNSUPPORTED, icl_trainer_step_batch(t, 2, L, b.z, ZLEN(2), b.y, 2, NULL));
+    icl_model_free(m);
+    icl_trainer_free(t);
+    icl_config_free(cfg);
+}
+
+/* Trainer state that could be misread is refused: a config dtype other than the tensors', a
+ * window that is not finite or longer than the steps since the last row, a step past 2^53, an
+ * optimiser counting more updates than steps. */
+static void c_trainer_from_checkpoint_inconsistent(void) {
+    icl_trainer *t = trainer();
+    OK(icl_trainer_train(t, 3, NULL, 0, NULL)); /* rows after 1, 2; one step in the window */
+    const char *p = path("s.safetensors");
+    OK(icl_trainer_save(t, p));
+    icl_trainer_free(t);
+    const char *bad[][3] = {
+        {"dtype = \\\"f32\\\"", "dtype = \\\"f64\\\"", "cfg_f64.safetensors"},
+        {"\"train.window_sum\":\"", "\"train.window_sum\":\"NaN\",\"x\":\"", "wsum.safetensors"},
+        {"\"train.window_count\":\"1\"", "\"train.window_count\":\"18446744073709551615\"", "wcount.safetensors"},
+        {"\"train.window_count\":\"1\"", "\"train.window_count\":\"2\"", "wcount2.safetensors"},
+        {"\"step\":\"3\"", "\"step\":\"18446744073709551615\"", "step.safetensors"},
+        {"\"train.opt_counter\":\"3\"", "\"train.opt_counter\":\"4\"", "counter.safetensors"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *q = rewrite(p, bad[i][2], bad[i][0], bad[i][1], NULL);
+        EXPECT_CREATE(ICL_ERR_CHECKPOINT, icl_trainer, icl_trainer_from_checkpoint(q, NULL, &out));
+        EXPECT_CREATE(ICL_ERR_CHECKPOINT, icl_model, icl_model_load(q, &out));
+    }
+    /* the unedited file loads */
+    OK(icl_trainer_from_checkpoint(p, NULL, &t));
+    icl_trainer_free(t);
+}
+
+/* With the scalar engine a step on the batch icl_task_sample draws for step t is icl_trainer_train's
+ * step t, bit for bit (CONVENTIONS: the simd engine differs there by its own rounding). */
+static void c_trainer_step_batch_equals_train(void) {
+    icl_trainer *a = trainer(), *b = trainer();
+    icl_task *t = task();
+    char seed[32];
+    icl_config *cfg = config();
+    OK(icl_config_get(cfg, "train.seed", seed, sizeof seed, NULL));
+    icl_config_free(cfg);
+    static double z[8 * (L + 1) * E], y[8];
+    for (uint64_t step = 0; step < 3; step++) {
+        OK(icl_trainer_train(a, 1, NULL, 0, NULL));
+        OK(icl_task_sample(t, strtoull(seed, NULL, 10), ICL_DOMAIN_TRAIN, step, 8, L, z, ZLEN(8), y, 8));
+        OK(icl_trainer_step_batch(b, 8, L, z, ZLEN(8), y, 8, NULL));
+    }
+    icl_dims d;
+    OK(icl_trainer_dims(a, &d));
+    double *pa = calloc(d.n_params, sizeof *pa), *pb = calloc(d.n_params, sizeof *pb);
+    OK(icl_trainer_get_params(a, pa, d.n_params));
+    OK(icl_trainer_get_params(b, pb, d.n_params));
+    CHECK(memcmp(pa, pb, d.n_params * sizeof *pa) == 0);
+    free(pa), free(pb);
+    icl_task_free(t);
+    icl_trainer_free(a), icl_trainer_free(b);
+}
+
+/* Config contracts: model.scale's range excludes 0; eigs and d given together must agree; "" for
+ * eigs clears it and leaves d. */
+static void c_config_contracts(void) {
+    icl_config *cfg = config();
+    EXPECT(ICL_ERR_CONFIG, icl_config_set(cfg, "model.scale", "0"));
+    OK(icl_config_set(cfg, "model.scale", "-0.5"));
+    EXPECT(ICL_ERR_NONFINITE, icl_config_set(cfg, "task.sigma2", "1e400"));
+    icl_config_free(cfg);
+    icl_config *c2 = NULL;
+    EXPECT_CREATE(ICL_ERR_CONFIG, icl_config, icl_config_from_toml("[task]\nkind = \"eigs\"\nd = 2\neigs = [1.0, 2.0, 3.0]\n", &out));
+    EXPECT_CREATE(ICL_ERR_CONFIG, icl_config, icl_config_from_toml("[task]\nsigma2 = 1e400\n", &out));
+    OK(icl_config_from_toml("[task]\nkind = \"eigs\"\nd = 3\neigs = [1.0, 2.0, 3.0]\n", &c2));
+    char buf[64];
+    OK(icl_config_set(c2, "task.kind", "isotropic"));
+    OK(icl_config_set(c2, "task.eigs", ""));
+    OK(icl_config_get(c2, "task.d", buf, sizeof buf, NULL));
+    CHECK(strcmp(buf, "3") == 0);
+    OK(icl_config_set(c2, "task.eigs", "[1.0, 2.0]"));
+    OK(icl_config_get(c2, "task.d", buf, sizeof buf, NULL));
+    CHECK(strcmp(buf, "2") == 0);
+    OK(icl_config_set(c2, "task.d", "4")); /* deferred: eigs now lists 2 of 4 */
+    EXPECT(ICL_ERR_CONFIG, icl_config_validate(c2));
+    icl_config_free(c2);
 }
 
 static void c_trainer_free(void) {
@@ -2246,6 +2580,17 @@ static const kase CASES[] = {
     {"icl_trainer_log_row", "rows; step and loss optional", c_trainer_log},
     {"icl_trainer_log_row", "index past the end, sizes, NULLs; outputs untouched", c_trainer_log_row_bad},
     {"icl_trainer_free", "NULL and a trainer", c_trainer_free},
+    {"icl_version", "ICL_VERSION_MAJOR.MINOR.PATCH is icl_version()", c_version_macros},
+    {"icl_model_circuits", "every output checked before any is written (circuits, log rows, strings, counts)", c_outputs_untouched},
+    {"icl_trainer_train", "a diverging step (lr 1e300, eps 0 in f32) is undone: saves, loads, predicts", c_trainer_diverged_step_undone},
+    {"icl_model_predict", "a prediction that is not finite is ICL_ERR_NUMERICAL, out untouched; init overflow", c_model_predict_overflow},
+    {"icl_trainer_log_row", "full batch: the rows do not depend on how train calls split the steps", c_trainer_log_split},
+    {"icl_trainer_log_columns", "metrics.csv's header; log_values reads whole rows", c_trainer_log_columns},
+    {"icl_trainer_log_values", "sizes, counts, NULLs", c_trainer_log_columns},
+    {"icl_model_predict_batch", "multi-layer models: ICL_ERR_UNSUPPORTED on every engine", c_model_multilayer_unsupported},
+    {"icl_trainer_from_checkpoint", "inconsistent state refused: dtype, window, step, counter", c_trainer_from_checkpoint_inconsistent},
+    {"icl_trainer_step_batch", "scalar: a step on icl_task_sample's batch of step t is train's step t", c_trainer_step_batch_equals_train},
+    {"icl_config_set", "model.scale excludes 0; eigs sets d, \"\" clears it; TOML eigs and d agree", c_config_contracts},
 };
 
 #define N_CASES (sizeof CASES / sizeof CASES[0])

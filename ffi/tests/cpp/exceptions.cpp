@@ -48,6 +48,34 @@ int main() {
         v.push_back("0");
         icl::theory_value("eta-star", k, v);
     }, "--d = 0");
+    // a closed form that overflows at its parameters throws, in both forms (never inf or null)
+    auto overflow = [](bool json) {
+        rust::Vec<rust::String> k, v;
+        k.push_back("sigma2");
+        v.push_back("1e308");
+        k.push_back("d");
+        v.push_back("1");
+        k.push_back("L");
+        v.push_back("3");
+        if (json) icl::theory_eval("ols-risk", k, v);
+        else icl::theory_value("ols-risk", k, v);
+    };
+    expect_throw("theory value overflow", [&] { overflow(false); }, "not finite");
+    expect_throw("theory JSON overflow", [&] { overflow(true); }, "not finite");
+    // a diverging step throws and is undone: the parameters stay those before it
+    {
+        rust::Box<icl::Config> c = icl::config_preset("quick");
+        c->set("train.optimizer", "sgd");
+        c->set("train.lr", "1e300");
+        rust::Box<icl::Trainer> t = icl::trainer_new(*c, "");
+        rust::Vec<double> before = t->params();
+        expect_throw("diverging step", [&] { t->train(2); }, "diverged");
+        rust::Vec<double> after = t->params();
+        bool same = t->step_count() == 0 && before.size() == after.size();
+        for (size_t i = 0; same && i < before.size(); i++) same = before[i] == after[i];
+        std::printf("%s a diverging step is undone\n", same ? "ok" : "FAIL");
+        failures += !same;
+    }
     rust::Box<icl::TaskSampler> task = icl::task_sampler(*cfg);
     // sizes in range whose memory is not there: an exception, not an abort
     expect_throw("a batch beyond memory", [&] { task->sample(0, true, 0, 1 << 24, 1 << 24); },
