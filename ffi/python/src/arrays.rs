@@ -1,8 +1,8 @@
 //! numpy arrays in and out. Inputs are checked before anything is computed: a numpy array
 //! (`TypeError` otherwise), of dtype float64 or float32 (`TypeError`), C-contiguous and of the
-//! documented shape (`icl.ShapeError`, a `ValueError`), finite (`icl.InputError`). Outputs are
-//! new float64 arrays.
-use crate::errors::{shape_err, type_err, OrPy};
+//! documented shape (`icl.ShapeError`, a `ValueError`); finiteness is checked where the batch is
+//! made (`icl.InputError`; the query's y-slots are ignored). Outputs are new float64 arrays.
+use crate::errors::{shape_err, type_err};
 use numpy::{
     dtype, PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray,
     PyUntypedArrayMethods,
@@ -92,7 +92,7 @@ pub fn read_tokens(name: &str, z: &Bound<'_, PyAny>, e: usize) -> PyResult<Token
             .map(|&x| x as f64)
             .collect()
     };
-    icl_core::scalar::check_finite(name, &values).or_py()?;
+    // finiteness is the library's check (`Batch::from_parts`), which ignores the query's y-slots
     Ok(Tokens {
         n,
         tokens,

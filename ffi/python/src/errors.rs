@@ -49,21 +49,36 @@ pub fn new_err(class: &str, msg: impl Into<String>) -> PyErr {
 /// The Python exception for a run-layer error.
 pub fn py_err(e: impl Into<RunError>) -> PyErr {
     let e = e.into();
-    let err = new_err(class_of(&e), e.to_string());
-    if let RunError::Os(_, io) = &e {
-        if let Some(code) = io.raw_os_error() {
-            // OSError's errno, as Python's own file errors carry it
-            Python::attach(|py| {
-                let _ = err.value(py).setattr("errno", code);
-            });
-        }
-    }
-    err
+    with_errno(new_err(class_of(&e), e.to_string()), &e)
 }
 
 /// The Python exception for run `run` of a sweep failing with `e` (the message names the run).
 pub fn py_err_in(run: &str, e: RunError) -> PyErr {
-    new_err(class_of(&e), format!("run {run}: {e}"))
+    with_errno(new_err(class_of(&e), format!("run {run}: {e}")), &e)
+}
+
+/// `errno` on the `OSError`s, as Python's own file errors carry it: the system's code for a
+/// refused file operation (`FileError`), `ENOENT` for a missing run or file (`RunNotFoundError`,
+/// a `FileNotFoundError`). (Not `filename` or `strerror`: with them `str(e)` would become
+/// Python's `[Errno 2] ...` form instead of the library's message.)
+fn with_errno(err: PyErr, e: &RunError) -> PyErr {
+    Python::attach(|py| {
+        let v = err.value(py);
+        match e {
+            RunError::Os(_, io) => {
+                if let Some(code) = io.raw_os_error() {
+                    let _ = v.setattr("errno", code);
+                }
+            }
+            RunError::NotFound(_) => {
+                if let Ok(code) = py.import("errno").and_then(|m| m.getattr("ENOENT")) {
+                    let _ = v.setattr("errno", code);
+                }
+            }
+            _ => {}
+        }
+    });
+    err
 }
 
 /// Map a run-layer result to a Python one.

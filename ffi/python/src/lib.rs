@@ -21,7 +21,7 @@ mod values;
 
 use crate::arrays::new_f64;
 use crate::errors::{input_err, OrPy};
-use crate::values::{param_text, to_py};
+use crate::values::{param_text, to_py, Int};
 use icl_core::rng::Domain;
 use icl_core::{Batch, Task};
 use pyo3::prelude::*;
@@ -53,12 +53,13 @@ fn presets(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 fn sample<'py>(
     py: Python<'py>,
     config: &Bound<'py, PyAny>,
-    n: usize,
-    L: Option<usize>,
-    seed: Option<u64>,
-    step: Option<u64>,
+    n: Int<usize>,
+    L: Option<Int<usize>>,
+    seed: Option<Int<u64>>,
+    step: Option<Int<u64>>,
     domain: &str,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let (n, L, seed, step) = (n.0, L.map(|v| v.0), seed.map(|v| v.0), step.map(|v| v.0));
     let cfg = config::Config::from_arg(config)?.cfg;
     let len = L.unwrap_or(cfg.task.len);
     let dom = match domain {

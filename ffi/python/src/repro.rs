@@ -3,7 +3,7 @@
 //! [`icl_run::repro::repro`]), exactly as for the CLI and the C API's `icl_repro`.
 use crate::errors::{type_err, OrPy};
 use crate::run::{stderr_write, ProgressArg};
-use crate::values::to_toml;
+use crate::values::{to_toml, Int};
 use icl_run::repro::ReproOptions;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -52,7 +52,7 @@ fn only_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 /// call returns (complete runs are kept: the next call skips them).
 #[pyfunction]
 #[pyo3(
-    signature = (paper, out, *, scale = "smoke", only = None, jobs = 1, engine = None, set = None, progress = ProgressArg::Flag(false)),
+    signature = (paper, out, *, scale = "smoke", only = None, jobs = Int(1), engine = None, set = None, progress = ProgressArg::Flag(false)),
     text_signature = "(paper, out, *, scale='smoke', only=None, jobs=1, engine=None, set=None, progress=False)"
 )]
 #[allow(clippy::too_many_arguments)]
@@ -62,7 +62,7 @@ pub fn repro<'py>(
     out: PathBuf,
     scale: &str,
     only: Option<&Bound<'py, PyAny>>,
-    jobs: i64,
+    jobs: Int<i64>,
     engine: Option<String>,
     set: Option<&Bound<'py, PyDict>>,
     progress: ProgressArg,
@@ -70,7 +70,7 @@ pub fn repro<'py>(
     let (progress, call) = progress.split(py)?;
     let mut pairs = vec![
         ("scale".to_string(), scale.to_string()),
-        ("jobs".to_string(), jobs.to_string()),
+        ("jobs".to_string(), jobs.0.to_string()),
     ];
     if let Some(v) = only {
         pairs.push(("only".into(), only_text(v)?));

@@ -5,7 +5,7 @@
 use crate::arrays::{new_f64, read_tokens};
 use crate::config::Config;
 use crate::errors::{input_err, py_err, OrPy};
-use crate::values::to_py;
+use crate::values::{to_py, Int};
 use icl_core::budget::{try_map, try_vec};
 use icl_core::{Batch, Model, Runner};
 use icl_run::eval::EvalOptions;
@@ -232,21 +232,26 @@ impl Run {
     /// pandas DataFrame when pandas is installed (and `as_frame` is not False), else a list of
     /// dicts. `plot`: a file to draw the risks against L' in (`icl eval --plot`; PNG if it ends
     /// in `.png`, SVG otherwise). The GIL is released while it runs.
-    #[pyo3(signature = (lengths = vec![10, 20, 40, 100], samples = 20_000, seed = 0, engine = None, as_frame = None, tau = None, shift = None, tau_holdout = None, plot = None))]
+    #[pyo3(
+        signature = (lengths = vec![Int(10), Int(20), Int(40), Int(100)], samples = Int(20_000), seed = Int(0), engine = None, as_frame = None, tau = None, shift = None, tau_holdout = None, plot = None),
+        text_signature = "($self, lengths=[10, 20, 40, 100], samples=20000, seed=0, engine=None, as_frame=None, tau=None, shift=None, tau_holdout=None, plot=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn eval<'py>(
         &self,
         py: Python<'py>,
-        lengths: Vec<usize>,
-        samples: usize,
-        seed: u64,
+        lengths: Vec<Int<usize>>,
+        samples: Int<usize>,
+        seed: Int<u64>,
         engine: Option<String>,
         as_frame: Option<bool>,
         tau: Option<Bound<'py, PyAny>>,
         shift: Option<Bound<'py, PyDict>>,
-        tau_holdout: Option<usize>,
+        tau_holdout: Option<Int<usize>>,
         plot: Option<std::path::PathBuf>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let lengths: Vec<usize> = lengths.into_iter().map(|v| v.0).collect();
+        let (samples, seed, tau_holdout) = (samples.0, seed.0, tau_holdout.map(|v| v.0));
         let tau_text = match tau {
             None => None,
             Some(t) if t.is_instance_of::<pyo3::types::PyString>() => Some(t.str()?.to_string()),
@@ -482,23 +487,25 @@ fn train_options(
 /// raised; `icl.resume(out)` continues it to the same bytes as an uninterrupted run.
 #[pyfunction]
 #[pyo3(
-    signature = (config, *, steps = None, seed = None, engine = None, out = None, progress = ProgressArg::Flag(true), force = false, eval_samples = 20_000, checkpoint_every = 0, checkpoint_minutes = 5.0),
+    signature = (config, *, steps = None, seed = None, engine = None, out = None, progress = ProgressArg::Flag(true), force = false, eval_samples = Int(20_000), checkpoint_every = Int(0), checkpoint_minutes = 5.0),
     text_signature = "(config, *, steps=None, seed=None, engine=None, out=None, progress=True, force=False, eval_samples=20000, checkpoint_every=0, checkpoint_minutes=5.0)"
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     py: Python<'_>,
     config: &Bound<'_, PyAny>,
-    steps: Option<u64>,
-    seed: Option<u64>,
+    steps: Option<Int<u64>>,
+    seed: Option<Int<u64>>,
     engine: Option<String>,
     out: Option<PathBuf>,
     progress: ProgressArg,
     force: bool,
-    eval_samples: usize,
-    checkpoint_every: u64,
+    eval_samples: Int<usize>,
+    checkpoint_every: Int<u64>,
     checkpoint_minutes: f64,
 ) -> PyResult<Run> {
+    let (steps, seed) = (steps.map(|v| v.0), seed.map(|v| v.0));
+    let (eval_samples, checkpoint_every) = (eval_samples.0, checkpoint_every.0);
     let c = Config::from_arg(config)?;
     let mut cfg = c.cfg;
     if let Some(s) = steps {
@@ -533,20 +540,22 @@ pub fn train(
 /// uninterrupted run (as `icl train --resume DIR`). Other arguments as in `icl.train`.
 #[pyfunction]
 #[pyo3(
-    signature = (dir, *, steps = None, engine = None, progress = ProgressArg::Flag(true), eval_samples = 20_000, checkpoint_every = 0, checkpoint_minutes = 5.0),
+    signature = (dir, *, steps = None, engine = None, progress = ProgressArg::Flag(true), eval_samples = Int(20_000), checkpoint_every = Int(0), checkpoint_minutes = 5.0),
     text_signature = "(dir, *, steps=None, engine=None, progress=True, eval_samples=20000, checkpoint_every=0, checkpoint_minutes=5.0)"
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn resume(
     py: Python<'_>,
     dir: PathBuf,
-    steps: Option<u64>,
+    steps: Option<Int<u64>>,
     engine: Option<String>,
     progress: ProgressArg,
-    eval_samples: usize,
-    checkpoint_every: u64,
+    eval_samples: Int<usize>,
+    checkpoint_every: Int<u64>,
     checkpoint_minutes: f64,
 ) -> PyResult<Run> {
+    let steps = steps.map(|v| v.0);
+    let (eval_samples, checkpoint_every) = (eval_samples.0, checkpoint_every.0);
     let opts = train_options(
         engine,
         None,

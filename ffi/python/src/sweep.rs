@@ -3,7 +3,7 @@
 //! and returning the JSON of the CLI's `--json`, exactly as the C API's `icl_sweep_*`.
 use crate::errors::{py_err_in, OrPy};
 use crate::run::{stderr_write, ProgressArg};
-use crate::values::to_py;
+use crate::values::{to_py, Int};
 use icl_run::sweep::{self, front, SweepRunOptions};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
@@ -50,35 +50,38 @@ pub fn sweep_plan<'py>(
 /// runs in progress and raises `KeyboardInterrupt`; calling again continues them.
 #[pyfunction]
 #[pyo3(
-    signature = (dir, *, jobs = None, index = None, engine = None, eval_samples = 20000, checkpoint_minutes = 5.0, checkpoint_every = 0, force = false, progress = ProgressArg::Flag(false)),
+    signature = (dir, *, jobs = None, index = None, engine = None, eval_samples = Int(20000), checkpoint_minutes = 5.0, checkpoint_every = Int(0), force = false, progress = ProgressArg::Flag(false)),
     text_signature = "(dir, *, jobs=None, index=None, engine=None, eval_samples=20000, checkpoint_minutes=5.0, checkpoint_every=0, force=False, progress=False)"
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn sweep_run<'py>(
     py: Python<'py>,
     dir: PathBuf,
-    jobs: Option<i64>,
-    index: Option<i64>,
+    jobs: Option<Int<i64>>,
+    index: Option<Int<i64>>,
     engine: Option<String>,
-    eval_samples: i64,
+    eval_samples: Int<i64>,
     checkpoint_minutes: f64,
-    checkpoint_every: i64,
+    checkpoint_every: Int<i64>,
     force: bool,
     progress: ProgressArg,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (progress, call) = progress.split(py)?;
     let mut pairs = vec![
-        ("eval_samples".to_string(), eval_samples.to_string()),
+        ("eval_samples".to_string(), eval_samples.0.to_string()),
         (
             "checkpoint_minutes".to_string(),
             checkpoint_minutes.to_string(),
         ),
-        ("checkpoint_every".to_string(), checkpoint_every.to_string()),
+        (
+            "checkpoint_every".to_string(),
+            checkpoint_every.0.to_string(),
+        ),
         ("force".to_string(), force.to_string()),
     ];
     for (k, v) in [("jobs", jobs), ("index", index)] {
         if let Some(v) = v {
-            pairs.push((k.into(), v.to_string()));
+            pairs.push((k.into(), v.0.to_string()));
         }
     }
     if let Some(e) = engine {

@@ -117,3 +117,36 @@ pub fn param_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
     }
     scalar_text(&v)
 }
+
+/// An integer argument (a count, length, step, seed, ...): a Python int in the range of `T`.
+/// pyo3 alone raises `OverflowError` for a negative value of an unsigned argument (`n=-1`) or
+/// one past the range (`2**70`); here that is `icl.InputError` (a `ValueError`) naming the value
+/// and the range, so everything icl raises derives from `icl.Error`. Other types still raise
+/// `TypeError`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Int<T>(pub T);
+
+macro_rules! int_arg {
+    ($($t:ty),*) => {$(
+        impl<'a, 'py> FromPyObject<'a, 'py> for Int<$t> {
+            type Error = PyErr;
+            fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+                let py = obj.py();
+                match obj.extract::<$t>() {
+                    Ok(v) => Ok(Int(v)),
+                    Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => {
+                        let text = obj.str().map(|s| s.to_string()).unwrap_or_default();
+                        Err(crate::errors::input_err(format!(
+                            "{text} is outside {}..={}, the range of this argument",
+                            <$t>::MIN,
+                            <$t>::MAX
+                        )))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    )*};
+}
+
+int_arg!(u64, usize, i64);

@@ -233,3 +233,70 @@ def test_predict_read_only_input(runs, z):
 def test_predict_unknown_engine(runs, z):
     with pytest.raises(icl.UnknownNameError):
         runs["py"].predict(z, engine="nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# the contract audit
+
+
+def test_negative_and_huge_integers_are_input_errors(runs):
+    """Counts, lengths, steps and seeds out of range raise icl.InputError (a ValueError), not
+    Python's OverflowError: everything icl raises derives from icl.Error."""
+    calls = [
+        lambda: icl.sample("quick", -1),
+        lambda: icl.sample("quick", 2, -1),
+        lambda: icl.sample("quick", 2, seed=-1),
+        lambda: icl.sample("quick", 2, step=2**70),
+        lambda: icl.train("quick", steps=-1, progress=False),
+        lambda: icl.train("quick", seed=-1, progress=False),
+        lambda: icl.train("quick", checkpoint_every=-1, progress=False),
+        lambda: icl.train("quick", eval_samples=-5, progress=False),
+        lambda: icl.resume("nowhere", steps=-1, progress=False),
+        lambda: runs["py"].eval(lengths=[-1]),
+        lambda: runs["py"].eval(lengths=[10], samples=-2),
+        lambda: runs["py"].eval(lengths=[10], seed=2**64),
+        lambda: icl.sweep_run("nowhere", jobs=2**70),
+        lambda: icl.repro("zhang2025", "nowhere", jobs=-2**70),
+    ]
+    for call in calls:
+        with pytest.raises(icl.InputError) as e:
+            call()
+        assert not isinstance(e.value, OverflowError)
+        assert "outside" in str(e.value)
+
+
+def test_run_not_found_has_errno(tmp_path):
+    with pytest.raises(icl.RunNotFoundError) as e:
+        icl.load(tmp_path / "nothere")
+    assert e.value.errno == errno.ENOENT
+    assert "nothere" in str(e.value) and not str(e.value).startswith("[Errno")
+
+
+def test_predict_ignores_the_query_y_slot(runs, z):
+    """The query's y-slots are ignored whatever they hold, NaN included (as in C)."""
+    want = runs["py"].predict(z)
+    for v in (np.nan, np.inf, 1e300, 5.0):
+        z2 = z.copy()
+        z2[:, -1, 5:] = v
+        np.testing.assert_array_equal(runs["py"].predict(z2), want)
+
+
+def test_theory_overflow_is_numerical_error(cli):
+    with pytest.raises(icl.NumericalError) as e:
+        icl.theory("ols-risk", sigma2=1e308, d=1, L=3)
+    assert str(e.value) == cli_message(
+        cli, "theory", "ols-risk", "--sigma2", "1e308", "--d", 1, "--L", 3
+    )
+    assert "not finite" in str(e.value)
+
+
+def test_refused_resume_writes_nothing(tmp_path, cli):
+    with pytest.raises(icl.InputError) as e:
+        icl.resume(tmp_path / "missing", progress=False)
+    assert str(e.value) == cli_message(cli, "train", "--resume", tmp_path / "missing")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    out = tmp_path / "r"
+    icl.train("quick", steps=5, out=out, progress=False, eval_samples=0)
+    with pytest.raises(icl.InputError):
+        icl.resume(out, steps=3, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
