@@ -660,8 +660,8 @@ void icl_model_free(icl_model *model);
  * `ICL_ERR_UNKNOWN_KEY`, `ICL_ERR_CONFIG` or `ICL_ERR_NONFINITE` (a `set.KEY` that
  * `icl_config_set` refuses with that status, or that breaks a rule of `icl_config_validate` in
  * one of the runs),
- * `ICL_ERR_IO` (a folder or file under `out_dir` cannot be created or written, e.g. `out_dir`
- * is a file), `ICL_ERR_NULL` (`paper` or `out_dir` NULL, `keys` or `values` NULL with `n` > 0,
+ * `ICL_ERR_IO` (a folder or file under `out_dir` cannot be created or written, e.g. a parent
+ * of `out_dir` is a file), `ICL_ERR_NULL` (`paper` or `out_dir` NULL, `keys` or `values` NULL with `n` > 0,
  * `buf` NULL with `cap` > 0), `ICL_ERR_UTF8` (a text not UTF-8), `ICL_ERR_SIZE` (more than 1024
  * options, or `cap` too small: nothing is copied and `*needed` is set, but the runs and reports
  * are written, so the call again with a buffer of `*needed` bytes trains nothing). Every bad

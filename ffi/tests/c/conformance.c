@@ -2281,10 +2281,12 @@ static void c_repro_bad(void) {
                                        (size_t *)((char *)words + 1)));
     /* every refusal above came before anything was written */
     CHECK(access(out, F_OK) != 0);
-    /* a file where the folder should be: ICL_ERR_IO */
+    /* a file where the folder should be: refused with the options (ICL_ERR_ARGUMENT); a file
+     * where a parent folder should be: ICL_ERR_IO */
     const char *file = path("repro-file");
     spit(file, "x", 1);
-    EXPECT(ICL_ERR_IO, icl_repro("zhang2025", file, k, v, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_ARGUMENT, icl_repro("zhang2025", file, k, v, 1, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_IO, icl_repro("zhang2025", path("repro-file/sub"), k, v, 1, buf, sizeof buf, NULL));
 }
 
 /* icl_sweep_*: a two-run sweep of the quick preset (20 steps each). */
