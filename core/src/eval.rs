@@ -134,6 +134,7 @@ fn check_mc(len: usize, n: usize) -> Result<()> {
             "Monte Carlo needs at least 2 samples".into(),
         ));
     }
+    crate::budget::samples(n as u64, "samples")?;
     if len == 0 {
         return Err(Error::InvalidConfig("test length must be >= 1".into()));
     }

@@ -21,6 +21,49 @@ use icl_core::{Model, Runner};
 /// Longest test length (the memory of one chunk of 1024 sequences must stay bounded).
 pub const MAX_EVAL_LEN: usize = 1 << 20;
 
+/// Most layers a transformer evaluation runs: the trained depth T times `--stack` k (16 times the
+/// deepest model icl trains, [`icl_core::config::MAX_LAYERS`]).
+pub const MAX_STACK_DEPTH: usize = 1024;
+
+/// Working memory of a transformer evaluation, in bytes (`None`: the sizes overflow), an upper
+/// bound of what was measured (`/usr/bin/time`): the sampled sequences (f64), their copy in the
+/// model's precision and the final tokens (`samples x (L' + 1) x D` each); per evaluated depth a
+/// prediction, an error and Algorithm 1's prediction per sequence; and the engine's per-layer
+/// buffers, which grow with the depth k T: the SIMD engine keeps every layer's tokens and each
+/// head's two mixes of a group of 8 sequences per thread (`8 (1 + 2H) (L' + 1) D` values a layer),
+/// the scalar reference (also for tokens wider than the SIMD kernels) one sequence's, with each
+/// head's attention weights (`(L' + 1) L'` a layer).
+fn transformer_memory(net: &Net, d: usize, o: &EvalOptions, scalar: bool) -> Option<u64> {
+    use icl_core::budget::product;
+    let (e, heads, layers) = match net {
+        Net::Stack(s) => (s.e, s.heads, s.layers),
+        Net::Iv(iv) => (
+            iv.st1.e.max(iv.st2.e),
+            iv.st1.heads.max(iv.st2.heads),
+            iv.st1.layers + iv.st2.layers,
+        ),
+        Net::Attention => return Some(0),
+    };
+    let (e, h, n) = (
+        e as u64,
+        heads as u64,
+        o.samples.max(o.multilayer.alignment) as u64,
+    );
+    let depth = (layers as u64).checked_mul(o.multilayer.stack.unwrap_or(1) as u64)?;
+    let depths = if o.multilayer.layers_out { depth } else { 1 };
+    let threads = rayon::current_num_threads() as u64;
+    let len = *o.lengths.iter().max()? as u64;
+    let toks = len.checked_add(1)?;
+    let batch = product(&[3 * 8, n, toks, (d as u64).max(e) + 1])?;
+    let preds = product(&[3 * 8, n, depths + 1])?;
+    let engine = if scalar || !icl_simd::multilayer::vectorised(e as usize) {
+        product(&[8, depth + 1, toks, e * (1 + 2 * h) + h * len])
+    } else {
+        product(&[8 * 8, threads, depth + 1, toks, e * (1 + 2 * h)])
+    }?;
+    batch.checked_add(preds)?.checked_add(engine)
+}
+
 /// What to evaluate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EvalOptions {
@@ -223,6 +266,8 @@ fn check(o: &EvalOptions) -> Result<()> {
             "Monte Carlo needs at least 2 samples".into(),
         ));
     }
+    icl_core::budget::samples(o.samples as u64, "samples")?;
+    icl_core::budget::samples(o.multilayer.alignment as u64, "alignment")?;
     if o.lengths.is_empty() {
         return Err(RunError::Refused("no test lengths given".into()));
     }
@@ -426,6 +471,23 @@ pub fn eval_transformer(
     check(o)?;
     let engines = Engines::named(o.engine.as_deref());
     crate::engines::check(&engines.0, model.dtype())?;
+    let net = &model.spec().net;
+    if let (Net::Stack(s), Some(k)) = (net, o.multilayer.stack) {
+        if s.layers.saturating_mul(k) > MAX_STACK_DEPTH {
+            return Err(icl_core::Error::TooLarge(format!(
+                "--stack {k}: {} layers (the model's {} times {k}); at most {MAX_STACK_DEPTH}",
+                s.layers.saturating_mul(k),
+                s.layers
+            ))
+            .into());
+        }
+    }
+    icl_core::budget::reserve(
+        transformer_memory(net, cfg.task.d, o, engines.0 == "scalar"),
+        || {
+            "this evaluation (--samples x the longest --lengths, the depth: the model's layers x --stack)".into()
+        },
+    )?;
     if reference.is_some() && !matches!(model.spec().net, Net::Iv(_)) {
         return Err(RunError::Refused(
             "--ref applies to IV two-stage runs (model.arch = iv2stage)".into(),

@@ -77,7 +77,7 @@ impl Temper {
                 "the temperature opt needs at least 2 held-out sequences".into(),
             ));
         }
-        Ok(())
+        crate::budget::samples(self.holdout as u64, "tau_holdout")
     }
 }
 
@@ -542,6 +542,8 @@ fn check(o: &Options) -> Result<()> {
             "Monte Carlo needs at least 2 samples".into(),
         ));
     }
+    crate::budget::samples(o.samples as u64, "samples")?;
+    crate::budget::samples(o.alignment as u64, "alignment")?;
     if o.lens.is_empty() {
         return Err(Error::InvalidArgument("no test lengths given".into()));
     }

@@ -30,7 +30,9 @@ use std::ffi::c_char;
 /// `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `keys` or
 /// `values` NULL with `n` > 0, `buf` NULL with a large enough `cap`), `ICL_ERR_UTF8` (a text not
 /// UTF-8), `ICL_ERR_SIZE` (`cap` too small: nothing written, `*needed` set; more than 1024
-/// options). A transformer option (`stack`, ...) on a one-layer run is `ICL_ERR_ARGUMENT`.
+/// options; `samples`, `tau_holdout` or `alignment` above 10^8; a transformer evaluation whose
+/// memory (samples x the longest length, the depth) is above the 16 GiB budget or not available,
+/// or `stack` beyond 1024 layers). A transformer option (`stack`, ...) on a one-layer run is `ICL_ERR_ARGUMENT`.
 /// Nothing is written into `dir`. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn icl_eval_run(

@@ -345,8 +345,8 @@ pub unsafe extern "C" fn icl_model_circuit_matrices(
 /// drawn in chunks); time grows linearly with `samples` and `len`.
 ///
 /// Returns ICL_OK, or:
-/// - ICL_ERR_SIZE: `samples` < 2 (a standard error needs two), `len` = 0 or `len` > 2^24, or the
-///   task's d or n_out differs from the model's;
+/// - ICL_ERR_SIZE: `samples` < 2 (a standard error needs two) or > 10^8, `len` = 0 or
+///   `len` > 2^24, or the task's d or n_out differs from the model's;
 /// - ICL_ERR_CONFIG, ICL_ERR_NUMERICAL: with `task` NULL, the model's configuration cannot make
 ///   a task sampler (as in `icl_task_new`);
 /// - ICL_ERR_NUMERICAL: a prediction or the risk is not finite (the model overflows on these
