@@ -137,9 +137,19 @@ pub struct File<'a> {
     pub tensors: Vec<Tensor<'a>>,
 }
 
+/// The checked header of a safetensors file: its metadata, its tensors, where the data starts and
+/// how many data bytes the tensors cover.
+struct Head {
+    metadata: Vec<(String, String)>,
+    tensors: Vec<(String, Entry)>,
+    start: usize,
+    data_len: usize,
+}
+
 impl<'a> File<'a> {
-    /// Parse and check `bytes`.
-    pub fn parse(bytes: &'a [u8]) -> Result<File<'a>> {
+    /// The header of a safetensors file from its first bytes (at least the 8-byte length and the
+    /// header), checked.
+    fn parse_head(bytes: &[u8]) -> Result<Head> {
         if bytes.len() < 8 {
             return Err(bad("shorter than the 8-byte header length"));
         }
@@ -156,7 +166,6 @@ impl<'a> File<'a> {
                 bytes.len() - 8
             )));
         };
-        let data = &bytes[8 + n..];
         let text = core::str::from_utf8(header).map_err(|_| bad("header is not UTF-8"))?;
         let mut p = json::Parser::new(text);
         let mut metadata = Vec::new();
@@ -215,6 +224,31 @@ impl<'a> File<'a> {
             }
             at = e.end;
         }
+        Ok(Head {
+            metadata,
+            tensors,
+            start: 8 + n,
+            data_len: at,
+        })
+    }
+
+    /// The length of the whole file (8 + header + data) that the header at the start of `head`
+    /// declares: a reader of a stream (a pipe, a device) reads that many bytes and no more.
+    /// `head` holds at least the 8-byte header length and the header.
+    pub fn declared_len(head: &[u8]) -> Result<u64> {
+        let h = Self::parse_head(head)?;
+        Ok(h.start as u64 + h.data_len as u64)
+    }
+
+    /// Parse and check a whole safetensors file.
+    pub fn parse(bytes: &'a [u8]) -> Result<File<'a>> {
+        let Head {
+            metadata,
+            tensors,
+            start,
+            data_len: at,
+        } = Self::parse_head(bytes)?;
+        let data = &bytes[start..];
         if at != data.len() {
             return Err(bad(format!(
                 "the tensors cover {at} bytes of data, the file has {}",

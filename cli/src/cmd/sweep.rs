@@ -265,13 +265,17 @@ pub fn run(a: &Args) -> CliResult {
         }
         Cmd::Run { dir, jobs, run: r } => {
             let opts = options(r, *jobs, None)?;
+            // the runs checkpoint at a step: a first signal stops them there
             signals::install();
+            signals::arm();
             let results = opts.run(dir, &|_, _, _, _| !signals::interrupted())?;
             finish(&results, r.quiet, r.json)
         }
         Cmd::RunOne { dir, index, run: r } => {
             let opts = options(r, 1, Some(*index))?;
+            // the runs checkpoint at a step: a first signal stops them there
             signals::install();
+            signals::arm();
             let results = opts.run(dir, &|_, _, _, _| !signals::interrupted())?;
             finish(&results, r.quiet, r.json)
         }

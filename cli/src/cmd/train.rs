@@ -84,6 +84,8 @@ pub fn run(a: &Args) -> CliResult {
         checkpoint_every: a.checkpoint_every,
         checkpoint_seconds: 60.0 * a.checkpoint_minutes,
     };
+    // unarmed until the first step is done: a signal while the config is read and checked and
+    // the run set up ends the process at once (nothing to checkpoint yet)
     signals::install();
     let mut pb = None;
     let mut last = 0u64;
@@ -94,7 +96,18 @@ pub fn run(a: &Args) -> CliResult {
             bar.set_message(format!("loss {loss:.4}"));
             last = step;
         }
-        !signals::interrupted()
+        if signals::interrupted() {
+            return false;
+        }
+        if step < total {
+            // in the loop: a first signal stops at the next step, with a checkpoint
+            signals::arm();
+        } else {
+            // the last step is done: the outputs and the final evaluation are not steps, so a
+            // signal there ends the process (the run resumes from its last checkpoint)
+            signals::disarm();
+        }
+        true
     };
     let (outcome, dir) = match &a.resume {
         Some(dir) => {

@@ -12,7 +12,7 @@
 //! whose sizes would not fit in memory are errors, checked before anything large is allocated.
 use crate::any::{AnyModel, Either};
 use crate::error::{Result, RunError};
-use crate::folder::{atomic_write, read};
+use crate::folder::{atomic_write, read_safetensors};
 use icl_core::checkpoint::{decode_model, File};
 use icl_core::config::Config;
 use icl_core::model::{Model, ModelSpec, Net};
@@ -235,7 +235,7 @@ pub fn save<T: Scalar>(
 /// Load a checkpoint: config, model (in its stored precision), step, and the trainer state if
 /// present.
 pub fn load(path: &Path) -> Result<Loaded> {
-    decode(path, &read(path)?)
+    decode(path, &read_safetensors(path)?)
 }
 
 /// [`load`] from bytes in memory (`path` names them in messages). The file and the model are read
@@ -400,7 +400,7 @@ fn load_state<T: Scalar>(
 /// The config must describe a full-parametrisation model of the same shape; a tensor of another
 /// name (a bias) is refused, naming it, rather than dropped.
 pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
-    import_torch_bytes(path, &read(path)?, cfg)
+    import_torch_bytes(path, &read_safetensors(path)?, cfg)
 }
 
 /// [`import_torch`] from bytes in memory (`path` names them in messages).
