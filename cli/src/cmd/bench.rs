@@ -66,7 +66,7 @@ pub fn run(a: &Args) -> CliResult {
     icl_run::engines::check(&engine, icl_core::config::Dtype::F32)?;
     let mut base = icl_core::presets::preset(&a.preset)?;
     apply_sets(&mut base, &a.sets)?;
-    base.validate()?;
+    icl_run::bench::bench_config(&base, a.steps).validate()?;
     let lens = if a.lens.is_empty() {
         vec![base.task.len]
     } else {
@@ -93,7 +93,9 @@ pub fn run(a: &Args) -> CliResult {
                 let mut cfg = base.clone();
                 cfg.set("model.heads", &h.to_string())?;
                 cfg.set("task.L", &len.to_string())?;
-                cfg.validate()?;
+                // validated with the memory of the steps bench runs (not the preset's train.steps: no log or
+                // snapshots of a long run are kept)
+                icl_run::bench::bench_config(&cfg, a.steps).validate()?;
                 for &t in &a.threads {
                     let row = match dt.as_str() {
                         "f32" => measure::<f32>(&cfg, &engine, t, &budget)?,

@@ -162,6 +162,17 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// `cfg` as [`measure`] runs it: `train.steps` is the steps it times (and its 20 warm-up
+/// steps), so the memory estimate counts the log and snapshots of those, not of the config's run.
+pub fn bench_config(cfg: &Config, steps: u64) -> Config {
+    let mut c = cfg.clone();
+    c.train.steps = steps
+        .max(1)
+        .saturating_add(20)
+        .min(icl_core::config::MAX_STEPS);
+    c
+}
+
 /// Time the config `cfg` with engine `engine` in precision `T` in a pool of `threads` threads.
 pub fn measure<T: RunScalar>(
     cfg: &Config,
@@ -185,7 +196,9 @@ pub fn measure<T: RunScalar>(
         .build()
         .map_err(|e| RunError::Engine(format!("thread pool: {e}")))?;
     let engines = Engines(engine.to_string());
+    let cfg = &bench_config(cfg, b.steps);
     pool.install(|| -> Result<BenchRow> {
+        crate::train::check_memory(cfg)?;
         drop(T::engine(engine)?);
         let mut tr = Trainer::<T>::with_model(
             cfg,

@@ -79,7 +79,7 @@ pub fn encode(tensors: &[Raw], meta: &BTreeMap<String, String>) -> Result<Vec<u8
         })
         .collect::<Result<_>>()?;
     let meta: HashMap<String, String> = meta.clone().into_iter().collect();
-    let bytes = safetensors::serialize(views, &Some(meta))
+    let mut bytes = safetensors::serialize(views, &Some(meta))
         .map_err(|e| corrupt(Path::new("safetensors"), e.to_string()))?;
     // re-write the JSON header with sorted keys: the metadata map's order is random
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8])) as usize;
@@ -90,11 +90,11 @@ pub fn encode(tensors: &[Raw], meta: &BTreeMap<String, String>) -> Result<Vec<u8
     while h.len() % 8 != 0 {
         h.push(b' ');
     }
-    let mut out = Vec::with_capacity(8 + h.len() + bytes.len() - 8 - n);
-    out.extend((h.len() as u64).to_le_bytes());
-    out.extend(h);
-    out.extend(&bytes[8 + n..]);
-    Ok(out)
+    // in place (the data is not copied again: a checkpoint is the largest thing icl writes)
+    let mut head = (h.len() as u64).to_le_bytes().to_vec();
+    head.extend(h);
+    bytes.splice(..8 + n, head);
+    Ok(bytes)
 }
 
 /// A JSON value with every object's keys in sorted order.

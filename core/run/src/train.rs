@@ -50,6 +50,29 @@ pub struct TrainOptions {
     pub checkpoint_seconds: f64,
 }
 
+impl TrainOptions {
+    /// Check the options before a run starts, not after hours of training: the final
+    /// evaluation's samples within [`icl_core::budget::MAX_SAMPLES`].
+    pub fn check(&self) -> Result<()> {
+        Ok(icl_core::budget::samples(
+            self.eval_samples as u64,
+            "eval_samples",
+        )?)
+    }
+}
+
+/// The memory a run of `cfg` needs with this process's worker threads, within the budget and
+/// available now ([`icl_core::budget::reserve`]): refused before the run starts, not by an
+/// abort in the middle of it.
+pub fn check_memory(cfg: &Config) -> Result<()> {
+    let threads = rayon::current_num_threads() as u64;
+    cfg.check_memory(threads)?;
+    let bytes = cfg.memory_estimate_threads(threads).map(|(b, _)| b);
+    Ok(icl_core::budget::reserve(bytes, || {
+        "this run (Config::memory_estimate)".into()
+    })?)
+}
+
 impl Default for TrainOptions {
     fn default() -> Self {
         TrainOptions {
@@ -92,7 +115,9 @@ pub fn check_engine_choice(cfg: &Config, engine: Option<&str>) -> Result<()> {
 
 /// Train `cfg` into the run folder `out`.
 pub fn train(cfg: &Config, out: &Path, o: &TrainOptions, progress: Progress) -> Result<Outcome> {
+    o.check()?;
     cfg.validate()?;
+    check_memory(cfg)?;
     let engines = Engines::named(o.engine.as_deref());
     crate::engines::check(&engines.0, cfg.train.dtype)?;
     let stage = Stage::open(out, o.force, false)?;
@@ -155,6 +180,7 @@ pub fn resume(
     o: &TrainOptions,
     progress: Progress,
 ) -> Result<Outcome> {
+    o.check()?;
     let staging = staging_path(out)?;
     if !staging.is_dir() && !RunDir::new(out).model().is_file() {
         return Err(RunError::Refused(format!(
@@ -200,6 +226,7 @@ fn resume_staged(
             cfg.train.steps = s;
         }
         cfg.validate()?;
+        check_memory(&cfg)?;
         let engines = Engines::named(o.engine.as_deref());
         crate::engines::check(&engines.0, cfg.train.dtype)?;
         stage.check_space(&cfg)?;
@@ -239,6 +266,7 @@ fn resume_staged(
         )));
     }
     cfg.validate()?;
+    check_memory(&cfg)?;
     let engines = Engines::named(o.engine.as_deref());
     crate::engines::check(&engines.0, cfg.train.dtype)?;
     stage.check_space(&cfg)?;
@@ -247,7 +275,7 @@ fn resume_staged(
     if o.preset.is_none() {
         let earlier = [stage.dir.summary(), RunDir::new(out).summary()];
         o.preset = earlier.iter().find_map(|p| {
-            let s: Summary = serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok()?;
+            let s: Summary = serde_json::from_str(&crate::folder::read_text(p).ok()?).ok()?;
             s.preset
         });
     }
