@@ -99,7 +99,7 @@ pub fn try_map<A, T>(xs: &[A], what: &str, f: impl FnMut(&A) -> T) -> Result<Vec
 pub fn steps(n: f64, what: impl FnOnce() -> String) -> Result<u64> {
     if n.is_nan() || n > MAX_STEPS as f64 {
         return Err(Error::TooLarge(format!(
-            "{} = {n:.3e} steps, more than the {MAX_STEPS} an integration or trajectory may take",
+            "{} = {n:.3e}, more than the {MAX_STEPS} steps or rows an integration or a trajectory may take",
             what()
         )));
     }
