@@ -136,6 +136,333 @@ fn class2_huge_sizes_are_refused_with_the_key_and_the_memory() {
     assert_eq!(entries(&d), ["small"]);
 }
 
+/// The size audit: in-range sizes that aborted the process (an allocation of hundreds of GB) or
+/// ran without bound are refused at once, one line naming the parameter, exit 2, nothing written.
+#[test]
+fn class2_in_range_sizes_within_the_budget_or_refused_at_once() {
+    let d = tmp("c2budget");
+    let quick = |out: &Path, extra: &[&str]| {
+        let mut a = vec![
+            "train",
+            "--preset",
+            "quick",
+            "--steps",
+            "5",
+            "-q",
+            "--out",
+            s(out),
+        ];
+        a.extend(extra);
+        icl(&a)
+    };
+    let run = d.join("q1");
+    assert!(quick(&run, &["--eval-samples", "0"]).status.success());
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "theory",
+                "bayes-risk-mc",
+                "--n",
+                "2",
+                "--d",
+                "4096",
+                "--L",
+                "10000000",
+            ],
+            "L x d",
+        ),
+        (
+            vec![
+                "theory", "iv-risk", "--n", "2", "--q", "4096", "--p", "4096", "--L", "10000000",
+            ],
+            "--L",
+        ),
+        (
+            vec![
+                "theory",
+                "he2025-gd",
+                "--omega",
+                "1",
+                "--mu",
+                "1",
+                "--steps",
+                "1000000000",
+                "--every",
+                "1",
+            ],
+            "--steps",
+        ),
+        (
+            vec![
+                "theory",
+                "white-loss",
+                "--t",
+                "1e300",
+                "--sample-dt",
+                "1e-300",
+            ],
+            "--sample-dt",
+        ),
+        (
+            vec![
+                "theory",
+                "linattn-flow",
+                "--eigs",
+                "1,0.5",
+                "--t-end",
+                "1e9",
+                "--every",
+                "1",
+            ],
+            "--t-end / --dt",
+        ),
+        (
+            vec!["theory", "he2025-flow", "--t-end", "1e308"],
+            "--t-end / --dt",
+        ),
+        (
+            vec!["theory", "he2025-flow", "--dt", "1e-300"],
+            "--t-end / --dt",
+        ),
+        (
+            vec!["eval", s(&run), "--samples", "100000000000"],
+            "samples",
+        ),
+        (
+            vec![
+                "eval",
+                s(&run),
+                "--samples",
+                "100",
+                "--tau",
+                "opt",
+                "--tau-holdout",
+                "100000000000",
+            ],
+            "tau_holdout",
+        ),
+    ];
+    for (args, needle) in &cases {
+        let t0 = Instant::now();
+        let e = one_line_error(&icl(args), 2, &format!("{args:?}"));
+        assert!(
+            e.contains("too large") && e.contains(needle),
+            "{args:?}: {e}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "{args:?} took {:?}",
+            t0.elapsed()
+        );
+    }
+    // --stack 30000 used 2.4 GB, --stack 100000 aborted
+    let ml = d.join("ml");
+    let o = icl(&[
+        "train",
+        "--preset",
+        "multilayer-t2",
+        "--steps",
+        "3",
+        "--eval-samples",
+        "0",
+        "-q",
+        "--out",
+        s(&ml),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for k in ["30000", "100000"] {
+        let e = one_line_error(
+            &icl(&["eval", s(&ml), "--stack", k, "--lengths", "40"]),
+            2,
+            k,
+        );
+        assert!(e.contains("too large") && e.contains("--stack"), "{e}");
+    }
+    // long lengths within the layer limit: the engine's per-layer buffers count
+    let e = one_line_error(
+        &icl(&["eval", s(&ml), "--stack", "500", "--lengths", "1000000"]),
+        2,
+        "stack x length",
+    );
+    assert!(e.contains("too large") && e.contains("memory"), "{e}");
+    // the final evaluation's samples are checked before training, not after it
+    let late = d.join("late");
+    let t0 = Instant::now();
+    let o = icl(&[
+        "train",
+        "--preset",
+        "quick",
+        "--steps",
+        "1000000",
+        "--eval-samples",
+        "100000000000",
+        "-q",
+        "--out",
+        s(&late),
+    ]);
+    let e = one_line_error(&o, 2, "train --eval-samples");
+    assert!(e.contains("eval_samples"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert_eq!(entries(&d), ["ml", "q1"]);
+}
+
+/// Peak resident memory of a child process (`wait4`'s rusage), in bytes, and its exit status.
+fn peak_rss(mut cmd: Command) -> (u64, i32) {
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (mut status, mut ru) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: waiting for our own child with valid out-pointers.
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
+    assert_eq!(pid, child.id() as libc::pid_t);
+    (ru.ru_maxrss as u64 * 1024, libc::WEXITSTATUS(status))
+}
+
+/// `Config::memory_estimate` bounds the measured peak of `icl train` (SIMD and scalar engines,
+/// the final checkpoint write included) and of `icl bench`; before, it counted 4 values a
+/// parameter and missed the checkpoint's copies and the SIMD engine's lane gradients (this shape:
+/// 0.17 GB estimated against about 0.3 GB used).
+#[test]
+fn class2_the_memory_estimate_bounds_the_measured_peak() {
+    let d = tmp("c2peak");
+    let sets = [
+        ("model.heads", "64"),
+        ("task.d", "100"),
+        ("train.batch", "64"),
+        ("train.dtype", "f64"),
+        ("train.steps", "2"),
+    ];
+    let mut cfg = icl_core::presets::preset("quick").unwrap();
+    for (k, v) in sets {
+        cfg.set(k, v).unwrap();
+    }
+    let (est, _) = cfg.memory_estimate().unwrap();
+    let set_args: Vec<String> = sets.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for engine in ["simd", "scalar"] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_icl"));
+        c.args([
+            "train",
+            "--preset",
+            "quick",
+            "-q",
+            "--eval-samples",
+            "0",
+            "--engine",
+            engine,
+        ]);
+        c.arg("--out").arg(d.join(engine));
+        for a in &set_args {
+            c.args(["--set", a]);
+        }
+        let (peak, code) = peak_rss(c);
+        assert_eq!(code, 0, "{engine}");
+        assert!(
+            peak <= est,
+            "{engine}: peak {peak} above the estimate {est}"
+        );
+        eprintln!(
+            "train, {engine}: peak {:.3} GB, estimate {:.3} GB",
+            peak as f64 / 1e9,
+            est as f64 / 1e9
+        );
+    }
+    let mut bench = icl_core::presets::preset("he2025").unwrap();
+    bench.set("model.heads", "64").unwrap();
+    bench.set("task.d", "100").unwrap();
+    bench.set("train.steps", "70").unwrap();
+    let (est, _) = bench.memory_estimate().unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_icl"));
+    c.args([
+        "bench",
+        "--heads",
+        "64",
+        "--set",
+        "task.d=100",
+        "--threads",
+        "1",
+        "--steps",
+        "50",
+    ]);
+    c.args(["--max-seconds", "0.2", "--no-split"]);
+    let (peak, code) = peak_rss(c);
+    assert_eq!(code, 0);
+    assert!(peak <= est, "bench: peak {peak} above the estimate {est}");
+    eprintln!(
+        "bench: peak {:.3} GB, estimate {:.3} GB",
+        peak as f64 / 1e9,
+        est as f64 / 1e9
+    );
+}
+
+/// Input files are read up to a limit per kind: a device that never ends (`/dev/zero`) is refused
+/// after a bounded read, not read until the memory runs out.
+#[test]
+fn class2_endless_input_files_are_refused() {
+    let d = tmp("c2files");
+    let out = d.join("run");
+    for (args, needle) in [
+        (
+            vec!["train", "--config", "/dev/zero", "--out", s(&out)],
+            "/dev/zero",
+        ),
+        (vec!["embedded", "--checkpoint", "/dev/zero"], "/dev/zero"),
+    ] {
+        let t0 = Instant::now();
+        let e = one_line_error(&icl(&args), 2, &format!("{args:?}"));
+        assert!(e.contains(needle), "{args:?}: {e}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{args:?} took {:?}",
+            t0.elapsed()
+        );
+    }
+    assert_eq!(entries(&d), Vec::<String>::new());
+}
+
+/// Before training starts (the config read from a pipe that nobody writes, then checked), a first
+/// SIGTERM or SIGINT ends the process at once, by the signal (status 143 / 130 in a shell).
+#[test]
+fn class6_a_signal_before_training_ends_the_process() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tmp("c6early");
+    for (name, sig) in [("term", libc::SIGTERM), ("int", libc::SIGINT)] {
+        let fifo = d.join(format!("{name}.toml"));
+        let c = std::ffi::CString::new(s(&fifo)).unwrap();
+        // SAFETY: a plain mkfifo on a path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_icl"))
+            .args([
+                "train",
+                "--config",
+                s(&fifo),
+                "-q",
+                "--out",
+                s(&d.join(name)),
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("{name}: still running 10 s after the signal");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.signal(), Some(sig), "{name}: {status:?}");
+    }
+    assert!(!d.join("term").exists() && !d.join("int").exists());
+}
+
 #[test]
 fn class3_nothing_is_silently_accepted() {
     let d = tmp("c3");

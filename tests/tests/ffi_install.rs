@@ -230,7 +230,7 @@ fn cpp_failures_throw_with_the_message() {
     assert!(text.ends_with("0 failed\n"), "{text}");
     assert_eq!(
         text.lines().filter(|l| l.starts_with("ok ")).count(),
-        14,
+        17,
         "{text}"
     );
 }
