@@ -99,6 +99,16 @@ def test_theories_equal_cli(cli_json):
     assert any(q["name"] == "eta-star" for q in got)
 
 
+def test_theory_sizes_beyond_the_budget_raise():
+    # aborted the interpreter (SIGABRT on a 328 GB allocation) or ran without bound
+    with pytest.raises(icl.InputError, match="too large.*L x d"):
+        icl.theory("bayes-risk-mc", n=2, d=4096, L=10_000_000)
+    with pytest.raises(icl.InputError, match="too large.*--t-end / --dt"):
+        icl.theory("he2025-flow", t_end=1e308)
+    with pytest.raises(icl.InputError, match="too large.*--sample-dt"):
+        icl.theory("white-loss", t=1e300, sample_dt=1e-300)
+
+
 def test_module_constants():
     assert icl.ENGINES[0] == icl.DEFAULT_ENGINE == "simd"
     assert set(icl.ENGINES) == {"simd", "scalar", "vulkan"}

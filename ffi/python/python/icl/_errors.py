@@ -12,7 +12,8 @@ class Error(Exception):
 class InputError(Error, ValueError):
     """Bad input: a configuration value out of range, a rule between keys broken, a bad argument,
     a non-finite value, an option combination that is not supported, a request that cannot be
-    carried out as asked (an existing run folder without ``force=True``, ...)."""
+    carried out as asked (an existing run folder without ``force=True``, ...), a size beyond the
+    budget (more memory than 16 GiB or than is available, more than 10^8 samples)."""
 
 
 class UnknownNameError(InputError):
