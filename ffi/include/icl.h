@@ -427,7 +427,9 @@ void icl_config_free(icl_config *cfg);
  * `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `keys` or
  * `values` NULL with `n` > 0, `buf` NULL with a large enough `cap`), `ICL_ERR_UTF8` (a text not
  * UTF-8), `ICL_ERR_SIZE` (`cap` too small: nothing written, `*needed` set; more than 1024
- * options). A transformer option (`stack`, ...) on a one-layer run is `ICL_ERR_ARGUMENT`.
+ * options; `samples`, `tau_holdout` or `alignment` above 10^8; a transformer evaluation whose
+ * memory (samples x the longest length, the depth) is above the 16 GiB budget or not available,
+ * or `stack` beyond 1024 layers). A transformer option (`stack`, ...) on a one-layer run is `ICL_ERR_ARGUMENT`.
  * Nothing is written into `dir`. Thread-safe.
  */
 icl_status icl_eval_run(const char *dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
@@ -617,8 +619,8 @@ icl_status icl_model_circuit_matrices(const icl_model *model, double *kq, size_t
  * drawn in chunks); time grows linearly with `samples` and `len`.
  *
  * Returns ICL_OK, or:
- * - ICL_ERR_SIZE: `samples` < 2 (a standard error needs two), `len` = 0 or `len` > 2^24, or the
- *   task's d or n_out differs from the model's;
+ * - ICL_ERR_SIZE: `samples` < 2 (a standard error needs two) or > 10^8, `len` = 0 or
+ *   `len` > 2^24, or the task's d or n_out differs from the model's;
  * - ICL_ERR_CONFIG, ICL_ERR_NUMERICAL: with `task` NULL, the model's configuration cannot make
  *   a task sampler (as in `icl_task_new`);
  * - ICL_ERR_NUMERICAL: a prediction or the risk is not finite (the model overflows on these

@@ -494,7 +494,7 @@ static void c_set_cross_key_deferred(void) {
     OK(icl_config_set(cfg, "model.heads", "1024"));
     EXPECT(ICL_ERR_CONFIG, icl_config_validate(cfg));
     CHECK(strstr(icl_last_error(), "GiB") != NULL || strstr(icl_last_error(), "memory") != NULL);
-    OK(icl_config_set(cfg, "model.heads", "2"));
+    OK(icl_config_set(cfg, "task.d", "64"));
     OK(icl_config_validate(cfg));
     icl_config_free(cfg);
 }
