@@ -308,6 +308,8 @@ fn class2_in_range_sizes_within_the_budget_or_refused_at_once() {
 
 /// Peak resident memory of a child process (`wait4`'s rusage), in bytes, and its exit status.
 fn peak_rss(mut cmd: Command) -> (u64, i32) {
+    // reaped by the `wait4` below, which also returns the child's rusage
+    #[allow(clippy::zombie_processes)]
     let child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -1212,11 +1212,9 @@ impl Config {
         let log = mul(&[rows, cols.checked_mul(48)?.checked_add(64)?])?;
         // snapshots: each head's KQ (every set's Phi for transformers) every train.snapshot_every
         // steps, kept and copied five times on the way into the files
-        let snapshots = if tr.snapshot_every == 0 {
-            0
-        } else {
-            let k = (tr.steps / tr.snapshot_every).checked_add(2)?;
-            mul(&[k, h, sets, ew, ew, 6 * 8])?
+        let snapshots = match tr.steps.checked_div(tr.snapshot_every) {
+            None => 0,
+            Some(k) => mul(&[k.checked_add(2)?, h, sets, ew, ew, 6 * 8])?,
         };
         // the multi-layer engine, per thread: every layer's attention weights (L + 1 by L per
         // head) and tokens and each head's two mixes, for a group of 8 sequences (64 bytes a
