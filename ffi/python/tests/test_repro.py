@@ -69,11 +69,14 @@ def test_repro_refuses_bad_options_before_writing(tmp_path, kwargs, error):
     assert not out.exists()
 
 
-def test_repro_into_a_file_is_a_file_error(tmp_path):
+def test_repro_into_a_file_is_refused_before_any_work(tmp_path):
+    # refused with the options (as `icl repro --out FILE`, exit 2), the file untouched
     f = tmp_path / "file"
     f.write_text("x")
-    with pytest.raises(icl.FileError):
+    with pytest.raises(icl.InputError) as e:
         icl.repro("zhang2025", f, only=[CLAIM])
+    assert "is a file" in str(e.value), str(e.value)
+    assert f.read_text() == "x"
 
 
 def test_repro_set_overrides_every_run_and_is_reported(tmp_path, cli_json):

@@ -192,7 +192,7 @@ def repro(
     or a comma-separated str); ``jobs``: 1 to 256; ``set``: config overrides for every run the
     claims train (``{"train.steps": 50000}``, listed in the report under ``"set"``). Raises
     ``icl.UnknownNameError`` (paper, engine, ``set`` key) or ``icl.InputError`` (scale, claim
-    id, jobs, a ``set`` value) before anything is written."""
+    id, jobs, a ``set`` value, ``out`` an existing file) before anything is written."""
 
 def sweep_plan(file: _Path, out: _Path) -> List[Dict[str, Any]]:
     """Expand a sweep file (TOML: ``preset`` or ``config``, ``seeds``, ``[set]``, ``[grid]``) into
