@@ -425,12 +425,13 @@ void icl_config_free(icl_config *cfg);
  * `ICL_ERR_IO` (`dir` is missing, is
  * `""`, is a file, or holds no `model.safetensors`), `ICL_ERR_CHECKPOINT` (its
  * `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `keys` or
- * `values` NULL with `n` > 0, `buf` NULL with a large enough `cap`), `ICL_ERR_UTF8` (a text not
+ * `values` NULL with `n` > 0, `buf` NULL with `cap` > 0), `ICL_ERR_UTF8` (a text not
  * UTF-8), `ICL_ERR_SIZE` (`cap` too small: nothing written, `*needed` set; more than 1024
  * options; `samples`, `tau_holdout` or `alignment` above 10^8; a transformer evaluation whose
  * memory (samples x the longest length, the depth) is above the 16 GiB budget or not available,
  * or `stack` beyond 1024 layers). A transformer option (`stack`, ...) on a one-layer run is `ICL_ERR_ARGUMENT`.
- * Nothing is written into `dir`. Thread-safe.
+ * Every NULL and output pointer is checked before the evaluation. Nothing is written into
+ * `dir`. Thread-safe.
  */
 icl_status icl_eval_run(const char *dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
@@ -867,7 +868,8 @@ icl_status icl_theory_list(char *buf, size_t cap, size_t *needed);
  * - ICL_ERR_UNSUPPORTED: the run's model is not one softmax head with one output (several heads,
  *   linear attention, a transformer);
  * - ICL_ERR_NULL: `name` is NULL, `keys`/`values` is NULL with `n` > 0, an entry of them is
- *   NULL, or `buf` is NULL with a large enough `cap`.
+ *   NULL, or `buf` is NULL with `cap` > 0 (checked, like every output pointer, before the
+ *   computation).
  */
 icl_status icl_theory_eval(const char *name, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
@@ -880,7 +882,8 @@ icl_status icl_theory_eval(const char *name, const char *const *keys, const char
  * Returns ICL_OK, or those of [`icl_theory_eval`] (its `cap` cases aside), and:
  * - ICL_ERR_SIZE: `out_len` < the number of values (nothing written; `*count` is set);
  * - ICL_ERR_UNSUPPORTED: the value is not a number or a list of numbers;
- * - ICL_ERR_NULL: `out` is NULL with a large enough `out_len`.
+ * - ICL_ERR_NULL: `out` is NULL with `out_len` > 0 (checked, like `count`, before the
+ *   computation).
  */
 icl_status icl_theory_value(const char *name, const char *const *keys, const char *const *values, size_t n, double *out, size_t out_len, size_t *count);
 

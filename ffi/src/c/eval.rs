@@ -2,7 +2,7 @@
 //! lengths, attention temperatures, test-time shifts, the transformer options) as text pairs,
 //! computed by the same library function ([`icl_run::eval::eval_run`]).
 use super::theory::pairs;
-use super::{copy_str, guard, text};
+use super::{check_str_out, copy_str, guard, text};
 use crate::status::{icl_status, FfiError, FfiResult};
 use std::ffi::c_char;
 
@@ -28,12 +28,13 @@ use std::ffi::c_char;
 /// `ICL_ERR_IO` (`dir` is missing, is
 /// `""`, is a file, or holds no `model.safetensors`), `ICL_ERR_CHECKPOINT` (its
 /// `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `keys` or
-/// `values` NULL with `n` > 0, `buf` NULL with a large enough `cap`), `ICL_ERR_UTF8` (a text not
+/// `values` NULL with `n` > 0, `buf` NULL with `cap` > 0), `ICL_ERR_UTF8` (a text not
 /// UTF-8), `ICL_ERR_SIZE` (`cap` too small: nothing written, `*needed` set; more than 1024
 /// options; `samples`, `tau_holdout` or `alignment` above 10^8; a transformer evaluation whose
 /// memory (samples x the longest length, the depth) is above the 16 GiB budget or not available,
 /// or `stack` beyond 1024 layers). A transformer option (`stack`, ...) on a one-layer run is `ICL_ERR_ARGUMENT`.
-/// Nothing is written into `dir`. Thread-safe.
+/// Every NULL and output pointer is checked before the evaluation. Nothing is written into
+/// `dir`. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn icl_eval_run(
     dir: *const c_char,
@@ -46,7 +47,9 @@ pub unsafe extern "C" fn icl_eval_run(
 ) -> icl_status {
     guard(|| {
         let dir = text(dir, "dir")?;
-        let s = eval_json(dir, &pairs(keys, values, n)?)?;
+        let options = pairs(keys, values, n)?;
+        check_str_out(buf, cap, needed)?;
+        let s = eval_json(dir, &options)?;
         copy_str(&s, buf, cap, needed)
     })
 }

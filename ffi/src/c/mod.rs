@@ -199,6 +199,44 @@ pub(crate) fn check_str_out(buf: *mut c_char, cap: usize, needed: *mut usize) ->
     opt_out(needed, "needed")
 }
 
+/// Check the output pointers of a [`copy_f64s`] call before any long work: a NULL `out` with
+/// `out_len` > 0, a misaligned `out` or `count`.
+pub(crate) fn check_f64s_out(out: *mut f64, out_len: usize, count: *mut usize) -> FfiResult<()> {
+    if out_len > 0 {
+        if out.is_null() {
+            return Err(FfiError::null("out"));
+        }
+        aligned(out as *const f64, "out")?;
+    }
+    opt_out(count, "count")
+}
+
+/// Copy `v` into `out` (capacity `out_len` values): `*count` (optional) receives `v.len()` on
+/// success and with `ICL_ERR_SIZE` (a too-small `out`, left untouched), and on no other failure:
+/// every output pointer is checked before anything is written.
+pub(crate) unsafe fn copy_f64s(
+    v: &[f64],
+    out: *mut f64,
+    out_len: usize,
+    count: *mut usize,
+) -> FfiResult<()> {
+    opt_out(count, "count")?;
+    let dst = if out_len >= v.len() {
+        Some(slice_mut(out, v.len(), "out")?)
+    } else {
+        None
+    };
+    put_opt(count, v.len(), "count")?;
+    let Some(dst) = dst else {
+        return Err(FfiError::size(format!(
+            "out has {out_len} values; {} needed",
+            v.len()
+        )));
+    };
+    dst.copy_from_slice(v);
+    Ok(())
+}
+
 /// Copy `s` into `buf` (capacity `cap` bytes, NUL included) snprintf-style: `*needed` (optional)
 /// receives `strlen(s) + 1` on success and with `ICL_ERR_SIZE` (a too-small buffer, left
 /// untouched), and on no other failure: every output pointer is checked before anything is

@@ -1,7 +1,7 @@
 //! The theory registry through C: every quantity of `icl theory`, by name, with its parameters as
 //! text (the same names, defaults, kinds and ranges; `icl theory --list` or
 //! [`icl_theory_list`] shows them).
-use super::{copy_str, guard, opt_out, put_opt, slice_mut, text};
+use super::{check_f64s_out, check_str_out, copy_f64s, copy_str, guard, text};
 use crate::status::{icl_status, FfiError, FfiResult};
 use icl_core::theory::registry::Out;
 use std::ffi::c_char;
@@ -91,7 +91,8 @@ pub unsafe extern "C" fn icl_theory_list(
 /// - ICL_ERR_UNSUPPORTED: the run's model is not one softmax head with one output (several heads,
 ///   linear attention, a transformer);
 /// - ICL_ERR_NULL: `name` is NULL, `keys`/`values` is NULL with `n` > 0, an entry of them is
-///   NULL, or `buf` is NULL with a large enough `cap`.
+///   NULL, or `buf` is NULL with `cap` > 0 (checked, like every output pointer, before the
+///   computation).
 #[no_mangle]
 pub unsafe extern "C" fn icl_theory_eval(
     name: *const c_char,
@@ -104,7 +105,9 @@ pub unsafe extern "C" fn icl_theory_eval(
 ) -> icl_status {
     guard(|| {
         let name = text(name, "name")?;
-        let (out, vals) = eval(name, &pairs(keys, values, n)?)?;
+        let args = pairs(keys, values, n)?;
+        check_str_out(buf, cap, needed)?;
+        let (out, vals) = eval(name, &args)?;
         let j = icl_run::theory::result_json(name, &out, &vals);
         let s = serde_json::to_string(&j).map_err(|e| FfiError::argument(e.to_string()))?;
         copy_str(&s, buf, cap, needed)
@@ -119,7 +122,8 @@ pub unsafe extern "C" fn icl_theory_eval(
 /// Returns ICL_OK, or those of [`icl_theory_eval`] (its `cap` cases aside), and:
 /// - ICL_ERR_SIZE: `out_len` < the number of values (nothing written; `*count` is set);
 /// - ICL_ERR_UNSUPPORTED: the value is not a number or a list of numbers;
-/// - ICL_ERR_NULL: `out` is NULL with a large enough `out_len`.
+/// - ICL_ERR_NULL: `out` is NULL with `out_len` > 0 (checked, like `count`, before the
+///   computation).
 #[no_mangle]
 pub unsafe extern "C" fn icl_theory_value(
     name: *const c_char,
@@ -132,29 +136,15 @@ pub unsafe extern "C" fn icl_theory_value(
 ) -> icl_status {
     guard(|| {
         let name = text(name, "name")?;
-        let (res, _) = eval(name, &pairs(keys, values, n)?)?;
+        let args = pairs(keys, values, n)?;
+        check_f64s_out(out, out_len, count)?;
+        let (res, _) = eval(name, &args)?;
         let v = res.value.as_f64s().ok_or_else(|| {
             FfiError::new(
                 icl_status::ICL_ERR_UNSUPPORTED,
                 format!("{name}: its value is not a number or a list of numbers"),
             )
         })?;
-        // every output is checked before any is written; `count` is written on success and
-        // with ICL_ERR_SIZE only
-        opt_out(count, "count")?;
-        let dst = if out_len >= v.len() {
-            Some(slice_mut(out, v.len(), "out")?)
-        } else {
-            None
-        };
-        put_opt(count, v.len(), "count")?;
-        let Some(dst) = dst else {
-            return Err(FfiError::size(format!(
-                "out has {out_len} values; {} needed",
-                v.len()
-            )));
-        };
-        dst.copy_from_slice(&v);
-        Ok(())
+        copy_f64s(&v, out, out_len, count)
     })
 }

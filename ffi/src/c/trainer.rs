@@ -1,11 +1,11 @@
 //! `icl_trainer`: the training loop of `icl train`, stepped by the caller.
 use super::model::{dims_c, write_circuits};
 use super::{
-    copy_str, create, destroy, guard, hmut, href, icl_dims, opt_out, opt_slice_mut, opt_text, path,
-    put, put_opt, slice, slice_mut,
+    copy_f64s, copy_str, create, destroy, guard, hmut, href, icl_dims, opt_out, opt_slice_mut,
+    opt_text, path, put, put_opt, slice, slice_mut,
 };
 use crate::handles::{check_len, icl_config, icl_model, icl_trainer};
-use crate::status::{icl_status, FfiError};
+use crate::status::icl_status;
 use std::ffi::c_char;
 
 /// Create a trainer for a configuration into `*out`: the model initialised from `train.seed`, the
@@ -325,21 +325,7 @@ pub unsafe extern "C" fn icl_trainer_log_values(
 ) -> icl_status {
     guard(|| {
         let v = href(trainer, "trainer")?.log_values(i)?;
-        opt_out(count, "count")?;
-        let dst = if out_len >= v.len() {
-            Some(slice_mut(out, v.len(), "out")?)
-        } else {
-            None
-        };
-        put_opt(count, v.len(), "count")?;
-        let Some(dst) = dst else {
-            return Err(FfiError::size(format!(
-                "out has {out_len} values; {} needed",
-                v.len()
-            )));
-        };
-        dst.copy_from_slice(&v);
-        Ok(())
+        copy_f64s(&v, out, out_len, count)
     })
 }
 
