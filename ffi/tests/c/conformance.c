@@ -1531,15 +1531,21 @@ static void c_trainer_log_row_bad(void) {
 }
 
 
-/* A multi-layer transformer through the same handles: it trains, saves and loads; predictions and
- * per-head circuits are ICL_ERR_UNSUPPORTED (they are one-layer attention's). */
-static void c_trainer_transformer(void) {
-    icl_config *cfg = config_of("f64");
+/* A two-layer transformer on the varying-covariance task (config_of's sizes). */
+static icl_config *transformer_config(const char *dtype) {
+    icl_config *cfg = config_of(dtype);
     OK(icl_config_set(cfg, "task.kind", "varying"));
     OK(icl_config_set(cfg, "model.arch", "transformer"));
     OK(icl_config_set(cfg, "model.layers", "2"));
     OK(icl_config_set(cfg, "model.init", "gaussian"));
     OK(icl_config_set(cfg, "model.init_scale", "0.1"));
+    return cfg;
+}
+
+/* A multi-layer transformer through the same handles: it trains, saves and loads; predictions and
+ * per-head circuits are ICL_ERR_UNSUPPORTED (they are one-layer attention's). */
+static void c_trainer_transformer(void) {
+    icl_config *cfg = transformer_config("f64");
     icl_trainer *t = NULL;
     OK(icl_trainer_new(cfg, "scalar", &t));
     double l[2];
@@ -1795,12 +1801,7 @@ static void c_trainer_log_columns(void) {
 /* A multi-layer model has no per-head circuits and its predictions are not one-layer attention's:
  * ICL_ERR_UNSUPPORTED on every engine, not zeros with ICL_OK. Its log has no omega/mu columns. */
 static void c_model_multilayer_unsupported(void) {
-    icl_config *cfg = config_of("f32");
-    OK(icl_config_set(cfg, "task.kind", "varying"));
-    OK(icl_config_set(cfg, "model.arch", "transformer"));
-    OK(icl_config_set(cfg, "model.layers", "2"));
-    OK(icl_config_set(cfg, "model.init", "gaussian"));
-    OK(icl_config_set(cfg, "model.init_scale", "0.1"));
+    icl_config *cfg = transformer_config("f32");
     icl_trainer *t = NULL;
     OK(icl_trainer_new(cfg, "scalar", &t));
     OK(icl_trainer_train(t, 2, NULL, 0, NULL));
