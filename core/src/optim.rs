@@ -76,6 +76,11 @@ impl<T: Scalar> Optimizer<T> {
                 "optimiser state does not match the parameters".into(),
             ));
         }
+        // one pass without branches (vectorised) decides; only a failing step looks for the
+        // first bad value
+        if self.all_finite(params, grad) {
+            return Ok(());
+        }
         if let Some(i) = grad.iter().position(|g| !g.finite()) {
             return Err(Error::Numerical(format!(
                 "gradient[{i}] = {} is not finite",
@@ -117,8 +122,31 @@ impl<T: Scalar> Optimizer<T> {
         Ok(())
     }
 
-    /// Write the update (shapes checked by [`Optimizer::check_step`]).
-    fn apply(&mut self, params: &mut [T], grad: &[T]) {
+    /// Whether the gradient and every updated parameter and moment are finite (shapes agree).
+    fn all_finite(&self, params: &[T], grad: &[T]) -> bool {
+        let fin = |x: T| x.to_f64().abs() <= f64::MAX;
+        let mut ok = true;
+        match self {
+            Optimizer::Sgd { buf, .. } => {
+                let u = self.sgd_update();
+                for ((&p, &g), &b) in params.iter().zip(grad).zip(buf) {
+                    let (p, b) = u.at(p, g, b);
+                    ok &= fin(g) & fin(p) & fin(b);
+                }
+            }
+            Optimizer::Adam { m, v, .. } => {
+                let u = self.adam_update();
+                for (((&p, &g), &m), &v) in params.iter().zip(grad).zip(m).zip(v) {
+                    let (p, m, v) = u.at(p, g, m, v);
+                    ok &= fin(g) & fin(p) & fin(m) & fin(v);
+                }
+            }
+        }
+        ok
+    }
+
+    /// Write the update, for a `params` and `grad` that [`Optimizer::check_step`] accepted.
+    pub(crate) fn apply(&mut self, params: &mut [T], grad: &[T]) {
         match self {
             Optimizer::Sgd { .. } => {
                 let u = self.sgd_update();

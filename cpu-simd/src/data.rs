@@ -3,7 +3,7 @@
 //! [`Task::sample_sequence`] one lane at a time. Sequence b always comes from stream
 //! (seed, Train, step, b), so the data equal the scalar reference's up to rounding.
 use crate::kernel::Group;
-use crate::lanes::{one, zero, Lanes, SimdScalar};
+use crate::lanes::{cast, cast_mut, one, zero, Lanes, SimdScalar};
 use icl_core::config::TaskKind;
 use icl_core::rng::{self, Domain};
 use icl_core::{Batch, Task};
@@ -166,7 +166,14 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
         noise: &mut s.noise,
     };
     // pairs in order; an odd tail keeps the cosine half (`icl_core::rng::fill_normal`)
-    for _ in 0..total / 2 {
+    for _ in 0..total / 4 {
+        let ((c, sn), (c2, sn2)) = T::box_muller2(&mut rng, native);
+        sink.put(c);
+        sink.put(sn);
+        sink.put(c2);
+        sink.put(sn2);
+    }
+    if total % 4 >= 2 {
         let (c, sn) = T::box_muller(&mut rng, native);
         sink.put(c);
         sink.put(sn);
@@ -174,22 +181,60 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
     if total % 2 == 1 {
         sink.put(T::box_muller(&mut rng, native).0);
     }
-    let sc = T::V::splat(T::inv_sqrt(d));
-    s.beta.iter_mut().for_each(|b| *b = *b * sc);
-    let sigma = T::V::splat(T::of(task.sigma));
-    for l in 0..=len {
-        let tok = &mut g.z[l * e..(l + 1) * e];
-        let mut clean = T::V::zero();
-        for (&b, &x) in s.beta.iter().zip(&tok[..d]) {
-            clean = b.mul_add(x, clean);
-        }
-        for o in 0..no {
-            let noisy = s.noise[l * no + o].mul_add(sigma, clean);
-            if l < len {
-                tok[d + o] = noisy;
-            } else {
-                tok[d + o] = T::V::zero();
-                g.y[o] = if task.query_noise { noisy } else { clean };
+    let labels = Labels {
+        d,
+        no,
+        len,
+        inv_sqrt_d: T::inv_sqrt(d),
+        sigma: T::of(task.sigma),
+        query_noise: task.query_noise,
+    };
+    if native {
+        // AVX-512: in registers (the compiler splits `Pack`'s loops here into odd pieces)
+        labels.apply::<T::Wide>(
+            cast_mut(&mut s.beta),
+            cast_mut(&mut g.z),
+            cast(&s.noise),
+            cast_mut(&mut g.y),
+        );
+    } else {
+        labels.apply::<T::V>(&mut s.beta, &mut g.z, &s.noise, &mut g.y);
+    }
+}
+
+/// The labels of an isotropic group from its normals: beta scaled by 1/sqrt(d),
+/// `y = beta . x + sigma eps` summed in order, the query's y into `y` (its token's slot zero).
+struct Labels<T> {
+    d: usize,
+    no: usize,
+    len: usize,
+    inv_sqrt_d: T,
+    sigma: T,
+    query_noise: bool,
+}
+
+impl<T: icl_core::Scalar> Labels<T> {
+    #[inline(always)]
+    fn apply<V: Lanes<T = T>>(&self, beta: &mut [V], z: &mut [V], noise: &[V], y: &mut [V]) {
+        let (d, no) = (self.d, self.no);
+        let e = d + no;
+        let sc = V::splat(self.inv_sqrt_d);
+        beta.iter_mut().for_each(|b| *b = *b * sc);
+        let sigma = V::splat(self.sigma);
+        for l in 0..=self.len {
+            let tok = &mut z[l * e..(l + 1) * e];
+            let mut clean = V::zero();
+            for (&b, &x) in beta.iter().zip(&tok[..d]) {
+                clean = b.mul_add(x, clean);
+            }
+            for o in 0..no {
+                let noisy = noise[l * no + o].mul_add(sigma, clean);
+                if l < self.len {
+                    tok[d + o] = noisy;
+                } else {
+                    tok[d + o] = V::zero();
+                    y[o] = if self.query_noise { noisy } else { clean };
+                }
             }
         }
     }

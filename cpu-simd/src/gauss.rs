@@ -9,7 +9,7 @@
 use icl_core::rng::{mix64, stream_base, Domain};
 
 /// SplitMix64 step (what `SeedableRng::seed_from_u64` of rand_xoshiro uses to fill the state).
-#[inline]
+#[inline(always)]
 fn splitmix_next(x: &mut u64) -> u64 {
     *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *x;
@@ -26,6 +26,7 @@ pub struct Xoshiro<const N: usize> {
 
 impl<const N: usize> Xoshiro<N> {
     /// Lane k seeded like `Xoshiro256PlusPlus::seed_from_u64(keys[k])`.
+    #[inline(always)]
     pub fn from_keys(keys: [u64; N]) -> Self {
         let mut s = [[0u64; N]; 4];
         for (k, &key) in keys.iter().enumerate() {
@@ -38,7 +39,9 @@ impl<const N: usize> Xoshiro<N> {
     }
 
     /// The training streams (seed, Train, step, first .. first + N).
-    /// The part of the keys the lanes share is computed once.
+    /// The part of the keys the lanes share is computed once. Inlined, so that the keys are
+    /// computed in vectors at the calling entry point's level.
+    #[inline(always)]
     pub fn train(seed: u64, step: u64, first: u64) -> Self {
         let base = stream_base(seed, Domain::Train, step);
         Self::from_keys(core::array::from_fn(|k| mix64(base ^ (first + k as u64))))
@@ -350,23 +353,49 @@ pub fn box_muller_f32<const N: usize>(rng: &mut Xoshiro<N>, avx512: bool) -> ([f
     let mut c = [0.0; N];
     let mut s = [0.0; N];
     for k in 0..N {
-        // u1 = (hi + lo) 2^-53
-        let big = (ah[k] >> 9) as i32 as f32 * 1_073_741_824.0;
-        let rest = ((((ah[k] & 511) << 21) | (al[k] >> 11)) + 1) as i32 as f32;
-        let sum = big + rest;
-        let lo = (big - sum) + rest;
-        let r = (-2.0 * (ln_f32(sum * INV53_F32) + lo * INV53_F32)).sqrt();
-        // 2 pi u2 = q pi/2 + t
-        let q = quarter_turns(bh[k]);
-        let rh = bh[k].wrapping_sub(q << 30) as i32 as f32;
-        let rl = (bl[k] >> 11) as i32 as f32;
-        let t = rh.mul_add(2_097_152.0, rl) * TAU_INV53_F32;
-        let (st, ct) = sin_cos_f32(t);
-        let (cb, sb) = quadrant_fix!(st, ct, q, u32, 1u32 << 31);
-        c[k] = r * f32::from_bits(cb);
-        s[k] = r * f32::from_bits(sb);
+        (c[k], s[k]) = box_muller_lane_f32(ah[k], al[k], bh[k], bl[k]);
     }
     (c, s)
+}
+
+/// Two [`box_muller_f32`] pairs in a row (the same draws and bits), computed side by side.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+pub fn box_muller2_f32<const N: usize>(
+    rng: &mut Xoshiro<N>,
+    avx512: bool,
+) -> (([f32; N], [f32; N]), ([f32; N], [f32; N])) {
+    let a = rng.next_u64s();
+    let b = rng.next_u64s();
+    let a2 = rng.next_u64s();
+    let b2 = rng.next_u64s();
+    let ((ah, al), (bh, bl)) = (halves(&a, avx512), halves(&b, avx512));
+    let ((ah2, al2), (bh2, bl2)) = (halves(&a2, avx512), halves(&b2, avx512));
+    let (mut c, mut s, mut c2, mut s2) = ([0.0; N], [0.0; N], [0.0; N], [0.0; N]);
+    for k in 0..N {
+        (c[k], s[k]) = box_muller_lane_f32(ah[k], al[k], bh[k], bl[k]);
+        (c2[k], s2[k]) = box_muller_lane_f32(ah2[k], al2[k], bh2[k], bl2[k]);
+    }
+    ((c, s), (c2, s2))
+}
+
+/// One lane of [`box_muller_f32`] from the halves of its two draws.
+#[inline(always)]
+fn box_muller_lane_f32(ah: u32, al: u32, bh: u32, bl: u32) -> (f32, f32) {
+    // u1 = (hi + lo) 2^-53
+    let big = (ah >> 9) as i32 as f32 * 1_073_741_824.0;
+    let rest = ((((ah & 511) << 21) | (al >> 11)) + 1) as i32 as f32;
+    let sum = big + rest;
+    let lo = (big - sum) + rest;
+    let r = (-2.0 * (ln_f32(sum * INV53_F32) + lo * INV53_F32)).sqrt();
+    // 2 pi u2 = q pi/2 + t
+    let q = quarter_turns(bh);
+    let rh = bh.wrapping_sub(q << 30) as i32 as f32;
+    let rl = (bl >> 11) as i32 as f32;
+    let t = rh.mul_add(2_097_152.0, rl) * TAU_INV53_F32;
+    let (st, ct) = sin_cos_f32(t);
+    let (cb, sb) = quadrant_fix!(st, ct, q, u32, 1u32 << 31);
+    (r * f32::from_bits(cb), r * f32::from_bits(sb))
 }
 
 /// Fill `out` with normals in the order of `icl_core::rng::fill_normal` (pairs; an odd tail

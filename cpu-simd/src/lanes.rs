@@ -86,6 +86,12 @@ pub trait SimdScalar: Scalar + LaneScalar + crate::multilayer::MlScalar + Send +
     /// with the language's casts where that is faster (one instruction each with AVX-512DQ; the
     /// same bits).
     fn box_muller(rng: &mut Self::Rng, native: bool) -> (Self::V, Self::V);
+    /// Two [`SimdScalar::box_muller`] pairs in a row (the same draws and bits).
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn box_muller2(rng: &mut Self::Rng, native: bool) -> ((Self::V, Self::V), (Self::V, Self::V)) {
+        (Self::box_muller(rng, native), Self::box_muller(rng, native))
+    }
     /// `1 / sqrt(d)` as the data generator rounds it.
     fn inv_sqrt(d: usize) -> Self;
 }
@@ -111,6 +117,11 @@ impl SimdScalar for f32 {
         // `native` is AVX-512 (with F): split the draws by permutes
         let (c, s) = gauss::box_muller_f32(rng, native);
         (Pack(c), Pack(s))
+    }
+    #[inline(always)]
+    fn box_muller2(rng: &mut Self::Rng, native: bool) -> ((Self::V, Self::V), (Self::V, Self::V)) {
+        let ((c, s), (c2, s2)) = gauss::box_muller2_f32(rng, native);
+        ((Pack(c), Pack(s)), (Pack(c2), Pack(s2)))
     }
     fn inv_sqrt(d: usize) -> f32 {
         (1.0 / (d as f64).sqrt()) as f32

@@ -299,7 +299,8 @@ impl<T: Scalar> Trainer<T> {
                 return Err(e);
             }
         }
-        self.opt.step(&mut self.model.params, &self.grad)?;
+        // checked above (the parameters and gradient have not changed since)
+        self.opt.apply(&mut self.model.params, &self.grad);
         self.step += 1;
         let s = self.step;
         if !full {
