@@ -113,16 +113,9 @@ impl<T: SimdScalar> Chunk<T> {
     /// Loss and gradient partials of the `groups` filled groups (`inv` = 1 / (n n_out)).
     #[inline(always)]
     fn loss_grad(&mut self, act: &Act, circ: &Circuits<T>, groups: usize, inv: T, wide: bool) {
-        self.group.clear_grad();
         crate::with_dim!(self.group.shape.e, dim => self.groups(dim, act, circ, groups, inv, wide));
-        // lane-wise accumulators -> chunk partials (fixed lane order)
-        for (dst, v) in self.gkq.iter_mut().zip(&self.group.gkq) {
-            *dst = v.sum();
-        }
-        for (dst, v) in self.gov.iter_mut().zip(&self.group.gov) {
-            *dst = v.sum();
-        }
-        self.loss = self.group.sse.sum() * inv;
+        // lane-wise accumulators -> chunk partials (fixed lane order), zero again
+        self.loss = self.group.drain_grad(&mut self.gkq, &mut self.gov) * inv;
     }
 
     /// Forward and backward of the groups in order, with the width E as a type.

@@ -44,7 +44,11 @@ impl<const N: usize> Xoshiro<N> {
     #[inline(always)]
     pub fn train(seed: u64, step: u64, first: u64) -> Self {
         let base = stream_base(seed, Domain::Train, step);
-        Self::from_keys(core::array::from_fn(|k| mix64(base ^ (first + k as u64))))
+        let mut keys = [0u64; N];
+        for (k, key) in keys.iter_mut().enumerate() {
+            *key = mix64(base ^ (first + k as u64));
+        }
+        Self::from_keys(keys)
     }
 
     /// Next output of every lane: `rotl(s0 + s3, 23) + s0`, then the xoshiro256 state update.

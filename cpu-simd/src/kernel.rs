@@ -232,7 +232,8 @@ pub struct Group<V> {
     c: Vec<V>,
     u: Vec<V>,
     b: Vec<V>,
-    /// Gradient accumulators, lane-wise: [H, E, E] and [H, n_out, E].
+    /// Gradient accumulators, lane-wise: [H, E, E] and [H, n_out, E] (zero between steps:
+    /// [`Group::drain_grad`]).
     pub gkq: Vec<V>,
     pub gov: Vec<V>,
     /// Lane-wise sum of squared residuals.
@@ -271,11 +272,20 @@ impl<V: Lanes> Group<V> {
         }
     }
 
-    /// Zero the gradient accumulators.
-    pub fn clear_grad(&mut self) {
-        self.gkq.iter_mut().for_each(|x| *x = V::zero());
-        self.gov.iter_mut().for_each(|x| *x = V::zero());
-        self.sse = V::zero();
+    /// The gradient accumulators summed over the lanes (lane order) into `gkq` and `gov`, and the
+    /// lanes' summed squared residuals returned; the accumulators are left zero for the next
+    /// backward (they start zero: one pass instead of a separate clearing `memset`, which costs
+    /// more than the sums at these sizes).
+    pub fn drain_grad(&mut self, gkq: &mut [V::T], gov: &mut [V::T]) -> V::T {
+        for (dst, v) in gkq.iter_mut().zip(self.gkq.iter_mut()) {
+            *dst = v.sum();
+            *v = V::zero();
+        }
+        for (dst, v) in gov.iter_mut().zip(self.gov.iter_mut()) {
+            *dst = v.sum();
+            *v = V::zero();
+        }
+        core::mem::replace(&mut self.sse, V::zero()).sum()
     }
 
     /// Forward of all heads into `yhat`, computed in lane type `C` (`V` itself, or a 512-bit

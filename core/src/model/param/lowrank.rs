@@ -13,11 +13,12 @@ pub fn kq_lowrank_forward<T: Scalar>(
     sc: T,
     kq: &mut [T],
 ) {
-    for r in 0..rank {
-        for i in 0..w {
-            let kri = k[r * w + i] * sc;
-            for j in 0..w {
-                kq[i * e + j] += kri * q[r * w + j];
+    // rows of k and q side by side (slices, no index checks in the loops)
+    for (kr, qr) in k.chunks_exact(w).zip(q.chunks_exact(w)).take(rank) {
+        for (i, &ki) in kr.iter().enumerate() {
+            let kri = ki * sc;
+            for (o, &qj) in kq[i * e..i * e + w].iter_mut().zip(qr) {
+                *o += kri * qj;
             }
         }
     }
@@ -37,16 +38,17 @@ pub fn kq_lowrank_backward<T: Scalar>(
     dk: &mut [T],
     dq: &mut [T],
 ) {
-    for r in 0..rank {
-        for i in 0..w {
-            let kri = k[r * w + i] * sc;
+    let rows = k.chunks_exact(w).zip(q.chunks_exact(w));
+    let drows = dk.chunks_exact_mut(w).zip(dq.chunks_exact_mut(w));
+    for ((kr, qr), (dkr, dqr)) in rows.zip(drows).take(rank) {
+        for (i, (&ki, dki)) in kr.iter().zip(dkr.iter_mut()).enumerate() {
+            let kri = ki * sc;
             let mut acc = T::zero();
-            for j in 0..w {
-                let gij = gkq[i * e + j];
-                dq[r * w + j] += kri * gij;
-                acc += q[r * w + j] * gij;
+            for ((dqj, &qj), &gij) in dqr.iter_mut().zip(qr).zip(&gkq[i * e..i * e + w]) {
+                *dqj += kri * gij;
+                acc += qj * gij;
             }
-            dk[r * w + i] += acc * sc;
+            *dki += acc * sc;
         }
     }
 }
