@@ -191,6 +191,48 @@ fn bit_identical_at_every_dispatch_level() {
     check_levels::<f64>();
 }
 
+/// An engine reused across steps and batch sizes computes each step as a fresh engine does (the
+/// per-chunk gradient accumulators start every step from zero), at every level.
+fn check_reuse<T: SimdScalar>() {
+    let cfg = config(&[("model.heads", "2")]).unwrap();
+    let task = Task::new(&cfg).unwrap();
+    let model = Model::<T>::init(&cfg).unwrap();
+    let circ = model.circuits();
+    let len = cfg.task.len;
+    for level in [Level::Base, Level::Avx2, Level::Avx512] {
+        let mut reused = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
+        for (step, n) in [(1, 256), (2, 100), (3, 256), (3, 256)] {
+            let s = Sampling {
+                seed: 4,
+                step,
+                n,
+                len,
+            };
+            let mut g = Circuits::zeros(&model.spec);
+            let l = reused
+                .sampled_loss_grad(&model.spec, &circ, &task, s, &mut g)
+                .unwrap();
+            let mut fresh = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
+            let mut g0 = Circuits::zeros(&model.spec);
+            let l0 = fresh
+                .sampled_loss_grad(&model.spec, &circ, &task, s, &mut g0)
+                .unwrap();
+            assert!(
+                l == l0 && g == g0,
+                "{} {}: step {step} n={n} differs when the engine is reused",
+                T::NAME,
+                level.as_str()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_reused_engine_computes_each_step_afresh() {
+    check_reuse::<f32>();
+    check_reuse::<f64>();
+}
+
 #[test]
 fn level_names_and_detection() {
     assert_eq!(
