@@ -2,7 +2,7 @@
 //! fused loss + gradient of a training step (he2025-like: d = 5, L = 40, batch 256), and print a
 //! hash of the results (equal hashes: equal bits).
 //!
-//!     cargo run --release -p icl-simd --example kernels -- [H] [STEPS] [f32|f64]
+//!     [KERNELS_THREADS=1] cargo run --release -p icl-simd --example kernels -- [H] [STEPS] [f32|f64]
 use icl_core::engine::{Engine, Sampling};
 use icl_core::model::{Circuits, Model};
 use icl_core::{Config, Task};
@@ -91,8 +91,14 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let heads = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(2);
     let steps = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2000);
+    // one thread unless KERNELS_THREADS says otherwise (the sums are per process CPU time)
+    let threads = std::env::var("KERNELS_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
+        .num_threads(threads)
+        .use_current_thread()
         .build()
         .expect("pool");
     pool.install(|| match args.get(3).map(String::as_str) {

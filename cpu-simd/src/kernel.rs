@@ -276,6 +276,7 @@ impl<V: Lanes> Group<V> {
     /// lanes' summed squared residuals returned; the accumulators are left zero for the next
     /// backward (they start zero: one pass instead of a separate clearing `memset`, which costs
     /// more than the sums at these sizes).
+    #[inline(always)]
     pub fn drain_grad(&mut self, gkq: &mut [V::T], gov: &mut [V::T]) -> V::T {
         for (dst, v) in gkq.iter_mut().zip(self.gkq.iter_mut()) {
             *dst = v.sum();
