@@ -166,14 +166,15 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
         noise: &mut s.noise,
     };
     // pairs in order; an odd tail keeps the cosine half (`icl_core::rng::fill_normal`)
-    for _ in 0..total / 4 {
+    let quads = if T::WIDE_GEN { total / 4 } else { 0 };
+    for _ in 0..quads {
         let ((c, sn), (c2, sn2)) = T::box_muller2(&mut rng, native);
         sink.put(c);
         sink.put(sn);
         sink.put(c2);
         sink.put(sn2);
     }
-    if total % 4 >= 2 {
+    for _ in 0..(total - 4 * quads) / 2 {
         let (c, sn) = T::box_muller(&mut rng, native);
         sink.put(c);
         sink.put(sn);
@@ -189,7 +190,7 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
         sigma: T::of(task.sigma),
         query_noise: task.query_noise,
     };
-    if native {
+    if native && T::WIDE_GEN {
         // AVX-512: in registers (the compiler splits `Pack`'s loops here into odd pieces)
         labels.apply::<T::Wide>(
             cast_mut(&mut s.beta),

@@ -26,8 +26,12 @@ pub struct Xoshiro<const N: usize> {
 
 impl<const N: usize> Xoshiro<N> {
     /// Lane k seeded like `Xoshiro256PlusPlus::seed_from_u64(keys[k])`.
-    #[inline(always)]
     pub fn from_keys(keys: [u64; N]) -> Self {
+        Self::from_keys_inlined(keys)
+    }
+
+    #[inline(always)]
+    fn from_keys_inlined(keys: [u64; N]) -> Self {
         let mut s = [[0u64; N]; 4];
         for (k, &key) in keys.iter().enumerate() {
             let mut x = key;
@@ -39,16 +43,24 @@ impl<const N: usize> Xoshiro<N> {
     }
 
     /// The training streams (seed, Train, step, first .. first + N).
-    /// The part of the keys the lanes share is computed once. Inlined, so that the keys are
-    /// computed in vectors at the calling entry point's level.
-    #[inline(always)]
+    /// The part of the keys the lanes share is computed once. Out of line (see
+    /// [`Xoshiro::train_inlined`]).
+    #[inline(never)]
     pub fn train(seed: u64, step: u64, first: u64) -> Self {
+        Self::train_inlined(seed, step, first)
+    }
+
+    /// [`Xoshiro::train`] inlined into the caller, so that the keys are computed in vectors at
+    /// the calling entry point's level (f32: 1 us a he2025 step; the f64 generator's loop ran
+    /// at half speed with it inlined, so f64 calls [`Xoshiro::train`]).
+    #[inline(always)]
+    pub fn train_inlined(seed: u64, step: u64, first: u64) -> Self {
         let base = stream_base(seed, Domain::Train, step);
         let mut keys = [0u64; N];
         for (k, key) in keys.iter_mut().enumerate() {
             *key = mix64(base ^ (first + k as u64));
         }
-        Self::from_keys(keys)
+        Self::from_keys_inlined(keys)
     }
 
     /// Next output of every lane: `rotl(s0 + s3, 23) + s0`, then the xoshiro256 state update.
