@@ -166,7 +166,8 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
         noise: &mut s.noise,
     };
     // pairs in order; an odd tail keeps the cosine half (`icl_core::rng::fill_normal`)
-    let quads = if T::WIDE_GEN { total / 4 } else { 0 };
+    // two pairs side by side only with AVX-512's 32 registers (at AVX2 the 16 spill: slower)
+    let quads = if native && T::WIDE_GEN { total / 4 } else { 0 };
     for _ in 0..quads {
         let ((c, sn), (c2, sn2)) = T::box_muller2(&mut rng, native);
         sink.put(c);

@@ -81,7 +81,8 @@ pub trait SimdScalar: Scalar + LaneScalar + crate::multilayer::MlScalar + Send +
     type Rng: Copy;
     /// Whether the isotropic generator computes two Box–Muller pairs side by side and the labels
     /// in 512-bit registers at AVX-512 (the same bits either way). f32: 2-4 us a he2025 step
-    /// faster; f64: its generator loop measured twice as slow with them (92 -> 181 us a step, one
+    /// faster there (at AVX2 two pairs spill its 16 registers: 83 -> 102 us, so not there);
+    /// f64: its generator loop measured twice as slow with them (92 -> 181 us a step, one
     /// thread), so it keeps the plain loop.
     const WIDE_GEN: bool;
 
