@@ -124,21 +124,20 @@ impl<T: Scalar> Optimizer<T> {
 
     /// Whether the gradient and every updated parameter and moment are finite (shapes agree).
     fn all_finite(&self, params: &[T], grad: &[T]) -> bool {
-        let fin = |x: T| x.to_f64().abs() <= f64::MAX;
         let mut ok = true;
         match self {
             Optimizer::Sgd { buf, .. } => {
                 let u = self.sgd_update();
                 for ((&p, &g), &b) in params.iter().zip(grad).zip(buf) {
                     let (p, b) = u.at(p, g, b);
-                    ok &= fin(g) & fin(p) & fin(b);
+                    ok &= g.finite() & p.finite() & b.finite();
                 }
             }
             Optimizer::Adam { m, v, .. } => {
                 let u = self.adam_update();
                 for (((&p, &g), &m), &v) in params.iter().zip(grad).zip(m).zip(v) {
                     let (p, m, v) = u.at(p, g, m, v);
-                    ok &= fin(g) & fin(p) & fin(m) & fin(v);
+                    ok &= g.finite() & p.finite() & m.finite() & v.finite();
                 }
             }
         }

@@ -166,8 +166,10 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
         noise: &mut s.noise,
     };
     // pairs in order; an odd tail keeps the cosine half (`icl_core::rng::fill_normal`)
-    // two pairs side by side only with AVX-512's 32 registers (at AVX2 the 16 spill: slower)
-    let quads = if native && T::WIDE_GEN { total / 4 } else { 0 };
+    // two pairs side by side and the labels in 512-bit registers: AVX-512 only (at AVX2 two
+    // pairs spill the 16 registers), and only where `WIDE_GEN` says they are faster
+    let wide = native && T::WIDE_GEN;
+    let quads = if wide { total / 4 } else { 0 };
     for _ in 0..quads {
         let ((c, sn), (c2, sn2)) = T::box_muller2(&mut rng, native);
         sink.put(c);
@@ -191,8 +193,8 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
         sigma: T::of(task.sigma),
         query_noise: task.query_noise,
     };
-    if native && T::WIDE_GEN {
-        // AVX-512: in registers (the compiler splits `Pack`'s loops here into odd pieces)
+    if wide {
+        // in registers (the compiler splits `Pack`'s loops here into odd pieces)
         labels.apply::<T::Wide>(
             cast_mut(&mut s.beta),
             cast_mut(&mut g.z),
