@@ -12,7 +12,6 @@
 //! bytes failed" ends a process, a Python interpreter or a C program with SIGABRT).
 //!
 //! [`Config::memory_estimate`]: crate::config::Config::memory_estimate
-use crate::config::human_bytes;
 use crate::{Error, Result};
 use alloc::format;
 use alloc::string::String;
@@ -166,5 +165,21 @@ mod tests {
             "{e}"
         );
         assert_eq!(product(&[u64::MAX, 2]), None);
+    }
+}
+
+/// `12.0 GiB`, `512 MiB`, `3 KiB`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u + 1 < UNITS.len() {
+        x /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{x:.1} {}", UNITS[u])
     }
 }

@@ -17,11 +17,11 @@
 //! bits.
 use crate::analysis::analyze;
 use crate::config::Config;
+use crate::data::{Batch, Task};
 use crate::engine::{Runner, ScalarFactory};
 use crate::eval::mc_risk_in_chunks;
 use crate::model::{Model, Net};
 use crate::rng::Domain;
-use crate::task::{Batch, Task};
 use crate::train::{Options, Trainer};
 use crate::{Result, Scalar};
 use alloc::string::String;

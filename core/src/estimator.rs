@@ -8,7 +8,7 @@
 //! * OLS:                ridge with lambda = 0 (needs L >= d)
 //! * Nadaraya–Watson:    yhat = mu sum_l y_l smax_l(omega X x_q)                            (E.3)
 //! * reduced multi-head: yhat = sum_h mu_h sum_l y_l smax_l(omega_h X x_q)                  (3.2)
-use crate::task::Batch;
+use crate::data::Batch;
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::string::String;

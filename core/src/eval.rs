@@ -3,11 +3,11 @@
 //! Risk = E[(y_q - yhat_q)^2] averaged over outputs, including the query noise (He et al. 2025 App. F).
 //! All estimators and the model at a given L' see the same samples (stream (seed, Eval, L', i)),
 //! so their differences have small paired error.
+use crate::data::{Batch, Task};
 use crate::engine::Runner;
 use crate::estimator::Estimator;
 use crate::model::Model;
 use crate::rng::Domain;
-use crate::task::{Batch, Task};
 use crate::{Error, Result, Scalar};
 use alloc::vec;
 use alloc::vec::Vec;

@@ -11,10 +11,10 @@ icl_core::engine_conformance!(scalar_f32, f32, 1e-6, || -> Box<dyn Engine<f32>> 
 
 #[test]
 fn the_runner_checks_inputs_before_any_engine() {
+    use icl_core::data::Task;
     use icl_core::engine::{Runner, Sampling};
     use icl_core::model::{Circuits, Model};
     use icl_core::rng::Domain;
-    use icl_core::task::Task;
     let cfg = icl_core::engine::conformance::config(&[]).unwrap();
     let task = Task::new(&cfg).unwrap();
     let model = Model::<f32>::init(&cfg).unwrap();

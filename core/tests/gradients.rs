@@ -1,11 +1,11 @@
 //! Every model and option: the analytic gradient (circuit backward + parameter chain rule)
 //! matches central finite differences of the loss in f64 (relative error < 1e-6).
 use icl_core::config::Config;
+use icl_core::data::Task;
 use icl_core::engine::Runner;
 use icl_core::fd::rel_error;
 use icl_core::model::Model;
 use icl_core::rng::Domain;
-use icl_core::task::Task;
 use icl_core::train::loss_and_grad;
 
 fn check(sets: &[(&str, &str)]) -> f64 {

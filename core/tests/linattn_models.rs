@@ -1,8 +1,8 @@
 //! Zhang et al. (2025) models: finite-difference checks of the separate / reduced
 //! parametrisations and of the cubic-feature twin, the sufficient-statistics objective against the
 //! token-level engine, ATTN_M = cubic-feature network during training, and the data options.
+use icl_core::data::fixed_set::{generate, SetKind};
 use icl_core::fd::rel_error;
-use icl_core::linattn::data::{generate, SetKind};
 use icl_core::linattn::mlp::{cubic_features, CubicMlp};
 use icl_core::linattn::moments::{ntp_batches, Moments};
 use icl_core::model::lin_norm_of;

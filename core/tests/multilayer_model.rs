@@ -3,14 +3,17 @@
 //! for small scores, Claim 1's population operator, the samplers and the IV model's
 //! stop-gradient (spec §9 tests 1–6; tests 5, 7, 8 are in theory_multilayer.rs).
 use icl_core::config::AttentionKind;
+use icl_core::data::Batch;
+use icl_core::data::{
+    iv::Iv,
+    regression::{Cov, Drawn, Regression},
+};
 use icl_core::fd::rel_error;
 use icl_core::multilayer::analysis::{pattern, population_maps};
-use icl_core::multilayer::data::{Cov, Drawn, Iv, Regression};
 use icl_core::multilayer::iv::{self, IvSpec};
 use icl_core::multilayer::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
 use icl_core::multilayer::{StackEngine, StackRunner, StackScalar};
 use icl_core::rng::{self, Domain};
-use icl_core::task::Batch;
 use icl_core::theory::multilayer as ml;
 
 fn spec(e: usize, heads: usize, layers: usize, looped: bool, att: AttentionKind) -> StackSpec {
@@ -288,7 +291,7 @@ fn claim_1_population_operator() {
                         + if i == j { 0.5 } else { 0.0 };
                 }
             }
-            let chol = icl_core::task::cholesky(dd, &sig).unwrap();
+            let chol = icl_core::data::covariance::cholesky(dd, &sig).unwrap();
             let n = l + 1;
             let g = normals(3000 + s * 7 + l as u64, n * dd, 1.0);
             let mut z = vec![0.0; n * dd];
@@ -468,7 +471,7 @@ fn iv_stop_gradient() {
 
 fn f2_total<'a>(
     sp: &'a IvSpec,
-    b: &'a icl_core::multilayer::data::IvBatch<f64>,
+    b: &'a icl_core::data::iv::IvBatch<f64>,
 ) -> impl FnMut(&[f64]) -> f64 + 'a {
     move |x: &[f64]| {
         let mut gg = vec![0.0; x.len()];

@@ -2,10 +2,10 @@
 //! the reference code's forward (`MultiHeadAttention`: per head q = Q z_q, k_l = K z_l, v_l = V z_l,
 //! p = softmax(q.k / sqrt(d+1)), out = sum_h O_h sum_l p_l v_l).
 use icl_core::config::Config;
+use icl_core::data::Task;
 use icl_core::engine::Runner;
 use icl_core::model::Model;
 use icl_core::rng::Domain;
-use icl_core::task::Task;
 
 fn naive_predict(m: &Model<f64>, seq: &[f64], len: usize) -> f64 {
     let s = &m.spec;

@@ -1,11 +1,11 @@
 //! Monte Carlo risks from the samplers against the closed forms of He et al. (2025), App. F,
 //! and the reduced-model risks against the spec's independently computed table (§5.1).
 use icl_core::config::Config;
+use icl_core::data::Task;
 use icl_core::engine::Runner;
 use icl_core::estimator::Estimator;
 use icl_core::eval::{mc_risk, RiskEstimate};
 use icl_core::model::{Model, ModelSpec};
-use icl_core::task::Task;
 
 fn cfg(d: usize, l: usize, s2: f64) -> Config {
     let mut c = Config::default();

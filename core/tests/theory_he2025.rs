@@ -1,10 +1,10 @@
 //! he2025 theory: the spec's reference numbers (§3.2, §4, §5.1), finite-difference gradients,
 //! the ODE (D.4) and Monte Carlo checks of every closed-form risk.
+use icl_core::data::{covariance::kms, Task};
 use icl_core::estimator::Estimator;
 use icl_core::eval::mc_risk;
 use icl_core::fd;
 use icl_core::rng::{self, Domain};
-use icl_core::task::{kms, Task};
 use icl_core::theory::he2025::{self as he, FlowOptions, Method, Setting};
 use icl_core::theory::ode::Adaptive;
 use icl_core::Config;

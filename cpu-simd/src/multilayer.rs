@@ -8,7 +8,7 @@
 use crate::dispatch::{self, Level};
 use crate::lane::{LaneScalar, Lv, W};
 use icl_core::config::AttentionKind;
-use icl_core::multilayer::engine::RowsFill;
+use icl_core::data::batch::RowsFill;
 use icl_core::multilayer::stack::{Pass, StackCircuits, StackSpec};
 use icl_core::multilayer::{StackEngine, StackScalar};
 use icl_core::{Batch, Result, Scalar};
@@ -775,7 +775,7 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use icl_core::multilayer::engine::{fill_rows_serial, fill_serial};
+    use icl_core::data::batch::{fill_rows_serial, fill_serial};
 
     #[test]
     fn widths_2_to_24_are_vectorised() {

@@ -257,7 +257,7 @@ fn one_head_is_worse() {
 fn constant_covariance_preconditions() {
     let kms = trained("multilayer-const-kms", &[]);
     let (sp, c) = readout_circuits(&kms.1).unwrap();
-    let sig = icl_core::task::kms(5, 0.5);
+    let sig = icl_core::data::covariance::kms(5, 0.5);
     let pre = icl_core::multilayer::analysis::preconditioned(&c, 0, sp.e - 1, &sig);
     eprintln!("KMS preconditioned {pre:?}");
     for (h, (w, rel)) in pre.iter().enumerate() {

@@ -57,7 +57,7 @@ pub fn transformer_analysis(
     let constant = (cfg.task.kind == TaskKind::Varying
         && matches!(cfg.task.covariance, CovFamily::Identity | CovFamily::Kms))
     .then(|| {
-        icl_core::task::kms(
+        icl_core::data::covariance::kms(
             d,
             if cfg.task.covariance == CovFamily::Kms {
                 cfg.task.rho

@@ -377,7 +377,7 @@ mod tests {
 
     #[test]
     fn iv_flops_adds_both_stages_and_the_fitted_covariates() {
-        use icl_core::multilayer::data::Iv;
+        use icl_core::data::iv::Iv;
         let spec = IvSpec {
             iv: Iv { q: 6, p: 4 },
             st1: StackSpec {

@@ -7,13 +7,13 @@ use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::summary::{shift_json, AlignmentRow, EvalRow, EvalRows};
 use icl_core::config::{Config, TaskKind};
+use icl_core::data::Task;
 use icl_core::estimator::Estimator;
 use icl_core::eval::{mc_risk_tempered, select_temperature, RiskEstimate};
 use icl_core::model::Net;
 use icl_core::multilayer::eval as ml_eval;
 pub use icl_core::multilayer::eval::{Temper, DEFAULT_HOLDOUT};
 use icl_core::multilayer::StackRunner;
-use icl_core::task::Task;
 pub use icl_core::tempered::Tau;
 use icl_core::theory::he2025::Setting;
 use icl_core::{Model, Runner};
@@ -98,7 +98,7 @@ pub struct MlEvalOptions {
 }
 
 /// [`Temper`] from text, as every front end takes it: temperatures `0.5,1,2,opt` (`None`: 1),
-/// shifts `KEY=VALUE` (`x_cov=3`, `x_mean=2e1`, `shift.noise=1`; see [`icl_core::shift`]) and the
+/// shifts `KEY=VALUE` (`x_cov=3`, `x_mean=2e1`, `shift.noise=1`; see [`icl_core::data::shift`]) and the
 /// held-out size of `opt` (`None`: [`DEFAULT_HOLDOUT`]).
 pub fn temper_from_text<S: AsRef<str>>(
     tau: Option<&str>,
@@ -168,7 +168,7 @@ impl EvalOptions {
     /// The options of `icl eval` from (key, value) text pairs, for front ends without a flag
     /// parser (the C API): `lengths` (`10,20,40,100`), `samples` (20000), `seed` (0), `engine`,
     /// `tau` (`0.5,1,opt`), `tau_holdout`, `shift.KEY` (`shift.x_cov` = `3`; see
-    /// [`icl_core::shift`]), and for transformer runs `lambda_range` (`MIN,MAX`), `stack`,
+    /// [`icl_core::data::shift`]), and for transformer runs `lambda_range` (`MIN,MAX`), `stack`,
     /// `layers_out` (`true`/`false`), `alignment`, `ref` (a run folder). Unset keys take the
     /// CLI's defaults; an unknown or repeated key is an error.
     pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<EvalOptions> {
@@ -528,7 +528,7 @@ fn extreme_inputs(o: &EvalOptions, e: RunError) -> RunError {
             .unwrap_or_else(|_| v.to_string())
     };
     given.extend(
-        icl_core::shift::describe(&o.temper.shift)
+        icl_core::config::shift::describe(&o.temper.shift)
             .into_iter()
             .map(|(k, v)| {
                 format!(

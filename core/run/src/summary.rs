@@ -300,7 +300,7 @@ pub struct EvalRow {
 
 /// The shift keys that are set, as JSON (`{"x_cov": 3.0, "x_mean": "2e1"}`).
 pub fn shift_json(s: &icl_core::config::ShiftConfig) -> serde_json::Map<String, serde_json::Value> {
-    icl_core::shift::describe(s)
+    icl_core::config::shift::describe(s)
         .into_iter()
         .map(|(k, v)| {
             let key = k.strip_prefix("shift.").unwrap_or(&k).to_string();

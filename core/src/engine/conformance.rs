@@ -13,9 +13,9 @@
 //! Tolerances are norm-wise relative differences ||a - b|| / ||b||.
 use super::{Engine, EngineFactory, Runner, Sampling, ScalarEngine};
 use crate::config::Config;
+use crate::data::Task;
 use crate::model::{Circuits, Model};
 use crate::rng::Domain;
-use crate::task::Task;
 use crate::train::{loss_and_grad, Options, Trainer};
 use crate::{Result, Scalar};
 use alloc::boxed::Box;

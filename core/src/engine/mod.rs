@@ -9,9 +9,9 @@ mod scalar;
 
 pub use scalar::{sequence_backward, sequence_forward, ScalarEngine};
 
+use crate::data::{Batch, Task};
 use crate::model::{Circuits, ModelSpec};
 use crate::rng::Domain;
-use crate::task::{Batch, Task};
 use crate::{Error, Result, Scalar};
 use alloc::boxed::Box;
 use alloc::format;

@@ -1,9 +1,9 @@
 //! The plain scalar reference engine: one sequence at a time, one thread, no SIMD; the per-sequence
 //! forward and backward of all heads (He et al. 2025 eq. (2.2)) that it runs.
 use super::Engine;
+use crate::data::Batch;
 use crate::model::attention::{head_backward, head_forward, HeadCache};
 use crate::model::{Circuits, ModelSpec};
-use crate::task::Batch;
 use crate::{Result, Scalar};
 use alloc::boxed::Box;
 use alloc::vec::Vec;

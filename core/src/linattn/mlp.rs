@@ -3,8 +3,8 @@
 //! column-major `vec(U_h)`, and `beta = (1/L_0) sum_{l<=N} y_l x_l`. Reduced ATTN_M
 //! (`merged_reduced`) computes exactly this function of its weights, so both train identically.
 use crate::config::Param;
+use crate::data::Batch;
 use crate::model::Model;
-use crate::task::Batch;
 use crate::{Error, Result};
 use alloc::format;
 use alloc::vec;

@@ -6,8 +6,6 @@
 //! `merged_reduced`, `separate`, `separate_reduced`, linear or softmax attention); this module holds
 //! what the paper's protocol adds on top:
 //!
-//! * [`data`]: a finite training set of P sequences with the reference code's centring and
-//!   whitening, the in-context / in-weight mix, next-token-prediction prefixes, test sets;
 //! * [`moments`]: the sufficient-statistics objective of any linear-attention model on a fixed set
 //!   (exact: the prediction is linear in the features `S z_q^T / L_0`), whose cost per step does not
 //!   depend on P;
@@ -17,7 +15,6 @@
 //!
 //! Training itself is the one trainer's ([`crate::train`]): full-batch gradient descent on the
 //! fixed set (the paper's protocol) or fresh data every step.
-pub mod data;
 pub mod metrics;
 pub mod mlp;
 pub mod moments;
@@ -25,7 +22,7 @@ pub mod moments;
 pub use metrics::{detect_plateaus, Plateau};
 
 use crate::config::{Config, LinNorm};
-use crate::task::Task;
+use crate::data::Task;
 use crate::theory::zhang2025::{mean_inv_uniform, plateau_losses_inv_n};
 use alloc::vec::Vec;
 

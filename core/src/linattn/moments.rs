@@ -14,9 +14,9 @@
 //! with `<.>` the mean over the sequences (and, for next-token prediction, over their prefixes).
 //! The Gram matrix is accumulated once; a loss and gradient then cost O(features^2), independent
 //! of the number of sequences. It is exact (the same loss as the token-level engine up to rounding).
-use crate::linattn::data::prefix_batch;
+use crate::data::fixed_set::prefix_batch;
+use crate::data::Batch;
 use crate::model::{Circuits, ModelSpec};
-use crate::task::Batch;
 use crate::{Error, Result};
 use alloc::format;
 use alloc::vec;

@@ -12,7 +12,7 @@ pub mod attention;
 pub mod param;
 
 use crate::config::{Activation, Arch, AttentionKind, Config, LinNorm, Param};
-use crate::multilayer::data::Iv;
+use crate::data::iv::Iv;
 use crate::multilayer::iv::IvSpec;
 use crate::multilayer::StackSpec;
 use crate::{Error, Result, Scalar};

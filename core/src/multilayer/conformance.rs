@@ -10,8 +10,8 @@
 use super::engine::{StackEngine, StackScalar};
 use super::stack::{Pass, StackCircuits, StackSpec};
 use crate::config::AttentionKind;
+use crate::data::Batch;
 use crate::rng::{self, Domain};
-use crate::task::Batch;
 use crate::Scalar;
 use alloc::boxed::Box;
 use alloc::format;

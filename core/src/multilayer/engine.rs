@@ -3,11 +3,10 @@
 //! ([`StackScalar`] here, the SIMD engine in `icl-simd`) may assume valid inputs and run the one
 //! [`super::conformance`] suite.
 use super::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
-use crate::task::Batch;
+use crate::data::batch::{fill_rows_serial, Batch, RowsFill, SequenceFill};
 use crate::{Error, Result, Scalar};
 use alloc::boxed::Box;
 use alloc::format;
-use alloc::vec::Vec;
 
 /// A way of running transformer stacks over a batch. Loss convention as for one-layer engines:
 /// `sum_b sum_o (yhat_bo - y_bo)^2 / (n n_out)`.
@@ -59,43 +58,6 @@ pub trait StackEngine<T: Scalar>: Send {
             },
         );
     }
-}
-
-/// How to write sequence b of a batch: `(b, tokens, targets, scratch)`.
-pub type SequenceFill<'a, T> = dyn Fn(usize, &mut [T], &mut [T], &mut Vec<f64>) + Sync + 'a;
-
-/// How to write sequence b's blocks of several buffers: `(b, blocks, scratch)`.
-pub type RowsFill<'a, T> = dyn Fn(usize, &mut [&mut [T]], &mut Vec<f64>) + Sync + 'a;
-
-/// [`StackEngine::fill_rows`] one sequence after another.
-pub fn fill_rows_serial<T: Scalar>(n: usize, bufs: &mut [&mut [T]], fill: &RowsFill<'_, T>) {
-    if n == 0 {
-        return;
-    }
-    let widths: Vec<usize> = bufs.iter().map(|v| v.len() / n).collect();
-    let mut scratch = Vec::new();
-    for b in 0..n {
-        let mut rows: Vec<&mut [T]> = bufs
-            .iter_mut()
-            .zip(&widths)
-            .map(|(v, &w)| &mut v[b * w..(b + 1) * w])
-            .collect();
-        fill(b, &mut rows, &mut scratch);
-    }
-}
-
-/// [`StackEngine::fill_batch`] one sequence after another.
-pub fn fill_serial<T: Scalar>(batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
-    let n = batch.n;
-    fill_rows_serial(
-        n,
-        &mut [&mut batch.z[..], &mut batch.y[..]],
-        &|b, rows, s| {
-            if let [z, y] = rows {
-                fill(b, z, y, s)
-            }
-        },
-    );
 }
 
 /// The scalar reference: one sequence after another.

@@ -4,15 +4,15 @@
 //! T-step GD at eta = 1 and at the eta tuned on a grid (C.6), the alignment of Von Oswald et al.
 //! (§4.7), and for IV models the two-stage TF, 2SLS, OLS and a one-stage "TF Ref" (§6.3).
 use super::analysis::{pattern, readout_circuits};
-use super::data::Iv;
 use super::engine::StackRunner;
 use super::iv;
 use super::stack::{circuits_forward, Pass, StackCircuits, StackSpec};
 use crate::config::ShiftConfig;
 use crate::config::{Config, TaskKind};
+use crate::data::iv::Iv;
+use crate::data::{Batch, Task};
 use crate::model::{Model, Net};
 use crate::rng::{self, Domain};
-use crate::task::{Batch, Task};
 use crate::tempered::Tau;
 use crate::theory::multilayer as ml;
 use crate::{Error, Result, Scalar};
@@ -38,7 +38,7 @@ pub struct Options {
 }
 
 /// Temperature and test-time shift of an evaluation (temperature paper; [`crate::tempered`],
-/// [`crate::shift`]).
+/// [`crate::data::shift`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Temper {
     /// The temperatures the model is evaluated at (every layer's and head's logits divided by

@@ -3,7 +3,7 @@
 //! Covariance", §3.2 eqs. (1)–(3), (20); §5 eqs. (8)–(11), Algorithm 2).
 //!
 //! A sequence is the (d+1) x (L+1) embedding of eq. (1), stored token-major like every icl batch
-//! ([`crate::task::Batch`]): token l is `z_l = [x_l; y_l]`, the query `[x_q; 0]` is token L. Each
+//! ([`crate::data::Batch`]): token l is `z_l = [x_l; y_l]`, the query `[x_q; 0]` is token L. Each
 //! layer is `Z <- Z + sum_h Psi_h Z smax(msk(Z^T Phi_h Z))` with the paper's mask: the query is
 //! never a key, every column (the context tokens included) attends to the L context tokens,
 //! itself included. Linear attention (eq. 20) replaces the softmax by `1/L` (the actual L).
@@ -12,7 +12,6 @@
 //!   `Phi_h = scale K_h^T Q_h` and `Psi_h = O_h V_h` (every scale folded in);
 //! * [`stack`]: T layers, looped (one parameter set) or not (one per layer), and the
 //!   parameter <-> circuit chain rule;
-//! * [`data`]: the varying-covariance and IV samplers (§1, §6.1);
 //! * [`engine`]: the engine seam for stacks and its scalar reference; [`conformance`] is the one
 //!   test suite every stack engine runs;
 //! * [`iv`]: the two-block CoT model of §6.2;
@@ -20,7 +19,6 @@
 //! * [`eval`]: model and estimator risks (Algorithm 1, GD, ridge/OLS, 2SLS) on evaluation streams.
 pub mod analysis;
 pub mod conformance;
-pub mod data;
 pub mod engine;
 pub mod eval;
 

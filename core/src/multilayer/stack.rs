@@ -3,7 +3,7 @@
 //! between the parameters (K, Q, V, O per head) and the effective circuits.
 use super::layer::{self, HeadCache, Mask};
 use crate::config::AttentionKind;
-use crate::task::Batch;
+use crate::data::Batch;
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::vec;

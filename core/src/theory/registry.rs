@@ -679,7 +679,7 @@ pub fn registry() -> Vec<Q> {
                 let d = s.d as u64;
                 // KMS(rho), Sigma~, its inverse and their output (2 d^2 numbers)
                 c.memory(sum(&[product(&[8 * 8, d, d]), product(&[2, d, d]).and_then(out_bytes)]), "--d squared")?;
-                let st = he2025::sigma_tilde(&crate::task::kms(s.d, c.f("rho")?), s.d, s.l, s.sigma2)?;
+                let st = he2025::sigma_tilde(&crate::data::covariance::kms(s.d, c.f("rho")?), s.d, s.l, s.sigma2)?;
                 let inv = he2025::inverse(&st, s.d)?;
                 Ok(Out::list(&st).with("inverse", Value::from(inv)))
             },
@@ -694,7 +694,7 @@ pub fn registry() -> Vec<Q> {
                 let s = c.he()?;
                 let d = s.d;
                 c.memory(product(&[16 * 8, d as u64, d as u64]), "--d squared")?;
-                let sigma = crate::task::kms(d, c.f("rho")?);
+                let sigma = crate::data::covariance::kms(d, c.f("rho")?);
                 let g = match c.s("gamma")?.as_str() {
                     "sigma-tilde" => he2025::sigma_tilde(&sigma, d, s.l, s.sigma2)?,
                     "sigma" => sigma.clone(),

@@ -25,10 +25,10 @@ pub use objective::{Objective, Options};
 pub use probe::Probe;
 
 use crate::config::Config;
+use crate::data::{Batch, Task};
 use crate::engine::{EngineFactory, Runner};
 use crate::model::{Circuits, Model, ModelSpec};
 use crate::optim::Optimizer;
-use crate::task::{Batch, Task};
 use crate::{Error, Result, Scalar};
 use alloc::boxed::Box;
 use alloc::format;

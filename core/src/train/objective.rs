@@ -12,14 +12,14 @@
 //!   two-block IV model (stage-1 + stage-2 loss with the stop-gradient of §6.2).
 use super::probe::{self, Probe};
 use crate::config::{AttentionKind, Config, LinNorm, Param, TaskKind};
+use crate::data::fixed_set::{generate, SetKind};
+use crate::data::iv::IvBatch;
+use crate::data::{Batch, Task};
 use crate::engine::{EngineFactory, Runner, Sampling};
-use crate::linattn::data::{generate, SetKind};
 use crate::linattn::moments::{ntp_batches, Moments};
 use crate::model::{lin_norm_of, Circuits, Model, ModelSpec, Net};
-use crate::multilayer::data::IvBatch;
 use crate::multilayer::{iv, stack, StackCircuits, StackRunner};
 use crate::rng::{self, Domain};
-use crate::task::{Batch, Task};
 use crate::{Result, Scalar};
 use alloc::boxed::Box;
 use alloc::string::String;

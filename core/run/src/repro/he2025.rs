@@ -558,7 +558,7 @@ fn paper_only(steps: &str, specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
             let d = cfg.task.d;
             let e = d + 1;
             let sigma = if cfg.task.cov.is_empty() {
-                icl_core::task::kms(d, cfg.task.rho)
+                icl_core::data::covariance::kms(d, cfg.task.rho)
             } else {
                 cfg.task.cov.clone()
             };

@@ -88,7 +88,7 @@ pub fn training_distribution(cfg: &Config) -> Result<Gaussian> {
     }
     let d = t.d;
     let mut g = Gaussian::isotropic(d, 1.0, 1.0 / d as f64, t.sigma2);
-    g.sigma_x = crate::task::Task::new(cfg)?.covariance();
+    g.sigma_x = crate::data::Task::new(cfg)?.covariance();
     Ok(g)
 }
 

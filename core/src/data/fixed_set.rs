@@ -5,8 +5,8 @@
 //! Sequence mu of the training set comes from stream (seed, Train, 0, mu), so without centring,
 //! whitening or a fixed-task mix it equals the online training batch of step 0.
 use crate::config::Config;
+use crate::data::{task::TaskVector, Batch, Task};
 use crate::rng::{self, Domain};
-use crate::task::{Batch, Task, TaskVector};
 use crate::{Error, Result};
 use alloc::format;
 use alloc::vec;

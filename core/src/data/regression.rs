@@ -1,4 +1,4 @@
-//! Samplers of the multilayer paper, writing icl's token-major batches.
+//! The multilayer paper's regression sampler (§1), writing icl's token-major batches.
 //!
 //! * Regression with a covariance resampled per sequence (§1): `U` Haar, `lambda_i ~ U(lmin, lmax)`
 //!   (or fixed eigenvalues under a random rotation, C.5), `Sigma = U diag(lambda) U^T`,
@@ -6,15 +6,11 @@
 //!   constant Sigma (I, KMS; C.3). Per sequence the stream gives, in order: d^2 normals for U, d
 //!   uniforms for lambda (varying only), then d + (L+1) d + (L+1) normals for beta, the
 //!   covariates (query last) and the noise (query last).
-//! * IV regression (eq. (8), §6.1 with Liang et al.'s laws; query of Algorithm 2): see
-//!   [`crate::theory::multilayer::iv_sequence`]. Stage 1 sees `[z; x]` with the query `[z_q; 0]`
-//!   and target `x_q`; the one-stage "TF Ref" sees `[x; y]` with query `[x_q; 0]`, target `y_q`.
-use super::engine::fill_rows_serial;
+use super::batch::Batch;
+use super::covariance::haar_orthogonal;
+use super::shift::Shift;
 use crate::rng::{self, Domain, Rng};
-use crate::shift::Shift;
-use crate::task::Batch;
-use crate::theory::multilayer::{haar_orthogonal, iv_sequence, IvSequence};
-use crate::{Result, Scalar};
+use crate::Scalar;
 use alloc::vec;
 use alloc::vec::Vec;
 
@@ -65,7 +61,7 @@ impl Regression {
     }
 
     /// [`Regression::sample`] with the task vector and the means of a test-time shift (its
-    /// covariance and noise are already in `self`, see [`crate::task::Task::shifted`]).
+    /// covariance and noise are already in `self`, see [`crate::data::Task::shifted`]).
     #[allow(clippy::too_many_arguments)]
     pub fn sample_shifted<T: Scalar>(
         &self,
@@ -179,124 +175,67 @@ fn rotated_factor(u: &[f64], lam: &[f64], d: usize) -> Vec<f64> {
     f
 }
 
-/// IV dimensions: q instruments, p endogenous regressors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Iv {
-    pub q: usize,
-    pub p: usize,
-}
-
-/// A batch of IV sequences in the two views the models need.
+/// One varying-covariance regression sequence (§3.1, §4.1).
 #[derive(Debug, Clone, PartialEq)]
-pub struct IvBatch<T> {
-    /// Stage 1: tokens `[z_l; x_l]`, query `[z_q; 0]`, target `x_q` (n_out = p).
-    pub st1: Batch<T>,
-    /// The context labels y (n x L).
-    pub y: Vec<T>,
-    /// The noise-free query targets `y_q = beta^T x_q` (n).
-    pub yq: Vec<T>,
+pub struct Sequence {
+    /// Context covariates, L x d row-major.
+    pub x: Vec<f64>,
+    /// Context labels y = beta^T x + eps.
+    pub y: Vec<f64>,
+    pub xq: Vec<f64>,
+    /// Noise-free target beta^T x_q (add sigma^2 to a risk for the noisy target).
+    pub yq: f64,
+    pub beta: Vec<f64>,
+    /// Sigma = U diag(lambda) U^T, row-major.
+    pub sigma: Vec<f64>,
 }
 
-impl Iv {
-    /// Stage-1 view of one sequence into `z` ((L+1)(q+p)) and `t` (p).
-    pub fn stage1<T: Scalar>(&self, s: &IvSequence, len: usize, z: &mut [T], t: &mut [T]) {
-        let (q, p) = (self.q, self.p);
-        let e = q + p;
-        for l in 0..=len {
-            let tok = &mut z[l * e..(l + 1) * e];
-            for i in 0..q {
-                tok[i] = T::of(if l < len { s.z[l * q + i] } else { s.zq[i] });
-            }
-            for j in 0..p {
-                tok[q + j] = if l < len {
-                    T::of(s.x[l * p + j])
-                } else {
-                    T::zero()
-                };
-            }
-        }
-        for j in 0..p {
-            t[j] = T::of(s.xq[j]);
-        }
-    }
-
-    /// The one-stage view ("TF Ref") into `z` ((L+1)(p+1)) and `y` (1): `[x; y]`, query `[x_q; 0]`,
-    /// target the noise-free `y_q`.
-    pub fn one_stage<T: Scalar>(&self, s: &IvSequence, len: usize, z: &mut [T], y: &mut [T]) {
-        let p = self.p;
-        let e = p + 1;
-        for l in 0..=len {
-            let tok = &mut z[l * e..(l + 1) * e];
-            for j in 0..p {
-                tok[j] = T::of(if l < len { s.x[l * p + j] } else { s.xq[j] });
-            }
-            tok[p] = if l < len { T::of(s.y[l]) } else { T::zero() };
-        }
-        y[0] = T::of(s.yq);
-    }
-
-    /// One sequence from `rng`.
-    pub fn draw(&self, rng: &mut Rng, len: usize) -> IvSequence {
-        iv_sequence(rng, self.q, self.p, len)
-    }
-
-    /// Sequence b of (seed, domain, step, first + b) into its blocks of the four buffers of an
-    /// [`IvBatch`]: stage-1 tokens ((L+1)(q+p)), stage-1 target (p), labels (L), `y_q` (1).
-    #[allow(clippy::too_many_arguments)]
-    pub fn write_sequence<T: Scalar>(
-        &self,
-        seed: u64,
-        domain: Domain,
-        step: u64,
-        b: u64,
-        len: usize,
-        rows: &mut [&mut [T]],
-    ) {
-        let s = self.draw(&mut rng::stream(seed, domain, step, b), len);
-        if let [z, t, y, yq] = rows {
-            self.stage1(&s, len, z, t);
-            for (v, &x) in y.iter_mut().zip(&s.y) {
-                *v = T::of(x);
-            }
-            yq[0] = T::of(s.yq);
+/// Sample `U` Haar, `lambda_i ~ U(lmin, lmax)`, `beta ~ N(0, I_d)`, `x = U diag(sqrt lambda) g`,
+/// `y = beta^T x + eps` with eps ~ N(0, sigma^2); the query from the same N(0, Sigma).
+pub fn varying_cov_sequence(
+    rng: &mut Rng,
+    d: usize,
+    l: usize,
+    sigma2: f64,
+    lmin: f64,
+    lmax: f64,
+) -> Sequence {
+    let u = haar_orthogonal(rng, d);
+    let lam: Vec<f64> = (0..d)
+        .map(|_| lmin + (lmax - lmin) * rng::uniform(rng))
+        .collect();
+    let mut g = vec![0.0; d + (l + 1) * d + l];
+    rng::fill_normal(rng, &mut g);
+    let beta = g[..d].to_vec();
+    let mut xs = vec![0.0; (l + 1) * d];
+    for t in 0..=l {
+        let gt = &g[d + t * d..d + (t + 1) * d];
+        for i in 0..d {
+            xs[t * d + i] = (0..d)
+                .map(|k| u[i * d + k] * libm::sqrt(lam[k]) * gt[k])
+                .sum();
         }
     }
-
-    /// A batch of both-stage views from (seed, domain, step, first + b), one sequence after
-    /// another (training fills its batch through the engine, [`crate::multilayer::iv::sample_into`]).
-    pub fn sample_batch<T: Scalar>(
-        &self,
-        seed: u64,
-        domain: Domain,
-        step: u64,
-        first: u64,
-        n: usize,
-        len: usize,
-    ) -> Result<IvBatch<T>> {
-        let mut out = IvBatch::try_zeros(*self, n, len)?;
-        fill_rows_serial(n, &mut out.rows(), &|b, rows, _| {
-            self.write_sequence(seed, domain, step, first + b as u64, len, rows)
-        });
-        Ok(out)
-    }
-}
-
-impl<T: Scalar> IvBatch<T> {
-    /// An all-zero batch of `n` sequences of length `len`.
-    pub fn try_zeros(iv: Iv, n: usize, len: usize) -> Result<Self> {
-        Ok(IvBatch {
-            st1: Batch::try_zeros(n, len, iv.q, iv.p)?,
-            y: vec![T::zero(); n * len],
-            yq: vec![T::zero(); n],
+    let s = libm::sqrt(sigma2);
+    let y: Vec<f64> = (0..l)
+        .map(|t| (0..d).map(|i| beta[i] * xs[t * d + i]).sum::<f64>() + s * g[d + (l + 1) * d + t])
+        .collect();
+    let xq = xs[l * d..].to_vec();
+    let yq = (0..d).map(|i| beta[i] * xq[i]).sum();
+    let sigma = (0..d * d)
+        .map(|k| {
+            (0..d)
+                .map(|m| u[(k / d) * d + m] * lam[m] * u[(k % d) * d + m])
+                .sum()
         })
-    }
-    /// The four buffers [`Iv::write_sequence`] fills, in its order.
-    pub fn rows(&mut self) -> [&mut [T]; 4] {
-        [
-            &mut self.st1.z[..],
-            &mut self.st1.y[..],
-            &mut self.y[..],
-            &mut self.yq[..],
-        ]
+        .collect();
+    xs.truncate(l * d);
+    Sequence {
+        x: xs,
+        y,
+        xq,
+        yq,
+        beta,
+        sigma,
     }
 }

@@ -14,13 +14,15 @@
 //! (with `| "alias"` after the name for an alternative spelling). `Type` must implement [`Field`]
 //! (numbers, booleans, `Option` for `auto`, lists, and the enums declared with [`choice!`]); add a
 //! cross-key rule to [`Config::validate`] if the key needs one.
-use crate::shift::{CovShift, MeanShift};
+pub mod shift;
+
 use crate::{Error, Result};
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
+use shift::{CovShift, MeanShift};
 use toml::Value;
 
 // ------------------------------------------------------------------------------------------------
@@ -728,7 +730,7 @@ pub const MAX_SET: u64 = 1 << 30;
 pub const MAX_STEPS: u64 = 1 << 40;
 /// Working memory a configuration may need, in bytes (see [`Config::memory_estimate`]): the one
 /// budget of icl ([`crate::budget`]).
-pub use crate::budget::MEMORY_BUDGET;
+pub use crate::budget::{human_bytes, MEMORY_BUDGET};
 
 /// The program itself, whatever the configuration: code, libraries, thread stacks, allocator
 /// arenas (measured: 11 MB of `icl train --preset quick`).
@@ -832,7 +834,7 @@ section! {
 
 section! {
     /// Test-time distribution shift of an evaluation (`shift.*`, `icl eval --shift KEY=VALUE`;
-    /// temperature paper §1.3). Not part of a run's configuration: see [`crate::shift`].
+    /// temperature paper §1.3). Not part of a run's configuration: see [`crate::data::shift`].
     pub struct ShiftConfig in "shift" {
         x_cov: CovShift = CovShift::Train => "x_cov", POSITIVE, "test covariance of x: c (c times the training covariance), [d diagonal entries] or [d*d entries of an SPD matrix, row-major]; none: the training one";
         x_mean: MeanShift = MeanShift::Zero => "x_mean", FINITE, "test mean of x: [d numbers] or Ce<k> = C e_k (2e1 = 2 e_1); none: 0";
@@ -1408,22 +1410,6 @@ impl Config {
         self.model
             .self_attend
             .unwrap_or(self.model.attention == AttentionKind::Linear)
-    }
-}
-
-/// `12.0 GiB`, `512 MiB`, `3 KiB`.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut x = b as f64;
-    let mut u = 0;
-    while x >= 1024.0 && u + 1 < UNITS.len() {
-        x /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{x:.1} {}", UNITS[u])
     }
 }
 
