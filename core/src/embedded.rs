@@ -7,7 +7,7 @@
 //!    streams, computed a few sequences at a time.
 //! 2. [`predict`]: a checkpoint written by `icl train` ([`crate::checkpoint`]) predicts the first
 //!    `n` sequences of the evaluation stream at its training length (the sequences
-//!    [`crate::eval::mc_risk`] starts with).
+//!    [`crate::families::attention::eval::mc_risk`] starts with).
 //!
 //! The full model ([`config`]) and the reduced (omega, mu) model ([`config_reduced`]) are trained.
 //! [`json`] prints everything as one JSON line with keys `"preset"`, `"steps"`, `"omega"`, `"mu"`,
@@ -15,11 +15,11 @@
 //! reduced model), `"checkpoint_step"`, `"predictions"`, `"targets"`.
 //! Every number is written with Rust's shortest round-trip formatting, so equal text means equal
 //! bits.
-use crate::analysis::analyze;
 use crate::config::Config;
 use crate::data::{Batch, Task};
 use crate::engine::{Runner, ScalarFactory};
-use crate::eval::mc_risk_in_chunks;
+use crate::families::attention::analysis::analyze;
+use crate::families::attention::eval::mc_risk_in_chunks;
 use crate::model::{Model, Net};
 use crate::rng::Domain;
 use crate::train::{Options, Trainer};
@@ -75,7 +75,7 @@ pub struct TrainReport {
     pub steps: u64,
     /// The trainer's log: (step, mean training loss since the previous row).
     pub loss: Vec<(u64, f64)>,
-    /// Each head's omega and mu after training ([`crate::analysis::analyze`]).
+    /// Each head's omega and mu after training ([`crate::families::attention::analysis::analyze`]).
     pub omega: Vec<f64>,
     pub mu: Vec<f64>,
     /// Monte Carlo risk at the training length ([`RISK_SAMPLES`] sequences of the evaluation
@@ -288,7 +288,7 @@ mod tests {
         );
         // the risk in chunks of 16 equals the risk in one chunk
         let mut runner = Runner::<f32>::scalar();
-        let r = crate::eval::mc_risk(
+        let r = crate::families::attention::eval::mc_risk(
             &tr.task,
             cfg.task.len,
             32,

@@ -15,22 +15,20 @@
 
 extern crate alloc;
 
-pub mod analysis;
 pub mod budget;
 pub mod checkpoint;
 pub mod config;
+pub mod conformance;
 pub mod data;
 pub mod embedded;
 pub mod engine;
 pub mod error;
 pub mod estimator;
-pub mod eval;
+pub mod families;
 pub mod fd;
 pub mod init;
-pub mod linattn;
 pub mod list;
 pub mod model;
-pub mod multilayer;
 pub mod optim;
 pub mod presets;
 pub mod rng;

@@ -9,8 +9,8 @@
 //! `opt` picks tau on a held-out set drawn from the [`Domain::Tune`](crate::rng::Domain::Tune)
 //! streams (independent of the evaluation streams): the minimum of the held-out risk over a
 //! log-spaced grid, refined by golden-section search in log tau ([`select_tau`]).
+use crate::families::stack::StackCircuits;
 use crate::model::Circuits;
-use crate::multilayer::StackCircuits;
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::string::String;

@@ -1,6 +1,6 @@
 //! Circuit analysis on models whose circuits are known by construction.
-use icl_core::analysis::{analyze, HeadKind};
 use icl_core::config::Config;
+use icl_core::families::attention::analysis::{analyze, HeadKind};
 use icl_core::model::{Model, ModelSpec};
 
 #[test]

@@ -15,7 +15,7 @@ fn the_runner_checks_inputs_before_any_engine() {
     use icl_core::engine::{Runner, Sampling};
     use icl_core::model::{Circuits, Model};
     use icl_core::rng::Domain;
-    let cfg = icl_core::engine::conformance::config(&[]).unwrap();
+    let cfg = icl_core::conformance::attention::config(&[]).unwrap();
     let task = Task::new(&cfg).unwrap();
     let model = Model::<f32>::init(&cfg).unwrap();
     let circ = model.circuits();

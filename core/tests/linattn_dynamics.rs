@@ -1,8 +1,10 @@
 //! Training dynamics of linear attention (Zhang et al. 2025), reduced protocol sizes: D = 4,
 //! N = 31, Lambda eigenvalues (.4, .3, .2, .1) in a Haar basis, full-batch GD on a fixed set
 //! (sufficient statistics), paper convention (1/N on, App. C.2 init).
-use icl_core::linattn::metrics::{detect_plateaus, nearest_level, PlateauOptions};
-use icl_core::linattn::LinattnTheory;
+use icl_core::families::linear_attention::metrics::{
+    detect_plateaus, nearest_level, PlateauOptions,
+};
+use icl_core::families::linear_attention::LinattnTheory;
 use icl_core::theory::zhang2025::crossings;
 use icl_core::train::{Options, Trainer};
 use icl_core::{Config, Model, ScalarFactory};
@@ -134,7 +136,8 @@ fn attn_s_rank1_saddle_to_saddle() {
     {
         let mm = tr.th.spectrum.pcr_matrix(m, tr.th.inv_n);
         let row = &tr.tr.log[p.mid_index];
-        let dist = icl_core::linattn::metrics::rel_dist(&tr.tr.group(row, "m"), &mm);
+        let dist =
+            icl_core::families::linear_attention::metrics::rel_dist(&tr.tr.group(row, "m"), &mm);
         eprintln!("plateau {m}: |M - M_m|/|M_m| = {dist}");
         assert!(dist < 0.1, "plateau {m}: |M - M_m|/|M_m| = {dist}");
     }

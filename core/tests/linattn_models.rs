@@ -2,9 +2,9 @@
 //! parametrisations and of the cubic-feature twin, the sufficient-statistics objective against the
 //! token-level engine, ATTN_M = cubic-feature network during training, and the data options.
 use icl_core::data::fixed_set::{generate, SetKind};
+use icl_core::families::linear_attention::mlp::{cubic_features, CubicMlp};
+use icl_core::families::linear_attention::moments::{ntp_batches, Moments};
 use icl_core::fd::rel_error;
-use icl_core::linattn::mlp::{cubic_features, CubicMlp};
-use icl_core::linattn::moments::{ntp_batches, Moments};
 use icl_core::model::lin_norm_of;
 use icl_core::optim::Optimizer;
 use icl_core::train::loss_and_grad;

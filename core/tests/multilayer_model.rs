@@ -8,11 +8,11 @@ use icl_core::data::{
     iv::Iv,
     regression::{Cov, Drawn, Regression},
 };
+use icl_core::families::iv::{self, IvSpec};
+use icl_core::families::stack::analysis::{pattern, population_maps};
+use icl_core::families::stack::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
+use icl_core::families::stack::{StackEngine, StackRunner, StackScalar};
 use icl_core::fd::rel_error;
-use icl_core::multilayer::analysis::{pattern, population_maps};
-use icl_core::multilayer::iv::{self, IvSpec};
-use icl_core::multilayer::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
-use icl_core::multilayer::{StackEngine, StackRunner, StackScalar};
 use icl_core::rng::{self, Domain};
 use icl_core::theory::multilayer as ml;
 

@@ -4,7 +4,7 @@ use icl_core::config::Config;
 use icl_core::data::Task;
 use icl_core::engine::Runner;
 use icl_core::estimator::Estimator;
-use icl_core::eval::{mc_risk, RiskEstimate};
+use icl_core::families::attention::eval::{mc_risk, RiskEstimate};
 use icl_core::model::{Model, ModelSpec};
 
 fn cfg(d: usize, l: usize, s2: f64) -> Config {

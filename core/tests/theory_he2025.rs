@@ -2,7 +2,7 @@
 //! the ODE (D.4) and Monte Carlo checks of every closed-form risk.
 use icl_core::data::{covariance::kms, Task};
 use icl_core::estimator::Estimator;
-use icl_core::eval::mc_risk;
+use icl_core::families::attention::eval::mc_risk;
 use icl_core::fd;
 use icl_core::rng::{self, Domain};
 use icl_core::theory::he2025::{self as he, FlowOptions, Method, Setting};

@@ -2,7 +2,7 @@
 //! layer read off a softmax run (`temperature::trained`), the exact form of the layer whose keys
 //! are the context tokens only (icl's softmax runs), and the registry with a loaded run.
 use icl_core::config::Config;
-use icl_core::model::attention::{head_forward, HeadCache};
+use icl_core::families::attention::act::{head_forward, HeadCache};
 use icl_core::model::Model;
 use icl_core::theory::registry::{evaluate, evaluate_with, Trained, Value};
 use icl_core::theory::temperature::mc::{self, Estimator};

@@ -1,6 +1,6 @@
 //! The batched kernel: one *group* of `W` sequences, one per SIMD lane, through every head,
 //! forward and backward on the effective circuits. The formulas are those of the scalar
-//! reference (`icl_core::model::attention`), applied lane-wise:
+//! reference (`icl_core::families::attention::act`), applied lane-wise:
 //!
 //! ```text
 //! q   = KQ z_q                      s_l = z_l . q

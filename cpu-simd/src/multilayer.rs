@@ -3,14 +3,14 @@
 //! wider tokens run the scalar reference, single-threaded), rayon over fixed chunks of
 //! [`ML_CHUNK`] sequences whose partial gradients are added in chunk order, so any thread count
 //! gives the same bits. The arithmetic is
-//! [`icl_core::multilayer::layer`]'s, lane-wise; the kernels are compiled at the baseline and
+//! [`icl_core::families::stack::layer`]'s, lane-wise; the kernels are compiled at the baseline and
 //! inside AVX2 / AVX-512 entry points ([`crate::dispatch`]).
 use crate::dispatch::{self, Level};
 use crate::lane::{LaneScalar, Lv, W};
 use icl_core::config::AttentionKind;
 use icl_core::data::batch::RowsFill;
-use icl_core::multilayer::stack::{Pass, StackCircuits, StackSpec};
-use icl_core::multilayer::{StackEngine, StackScalar};
+use icl_core::families::stack::stack::{Pass, StackCircuits, StackSpec};
+use icl_core::families::stack::{StackEngine, StackScalar};
 use icl_core::{Batch, Result, Scalar};
 use rayon::prelude::*;
 

@@ -364,7 +364,7 @@ fn circuits_cxx(c: HeadCircuits) -> bridge::Circuits {
     }
 }
 
-fn risk_cxx(r: icl_core::eval::RiskEstimate) -> bridge::Risk {
+fn risk_cxx(r: icl_core::families::attention::eval::RiskEstimate) -> bridge::Risk {
     bridge::Risk {
         risk: r.risk,
         std_error: r.stderr,

@@ -6,10 +6,10 @@
 //! inputs and outputs cross the boundary as f64 (inputs are rounded to the model's precision, as
 //! `icl train` rounds the sampled data).
 use crate::status::{icl_status, FfiError, FfiResult};
-use icl_core::analysis::analyze;
 use icl_core::budget::{try_map, try_vec};
 use icl_core::config::{Config, Dtype};
-use icl_core::eval::{mc_risk, RiskEstimate};
+use icl_core::families::attention::analysis::analyze;
+use icl_core::families::attention::eval::{mc_risk, RiskEstimate};
 use icl_core::rng::Domain;
 use icl_core::train::{loss_and_grad, Options, Trainer};
 use icl_core::{Batch, Model, Runner, Scalar, Task};

@@ -815,7 +815,7 @@ impl icl_core::EngineFactory<f32> for VulkanFactory {
     fn attention(&self) -> icl_core::Result<Box<dyn Engine<f32>>> {
         Ok(Box::new(VulkanEngine::new(&self.0)?))
     }
-    fn stack(&self) -> icl_core::Result<Box<dyn icl_core::multilayer::StackEngine<f32>>> {
+    fn stack(&self) -> icl_core::Result<Box<dyn icl_core::families::stack::StackEngine<f32>>> {
         Err(icl_core::Error::Unsupported(
             "the vulkan engine runs one-layer attention; multi-layer transformers run on the simd or scalar engine".into(),
         ))

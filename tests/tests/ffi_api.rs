@@ -5,7 +5,7 @@
 //! closed forms of He et al. (2025) (values computed here by hand).
 use icl_core::config::Config;
 use icl_core::engine::{Runner, ScalarFactory};
-use icl_core::eval::mc_risk;
+use icl_core::families::attention::eval::mc_risk;
 use icl_core::fd::rel_error;
 use icl_core::optim::Optimizer;
 use icl_core::rng::Domain;

@@ -7,7 +7,7 @@
 //!   (required when `CI` is set; skipped with a note otherwise if valgrind is missing);
 //! * `examples/cpp/simulator.cpp` trains through the C++ API; its training log equals the
 //!   `metrics.csv` of `icl train` with the same preset, seed and engine, its final parameters equal
-//!   the CLI's checkpoint bit for bit, and its risk equals `icl_core::eval::mc_risk` on that model.
+//!   the CLI's checkpoint bit for bit, and its risk equals `icl_core::families::attention::eval::mc_risk` on that model.
 //!
 //! The engine is passed explicitly (`scalar`) to the CLI and the clients, so the comparisons hold
 //! whatever the default engine is.
@@ -16,9 +16,9 @@ mod ffi_common;
 use ffi_common::{
     built, cli_train, compile_c, compile_cpp, numbers, run, scratch, workspace, Link,
 };
-use icl_core::analysis::analyze;
 use icl_core::engine::Runner;
-use icl_core::eval::mc_risk;
+use icl_core::families::attention::analysis::analyze;
+use icl_core::families::attention::eval::mc_risk;
 use icl_core::rng::Domain;
 use icl_core::{Batch, Model, Task};
 use std::io::Write;

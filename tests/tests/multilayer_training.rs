@@ -4,11 +4,11 @@
 //! paper-size runs are in the README and the issue notes. Every number is measured here, on
 //! fresh evaluation streams, against the noise-free target.
 use icl_core::config::Config;
+use icl_core::families::iv;
+use icl_core::families::stack::analysis::{pattern, readout_circuits, Pattern};
+use icl_core::families::stack::eval::{self as ml_eval, Options, Reference};
+use icl_core::families::stack::StackRunner;
 use icl_core::model::{Model, Net};
-use icl_core::multilayer::analysis::{pattern, readout_circuits, Pattern};
-use icl_core::multilayer::eval::{self as ml_eval, Options, Reference};
-use icl_core::multilayer::iv;
-use icl_core::multilayer::StackRunner;
 use icl_core::rng::Domain;
 use icl_core::train::{Options as TrainOpts, Trainer};
 use icl_run::engines::Engines;
@@ -258,7 +258,7 @@ fn constant_covariance_preconditions() {
     let kms = trained("multilayer-const-kms", &[]);
     let (sp, c) = readout_circuits(&kms.1).unwrap();
     let sig = icl_core::data::covariance::kms(5, 0.5);
-    let pre = icl_core::multilayer::analysis::preconditioned(&c, 0, sp.e - 1, &sig);
+    let pre = icl_core::families::stack::analysis::preconditioned(&c, 0, sp.e - 1, &sig);
     eprintln!("KMS preconditioned {pre:?}");
     for (h, (w, rel)) in pre.iter().enumerate() {
         if w.abs() > 0.05 {

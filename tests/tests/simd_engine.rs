@@ -3,8 +3,8 @@
 //! reproduces the reference streams, and results are bit-identical for 1, 2 and 16 threads and
 //! for every dispatch level. The suite runs at the process's level (the best the CPU has, or
 //! `ICL_SIMD`) and again at each level forced (levels above the CPU's run at the CPU's best).
+use icl_core::conformance::attention::config;
 use icl_core::data::Task;
-use icl_core::engine::conformance::config;
 use icl_core::engine::{Engine, Runner, Sampling};
 use icl_core::model::{Circuits, Model};
 use icl_core::rng::{self, Domain};

@@ -1,8 +1,8 @@
 //! The SIMD transformer engine runs the one stack conformance suite against the scalar reference
 //! at every vector level this CPU has (f64 to 1e-10, f32 to 1e-5), gives the same bits at every
 //! level and thread count, and trains a run bit-identically at 1 and 2 threads.
-use icl_core::multilayer::conformance::{inputs, specs};
-use icl_core::multilayer::{StackCircuits, StackEngine};
+use icl_core::conformance::stack::{inputs, specs};
+use icl_core::families::stack::{StackCircuits, StackEngine};
 use icl_simd::dispatch::Level;
 use icl_simd::MlSimd;
 

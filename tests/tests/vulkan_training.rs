@@ -3,7 +3,7 @@
 //! are f32 rounding in the loss and gradient sums.
 mod vulkan_common;
 
-use icl_core::engine::conformance::Factory;
+use icl_core::conformance::attention::Factory;
 use icl_core::train::Trainer;
 use icl_core::{Config, Engine, ScalarFactory};
 use vulkan_common::{engine, rel, widen};

@@ -6,11 +6,11 @@ use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::plot::{heatmaps_svg, Heatmap};
 use crate::summary::{Analysis, LayerPattern, TransformerAnalysis};
-use icl_core::analysis::{analyze, Report};
 use icl_core::config::{Config, CovFamily, TaskKind};
+use icl_core::families::attention::analysis::{analyze, Report};
+use icl_core::families::stack::analysis::{pattern, preconditioned, readout_circuits};
+use icl_core::families::stack::{StackCircuits, StackSpec};
 use icl_core::model::Net;
-use icl_core::multilayer::analysis::{pattern, preconditioned, readout_circuits};
-use icl_core::multilayer::{StackCircuits, StackSpec};
 use icl_core::ModelSpec;
 
 /// The core's report of a model.

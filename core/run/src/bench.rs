@@ -4,9 +4,9 @@
 //! measurement, not a test: numbers depend on the machine and its load.
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
+use icl_core::families::iv::{self, IvSpec};
+use icl_core::families::stack::{StackRunner, StackSpec};
 use icl_core::model::{Circuits, Net};
-use icl_core::multilayer::iv::{self, IvSpec};
-use icl_core::multilayer::{StackRunner, StackSpec};
 use icl_core::rng::Domain;
 use icl_core::train::objective::sample_stack_batch;
 use icl_core::train::{Options, Trainer};

@@ -2,8 +2,8 @@
 //! and engine factories for the one trainer.
 use crate::error::{Result, RunError};
 use icl_core::config::Config;
+use icl_core::families::stack::{StackEngine, StackScalar};
 use icl_core::model::Net;
-use icl_core::multilayer::{StackEngine, StackScalar};
 use icl_core::{Engine, EngineFactory, Scalar, ScalarEngine};
 
 /// Make the calling thread worker 0 of rayon's global pool (the pool's other threads are spawned

@@ -1,8 +1,8 @@
 //! The JSON contracts as types: `summary.json` of a run folder, `icl analyze --json`,
 //! `icl eval --json`. Every front end produces and reads these structs, so the contracts cannot
 //! drift apart.
-use icl_core::analysis::Report;
 use icl_core::config::Config;
+use icl_core::families::attention::analysis::Report;
 use serde::{Deserialize, Serialize};
 
 /// The config as a JSON object of dotted key -> typed value.

@@ -19,11 +19,13 @@ use crate::plot::{figures, lines_svg, Series};
 use crate::summary::{
     config_json, pretty, HeadSummary, LinattnSummary, PlateauSummary, Risk, Summary,
 };
-use icl_core::analysis::analyze;
 use icl_core::config::{Config, LinNorm, TaskKind};
-use icl_core::eval::mc_risk;
-use icl_core::linattn::metrics::{detect_plateaus, nearest_level, rel_dist, PlateauOptions};
-use icl_core::linattn::LinattnTheory;
+use icl_core::families::attention::analysis::analyze;
+use icl_core::families::attention::eval::mc_risk;
+use icl_core::families::linear_attention::metrics::{
+    detect_plateaus, nearest_level, rel_dist, PlateauOptions,
+};
+use icl_core::families::linear_attention::LinattnTheory;
 use icl_core::model::{Model, Net};
 use icl_core::theory::zhang2025::{crossings, v_star};
 use icl_core::train::{Options, Trainer};

@@ -91,7 +91,7 @@ impl Iv {
     }
 
     /// A batch of both-stage views from (seed, domain, step, first + b), one sequence after
-    /// another (training fills its batch through the engine, [`crate::multilayer::iv::sample_into`]).
+    /// another (training fills its batch through the engine, [`crate::families::iv::sample_into`]).
     pub fn sample_batch<T: Scalar>(
         &self,
         seed: u64,

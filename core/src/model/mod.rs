@@ -8,19 +8,17 @@
 //!
 //! Parameters live in one flat buffer with named views ([`ModelSpec::tensors`]); gradients and
 //! optimiser state mirror that layout.
-pub mod attention;
-pub mod param;
-
 use crate::config::{Activation, Arch, AttentionKind, Config, LinNorm, Param};
 use crate::data::iv::Iv;
-use crate::multilayer::iv::IvSpec;
-use crate::multilayer::StackSpec;
+pub use crate::families::attention::act::{Act, HeadCache};
+use crate::families::attention::param;
+use crate::families::iv::IvSpec;
+use crate::families::stack::StackSpec;
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
-pub use attention::{Act, HeadCache};
 
 /// Shape and options of a model (everything but the parameter values).
 #[derive(Debug, Clone, PartialEq)]

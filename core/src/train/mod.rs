@@ -314,7 +314,7 @@ impl<T: Scalar> Trainer<T> {
         }
         let snap = self.cfg.train.snapshot_every;
         if snap > 0 && (s == 1 || s.is_multiple_of(snap)) {
-            let kq = match crate::multilayer::analysis::readout_circuits(&self.model) {
+            let kq = match crate::families::stack::analysis::readout_circuits(&self.model) {
                 Some((_, c)) => c.phi,
                 None => {
                     self.model.circuits_into(&mut self.circ);

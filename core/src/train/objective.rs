@@ -6,7 +6,7 @@
 //!   over all prefixes (Zhang et al. 2025 App. A.3).
 //! * [`FixedSet`]: full-batch gradient descent on a fixed set of P sequences (Zhang et al. 2025
 //!   §2, `task.P > 0`), by exact sufficient statistics for linear attention
-//!   ([`crate::linattn::moments`]) or token by token through an engine otherwise.
+//!   ([`crate::families::linear_attention::moments`]) or token by token through an engine otherwise.
 //!
 //! * [`Multilayer`]: fresh data every step for the multilayer paper's transformers and the
 //!   two-block IV model (stage-1 + stage-2 loss with the stop-gradient of §6.2).
@@ -16,9 +16,10 @@ use crate::data::fixed_set::{generate, SetKind};
 use crate::data::iv::IvBatch;
 use crate::data::{Batch, Task};
 use crate::engine::{EngineFactory, Runner, Sampling};
-use crate::linattn::moments::{ntp_batches, Moments};
+use crate::families::iv;
+use crate::families::linear_attention::moments::{ntp_batches, Moments};
+use crate::families::stack::{stack, StackCircuits, StackRunner};
 use crate::model::{lin_norm_of, Circuits, Model, ModelSpec, Net};
-use crate::multilayer::{iv, stack, StackCircuits, StackRunner};
 use crate::rng::{self, Domain};
 use crate::{Result, Scalar};
 use alloc::boxed::Box;

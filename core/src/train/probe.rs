@@ -8,12 +8,14 @@
 //!   in lockstep on the same set.
 use super::objective::SetLoss;
 use super::Column;
-use crate::analysis::analyze;
 use crate::config::Config;
 use crate::data::{Batch, Task};
-use crate::linattn::metrics::{alignment, conserved, effective_m, value_weights};
-use crate::linattn::mlp::{cubic_features, CubicMlp};
-use crate::linattn::LinattnTheory;
+use crate::families::attention::analysis::analyze;
+use crate::families::linear_attention::metrics::{
+    alignment, conserved, effective_m, value_weights,
+};
+use crate::families::linear_attention::mlp::{cubic_features, CubicMlp};
+use crate::families::linear_attention::LinattnTheory;
 use crate::model::{Model, ModelSpec};
 use crate::optim::Optimizer;
 use crate::{Error, Result, Scalar};
@@ -268,11 +270,11 @@ impl<T: Scalar> Probe<T> for Pattern {
             .collect()
     }
     fn record(&mut self, model: &Model<T>, out: &mut Vec<f64>) -> Result<()> {
-        let Some((sp, c)) = crate::multilayer::analysis::readout_circuits(model) else {
+        let Some((sp, c)) = crate::families::stack::analysis::readout_circuits(model) else {
             return Ok(());
         };
         for s in 0..sp.sets() {
-            let p = crate::multilayer::analysis::pattern(&c, s, sp.e - sp.n_out);
+            let p = crate::families::stack::analysis::pattern(&c, s, sp.e - sp.n_out);
             out.push(p.u1_omega);
             out.push(p.u2_omega);
         }

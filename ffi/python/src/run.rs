@@ -199,7 +199,7 @@ impl Run {
         let rep = icl_run::analyze::report(&self.model);
         let spec = self.model.spec();
         let (h, e, no) = (spec.heads, spec.e(), spec.n_out);
-        let cat = |f: &dyn Fn(&icl_core::analysis::HeadReport) -> Vec<f64>| -> Vec<f64> {
+        let cat = |f: &dyn Fn(&icl_core::families::attention::analysis::HeadReport) -> Vec<f64>| -> Vec<f64> {
             rep.heads.iter().flat_map(f).collect()
         };
         let d = PyDict::new(py);

@@ -1,7 +1,7 @@
 //! The engine seam of multi-layer transformers: batched loss + circuit gradient and batched
 //! forward passes. Callers go through a [`StackRunner`], which checks every input once; engines
 //! ([`StackScalar`] here, the SIMD engine in `icl-simd`) may assume valid inputs and run the one
-//! [`super::conformance`] suite.
+//! [`crate::conformance::stack`] suite.
 use super::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
 use crate::data::batch::{fill_rows_serial, Batch, RowsFill, SequenceFill};
 use crate::{Error, Result, Scalar};

@@ -4,13 +4,13 @@
 //! T-step GD at eta = 1 and at the eta tuned on a grid (C.6), the alignment of Von Oswald et al.
 //! (§4.7), and for IV models the two-stage TF, 2SLS, OLS and a one-stage "TF Ref" (§6.3).
 use super::analysis::{pattern, readout_circuits};
-use super::engine::StackRunner;
-use super::iv;
+use super::kernels::StackRunner;
 use super::stack::{circuits_forward, Pass, StackCircuits, StackSpec};
 use crate::config::ShiftConfig;
 use crate::config::{Config, TaskKind};
 use crate::data::iv::Iv;
 use crate::data::{Batch, Task};
+use crate::families::iv;
 use crate::model::{Model, Net};
 use crate::rng::{self, Domain};
 use crate::tempered::Tau;

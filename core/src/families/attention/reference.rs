@@ -1,8 +1,8 @@
 //! The plain scalar reference engine: one sequence at a time, one thread, no SIMD; the per-sequence
 //! forward and backward of all heads (He et al. 2025 eq. (2.2)) that it runs.
-use super::Engine;
+use super::kernels::{Engine, MAX_OUTPUTS};
 use crate::data::Batch;
-use crate::model::attention::{head_backward, head_forward, HeadCache};
+use crate::families::attention::act::{head_backward, head_forward, HeadCache};
 use crate::model::{Circuits, ModelSpec};
 use crate::{Result, Scalar};
 use alloc::boxed::Box;
@@ -123,10 +123,7 @@ impl<T: Scalar> Engine<T> for ScalarEngine<T> {
         let no = spec.n_out;
         let inv = T::one() / T::of((batch.n * no) as f64);
         let two = T::one() + T::one();
-        let (mut yhat, mut g) = (
-            [T::zero(); super::MAX_OUTPUTS],
-            [T::zero(); super::MAX_OUTPUTS],
-        );
+        let (mut yhat, mut g) = ([T::zero(); MAX_OUTPUTS], [T::zero(); MAX_OUTPUTS]);
         let mut loss = T::zero();
         for b in 0..batch.n {
             let seq = batch.seq(b);

@@ -7,10 +7,10 @@
 //! ```
 //!
 //! Tolerances are norm-wise relative differences ||a - b|| / ||b||.
-use super::engine::{StackEngine, StackScalar};
-use super::stack::{Pass, StackCircuits, StackSpec};
 use crate::config::AttentionKind;
 use crate::data::Batch;
+use crate::families::stack::kernels::{StackEngine, StackScalar};
+use crate::families::stack::stack::{Pass, StackCircuits, StackSpec};
 use crate::rng::{self, Domain};
 use crate::Scalar;
 use alloc::boxed::Box;
@@ -177,7 +177,7 @@ macro_rules! stack_conformance {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
-            use $crate::multilayer::conformance as c;
+            use $crate::conformance::stack as c;
             #[test]
             fn loss_grad_matches_reference() {
                 let make = $make;

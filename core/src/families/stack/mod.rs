@@ -1,6 +1,6 @@
-//! Multi-layer (looped) attention-only transformers and in-context IV regression
-//! ("Interpreting Multi-Layer Transformers for In-Context Linear Regression with Varying
-//! Covariance", §3.2 eqs. (1)–(3), (20); §5 eqs. (8)–(11), Algorithm 2).
+//! Multi-layer (looped) attention-only transformers ("Interpreting Multi-Layer Transformers for
+//! In-Context Linear Regression with Varying Covariance", §3.2 eqs. (1)–(3), (20)); the IV model
+//! of §6.2 is two of them ([`crate::families::iv`]).
 //!
 //! A sequence is the (d+1) x (L+1) embedding of eq. (1), stored token-major like every icl batch
 //! ([`crate::data::Batch`]): token l is `z_l = [x_l; y_l]`, the query `[x_q; 0]` is token L. Each
@@ -12,19 +12,15 @@
 //!   `Phi_h = scale K_h^T Q_h` and `Psi_h = O_h V_h` (every scale folded in);
 //! * [`stack`]: T layers, looped (one parameter set) or not (one per layer), and the
 //!   parameter <-> circuit chain rule;
-//! * [`engine`]: the engine seam for stacks and its scalar reference; [`conformance`] is the one
-//!   test suite every stack engine runs;
-//! * [`iv`]: the two-block CoT model of §6.2;
+//! * [`kernels`]: the operations an engine implements for stacks, behind a checking runner, and
+//!   their scalar reference; [`crate::conformance`] is the one test suite every engine runs;
 //! * [`analysis`]: the learned pattern (eq. 5), Claim 1's population operator;
 //! * [`eval`]: model and estimator risks (Algorithm 1, GD, ridge/OLS, 2SLS) on evaluation streams.
 pub mod analysis;
-pub mod conformance;
-pub mod engine;
 pub mod eval;
-
-pub mod iv;
+pub mod kernels;
 pub mod layer;
 pub mod stack;
 
-pub use engine::{StackEngine, StackRunner, StackScalar};
+pub use kernels::{StackEngine, StackRunner, StackScalar};
 pub use stack::{StackCircuits, StackSpec};

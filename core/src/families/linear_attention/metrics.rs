@@ -2,7 +2,7 @@
 //! alignment of the keys with the eigenvectors e_d, conservation-law residuals, distance to the
 //! principal-component-regression solution, and plateau/drop detection on a loss curve.
 use crate::config::Param;
-use crate::linattn::Spectrum;
+use crate::families::linear_attention::Spectrum;
 use crate::model::{Circuits, Model};
 use alloc::vec;
 use alloc::vec::Vec;

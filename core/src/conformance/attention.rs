@@ -11,9 +11,9 @@
 //! ```
 //!
 //! Tolerances are norm-wise relative differences ||a - b|| / ||b||.
-use super::{Engine, EngineFactory, Runner, Sampling, ScalarEngine};
 use crate::config::Config;
 use crate::data::Task;
+use crate::engine::{Engine, EngineFactory, Runner, Sampling, ScalarEngine};
 use crate::model::{Circuits, Model};
 use crate::rng::Domain;
 use crate::train::{loss_and_grad, Options, Trainer};
@@ -40,8 +40,8 @@ impl<T: Scalar> EngineFactory<T> for Factory<'_, T> {
     fn attention(&self) -> Result<Box<dyn Engine<T>>> {
         Ok((self.0)())
     }
-    fn stack(&self) -> Result<Box<dyn crate::multilayer::StackEngine<T>>> {
-        Ok(Box::new(crate::multilayer::StackScalar::new()))
+    fn stack(&self) -> Result<Box<dyn crate::families::stack::StackEngine<T>>> {
+        Ok(Box::new(crate::families::stack::StackScalar::new()))
     }
 }
 
@@ -369,7 +369,7 @@ macro_rules! engine_conformance {
             #[test]
             fn gradient_matches_finite_differences() {
                 let make = $make;
-                $crate::engine::conformance::gradient_matches_fd(&make).unwrap();
+                $crate::conformance::attention::gradient_matches_fd(&make).unwrap();
             }
         }
     };
@@ -384,22 +384,22 @@ macro_rules! engine_conformance {
         #[test]
         fn matches_the_scalar_reference() {
             let make = $make;
-            $crate::engine::conformance::matches_reference::<$t>(&make, $tol).unwrap();
+            $crate::conformance::attention::matches_reference::<$t>(&make, $tol).unwrap();
         }
         #[test]
         fn sampling_matches_the_streams() {
             let make = $make;
-            $crate::engine::conformance::sampling_matches_streams::<$t>(&make, $tol).unwrap();
+            $crate::conformance::attention::sampling_matches_streams::<$t>(&make, $tol).unwrap();
         }
         #[test]
         fn predicts_at_any_length() {
             let make = $make;
-            $crate::engine::conformance::predicts_any_length::<$t>(&make, $tol).unwrap();
+            $crate::conformance::attention::predicts_any_length::<$t>(&make, $tol).unwrap();
         }
         #[test]
         fn trains_like_the_scalar_reference() {
             let make = $make;
-            $crate::engine::conformance::trains_like_reference::<$t>(&make, 100.0 * $tol).unwrap();
+            $crate::conformance::attention::trains_like_reference::<$t>(&make, 100.0 * $tol).unwrap();
         }
     };
 }

@@ -8,10 +8,10 @@
 //! Stage 2, a looped block over `[sg(xhat); y]`, predicts `y_q`. The loss is the sum of the
 //! stage-1 per-coordinate MSE and the stage-2 MSE; the stop-gradient means stage 1 learns from its
 //! own term only.
-use super::engine::StackRunner;
-use super::stack::{self, Pass, StackCircuits, StackSpec};
 use crate::data::iv::{Iv, IvBatch};
 use crate::data::Batch;
+use crate::families::stack::kernels::StackRunner;
+use crate::families::stack::stack::{self, Pass, StackCircuits, StackSpec};
 use crate::rng::Domain;
 use crate::{Error, Result, Scalar};
 use alloc::format;
