@@ -20,7 +20,7 @@ use crate::data::{Batch, Task};
 use crate::engine::{Runner, ScalarFactory};
 use crate::families::attention::analysis::analyze;
 use crate::families::attention::eval::mc_risk_in_chunks;
-use crate::model::{Model, Net};
+use crate::model::Model;
 use crate::rng::Domain;
 use crate::train::{Options, Trainer};
 use crate::{Result, Scalar};
@@ -97,7 +97,7 @@ pub fn train<T: Scalar>(
         step_done(s);
         true
     })?;
-    let rep = analyze(&tr.model.spec, &tr.model.circuits());
+    let rep = analyze(tr.model.attention()?, &tr.model.circuits()?);
     let mut runner = Runner::<T>::scalar();
     let r = mc_risk_in_chunks(
         &tr.task,
@@ -147,7 +147,7 @@ pub fn predict<T: Scalar>(
     check_one_layer(model)?;
     let task = Task::new(cfg)?;
     let (len, no) = (cfg.task.len, task.n_out);
-    let circ = model.circuits();
+    let (spec, circ) = (model.attention()?, model.circuits()?);
     let mut runner = Runner::<T>::scalar();
     let mut normals = Vec::new();
     let mut predictions = Vec::with_capacity(n * no);
@@ -165,7 +165,7 @@ pub fn predict<T: Scalar>(
             &mut normals,
         );
         let mut out = vec![T::zero(); m * no];
-        runner.predict(&model.spec, &circ, &batch, &mut out)?;
+        runner.predict(spec, &circ, &batch, &mut out)?;
         predictions.extend(out);
         targets.extend_from_slice(&batch.y);
         first += m;
@@ -180,7 +180,7 @@ pub fn predict<T: Scalar>(
 
 /// Refuse a checkpoint [`predict`] cannot compute with: anything but one attention layer.
 pub fn check_one_layer<T: Scalar>(model: &Model<T>) -> Result<()> {
-    if model.spec.net == Net::Attention {
+    if model.spec.is_attention() {
         return Ok(());
     }
     Err(crate::Error::Unsupported(alloc::format!(
@@ -281,7 +281,7 @@ mod tests {
         tr.run(&mut |_, _| true).unwrap();
         let want: Vec<(u64, f64)> = tr.log.iter().map(|r| (r.step, r.loss)).collect();
         assert_eq!(rep.loss, want);
-        let ana = analyze(&tr.model.spec, &tr.model.circuits());
+        let ana = analyze(tr.model.attention().unwrap(), &tr.model.circuits().unwrap());
         assert_eq!(
             rep.omega,
             ana.heads.iter().map(|h| h.omega).collect::<Vec<_>>()

@@ -26,14 +26,15 @@ pub mod error;
 pub mod estimator;
 pub mod families;
 pub mod fd;
-pub mod init;
 pub mod list;
 pub mod model;
+pub mod objective;
 pub mod optim;
 pub mod presets;
 pub mod rng;
 pub mod scalar;
 pub mod tempered;
+pub mod tensor;
 pub mod theory;
 pub mod train;
 

@@ -9,8 +9,6 @@
 //! `opt` picks tau on a held-out set drawn from the [`Domain::Tune`](crate::rng::Domain::Tune)
 //! streams (independent of the evaluation streams): the minimum of the held-out risk over a
 //! log-spaced grid, refined by golden-section search in log tau ([`select_tau`]).
-use crate::families::stack::StackCircuits;
-use crate::model::Circuits;
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::string::String;
@@ -88,30 +86,10 @@ pub fn check_taus(taus: &[Tau]) -> Result<()> {
 }
 
 /// `x / tau` for every logit-producing value (`tau = 1` leaves them untouched, bit for bit).
-fn divide<T: Scalar>(v: &mut [T], tau: f64) {
+pub fn divide_logits<T: Scalar>(v: &mut [T], tau: f64) {
     if tau != 1.0 {
         let t = T::of(tau);
         v.iter_mut().for_each(|x| *x /= t);
-    }
-}
-
-impl<T: Scalar> Circuits<T> {
-    /// The circuits at temperature tau: `KQ / tau` (every head's logits divided by tau).
-    pub fn tempered(&self, tau: f64) -> Result<Circuits<T>> {
-        check_tau(tau)?;
-        let mut c = self.clone();
-        divide(&mut c.kq, tau);
-        Ok(c)
-    }
-}
-
-impl<T: Scalar> StackCircuits<T> {
-    /// The circuits at temperature tau: `Phi / tau` in every layer and head.
-    pub fn tempered(&self, tau: f64) -> Result<StackCircuits<T>> {
-        check_tau(tau)?;
-        let mut c = self.clone();
-        divide(&mut c.phi, tau);
-        Ok(c)
     }
 }
 

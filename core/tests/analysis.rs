@@ -11,7 +11,7 @@ fn reduced_heads_are_classified_and_summarised() {
     c.validate().unwrap();
     let spec = ModelSpec::from_config(&c).unwrap();
     let m = Model::<f64>::from_params(spec, vec![0.13, -0.12, 0.002, 3.5, -3.4, 0.01]).unwrap();
-    let r = analyze(&m.spec, &m.circuits());
+    let r = analyze(m.attention().unwrap(), &m.circuits().unwrap());
     let kinds: Vec<HeadKind> = r.heads.iter().map(|h| h.kind).collect();
     assert_eq!(
         kinds,
@@ -49,7 +49,7 @@ fn full_model_omega_is_reported_on_the_scaled_kq() {
         p[3 * h * e * e + hh * e + 5] = m[hh]; // o_proj[0][h E + d]
     }
     let model = Model::<f64>::from_params(spec, p).unwrap();
-    let r = analyze(&model.spec, &model.circuits());
+    let r = analyze(model.attention().unwrap(), &model.circuits().unwrap());
     for hh in 0..h {
         assert!((r.heads[hh].omega - a[hh] / 6f64.sqrt()).abs() < 1e-12);
         assert!((r.heads[hh].mu - m[hh]).abs() < 1e-12);

@@ -18,8 +18,8 @@ fn the_runner_checks_inputs_before_any_engine() {
     let cfg = icl_core::conformance::attention::config(&[]).unwrap();
     let task = Task::new(&cfg).unwrap();
     let model = Model::<f32>::init(&cfg).unwrap();
-    let circ = model.circuits();
-    let mut g = Circuits::zeros(&model.spec);
+    let circ = model.circuits().unwrap();
+    let mut g = Circuits::zeros(model.attention().unwrap());
     let mut r = Runner::<f32>::scalar();
     let s = |n, len| Sampling {
         seed: 0,
@@ -27,20 +27,28 @@ fn the_runner_checks_inputs_before_any_engine() {
         n,
         len,
     };
-    let empty = r.sampled_loss_grad(&model.spec, &circ, &task, s(0, 13), &mut g);
+    let empty = r.sampled_loss_grad(model.attention().unwrap(), &circ, &task, s(0, 13), &mut g);
     assert!(empty.is_err());
     let mut other_cfg = cfg.clone();
     other_cfg.set("task.d", "3").unwrap();
     let other = Task::new(&other_cfg).unwrap();
     assert!(r
-        .sampled_loss_grad(&model.spec, &circ, &other, s(8, 13), &mut g)
+        .sampled_loss_grad(model.attention().unwrap(), &circ, &other, s(8, 13), &mut g)
         .is_err());
     let batch = other.sample_batch::<f32>(0, Domain::Eval, 0, 4, 13);
-    assert!(r.loss_grad(&model.spec, &circ, &batch, &mut g).is_err());
+    assert!(r
+        .loss_grad(model.attention().unwrap(), &circ, &batch, &mut g)
+        .is_err());
     let good = task.sample_batch::<f32>(0, Domain::Eval, 0, 4, 13);
-    assert!(r.predict(&model.spec, &circ, &good, &mut [0.0; 3]).is_err());
-    let mut wrong = Circuits::<f32>::zeros(&model.spec);
+    assert!(r
+        .predict(model.attention().unwrap(), &circ, &good, &mut [0.0; 3])
+        .is_err());
+    let mut wrong = Circuits::<f32>::zeros(model.attention().unwrap());
     wrong.kq.pop();
-    assert!(r.loss_grad(&model.spec, &wrong, &good, &mut g).is_err());
-    assert!(r.loss_grad(&model.spec, &circ, &good, &mut wrong).is_err());
+    assert!(r
+        .loss_grad(model.attention().unwrap(), &wrong, &good, &mut g)
+        .is_err());
+    assert!(r
+        .loss_grad(model.attention().unwrap(), &circ, &good, &mut wrong)
+        .is_err());
 }

@@ -1,14 +1,16 @@
 //! Zhang et al. (2025) models: finite-difference checks of the separate / reduced
 //! parametrisations and of the cubic-feature twin, the sufficient-statistics objective against the
 //! token-level engine, ATTN_M = cubic-feature network during training, and the data options.
+use icl_core::data::fixed_set::prefix_batches as ntp_batches;
 use icl_core::data::fixed_set::{generate, SetKind};
 use icl_core::families::linear_attention::mlp::{cubic_features, CubicMlp};
-use icl_core::families::linear_attention::moments::{ntp_batches, Moments};
+use icl_core::families::linear_attention::moments::Moments;
 use icl_core::fd::rel_error;
 use icl_core::model::lin_norm_of;
+use icl_core::model::AttentionSpec;
 use icl_core::optim::Optimizer;
 use icl_core::train::loss_and_grad;
-use icl_core::{Circuits, Config, Model, ModelSpec, Runner, Task};
+use icl_core::{Circuits, Config, Model, Runner, Task};
 
 fn cfg(param: &str, attn: &str, ntp: bool) -> Config {
     let mut c = Config::default();
@@ -86,8 +88,8 @@ fn moments_equal_token_level() {
         let task = Task::new(&c).unwrap();
         let set = generate(&c, &task, 3, SetKind::Train, 50, c.task.len).unwrap();
         let model = Model::<f64>::init(&c).unwrap();
-        let spec = model.spec.clone();
-        let circ = model.circuits();
+        let spec = model.attention().unwrap().clone();
+        let circ = model.circuits().unwrap();
         let mut eng = Runner::<f64>::scalar();
         let (mut gt, mut tmp) = (Circuits::zeros(&spec), Circuits::zeros(&spec));
         let mut mom = if ntp {
@@ -100,7 +102,7 @@ fn moments_equal_token_level() {
             let k = bs.len() as f64;
             let mut l = 0.0;
             for b in &bs {
-                let mut s: ModelSpec = spec.clone();
+                let mut s: AttentionSpec = spec.clone();
                 s.lin_norm = lin_norm_of(c.model.lin_norm, b.len);
                 l += eng.loss_grad(&s, &circ, b, &mut tmp).unwrap() / k;
                 for (a, x) in gt.kq.iter_mut().zip(&tmp.kq) {
@@ -137,7 +139,7 @@ fn cubic_mlp_gradient_and_twin_training() {
     let set = generate(&c, &task, 5, SetKind::Train, 300, 31).unwrap();
     let mut model = Model::<f64>::init(&c).unwrap();
     let mut mlp = CubicMlp::twin_of(&model).unwrap();
-    let z = cubic_features(&set, model.spec.lin_norm).unwrap();
+    let z = cubic_features(&set, model.attention().unwrap().lin_norm).unwrap();
     // finite differences of the twin
     let mut g = vec![0.0; mlp.params.len()];
     mlp.loss_grad(&z, &set.y, &mut g);

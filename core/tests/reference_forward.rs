@@ -8,7 +8,7 @@ use icl_core::model::Model;
 use icl_core::rng::Domain;
 
 fn naive_predict(m: &Model<f64>, seq: &[f64], len: usize) -> f64 {
-    let s = &m.spec;
+    let s = m.attention().unwrap();
     let (h_n, e) = (s.heads, s.e());
     let q = m.tensor("q_proj.weight").unwrap();
     let k = m.tensor("k_proj.weight").unwrap();
@@ -51,7 +51,7 @@ fn full_model_matches_reference_forward() {
     let b = task.sample_batch::<f64>(1, Domain::Eval, 40, 16, 40);
     let mut out = vec![0.0; 16];
     Runner::<f64>::scalar()
-        .predict(&m.spec, &m.circuits(), &b, &mut out)
+        .predict(m.attention().unwrap(), &m.circuits().unwrap(), &b, &mut out)
         .unwrap();
     for (i, got) in out.iter().enumerate() {
         let want = naive_predict(&m, b.seq(i), 40);

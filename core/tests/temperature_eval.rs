@@ -106,9 +106,9 @@ fn tau_one_without_shift_is_the_plain_evaluation_bit_for_bit() {
 /// Independent one-layer forward with the logits divided by tau (He et al. eq. (2.2), exp
 /// activation): s_l = z_l^T KQ z_q, w = softmax(s / tau), yhat = OV sum_l w_l z_l.
 fn reference_one_layer(m: &Model<f64>, seq: &[f64], len: usize, tau: f64) -> Vec<f64> {
-    let sp = &m.spec;
+    let sp = m.attention().unwrap();
     let (e, no) = (sp.e(), sp.n_out);
-    let c = m.circuits();
+    let c = m.circuits().unwrap();
     let nk = sp.keys(len);
     let zq = &seq[len * e..(len + 1) * e];
     let mut y = vec![0.0; no];
@@ -153,8 +153,13 @@ fn one_layer_temperature_equals_a_forward_with_scaled_logits() {
         let mut r = Runner::scalar();
         for tau in [0.25, 1.0, 3.7] {
             let mut out = vec![0.0; b.n];
-            r.predict(&m.spec, &m.circuits().tempered(tau).unwrap(), &b, &mut out)
-                .unwrap();
+            r.predict(
+                m.attention().unwrap(),
+                &m.circuits().unwrap().tempered(tau).unwrap(),
+                &b,
+                &mut out,
+            )
+            .unwrap();
             let mut spread = 0.0f64;
             for s in 0..b.n {
                 let want = reference_one_layer(&m, b.seq(s), b.len, tau)[0];
@@ -177,9 +182,15 @@ fn one_layer_temperature_equals_a_forward_with_scaled_logits() {
         .sample_batch(8, Domain::Eval, 9, 10, 9);
     let mut r = Runner::scalar();
     let (mut y1, mut y2) = (vec![0.0; 10], vec![0.0; 10]);
-    r.predict(&m.spec, &m.circuits(), &b, &mut y1).unwrap();
-    r.predict(&m.spec, &m.circuits().tempered(2.5).unwrap(), &b, &mut y2)
+    r.predict(m.attention().unwrap(), &m.circuits().unwrap(), &b, &mut y1)
         .unwrap();
+    r.predict(
+        m.attention().unwrap(),
+        &m.circuits().unwrap().tempered(2.5).unwrap(),
+        &b,
+        &mut y2,
+    )
+    .unwrap();
     for (a, b) in y1.iter().zip(&y2) {
         assert!((a / 2.5 - b).abs() <= 1e-12 * (1.0 + a.abs()));
     }
@@ -295,7 +306,8 @@ fn opt_search_finds_the_minimum_and_never_loses_to_tau_one() {
     let mut hb: Batch<f64> = Batch::zeros(400, 20, 5, 1);
     task.sample_into(1, Domain::Tune, 20, 0, &mut hb, &mut Vec::new());
     let mut p = vec![0.0; 400];
-    r.predict(&m.spec, &m.circuits(), &hb, &mut p).unwrap();
+    r.predict(m.attention().unwrap(), &m.circuits().unwrap(), &hb, &mut p)
+        .unwrap();
     let r1 = p
         .iter()
         .zip(&hb.y)
@@ -464,11 +476,11 @@ fn bad_temperatures_and_shifts_are_typed_errors() {
     );
     let (_, m) = one_layer(&[]);
     assert!(matches!(
-        m.circuits().tempered(0.0),
+        m.circuits().unwrap().tempered(0.0),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        m.circuits().tempered(f64::NAN),
+        m.circuits().unwrap().tempered(f64::NAN),
         Err(Error::NonFinite(_))
     ));
     let mut s = ShiftConfig::default();

@@ -215,7 +215,7 @@ fn model(overrides: &[(&str, &str)]) -> (Config, Model<f64>) {
 /// The run's own prediction at temperature tau on one prompt (keys: the context tokens, and the
 /// query when self-attending), through the model's head.
 fn softmax_prediction(m: &Model<f64>, x: &[f64], y: &[f64], tau: f64) -> f64 {
-    let s = &m.spec;
+    let s = m.attention().unwrap();
     let (d, e) = (s.d, s.e());
     let l = y.len() + 1;
     let mut z = vec![0.0; l * e];
@@ -223,7 +223,7 @@ fn softmax_prediction(m: &Model<f64>, x: &[f64], y: &[f64], tau: f64) -> f64 {
         z[t * e..t * e + d].copy_from_slice(&x[t * d..(t + 1) * d]);
         z[t * e + d] = if t + 1 < l { y[t] } else { 0.0 };
     }
-    let c = m.circuits().tempered(tau).unwrap();
+    let c = m.circuits().unwrap().tempered(tau).unwrap();
     let nk = s.keys(l - 1);
     let mut cache = HeadCache::new(nk, e);
     let mut out = [0.0];
@@ -253,7 +253,7 @@ fn the_mapped_layer_is_the_runs_first_order_expansion_in_one_over_tau() {
     ] {
         let (_, m) = model(&over);
         let p = trained::linearise(&m).unwrap();
-        assert_eq!(p.self_attend, m.spec.self_attend);
+        assert_eq!(p.self_attend, m.attention().unwrap().self_attend);
         assert!(
             p.m21.iter().any(|v| *v != 0.0),
             "random circuits have m21 != 0"

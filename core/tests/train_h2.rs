@@ -19,7 +19,7 @@ fn two_heads_split_with_sign_matching() {
     cfg.validate().unwrap();
     let mut tr = Trainer::<f32>::new(&cfg, &ScalarFactory).unwrap();
     tr.run(&mut |_, _| true).unwrap();
-    let rep = analyze(&tr.model.spec, &tr.model.circuits());
+    let rep = analyze(tr.model.attention().unwrap(), &tr.model.circuits().unwrap());
     for h in &rep.heads {
         assert!(h.sign_match, "head omega {} mu {}", h.omega, h.mu);
         assert!(

@@ -10,7 +10,8 @@ use crate::dispatch::{self, Kernel, Level};
 use crate::kernel::{Dim, Group, Shape};
 use crate::lanes::{Lanes, SimdScalar};
 use icl_core::engine::{Engine, Sampling};
-use icl_core::model::{Act, Circuits, ModelSpec};
+use icl_core::families::attention::act::Act;
+use icl_core::families::attention::{AttentionSpec, Circuits};
 use icl_core::{Batch, Result, Task};
 use rayon::prelude::*;
 
@@ -330,7 +331,7 @@ impl<T: SimdScalar> SimdEngine<T> {
         nch
     }
 
-    fn shape(spec: &ModelSpec, len: usize) -> Shape {
+    fn shape(spec: &AttentionSpec, len: usize) -> Shape {
         Shape {
             heads: spec.heads,
             e: spec.e(),
@@ -356,7 +357,7 @@ impl<T: SimdScalar> SimdEngine<T> {
 
     fn run_loss_grad(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         src: Source<'_, T>,
         n: usize,
@@ -404,7 +405,7 @@ impl<T: SimdScalar> SimdEngine<T> {
     /// checksum. Used by `icl bench` to split the time between data generation and compute.
     pub fn generate_only(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         task: &Task,
         seed: u64,
         step: u64,
@@ -438,7 +439,7 @@ impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
 
     fn loss_grad(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         batch: &Batch<T>,
         grad: &mut Circuits<T>,
@@ -449,7 +450,7 @@ impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
     #[inline(always)]
     fn predict(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         batch: &Batch<T>,
         out: &mut [T],
@@ -480,7 +481,7 @@ impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
     /// Fused: every lane group generates its sequences from the (seed, Train, step, b) streams.
     fn sampled_loss_grad(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         task: &Task,
         s: Sampling,

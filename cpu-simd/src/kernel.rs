@@ -11,7 +11,8 @@
 //! Layout (structure of arrays): token l, component i of the group is the vector `z[l E + i]`.
 use crate::lanes::{cast, cast_mut, one, Lanes, SameLayout};
 use icl_core::config::{Activation, AttentionKind};
-use icl_core::model::{Act, Circuits};
+use icl_core::families::attention::act::Act;
+use icl_core::families::attention::Circuits;
 use icl_core::Scalar;
 
 /// The embedding width E, either a compile-time constant (so that the loops over E unroll and

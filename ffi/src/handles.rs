@@ -295,15 +295,15 @@ pub fn batch_from_context<T: Scalar>(
 /// The per-head circuits of a one-layer attention model; multi-layer models (transformers, the
 /// IV model) have no per-head KQ and OV (`ICL_ERR_UNSUPPORTED`).
 fn circuits_of<T: Scalar>(model: &Model<T>) -> FfiResult<HeadCircuits> {
-    if model.spec.net != icl_core::model::Net::Attention {
+    let Ok(spec) = model.attention() else {
         return Err(icl_core::Error::Unsupported(format!(
             "{} has no per-head circuits (omega, mu, KQ, OV are those of one-layer attention models)",
             model.describe()
         ))
         .into());
-    }
-    let circ = model.circuits();
-    let rep = analyze(&model.spec, &circ);
+    };
+    let circ = model.circuits()?;
+    let rep = analyze(spec, &circ);
     Ok(HeadCircuits {
         omega: rep.heads.iter().map(|h| h.omega).collect(),
         mu: rep
@@ -440,10 +440,9 @@ impl<T: FfiScalar> ModelState<T> {
     }
 
     fn predict(&mut self, batch: &Batch<T>) -> FfiResult<Vec<f64>> {
-        let circ = self.model.circuits();
+        let (spec, circ) = (self.model.attention()?, self.model.circuits()?);
         let mut out = try_vec(batch.n * self.model.spec.n_out, T::zero(), "predictions")?;
-        self.runner
-            .predict(&self.model.spec, &circ, batch, &mut out)?;
+        self.runner.predict(spec, &circ, batch, &mut out)?;
         try_widen(&out, "predictions")
     }
 
@@ -532,7 +531,7 @@ impl icl_model {
         with_model!(&self.inner, s => Dims {
             d: s.model.spec.d,
             n_out: s.model.spec.n_out,
-            heads: s.model.spec.heads,
+            heads: self.cfg.model.heads,
             n_params: s.model.params.len(),
             train_len: self.cfg.task.len,
             is_f64: matches!(self.inner, AnyModel::F64(_)),
@@ -760,7 +759,7 @@ impl icl_trainer {
         with_trainer!(&self.inner, s => Dims {
             d: s.tr.model.spec.d,
             n_out: s.tr.model.spec.n_out,
-            heads: s.tr.model.spec.heads,
+            heads: s.tr.cfg.model.heads,
             n_params: s.tr.model.params.len(),
             train_len: s.tr.cfg.task.len,
             is_f64: matches!(self.inner, AnyTrainer::F64(_)),

@@ -74,8 +74,8 @@ pub fn bench(cfg: &Config, opts: &Options, p: &BenchParams) -> icl_core::Result<
     let steps_per_s = p.steps as f64 / t.elapsed().as_secs_f64();
 
     let model = Model::<f32>::init(cfg)?;
-    let spec = &model.spec;
-    let circ = model.circuits();
+    let spec = model.attention()?;
+    let circ = model.circuits()?;
     let task = Task::new(cfg)?;
     let batch: Batch<f32> = task.sample_batch(
         cfg.train.seed,

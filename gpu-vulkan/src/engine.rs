@@ -11,7 +11,8 @@ use crate::error::{call, VkError};
 use crate::kernels::{Entry, Kernels, Variant, MAX_H};
 use ash::vk;
 use icl_core::config::{Activation, AttentionKind};
-use icl_core::{Batch, Circuits, Engine, ModelSpec};
+use icl_core::families::attention::AttentionSpec;
+use icl_core::{Batch, Circuits, Engine};
 
 /// Sequences per partial gradient sum in `reduce_partials`.
 const PART_LEN: usize = 64;
@@ -39,7 +40,7 @@ struct Plan {
 
 impl Plan {
     fn new(
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         n: usize,
         len: usize,
         info: &DeviceInfo,
@@ -115,7 +116,7 @@ impl Plan {
     }
 
     /// The uniform block (`Params` in the shader).
-    fn params(&self, spec: &ModelSpec, base: usize) -> [u32; 16] {
+    fn params(&self, spec: &AttentionSpec, base: usize) -> [u32; 16] {
         let kind = match (spec.attention, spec.activation) {
             (AttentionKind::Linear, _) => 0,
             (AttentionKind::Softmax, Activation::Exp) => 1,
@@ -652,7 +653,7 @@ impl VulkanEngine {
 
     fn prepare(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         n: usize,
         len: usize,
     ) -> Result<(Plan, usize), VkError> {
@@ -677,7 +678,7 @@ impl VulkanEngine {
     fn upload_chunk(
         &mut self,
         plan: &Plan,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         batch: &Batch<f32>,
         ci: usize,
         start: usize,
@@ -706,7 +707,7 @@ impl VulkanEngine {
 
     fn run_loss_grad(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<f32>,
         batch: &Batch<f32>,
         grad: &mut Circuits<f32>,
@@ -746,7 +747,7 @@ impl VulkanEngine {
 
     fn run_predict(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<f32>,
         batch: &Batch<f32>,
         out: &mut [f32],
@@ -782,7 +783,7 @@ impl Engine<f32> for VulkanEngine {
 
     fn loss_grad(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<f32>,
         batch: &Batch<f32>,
         grad: &mut Circuits<f32>,
@@ -792,7 +793,7 @@ impl Engine<f32> for VulkanEngine {
 
     fn predict(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<f32>,
         batch: &Batch<f32>,
         out: &mut [f32],

@@ -72,7 +72,12 @@ fn rust_predictions(model: &Model<f32>, len: usize, x: &[f64], y: &[f64], xq: &[
     let batch = Batch::from_parts(n, len, d, no, z, vec![0.0f32; n * no]).unwrap();
     let mut out = vec![0.0f32; n * no];
     Runner::<f32>::scalar()
-        .predict(&model.spec, &model.circuits(), &batch, &mut out)
+        .predict(
+            model.attention().unwrap(),
+            &model.circuits().unwrap(),
+            &batch,
+            &mut out,
+        )
         .unwrap();
     out.iter().map(|&v| v as f64).collect()
 }
@@ -172,7 +177,7 @@ fn c_predict_equals_the_rust_library_bit_for_bit() {
         }
         let mse = numbers(lines[n].strip_prefix("mse ").expect("mse line"))[0];
         assert_eq!(mse.to_bits(), (sse / n as f64).to_bits(), "mse");
-        let rep = analyze(&model.spec, &model.circuits());
+        let rep = analyze(model.attention().unwrap(), &model.circuits().unwrap());
         for (h, head) in rep.heads.iter().enumerate() {
             let v = numbers(
                 lines[n + 1 + h]

@@ -5,8 +5,9 @@
 //! fresh evaluation streams, against the noise-free target.
 use icl_core::config::Config;
 use icl_core::families::iv;
-use icl_core::families::stack::analysis::{pattern, readout_circuits, Pattern};
-use icl_core::families::stack::eval::{self as ml_eval, Options, Reference};
+use icl_core::families::iv::eval::Reference;
+use icl_core::families::stack::analysis::{pattern, Pattern};
+use icl_core::families::stack::eval::{self as ml_eval, Options};
 use icl_core::families::stack::StackRunner;
 use icl_core::model::{Model, Net};
 use icl_core::rng::Domain;
@@ -60,7 +61,7 @@ fn trained(preset: &str, sets: &[(&str, &str)]) -> Trained {
 }
 
 fn pat(t: &Trained) -> Pattern {
-    let (sp, c) = readout_circuits(&t.1).unwrap();
+    let (sp, c) = t.1.readout_stack().unwrap();
     pattern(&c, 0, sp.e - 1)
 }
 
@@ -256,7 +257,7 @@ fn one_head_is_worse() {
 #[test]
 fn constant_covariance_preconditions() {
     let kms = trained("multilayer-const-kms", &[]);
-    let (sp, c) = readout_circuits(&kms.1).unwrap();
+    let (sp, c) = kms.1.readout_stack().unwrap();
     let sig = icl_core::data::covariance::kms(5, 0.5);
     let pre = icl_core::families::stack::analysis::preconditioned(&c, 0, sp.e - 1, &sig);
     eprintln!("KMS preconditioned {pre:?}");
@@ -358,13 +359,16 @@ fn iv_baselines_do_not_depend_on_the_engine() {
     });
     let m64 = Model::<f64>::init(&cfg).unwrap();
     let m32 = Model::<f32>::init(&cfg).unwrap();
-    let serial = ml_eval::iv(&cfg, &m64, None, &mut StackRunner::<f64>::scalar(), &o).unwrap();
+    let serial =
+        icl_core::families::iv::eval::iv(&cfg, &m64, None, &mut StackRunner::<f64>::scalar(), &o)
+            .unwrap();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(3)
         .build()
         .unwrap();
     let mut r = StackRunner::new(Box::new(icl_simd::MlSimd::<f32>::new()));
-    let par = pool.install(|| ml_eval::iv(&cfg, &m32, None, &mut r, &o).unwrap());
+    let par =
+        pool.install(|| icl_core::families::iv::eval::iv(&cfg, &m32, None, &mut r, &o).unwrap());
     assert_eq!(serial.rows.len(), par.rows.len());
     let mut classical = 0;
     for (a, b) in serial.rows.iter().zip(&par.rows) {
@@ -410,7 +414,7 @@ fn iv_two_stage() {
     let one = trained("iv-tf-ref", &[]);
     let o = opts(|o| o.lens = vec![40, 160]);
     let mut r = StackRunner::new(Box::new(icl_simd::MlSimd::<f32>::new()));
-    let rep = ml_eval::iv(
+    let rep = icl_core::families::iv::eval::iv(
         &two.0,
         &two.1,
         Some(Reference { model: &one.1 }),

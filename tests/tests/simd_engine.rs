@@ -113,9 +113,9 @@ fn run_at<T: SimdScalar>(level: Level, threads: usize, cfg: &Config, n: usize) -
     pool.install(|| {
         let task = Task::new(cfg).unwrap();
         let model = Model::<T>::init(cfg).unwrap();
-        let circ = model.circuits();
+        let circ = model.circuits().unwrap();
         let mut eng = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
-        let mut g = Circuits::zeros(&model.spec);
+        let mut g = Circuits::zeros(model.attention().unwrap());
         let s = Sampling {
             seed: 3,
             step: 5,
@@ -123,11 +123,12 @@ fn run_at<T: SimdScalar>(level: Level, threads: usize, cfg: &Config, n: usize) -
             len: cfg.task.len,
         };
         let loss = eng
-            .sampled_loss_grad(&model.spec, &circ, &task, s, &mut g)
+            .sampled_loss_grad(model.attention().unwrap(), &circ, &task, s, &mut g)
             .unwrap();
         let batch = task.sample_batch::<T>(3, Domain::Eval, 0, n, cfg.task.len);
         let mut p = vec![T::zero(); n * model.spec.n_out];
-        eng.predict(&model.spec, &circ, &batch, &mut p).unwrap();
+        eng.predict(model.attention().unwrap(), &circ, &batch, &mut p)
+            .unwrap();
         (loss, g, p)
     })
 }
@@ -197,7 +198,7 @@ fn check_reuse<T: SimdScalar>() {
     let cfg = config(&[("model.heads", "2")]).unwrap();
     let task = Task::new(&cfg).unwrap();
     let model = Model::<T>::init(&cfg).unwrap();
-    let circ = model.circuits();
+    let circ = model.circuits().unwrap();
     let len = cfg.task.len;
     for level in [Level::Base, Level::Avx2, Level::Avx512] {
         let mut reused = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
@@ -208,14 +209,14 @@ fn check_reuse<T: SimdScalar>() {
                 n,
                 len,
             };
-            let mut g = Circuits::zeros(&model.spec);
+            let mut g = Circuits::zeros(model.attention().unwrap());
             let l = reused
-                .sampled_loss_grad(&model.spec, &circ, &task, s, &mut g)
+                .sampled_loss_grad(model.attention().unwrap(), &circ, &task, s, &mut g)
                 .unwrap();
             let mut fresh = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
-            let mut g0 = Circuits::zeros(&model.spec);
+            let mut g0 = Circuits::zeros(model.attention().unwrap());
             let l0 = fresh
-                .sampled_loss_grad(&model.spec, &circ, &task, s, &mut g0)
+                .sampled_loss_grad(model.attention().unwrap(), &circ, &task, s, &mut g0)
                 .unwrap();
             assert!(
                 l == l0 && g == g0,

@@ -4,17 +4,18 @@
 //! tolerance 1e-5 relative (norm-wise) is the issue's, about 100 f32 ulps.
 mod vulkan_common;
 
+use icl_core::model::AttentionSpec;
 use icl_core::rng::Domain;
 use icl_core::scalar::{from_f16_storage, to_f16_storage};
-use icl_core::{Batch, Circuits, Config, Engine, Model, ModelSpec, ScalarEngine, Task};
+use icl_core::{Batch, Circuits, Config, Engine, Model, ScalarEngine, Task};
 use vulkan_common::{assert_no_validation_errors, engine, engine_wg, engine_with, rel, widen};
 
 const TOL: f64 = 1e-5;
 
 /// Circuits of `cfg`'s initial model, rounded to f32, with KQ multiplied by `kq_gain`.
-fn circuits(cfg: &Config, kq_gain: f64) -> (ModelSpec, Circuits<f32>, Circuits<f64>) {
+fn circuits(cfg: &Config, kq_gain: f64) -> (AttentionSpec, Circuits<f32>, Circuits<f64>) {
     let model = Model::<f64>::init(cfg).unwrap();
-    let mut c = model.circuits();
+    let mut c = model.circuits().unwrap();
     c.kq.iter_mut().for_each(|x| *x *= kq_gain);
     let c32 = Circuits {
         heads: c.heads,
@@ -30,7 +31,7 @@ fn circuits(cfg: &Config, kq_gain: f64) -> (ModelSpec, Circuits<f32>, Circuits<f
         kq: widen(&c32.kq),
         ov: widen(&c32.ov),
     };
-    (model.spec, c32, c64)
+    (model.attention().unwrap().clone(), c32, c64)
 }
 
 fn widen_batch(b: &Batch<f32>) -> Batch<f64> {
@@ -123,7 +124,7 @@ fn wide_configs() -> Vec<(String, Config, f64)> {
 fn check_loss_grad(
     eng: &mut dyn Engine<f32>,
     name: &str,
-    spec: &ModelSpec,
+    spec: &AttentionSpec,
     c32: &Circuits<f32>,
     c64: &Circuits<f64>,
     b32: &Batch<f32>,

@@ -56,9 +56,14 @@ fn unsupported_sizes_and_bad_shapes_are_errors() {
     let model = Model::<f32>::init(&cfg).unwrap();
     let task = Task::new(&cfg).unwrap();
     let b: Batch<f32> = task.sample_batch(1, Domain::Train, 0, 4, 10);
-    let mut g = Circuits::zeros(&model.spec);
+    let mut g = Circuits::zeros(model.attention().unwrap());
     let err = eng
-        .loss_grad(&model.spec, &model.circuits(), &b, &mut g)
+        .loss_grad(
+            model.attention().unwrap(),
+            &model.circuits().unwrap(),
+            &b,
+            &mut g,
+        )
         .unwrap_err();
     assert!(
         matches!(err, icl_core::Error::Unsupported(ref m) if m.contains("64")),
@@ -66,7 +71,12 @@ fn unsupported_sizes_and_bad_shapes_are_errors() {
     );
     let mut out = vec![0.0; 4];
     assert!(eng
-        .predict(&model.spec, &model.circuits(), &b, &mut out)
+        .predict(
+            model.attention().unwrap(),
+            &model.circuits().unwrap(),
+            &b,
+            &mut out
+        )
         .is_err());
 
     // More heads than the shaders hold.
@@ -76,9 +86,14 @@ fn unsupported_sizes_and_bad_shapes_are_errors() {
     let b: Batch<f32> = Task::new(&cfg)
         .unwrap()
         .sample_batch(1, Domain::Train, 0, 2, 5);
-    let mut g = Circuits::zeros(&model.spec);
+    let mut g = Circuits::zeros(model.attention().unwrap());
     assert!(matches!(
-        eng.loss_grad(&model.spec, &model.circuits(), &b, &mut g),
+        eng.loss_grad(
+            model.attention().unwrap(),
+            &model.circuits().unwrap(),
+            &b,
+            &mut g
+        ),
         Err(icl_core::Error::Unsupported(_))
     ));
 
@@ -92,9 +107,14 @@ fn unsupported_sizes_and_bad_shapes_are_errors() {
     let wrong: Batch<f32> = Task::new(&other)
         .unwrap()
         .sample_batch(1, Domain::Train, 0, 3, 5);
-    let mut g = Circuits::zeros(&model.spec);
+    let mut g = Circuits::zeros(model.attention().unwrap());
     assert!(matches!(
-        checked.loss_grad(&model.spec, &model.circuits(), &wrong, &mut g),
+        checked.loss_grad(
+            model.attention().unwrap(),
+            &model.circuits().unwrap(),
+            &wrong,
+            &mut g
+        ),
         Err(icl_core::Error::Shape(_))
     ));
     let right: Batch<f32> = Task::new(&cfg)
@@ -102,13 +122,23 @@ fn unsupported_sizes_and_bad_shapes_are_errors() {
         .sample_batch(1, Domain::Train, 0, 3, 5);
     let mut out = vec![0.0; 2];
     assert!(matches!(
-        checked.predict(&model.spec, &model.circuits(), &right, &mut out),
+        checked.predict(
+            model.attention().unwrap(),
+            &model.circuits().unwrap(),
+            &right,
+            &mut out
+        ),
         Err(icl_core::Error::Shape(_))
     ));
     // The engine still works afterwards.
     let mut out = vec![0.0; 3];
-    eng.predict(&model.spec, &model.circuits(), &right, &mut out)
-        .unwrap();
+    eng.predict(
+        model.attention().unwrap(),
+        &model.circuits().unwrap(),
+        &right,
+        &mut out,
+    )
+    .unwrap();
     assert!(out.iter().all(|x| x.is_finite()));
     assert_no_validation_errors(&eng);
 }

@@ -8,19 +8,20 @@ use crate::plot::{heatmaps_svg, Heatmap};
 use crate::summary::{Analysis, LayerPattern, TransformerAnalysis};
 use icl_core::config::{Config, CovFamily, TaskKind};
 use icl_core::families::attention::analysis::{analyze, Report};
-use icl_core::families::stack::analysis::{pattern, preconditioned, readout_circuits};
+use icl_core::families::stack::analysis::{pattern, preconditioned};
 use icl_core::families::stack::{StackCircuits, StackSpec};
+use icl_core::model::AttentionSpec;
 use icl_core::model::Net;
-use icl_core::ModelSpec;
 
-/// The core's report of a model.
-pub fn report(model: &AnyModel) -> Report {
-    dispatch!(model, m => analyze(&m.spec, &m.circuits()))
+/// The core's report of a one-layer attention model ([`icl_core::Error::Unsupported`] for the
+/// other families).
+pub fn report(model: &AnyModel) -> Result<Report> {
+    Ok(dispatch!(model, m => analyze(m.attention()?, &m.circuits()?)))
 }
 
 /// Heatmaps of every head: KQ (E x E; the query-side y column is masked, it multiplies z_q's 0)
 /// and OV's output rows transposed (E x n_out).
-pub fn circuit_maps(spec: &ModelSpec, rep: &Report) -> Vec<Heatmap> {
+pub fn circuit_maps(spec: &AttentionSpec, rep: &Report) -> Vec<Heatmap> {
     let (e, d, no) = (spec.e(), spec.d, spec.n_out);
     let mut maps = Vec::new();
     for (h, hr) in rep.heads.iter().enumerate() {
@@ -52,7 +53,7 @@ pub fn transformer_analysis(
     cfg: &Config,
     model: &AnyModel,
 ) -> Option<(TransformerAnalysis, StackSpec, StackCircuits<f64>)> {
-    let (sp, c) = dispatch!(model, m => readout_circuits(m))?;
+    let (sp, c) = dispatch!(model, m => m.readout_stack())?;
     let d = sp.e - sp.n_out;
     let constant = (cfg.task.kind == TaskKind::Varying
         && matches!(cfg.task.covariance, CovFamily::Identity | CovFamily::Kms))
@@ -150,11 +151,11 @@ pub fn analyze_run(dir: &RunDir, plot: bool) -> Result<Analysis> {
             transformer: Some(a),
         });
     }
-    let rep = report(&loaded.model);
+    let rep = report(&loaded.model)?;
     if plot {
         heatmaps_svg(
             &dir.circuits_svg(),
-            &circuit_maps(loaded.model.spec(), &rep),
+            &circuit_maps(loaded.model.spec().as_attention()?, &rep),
         )?;
     }
     Ok(Analysis::of(&rep, loaded.step))

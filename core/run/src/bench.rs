@@ -5,10 +5,10 @@
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
 use icl_core::families::iv::{self, IvSpec};
+use icl_core::families::stack::objective::sample_stack_batch;
 use icl_core::families::stack::{StackRunner, StackSpec};
 use icl_core::model::{Circuits, Net};
 use icl_core::rng::Domain;
-use icl_core::train::objective::sample_stack_batch;
 use icl_core::train::{Options, Trainer};
 use icl_core::{Batch, Config};
 use icl_simd::SimdEngine;
@@ -82,7 +82,7 @@ pub fn kernel_flops(heads: usize, e: usize, keys: usize, n_out: usize, batch: us
 pub fn step_flops(spec: &icl_core::model::ModelSpec, cfg: &Config) -> f64 {
     let (len, batch) = (cfg.task.len, cfg.train.batch);
     match &spec.net {
-        Net::Attention => kernel_flops(spec.heads, spec.e(), spec.keys(len), spec.n_out, batch),
+        Net::Attention(s) => kernel_flops(s.heads, s.e(), s.keys(len), s.n_out, batch),
         Net::Stack(sp) => stack_flops(sp, len, batch),
         Net::Iv(sp) => iv_flops(sp, len, batch),
     }
@@ -288,10 +288,10 @@ fn split<T: RunScalar>(
             sample_stack_batch(&mut runner, &tr.task, seed, s, &mut b);
             sink += b.y[0].to_f64();
         }
-    } else if engine == "simd" {
+    } else if let (true, Net::Attention(sp)) = (engine == "simd", &spec.net) {
         let mut g = SimdEngine::<T>::new();
         for s in 0..steps {
-            sink += g.generate_only(&spec, &tr.task, seed, s, n, len).to_f64();
+            sink += g.generate_only(sp, &tr.task, seed, s, n, len).to_f64();
         }
     } else {
         let mut b = Batch::<T>::zeros(n, len, tr.task.d, tr.task.n_out);
@@ -306,18 +306,21 @@ fn split<T: RunScalar>(
     // the optimiser on a copy (the timed run's state is left alone)
     let mut model = tr.model.clone();
     let mut opt = tr.opt.clone();
-    let mut circ = Circuits::zeros(&spec);
-    let mut gcirc = Circuits::zeros(&spec);
-    gcirc
-        .kq
-        .iter_mut()
-        .chain(gcirc.ov.iter_mut())
-        .for_each(|x| *x = T::of(1e-3));
+    // one-layer attention: the circuits and their chain rule are part of the serial step
+    let mut att = spec.as_attention().ok().map(|s| {
+        let mut g = Circuits::zeros(s);
+        g.kq.iter_mut()
+            .chain(g.ov.iter_mut())
+            .for_each(|x| *x = T::of(1e-3));
+        (s, Circuits::zeros(s), g)
+    });
     let mut grad = vec![T::zero(); model.params.len()];
     let t1 = Instant::now();
     for _ in 0..steps {
-        model.circuits_into(&mut circ);
-        model.backprop_circuits(&gcirc, &mut grad);
+        if let Some((s, circ, gcirc)) = att.as_mut() {
+            s.circuits_into(&model.params, circ);
+            s.backprop_circuits(&model.params, gcirc, &mut grad);
+        }
         opt.step(&mut model.params, &grad)?;
     }
     let optim = 1e6 * t1.elapsed().as_secs_f64() / steps as f64;

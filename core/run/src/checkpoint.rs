@@ -407,7 +407,7 @@ pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
 pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<AnyModel> {
     let f = File::parse(bytes).map_err(|e| from_core(path, e))?;
     let spec = ModelSpec::from_config(cfg)?;
-    if spec.param != icl_core::config::Param::Full {
+    if spec.as_attention()?.param != icl_core::config::Param::Full {
         return Err(RunError::Core(icl_core::Error::Unsupported(
             "torch import needs model.param = full".into(),
         )));
@@ -443,7 +443,7 @@ pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<Any
 pub fn snapshot_shape(spec: &ModelSpec) -> (usize, usize) {
     match &spec.net {
         Net::Stack(s) | Net::Iv(IvSpec { st2: s, .. }) => (s.sets() * s.heads, s.e),
-        Net::Attention => (spec.heads, spec.e()),
+        Net::Attention(s) => (s.heads, s.e()),
     }
 }
 

@@ -95,7 +95,7 @@ impl RunScalar for f64 {
 pub fn simd_level<T: RunScalar>(engine: &str, net: &Net) -> Option<String> {
     (engine == "simd").then(|| {
         let (level, blocks) = match net {
-            Net::Attention => (icl_simd::SimdEngine::<T>::new().level(), 1),
+            Net::Attention(_) => (icl_simd::SimdEngine::<T>::new().level(), 1),
             Net::Stack(_) => (icl_simd::MlSimd::<T>::new().level(), 1),
             Net::Iv(_) => (icl_simd::MlSimd::<T>::new().level(), 2),
         };
@@ -112,7 +112,7 @@ pub fn simd_level<T: RunScalar>(engine: &str, net: &Net) -> Option<String> {
 /// regression). Empty for one-layer attention, which every width vectorises.
 pub fn simd_fallback_widths(net: &Net) -> Vec<usize> {
     let widths = match net {
-        Net::Attention => Vec::new(),
+        Net::Attention(_) => Vec::new(),
         Net::Stack(s) => vec![s.e],
         Net::Iv(iv) => vec![iv.st1.e, iv.st2.e],
     };

@@ -42,7 +42,7 @@ fn transformer_memory(net: &Net, d: usize, o: &EvalOptions, scalar: bool) -> Opt
             iv.st1.heads.max(iv.st2.heads),
             iv.st1.layers + iv.st2.layers,
         ),
-        Net::Attention => return Some(0),
+        Net::Attention(_) => return Some(0),
     };
     let (e, h, n) = (
         e as u64,
@@ -443,10 +443,11 @@ fn ml_eval_typed<T: RunScalar>(
         }
         TaskKind::Iv => {
             let r = reference.map(|r| r.to::<T>());
-            ml_eval::iv(
+            icl_core::families::iv::eval::iv(
                 cfg,
                 m,
-                r.as_ref().map(|model| ml_eval::Reference { model }),
+                r.as_ref()
+                    .map(|model| icl_core::families::iv::eval::Reference { model }),
                 &mut runner,
                 &mo,
             )?
@@ -554,7 +555,7 @@ fn eval_run_inner(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
     check(o)?;
     dir.check_run()?;
     let loaded = crate::checkpoint::load(&dir.model())?;
-    if loaded.model.spec().net != Net::Attention {
+    if !loaded.model.spec().is_attention() {
         let reference = match &o.multilayer.reference {
             Some(p) => {
                 let rd = RunDir::new(p);

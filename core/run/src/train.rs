@@ -26,7 +26,7 @@ use icl_core::families::linear_attention::metrics::{
     detect_plateaus, nearest_level, rel_dist, PlateauOptions,
 };
 use icl_core::families::linear_attention::LinattnTheory;
-use icl_core::model::{Model, Net};
+use icl_core::model::Model;
 use icl_core::theory::zhang2025::{crossings, v_star};
 use icl_core::train::{Options, Trainer};
 use icl_core::{Runner, Scalar};
@@ -494,7 +494,7 @@ fn write_outputs<T: RunScalar>(
         risks: Vec::new(),
     };
     let curve = t.curve();
-    if t.model.spec.net != Net::Attention {
+    if !t.model.spec.is_attention() {
         let model = crate::any::Either::<Model<f32>, Model<f64>>::from_model(&t.model);
         summary.transformer = crate::analyze::transformer_analysis(&cfg, &model).map(|x| x.0);
         if o.eval_samples >= 2 {
@@ -522,7 +522,7 @@ fn write_outputs<T: RunScalar>(
     } else if cfg.task.kind == TaskKind::Eigs {
         summary.linattn = Some(linattn_outputs(t, dir, &curve)?);
     } else {
-        let rep = analyze(&t.model.spec, &t.model.circuits());
+        let rep = analyze(t.model.attention()?, &t.model.circuits()?);
         summary.heads = rep
             .heads
             .iter()
@@ -705,7 +705,7 @@ fn linattn_outputs<T: Scalar>(
             &series,
             false,
         )?;
-        let mut vs: Vec<Series> = (0..t.model.spec.heads)
+        let mut vs: Vec<Series> = (0..t.model.attention()?.heads)
             .map(|h| {
                 Series::line(
                     format!("v_{}", h + 1),
@@ -912,14 +912,14 @@ impl Stage {
         let spec = icl_core::ModelSpec::from_config(cfg)?;
         let params = spec.n_params() as u64 * 8 * 3;
         let rows = cfg.train.steps / cfg.train.log_every.max(1) + 2;
-        let cols = 2 + 2 * spec.heads as u64 + (spec.d * spec.d) as u64;
+        // heads and token width as configured (a bound for every family)
+        let (heads, e) = (cfg.model.heads, spec.d + spec.n_out);
+        let cols = 2 + 2 * heads as u64 + (spec.d * spec.d) as u64;
         let snaps = cfg
             .train
             .steps
             .checked_div(cfg.train.snapshot_every)
-            .map_or(0, |k| {
-                (k + 1) * (spec.heads * spec.e() * spec.e()) as u64 * 16
-            });
+            .map_or(0, |k| (k + 1) * (heads * e * e) as u64 * 16);
         let need = 2 * (params + rows * cols * 40 + snaps) + (1 << 20);
         if let Some(avail) = available_bytes(&self.dir.dir) {
             if avail < need {

@@ -148,7 +148,11 @@ pub fn matches_reference<T: Scalar>(make: Make<T>, tol: f64) -> Outcome {
         let cfg = ok(config(&sets), "config")?;
         let task = ok(Task::new(&cfg), "task")?;
         let model = ok(Model::<T>::init(&cfg), "model")?;
-        let (spec, circ, len) = (&model.spec, model.circuits(), cfg.task.len);
+        let (spec, circ, len) = (
+            ok(model.attention(), "spec")?,
+            ok(model.circuits(), "circuits")?,
+            cfg.task.len,
+        );
         let mut sc = Runner::new(Box::new(ScalarEngine::<T>::new()));
         let mut en = Runner::new(make());
         let (mut g1, mut g2) = (Circuits::zeros(spec), Circuits::zeros(spec));
@@ -213,7 +217,10 @@ pub fn sampling_matches_streams<T: Scalar>(make: Make<T>, tol: f64) -> Outcome {
         let cfg = ok(config(&sets), "config")?;
         let task = ok(Task::new(&cfg), "task")?;
         let model = ok(Model::<T>::init(&cfg), "model")?;
-        let (spec, circ) = (&model.spec, model.circuits());
+        let (spec, circ) = (
+            ok(model.attention(), "spec")?,
+            ok(model.circuits(), "circuits")?,
+        );
         let mut en = Runner::new(make());
         for (n, step) in [(100, 4), (33, 0)] {
             let s = Sampling {
@@ -263,7 +270,10 @@ pub fn predicts_any_length<T: Scalar>(make: Make<T>, tol: f64) -> Outcome {
         let cfg = ok(config(&sets), "config")?;
         let task = ok(Task::new(&cfg), "task")?;
         let model = ok(Model::<T>::init(&cfg), "model")?;
-        let (spec, circ) = (&model.spec, model.circuits());
+        let (spec, circ) = (
+            ok(model.attention(), "spec")?,
+            ok(model.circuits(), "circuits")?,
+        );
         let (mut sc, mut en) = (Runner::<T>::scalar(), Runner::new(make()));
         for len in [1, 40, 200] {
             let batch = task.sample_batch::<T>(2, Domain::Eval, len as u64, 37, len);

@@ -224,3 +224,9 @@ pub fn prefix_batch(full: &Batch<f64>, c: usize) -> Result<Batch<f64>> {
     }
     Ok(b)
 }
+
+/// Token-level next-token-prediction batches: one per context length c = 1..=full.len, with the
+/// normaliser `l0(c)` (used by non-linear attention and as the reference for [`Moments::ntp`]).
+pub fn prefix_batches(full: &Batch<f64>) -> Result<Vec<Batch<f64>>> {
+    (1..=full.len).map(|c| prefix_batch(full, c)).collect()
+}

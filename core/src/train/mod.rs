@@ -19,10 +19,8 @@
 //! (step, parameters, optimiser moments, log, window, snapshots, probe states), and
 //! [`Trainer::from_state`] continues bit for bit where it stopped.
 pub mod objective;
-pub mod probe;
 
-pub use objective::{Objective, Options};
-pub use probe::Probe;
+pub use crate::objective::{Column, Objective, Options, Probe};
 
 use crate::config::Config;
 use crate::data::{Batch, Task};
@@ -45,14 +43,6 @@ pub struct LogRow {
     pub loss: f64,
     /// The probes' values, in [`Trainer::columns`] order.
     pub values: Vec<f64>,
-}
-
-/// A logged column: the probe group it belongs to (`omega`, `mu`, `values`, ...) and its name
-/// (`omega_0`, `v1`, `icl_test`, ...).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Column {
-    pub group: &'static str,
-    pub name: String,
 }
 
 /// The effective KQ of every head after `step` steps ([H, E, E]; for transformers Phi of every
@@ -91,10 +81,11 @@ pub fn loss_and_grad<T: Scalar>(
             model.params.len()
         )));
     }
-    let circ = model.circuits();
-    let mut g = Circuits::zeros(&model.spec);
-    let loss = runner.loss_grad(&model.spec, &circ, batch, &mut g)?;
-    model.backprop_circuits(&g, grad);
+    let spec = model.attention()?;
+    let circ = model.circuits()?;
+    let mut g = Circuits::zeros(spec);
+    let loss = runner.loss_grad(spec, &circ, batch, &mut g)?;
+    spec.backprop_circuits(&model.params, &g, grad);
     Ok(loss)
 }
 
@@ -112,7 +103,6 @@ pub struct Trainer<T: Scalar> {
     objective: Box<dyn Objective<T>>,
     probes: Vec<Box<dyn Probe<T>>>,
     grad: Vec<T>,
-    circ: Circuits<T>,
     window: (f64, u64),
 }
 
@@ -153,7 +143,6 @@ impl<T: Scalar> Trainer<T> {
             cfg: cfg.clone(),
             opt: Optimizer::new(&cfg.train, n),
             grad: vec![T::zero(); n],
-            circ: Circuits::zeros(&spec),
             task,
             model,
             step: 0,
@@ -314,13 +303,7 @@ impl<T: Scalar> Trainer<T> {
         }
         let snap = self.cfg.train.snapshot_every;
         if snap > 0 && (s == 1 || s.is_multiple_of(snap)) {
-            let kq = match crate::families::stack::analysis::readout_circuits(&self.model) {
-                Some((_, c)) => c.phi,
-                None => {
-                    self.model.circuits_into(&mut self.circ);
-                    self.circ.kq.iter().map(|x| x.to_f64()).collect()
-                }
-            };
+            let kq = self.model.kq_snapshot();
             self.snapshots.push(Snapshot { step: s, kq });
         }
         if s == self.cfg.train.steps {

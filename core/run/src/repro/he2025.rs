@@ -554,7 +554,7 @@ fn paper_only(steps: &str, specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
         measure: Box::new(|r| {
             let loaded = crate::checkpoint::load(&RunDir::new(r.path("aniso-seed1")).model())?;
             let cfg = &loaded.config;
-            let rep = crate::analyze::report(&loaded.model);
+            let rep = crate::analyze::report(&loaded.model)?;
             let d = cfg.task.d;
             let e = d + 1;
             let sigma = if cfg.task.cov.is_empty() {

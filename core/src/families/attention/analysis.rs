@@ -1,5 +1,5 @@
 //! Circuit analysis of a trained model (He et al. 2025 §3, Obs. 1–3, eqs. (3.1)–(3.2), App. E).
-use crate::model::{Circuits, ModelSpec};
+use crate::families::attention::{AttentionSpec, Circuits};
 use crate::Scalar;
 use alloc::vec::Vec;
 
@@ -71,7 +71,7 @@ pub struct Report {
 pub const DUMMY_FRACTION: f64 = 0.1;
 
 /// Analyse the effective circuits of a model.
-pub fn analyze<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>) -> Report {
+pub fn analyze<T: Scalar>(spec: &AttentionSpec, circ: &Circuits<T>) -> Report {
     let (e, d, no) = (spec.e(), spec.d, spec.n_out);
     let mut heads: Vec<HeadReport> = (0..spec.heads)
         .map(|h| {

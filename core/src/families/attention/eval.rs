@@ -3,8 +3,8 @@
 //! Risk = E[(y_q - yhat_q)^2] averaged over outputs, including the query noise (He et al. 2025 App. F).
 //! All estimators and the model at a given L' see the same samples (stream (seed, Eval, L', i)),
 //! so their differences have small paired error.
+use super::kernels::Runner;
 use crate::data::{Batch, Task};
-use crate::engine::Runner;
 use crate::estimator::Estimator;
 use crate::model::Model;
 use crate::rng::Domain;
@@ -110,10 +110,10 @@ pub fn select_temperature<T: Scalar>(
         &mut batch,
         &mut Vec::new(),
     );
-    let circ = model.circuits();
+    let (spec, circ) = (model.attention()?, model.circuits()?);
     let mut pred = vec![T::zero(); n * no];
     crate::tempered::select_tau(|tau| {
-        runner.predict(&model.spec, &circ.tempered(tau)?, &batch, &mut pred)?;
+        runner.predict(spec, &circ.tempered(tau)?, &batch, &mut pred)?;
         let mut acc = Acc::default();
         for b in 0..n {
             let t = batch.target(b);
@@ -194,7 +194,7 @@ fn risk_chunks<T: Scalar>(
     let mut model = model;
     let circ: Option<Vec<_>> = match model.as_ref() {
         Some((m, _)) => {
-            let c = m.circuits();
+            let c = m.circuits()?;
             Some(taus.iter().map(|&t| c.tempered(t)).collect::<Result<_>>()?)
         }
         None => None,
@@ -219,7 +219,7 @@ fn risk_chunks<T: Scalar>(
         let mut k = 0;
         if let (Some((mdl, eng)), Some(cs)) = (model.as_mut(), circ.as_ref()) {
             for (i, c) in cs.iter().enumerate() {
-                eng.predict(&mdl.spec, c, &batch, &mut pred[..m * no])?;
+                eng.predict(mdl.attention()?, c, &batch, &mut pred[..m * no])?;
                 for b in 0..m {
                     let t = batch.target(b);
                     let se: f64 = (0..no)

@@ -7,7 +7,7 @@
 //! ([`crate::conformance`]) against it.
 use super::reference::ScalarEngine;
 use crate::data::{Batch, Task};
-use crate::model::{Circuits, ModelSpec};
+use crate::families::attention::{AttentionSpec, Circuits};
 use crate::rng::Domain;
 use crate::{Error, Result, Scalar};
 use alloc::boxed::Box;
@@ -42,7 +42,7 @@ pub trait Engine<T: Scalar>: Send {
     /// Loss on `batch` and its gradient with respect to the effective circuits (overwrites `grad`).
     fn loss_grad(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         batch: &Batch<T>,
         grad: &mut Circuits<T>,
@@ -51,7 +51,7 @@ pub trait Engine<T: Scalar>: Send {
     /// Predictions for every sequence of `batch` into `out` (n * n_out values).
     fn predict(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         batch: &Batch<T>,
         out: &mut [T],
@@ -62,7 +62,7 @@ pub trait Engine<T: Scalar>: Send {
     /// the [`Runner`] samples the batch and calls [`Engine::loss_grad`].
     fn sampled_loss_grad(
         &mut self,
-        _spec: &ModelSpec,
+        _spec: &AttentionSpec,
         _circ: &Circuits<T>,
         _task: &Task,
         _s: Sampling,
@@ -74,7 +74,7 @@ pub trait Engine<T: Scalar>: Send {
 
 /// Check that a batch and circuits fit a spec.
 pub fn check_batch<T: Scalar>(
-    spec: &ModelSpec,
+    spec: &AttentionSpec,
     circ: &Circuits<T>,
     batch: &Batch<T>,
 ) -> Result<()> {
@@ -93,17 +93,10 @@ pub fn check_batch<T: Scalar>(
     check_counts(spec, batch.n, batch.len)
 }
 
-/// Check that circuits (values or gradient accumulators) fit a spec, and that the spec is a
-/// one-layer attention model: multi-layer transformers and the IV model have no such circuits
-/// (their parameters are not one KQ and OV per head) and run on a
-/// [`StackRunner`](crate::families::stack::StackRunner), so they are [`Error::Unsupported`] here
-/// rather than run as a model with zero circuits.
-pub fn check_circuits<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>) -> Result<()> {
-    if spec.net != crate::model::Net::Attention {
-        return Err(Error::Unsupported(
-            "this is a multi-layer model (a transformer or the IV model): per-sequence predictions, losses and gradients are for one-layer attention models; evaluate it as a run (icl eval)".into(),
-        ));
-    }
+/// Check that circuits (values or gradient accumulators) fit a spec. (Multi-layer transformers
+/// and the IV model have no such circuits and no [`AttentionSpec`]: the model registry refuses
+/// them before they get here, [`crate::model::ModelSpec::as_attention`].)
+pub fn check_circuits<T: Scalar>(spec: &AttentionSpec, circ: &Circuits<T>) -> Result<()> {
     let (h, e, no) = (spec.heads, spec.e(), spec.n_out);
     if circ.heads != h
         || circ.e != e
@@ -117,7 +110,7 @@ pub fn check_circuits<T: Scalar>(spec: &ModelSpec, circ: &Circuits<T>) -> Result
 }
 
 /// Check that a task and a sampling fit a spec.
-pub fn check_task(spec: &ModelSpec, task: &Task, s: &Sampling) -> Result<()> {
+pub fn check_task(spec: &AttentionSpec, task: &Task, s: &Sampling) -> Result<()> {
     if task.d != spec.d || task.n_out != spec.n_out {
         return Err(Error::Shape(format!(
             "task has d={} n_out={}, model has d={} n_out={}",
@@ -127,7 +120,7 @@ pub fn check_task(spec: &ModelSpec, task: &Task, s: &Sampling) -> Result<()> {
     check_counts(spec, s.n, s.len)
 }
 
-fn check_counts(spec: &ModelSpec, n: usize, len: usize) -> Result<()> {
+fn check_counts(spec: &AttentionSpec, n: usize, len: usize) -> Result<()> {
     if n == 0 {
         return Err(Error::Shape("empty batch".into()));
     }
@@ -182,7 +175,7 @@ impl<T: Scalar> Runner<T> {
     /// Loss on `batch` and its circuit gradient (overwrites `grad`).
     pub fn loss_grad(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         batch: &Batch<T>,
         grad: &mut Circuits<T>,
@@ -198,7 +191,7 @@ impl<T: Scalar> Runner<T> {
     /// as a prediction.
     pub fn predict(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         batch: &Batch<T>,
         out: &mut [T],
@@ -226,7 +219,7 @@ impl<T: Scalar> Runner<T> {
     /// has it, otherwise [`Task::sample_into`] into the cached batch).
     pub fn sampled_loss_grad(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         task: &Task,
         s: Sampling,

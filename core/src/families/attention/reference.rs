@@ -3,14 +3,14 @@
 use super::kernels::{Engine, MAX_OUTPUTS};
 use crate::data::Batch;
 use crate::families::attention::act::{head_backward, head_forward, HeadCache};
-use crate::model::{Circuits, ModelSpec};
+use crate::families::attention::{AttentionSpec, Circuits};
 use crate::{Result, Scalar};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 /// Per-sequence forward of all heads: fills `caches` and `yhat`.
 pub fn sequence_forward<T: Scalar>(
-    spec: &ModelSpec,
+    spec: &AttentionSpec,
     circ: &Circuits<T>,
     seq: &[T],
     len: usize,
@@ -40,7 +40,7 @@ pub fn sequence_forward<T: Scalar>(
 #[allow(clippy::too_many_arguments)]
 /// Per-sequence backward of all heads given `g = dLoss/dyhat`; accumulates into `grad`.
 pub fn sequence_backward<T: Scalar>(
-    spec: &ModelSpec,
+    spec: &AttentionSpec,
     circ: &Circuits<T>,
     seq: &[T],
     len: usize,
@@ -96,7 +96,7 @@ impl<T: Scalar> ScalarEngine<T> {
         Box::new(Self::new())
     }
 
-    fn fit(&mut self, spec: &ModelSpec, len: usize) {
+    fn fit(&mut self, spec: &AttentionSpec, len: usize) {
         let nk = spec.keys(len);
         if self.caches.len() != spec.heads {
             self.caches = (0..spec.heads)
@@ -113,7 +113,7 @@ impl<T: Scalar> Engine<T> for ScalarEngine<T> {
 
     fn loss_grad(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         batch: &Batch<T>,
         grad: &mut Circuits<T>,
@@ -157,7 +157,7 @@ impl<T: Scalar> Engine<T> for ScalarEngine<T> {
 
     fn predict(
         &mut self,
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         circ: &Circuits<T>,
         batch: &Batch<T>,
         out: &mut [T],

@@ -8,11 +8,15 @@
 //! Stage 2, a looped block over `[sg(xhat); y]`, predicts `y_q`. The loss is the sum of the
 //! stage-1 per-coordinate MSE and the stage-2 MSE; the stop-gradient means stage 1 learns from its
 //! own term only.
+pub mod eval;
+pub mod objective;
+
 use crate::data::iv::{Iv, IvBatch};
 use crate::data::Batch;
 use crate::families::stack::kernels::StackRunner;
 use crate::families::stack::stack::{self, Pass, StackCircuits, StackSpec};
 use crate::rng::Domain;
+use crate::tensor::{layout, TensorInfo};
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::vec;
@@ -29,6 +33,12 @@ pub struct IvSpec {
 }
 
 impl IvSpec {
+    /// The tensors: stage 1's `st1.k`, `st1.q`, `st1.v`, `st1.o`, then stage 2's.
+    pub fn tensors(&self) -> Vec<TensorInfo> {
+        let mut shapes = self.st1.tensor_shapes(["st1.k", "st1.q", "st1.v", "st1.o"]);
+        shapes.extend(self.st2.tensor_shapes(["st2.k", "st2.q", "st2.v", "st2.o"]));
+        layout(shapes)
+    }
     /// Parameters: stage 1's k, q, v, o, then stage 2's.
     pub fn n_params(&self) -> usize {
         self.st1.n_params() + self.st2.n_params()

@@ -46,7 +46,9 @@ fn cos(a: &[f64], b: &[f64]) -> f64 {
 /// parametrisations, laid out [H, R, D] (d in decreasing order of eigenvalue); for the merged ones
 /// `|cos(vec U_h, vec Lambda^2)|` and `|cos(vec U_h, vec M_D)|` per head ([H, 2], Fig. 9).
 pub fn alignment(model: &Model<f64>, circ: &Circuits<f64>, sp: &Spectrum, inv_n: f64) -> Vec<f64> {
-    let s = &model.spec;
+    let Ok(s) = model.attention() else {
+        return Vec::new();
+    };
     let d = s.d;
     match s.param {
         Param::Separate | Param::SeparateReduced => {
@@ -88,7 +90,9 @@ pub fn alignment(model: &Model<f64>, circ: &Circuits<f64>, sp: &Spectrum, inv_n:
 /// merged: the H x H matrix `<KQ_i, KQ_j> - <OV_i, OV_j>` (`W1 W1^T - w2 w2^T`). Gradient flow keeps
 /// them constant; gradient descent drifts by O(lr).
 pub fn conserved(model: &Model<f64>) -> Vec<f64> {
-    let s = &model.spec;
+    let Ok(s) = model.attention() else {
+        return Vec::new();
+    };
     let sq = |x: &[f64]| x.iter().map(|a| a * a).sum::<f64>();
     let ov_name = if matches!(s.param, Param::Separate | Param::Merged) {
         "ov"

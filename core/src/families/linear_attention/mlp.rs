@@ -50,7 +50,7 @@ impl CubicMlp {
     /// The twin of a reduced ATTN_M (`merged_reduced`, one output): W1 rows = column-major
     /// vec(scale U_h), w2 = v.
     pub fn twin_of(model: &Model<f64>) -> Result<CubicMlp> {
-        let s = &model.spec;
+        let s = model.attention()?;
         if s.param != Param::MergedReduced || s.n_out != 1 {
             return Err(Error::Unsupported(format!(
                 "the cubic-feature twin needs model.param = merged_reduced and one output, got {:?}",

@@ -18,6 +18,8 @@
 pub mod metrics;
 pub mod mlp;
 pub mod moments;
+pub mod objective;
+pub mod probe;
 
 pub use metrics::{detect_plateaus, Plateau};
 

@@ -14,9 +14,8 @@
 //! with `<.>` the mean over the sequences (and, for next-token prediction, over their prefixes).
 //! The Gram matrix is accumulated once; a loss and gradient then cost O(features^2), independent
 //! of the number of sequences. It is exact (the same loss as the token-level engine up to rounding).
-use crate::data::fixed_set::prefix_batch;
 use crate::data::Batch;
-use crate::model::{Circuits, ModelSpec};
+use crate::families::attention::{AttentionSpec, Circuits};
 use crate::{Error, Result};
 use alloc::format;
 use alloc::vec;
@@ -129,18 +128,22 @@ impl Moments {
     }
 
     /// Moments of a fixed-length set for a linear-attention model `spec` (normaliser spec.lin_norm).
-    pub fn fixed(spec: &ModelSpec, batch: &Batch<f64>) -> Result<Moments> {
+    pub fn fixed(spec: &AttentionSpec, batch: &Batch<f64>) -> Result<Moments> {
         Self::build(spec, batch, None)
     }
 
     /// Moments of next-token prediction over every prefix of `full` (context lengths
     /// 1..=full.len), each row weighted equally, with normaliser `l0(c)` for c context pairs.
-    pub fn ntp(spec: &ModelSpec, full: &Batch<f64>, l0: &dyn Fn(usize) -> f64) -> Result<Moments> {
+    pub fn ntp(
+        spec: &AttentionSpec,
+        full: &Batch<f64>,
+        l0: &dyn Fn(usize) -> f64,
+    ) -> Result<Moments> {
         Self::build(spec, full, Some(l0))
     }
 
     fn build(
-        spec: &ModelSpec,
+        spec: &AttentionSpec,
         batch: &Batch<f64>,
         ntp: Option<&dyn Fn(usize) -> f64>,
     ) -> Result<Moments> {
@@ -294,10 +297,4 @@ impl Moments {
         }
         loss
     }
-}
-
-/// Token-level next-token-prediction batches: one per context length c = 1..=full.len, with the
-/// normaliser `l0(c)` (used by non-linear attention and as the reference for [`Moments::ntp`]).
-pub fn ntp_batches(full: &Batch<f64>) -> Result<Vec<Batch<f64>>> {
-    (1..=full.len).map(|c| prefix_batch(full, c)).collect()
 }

@@ -1,24 +1,9 @@
 //! What a trained stack learned: the diagonal pattern of Observation 2 (eq. 5) and its inner
 //! products, the pattern metrics of the spec's acceptance test 9, and Claim 1's Gaussian
 //! population operator (eqs. (6), (12)–(16), with the typos A Sigma A^T and b = Psi mu fixed).
-use super::stack::{self, StackCircuits, StackSpec};
-use crate::model::{Model, Net};
-use crate::Scalar;
+use super::stack::StackCircuits;
 use alloc::vec;
 use alloc::vec::Vec;
-
-/// The stack whose pattern a model shows (the transformer, or the IV model's stage 2) and its
-/// circuits in f64; `None` for one-layer attention models.
-pub fn readout_circuits<T: Scalar>(model: &Model<T>) -> Option<(StackSpec, StackCircuits<f64>)> {
-    let (sp, params) = match &model.spec.net {
-        Net::Stack(s) => (s.clone(), &model.params[..]),
-        Net::Iv(s) => (s.st2.clone(), &model.params[s.st1.n_params()..]),
-        Net::Attention => return None,
-    };
-    let mut c = StackCircuits::zeros(&sp);
-    stack::circuits_forward(&sp, params, &mut c);
-    Some((sp, c.to_f64()))
-}
 
 /// The eq.-5 parameters of one parameter set (one layer, or the looped block).
 #[derive(Debug, Clone, PartialEq)]

@@ -18,8 +18,11 @@
 //! * [`eval`]: model and estimator risks (Algorithm 1, GD, ridge/OLS, 2SLS) on evaluation streams.
 pub mod analysis;
 pub mod eval;
+pub mod init;
 pub mod kernels;
 pub mod layer;
+pub mod objective;
+pub mod probe;
 pub mod stack;
 
 pub use kernels::{StackEngine, StackRunner, StackScalar};

@@ -56,6 +56,13 @@ impl StackSpec {
     pub fn tensor_shape(&self) -> Vec<usize> {
         vec![self.sets(), self.heads, self.e, self.e]
     }
+    /// The tensors named `names` (k, q, v, o), [sets, H, D, D] each, one after another.
+    pub fn tensor_shapes(&self, names: [&'static str; 4]) -> Vec<(&'static str, Vec<usize>)> {
+        names
+            .into_iter()
+            .map(|n| (n, self.tensor_shape()))
+            .collect()
+    }
     /// The mask of training and prediction (the query is never a key).
     pub fn mask(&self) -> Mask {
         Mask {
@@ -373,4 +380,14 @@ pub fn check_batch<T: Scalar>(spec: &StackSpec, c: &StackCircuits<T>, b: &Batch<
         return Err(Error::Shape("circuits do not match the transformer".into()));
     }
     Ok(())
+}
+
+impl<T: Scalar> StackCircuits<T> {
+    /// The circuits at temperature tau: `Phi / tau` in every layer and head.
+    pub fn tempered(&self, tau: f64) -> Result<StackCircuits<T>> {
+        crate::tempered::check_tau(tau)?;
+        let mut c = self.clone();
+        crate::tempered::divide_logits(&mut c.phi, tau);
+        Ok(c)
+    }
 }

@@ -27,17 +27,16 @@ use alloc::vec::Vec;
 /// The linearised layer of a one-layer, one-head softmax-family attention model with one output
 /// (module doc). Other models are [`Error::Unsupported`], naming what cannot be mapped.
 pub fn linearise(model: &Model<f64>) -> Result<Params> {
-    let s = &model.spec;
     let no = |what: &str| {
         Err(Error::Unsupported(format!(
             "{what}: the temperature closed forms describe one linearised softmax head (a one-layer, one-head softmax run with one output)"
         )))
     };
-    match &s.net {
-        Net::Attention => {}
+    let s = match &model.spec.net {
+        Net::Attention(s) => s,
         Net::Stack(st) => return no(&format!("a {}-layer transformer", st.layers)),
         Net::Iv(_) => return no("the IV two-stage model"),
-    }
+    };
     if s.attention == AttentionKind::Linear {
         return no("linear attention (its weights are not a normalised softmax)");
     }
@@ -50,7 +49,7 @@ pub fn linearise(model: &Model<f64>) -> Result<Params> {
     let Some(cf) = s.c_f() else {
         return no("an activation without a first-order coefficient");
     };
-    let c = model.circuits();
+    let c = model.circuits()?;
     let (d, e) = (s.d, s.e());
     let (kq, ov) = (c.kq_head(0), c.ov_head(0));
     let m11: Vec<f64> = (0..d * d).map(|k| cf * kq[(k / d) * e + k % d]).collect();

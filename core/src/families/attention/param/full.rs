@@ -3,17 +3,17 @@
 //! `v_proj.weight` [H E, E], `o_proj.weight` [n_out, H E]; rows h E..(h+1) E of the projections
 //! are head h's matrices, columns h E..(h+1) E of `o_proj` its O.
 use super::lowrank::{kq_lowrank_backward, kq_lowrank_forward};
-use crate::model::{Circuits, ModelSpec};
+use crate::families::attention::{AttentionSpec, Circuits};
 use crate::Scalar;
 
 /// Offsets of Q, K, V and O in the flat buffer.
-fn offsets(s: &ModelSpec) -> (usize, usize, usize, usize) {
+fn offsets(s: &AttentionSpec) -> (usize, usize, usize, usize) {
     let hee = s.heads * s.e() * s.e();
     (0, hee, 2 * hee, 3 * hee)
 }
 
 /// KQ = scale K^T Q (rank E), OV = O_h V_h.
-pub fn forward<T: Scalar>(s: &ModelSpec, p: &[T], out: &mut Circuits<T>) {
+pub fn forward<T: Scalar>(s: &AttentionSpec, p: &[T], out: &mut Circuits<T>) {
     let (h_n, e, no) = (s.heads, s.e(), s.n_out);
     let sc = T::of(s.scale);
     let (q, k, v, o) = offsets(s);
@@ -43,7 +43,7 @@ pub fn forward<T: Scalar>(s: &ModelSpec, p: &[T], out: &mut Circuits<T>) {
 }
 
 /// Backward of [`forward`].
-pub fn backward<T: Scalar>(s: &ModelSpec, p: &[T], g: &Circuits<T>, grad: &mut [T]) {
+pub fn backward<T: Scalar>(s: &AttentionSpec, p: &[T], g: &Circuits<T>, grad: &mut [T]) {
     let (h_n, e, no) = (s.heads, s.e(), s.n_out);
     let sc = T::of(s.scale);
     let (q, k, v, o) = offsets(s);

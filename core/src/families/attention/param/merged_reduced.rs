@@ -1,10 +1,10 @@
 //! `merged_reduced`: merged KQ with the zero blocks removed, U_h (d x d) = KQ_11 before the score
 //! scale and v_h = OV_22 (Zhang et al. 2025 reduced ATTN_M, eq. (M)): `u` [H, d, d], `v` [H, n_out].
-use crate::model::{Circuits, ModelSpec};
+use crate::families::attention::{AttentionSpec, Circuits};
 use crate::Scalar;
 
 /// KQ_11 = scale U ; OV[o][d+o] = v[o].
-pub fn forward<T: Scalar>(s: &ModelSpec, p: &[T], out: &mut Circuits<T>) {
+pub fn forward<T: Scalar>(s: &AttentionSpec, p: &[T], out: &mut Circuits<T>) {
     let (h_n, e, no, d) = (s.heads, s.e(), s.n_out, s.d);
     let sc = T::of(s.scale);
     let v0 = h_n * d * d;
@@ -21,7 +21,7 @@ pub fn forward<T: Scalar>(s: &ModelSpec, p: &[T], out: &mut Circuits<T>) {
 }
 
 /// Backward of [`forward`]: dU[a][b] = scale dKQ[a][b] ; dv[o] = dOV[o][d+o].
-pub fn backward<T: Scalar>(s: &ModelSpec, _p: &[T], g: &Circuits<T>, grad: &mut [T]) {
+pub fn backward<T: Scalar>(s: &AttentionSpec, _p: &[T], g: &Circuits<T>, grad: &mut [T]) {
     let (h_n, e, no, d) = (s.heads, s.e(), s.n_out, s.d);
     let sc = T::of(s.scale);
     let v0 = h_n * d * d;

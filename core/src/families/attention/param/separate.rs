@@ -2,11 +2,11 @@
 //! (Zhang et al. 2025 ATTN_S): `k` [H, R, E], `q` [H, R, E] (before the score scale),
 //! `ov` [H, n_out, E].
 use super::lowrank::{kq_lowrank_backward, kq_lowrank_forward};
-use crate::model::{Circuits, ModelSpec};
+use crate::families::attention::{AttentionSpec, Circuits};
 use crate::Scalar;
 
 /// KQ = scale K^T Q (rank R) ; OV = ov.
-pub fn forward<T: Scalar>(s: &ModelSpec, p: &[T], out: &mut Circuits<T>) {
+pub fn forward<T: Scalar>(s: &AttentionSpec, p: &[T], out: &mut Circuits<T>) {
     let (h_n, e, r) = (s.heads, s.e(), s.rank);
     let sc = T::of(s.scale);
     let (q0, ov0) = (h_n * r * e, 2 * h_n * r * e);
@@ -25,7 +25,7 @@ pub fn forward<T: Scalar>(s: &ModelSpec, p: &[T], out: &mut Circuits<T>) {
 }
 
 /// Backward of [`forward`] (see [`kq_lowrank_backward`]) ; dov = dOV.
-pub fn backward<T: Scalar>(s: &ModelSpec, p: &[T], g: &Circuits<T>, grad: &mut [T]) {
+pub fn backward<T: Scalar>(s: &AttentionSpec, p: &[T], g: &Circuits<T>, grad: &mut [T]) {
     let (h_n, e, r) = (s.heads, s.e(), s.rank);
     let sc = T::of(s.scale);
     let q0 = h_n * r * e;

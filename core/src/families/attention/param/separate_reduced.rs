@@ -2,11 +2,11 @@
 //! (before the score scale) and v_h = OV_22 (Zhang et al. 2025 reduced ATTN_S, eq. (S)):
 //! `k` [H, R, d], `q` [H, R, d], `v` [H, n_out].
 use super::lowrank::{kq_lowrank_backward, kq_lowrank_forward};
-use crate::model::{Circuits, ModelSpec};
+use crate::families::attention::{AttentionSpec, Circuits};
 use crate::Scalar;
 
 /// KQ_11 = scale sum_r k_r q_r^T ; OV[o][d+o] = v[o].
-pub fn forward<T: Scalar>(s: &ModelSpec, p: &[T], out: &mut Circuits<T>) {
+pub fn forward<T: Scalar>(s: &AttentionSpec, p: &[T], out: &mut Circuits<T>) {
     let (h_n, e, no, d, r) = (s.heads, s.e(), s.n_out, s.d, s.rank);
     let sc = T::of(s.scale);
     let (q0, v0) = (h_n * r * d, 2 * h_n * r * d);
@@ -27,7 +27,7 @@ pub fn forward<T: Scalar>(s: &ModelSpec, p: &[T], out: &mut Circuits<T>) {
 }
 
 /// Backward of [`forward`] (see [`kq_lowrank_backward`]) ; dv[o] = dOV[o][d+o].
-pub fn backward<T: Scalar>(s: &ModelSpec, p: &[T], g: &Circuits<T>, grad: &mut [T]) {
+pub fn backward<T: Scalar>(s: &AttentionSpec, p: &[T], g: &Circuits<T>, grad: &mut [T]) {
     let (h_n, e, no, d, r) = (s.heads, s.e(), s.n_out, s.d, s.rank);
     let sc = T::of(s.scale);
     let q0 = h_n * r * d;

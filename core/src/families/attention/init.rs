@@ -1,15 +1,15 @@
-//! Parameter initialisation: PyTorch's `nn.Linear` default, the reference code's
-//! small-identity variants, and scaled Gaussian. All draws come from stream (seed, Init, 0, 0) in
-//! tensor order, row-major.
+//! Initialisation of one-layer attention: PyTorch's `nn.Linear` default, the reference code's
+//! small-identity variants, scaled Gaussian and Zhang et al.'s. All draws come from stream
+//! (seed, Init, 0, 0) in tensor order, row-major.
+use super::spec::AttentionSpec;
 use crate::config::{Config, InitKind, Param};
-use crate::model::{ModelSpec, Net};
 use crate::rng::{self, Domain};
 use crate::{Error, Result, Scalar};
 use alloc::vec;
 use alloc::vec::Vec;
 
 /// Initial parameters for `spec` as `cfg.model.init` says.
-pub fn init_params<T: Scalar>(spec: &ModelSpec, cfg: &Config) -> Result<Vec<T>> {
+pub fn init_params<T: Scalar>(spec: &AttentionSpec, cfg: &Config) -> Result<Vec<T>> {
     let mut r = rng::stream(cfg.train.seed, Domain::Init, 0, 0);
     let (h_n, e, no, d) = (spec.heads, spec.e(), spec.n_out, spec.d);
     let tensors = spec.tensors();
@@ -22,31 +22,6 @@ pub fn init_params<T: Scalar>(spec: &ModelSpec, cfg: &Config) -> Result<Vec<T>> 
         }
     };
     let kind = cfg.model.init;
-    if spec.net != Net::Attention {
-        // transformers: every K, Q, V, O is a D x D `nn.Linear` (fan-in D), or N(0, init_scale^2)
-        match kind {
-            InitKind::Torch => {
-                for t in &tensors {
-                    let b = 1.0 / libm::sqrt(*t.shape.last().unwrap_or(&1) as f64);
-                    for x in &mut p[t.offset..t.offset + t.len()] {
-                        *x = b * (2.0 * rng::uniform(&mut r) - 1.0);
-                    }
-                }
-            }
-            InitKind::Gaussian => {
-                let s = cfg.model.init_scale.unwrap_or(0.05);
-                rng::fill_normal(&mut r, &mut p);
-                p.iter_mut().for_each(|x| *x *= s);
-            }
-            other => {
-                return Err(Error::Unsupported(alloc::format!(
-                    "model.init = {}: transformers start from torch or gaussian",
-                    other.as_str()
-                )))
-            }
-        }
-        return Ok(p.iter().map(|&x| T::of(x)).collect());
-    }
     match kind {
         InitKind::Torch | InitKind::SmallIdQk => {
             for t in &tensors {
@@ -159,7 +134,7 @@ pub fn init_params<T: Scalar>(spec: &ModelSpec, cfg: &Config) -> Result<Vec<T>> 
 /// * `zhang_paper` (App. C.2): v ~ N(0, w^2/H), U ~ N(0, w^2/(H d^2)), k, q ~ N(0, w^2/(H R d)).
 /// * `zhang_code` (reference code): v, U ~ N(0, w^2), k, q ~ N(0, w^2/(R (d+1))).
 fn zhang_init(
-    spec: &ModelSpec,
+    spec: &AttentionSpec,
     kind: InitKind,
     w: f64,
     r: &mut rng::Rng,
