@@ -17,7 +17,7 @@
 //! bits.
 use crate::config::Config;
 use crate::data::{Batch, Task};
-use crate::engine::{Runner, ScalarFactory};
+use crate::engine::{Runner, ScalarEngine};
 use crate::families::attention::analysis::analyze;
 use crate::families::attention::eval::mc_risk_in_chunks;
 use crate::model::Model;
@@ -92,7 +92,7 @@ pub fn train<T: Scalar>(
     step_done: &mut dyn FnMut(u64),
 ) -> Result<TrainReport> {
     let model = Model::<T>::init(cfg)?;
-    let mut tr = Trainer::with_model(cfg, model, &ScalarFactory, &Options::default())?;
+    let mut tr = Trainer::with_model(cfg, model, &ScalarEngine, &Options::default())?;
     tr.run(&mut |s, _| {
         step_done(s);
         true
@@ -277,7 +277,7 @@ mod tests {
         let rep = train::<f32>(&cfg, 32, &mut |_| steps += 1).unwrap();
         assert_eq!(steps, 20);
         // the same trainer, stepped by hand
-        let mut tr = Trainer::<f32>::new(&cfg, &ScalarFactory).unwrap();
+        let mut tr = Trainer::<f32>::new(&cfg, &ScalarEngine).unwrap();
         tr.run(&mut |_, _| true).unwrap();
         let want: Vec<(u64, f64)> = tr.log.iter().map(|r| (r.step, r.loss)).collect();
         assert_eq!(rep.loss, want);

@@ -40,7 +40,7 @@ pub mod train;
 
 pub use config::Config;
 pub use data::{Batch, Task};
-pub use engine::{Engine, EngineFactory, Runner, Sampling, ScalarEngine, ScalarFactory};
+pub use engine::{AttentionKernels, AttentionReference, Engine, Runner, Sampling, ScalarEngine};
 pub use error::{Error, Result};
 pub use model::{Circuits, Model, ModelSpec};
 pub use scalar::Scalar;

@@ -3,10 +3,10 @@
 use icl_core::engine::{Engine, ScalarEngine};
 
 icl_core::engine_conformance!(scalar_f64, f64, 1e-12, || -> Box<dyn Engine<f64>> {
-    Box::new(ScalarEngine::new())
+    Box::new(ScalarEngine)
 });
 icl_core::engine_conformance!(scalar_f32, f32, 1e-6, || -> Box<dyn Engine<f32>> {
-    Box::new(ScalarEngine::new())
+    Box::new(ScalarEngine)
 });
 
 #[test]

@@ -7,7 +7,7 @@ use icl_core::families::linear_attention::metrics::{
 use icl_core::families::linear_attention::LinattnTheory;
 use icl_core::theory::zhang2025::crossings;
 use icl_core::train::{Options, Trainer};
-use icl_core::{Config, Model, ScalarFactory};
+use icl_core::{Config, Model, ScalarEngine};
 
 fn base(param: &str, heads: usize, rank: usize, w: f64, lr: f64, steps: u64, p: usize) -> Config {
     let mut c = Config::default();
@@ -64,7 +64,7 @@ fn train(cfg: &Config) -> Run {
         tokens: false,
     };
     let model = Model::<f64>::init(cfg).unwrap();
-    let mut tr = Trainer::with_model(cfg, model, &ScalarFactory, &opts).unwrap();
+    let mut tr = Trainer::with_model(cfg, model, &ScalarEngine, &opts).unwrap();
     tr.run(&mut |_, _| true).unwrap();
     let th = LinattnTheory::of(cfg, &tr.task);
     Run {

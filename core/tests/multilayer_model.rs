@@ -11,7 +11,7 @@ use icl_core::data::{
 use icl_core::families::iv::{self, IvSpec};
 use icl_core::families::stack::analysis::{pattern, population_maps};
 use icl_core::families::stack::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
-use icl_core::families::stack::{StackEngine, StackRunner, StackScalar};
+use icl_core::families::stack::{StackKernels, StackReference, StackRunner};
 use icl_core::fd::rel_error;
 use icl_core::rng::{self, Domain};
 use icl_core::theory::multilayer as ml;
@@ -53,7 +53,7 @@ fn param_loss(sp: &StackSpec, p: &[f64], b: &Batch<f64>, grad: Option<&mut [f64]
     let mut c = StackCircuits::zeros(sp);
     stack::circuits_forward(sp, p, &mut c);
     let mut g = StackCircuits::zeros(sp);
-    let l = StackScalar::new().loss_grad(sp, &c, b, &mut g).unwrap();
+    let l = StackReference::new().loss_grad(sp, &c, b, &mut g).unwrap();
     if let Some(gr) = grad {
         stack::circuits_backward(sp, p, &g, gr);
     }
@@ -442,7 +442,7 @@ fn iv_stop_gradient() {
     let mut f1 = |x: &[f64]| {
         let mut c = StackCircuits::zeros(&sp.st1);
         stack::circuits_forward(&sp.st1, x, &mut c);
-        StackScalar::new()
+        StackReference::new()
             .loss_grad(&sp.st1, &c, &b.st1, &mut StackCircuits::zeros(&sp.st1))
             .unwrap()
     };

@@ -5,7 +5,7 @@
 //! Seeds and horizons were picked from measurement (scalar engine, 20k-step runs): seed 1 has
 //! split by step 2000 (omega = -0.261 / +0.258, mu = -1.70 / +1.69) and stays split
 //! (omega = -0.150 / +0.153, mu = -2.91 / +2.90 at step 20000, loss 0.243).
-use icl_core::engine::ScalarFactory;
+use icl_core::engine::ScalarEngine;
 use icl_core::families::attention::analysis::{analyze, HeadKind};
 use icl_core::presets::preset;
 use icl_core::train::Trainer;
@@ -17,7 +17,7 @@ fn two_heads_split_with_sign_matching() {
     cfg.set("train.seed", "1").unwrap();
     cfg.set("train.log_every", "500").unwrap();
     cfg.validate().unwrap();
-    let mut tr = Trainer::<f32>::new(&cfg, &ScalarFactory).unwrap();
+    let mut tr = Trainer::<f32>::new(&cfg, &ScalarEngine).unwrap();
     tr.run(&mut |_, _| true).unwrap();
     let rep = analyze(tr.model.attention().unwrap(), &tr.model.circuits().unwrap());
     for h in &rep.heads {

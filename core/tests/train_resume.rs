@@ -3,23 +3,23 @@
 //! (he2025) and full-batch (zhang2025, with the cubic twin) objectives, f32 and f64.
 use icl_core::presets::preset;
 use icl_core::train::{Options, Trainer};
-use icl_core::{Config, Model, Scalar, ScalarFactory};
+use icl_core::{Config, Model, Scalar, ScalarEngine};
 
 fn check<T: Scalar>(cfg: &Config, n: u64, m: u64) {
     let opts = Options::default();
     let mut full =
-        Trainer::<T>::with_model(cfg, Model::init(cfg).unwrap(), &ScalarFactory, &opts).unwrap();
+        Trainer::<T>::with_model(cfg, Model::init(cfg).unwrap(), &ScalarEngine, &opts).unwrap();
     for _ in 0..n + m {
         full.step().unwrap();
     }
     let mut first =
-        Trainer::<T>::with_model(cfg, Model::init(cfg).unwrap(), &ScalarFactory, &opts).unwrap();
+        Trainer::<T>::with_model(cfg, Model::init(cfg).unwrap(), &ScalarEngine, &opts).unwrap();
     for _ in 0..n {
         first.step().unwrap();
     }
     let state = first.state();
     drop(first);
-    let mut second = Trainer::<T>::from_state(cfg, state, &ScalarFactory, &opts).unwrap();
+    let mut second = Trainer::<T>::from_state(cfg, state, &ScalarEngine, &opts).unwrap();
     for _ in 0..m {
         second.step().unwrap();
     }
@@ -61,10 +61,10 @@ fn fixed_set_zhang2025_resumes_bit_for_bit() {
 #[test]
 fn a_state_of_another_config_is_an_error() {
     let cfg = preset("quick").unwrap();
-    let tr = Trainer::<f32>::new(&cfg, &ScalarFactory).unwrap();
+    let tr = Trainer::<f32>::new(&cfg, &ScalarEngine).unwrap();
     let mut other = cfg.clone();
     other.set("model.heads", "3").unwrap();
-    let r = Trainer::<f32>::from_state(&other, tr.state(), &ScalarFactory, &Options::default());
+    let r = Trainer::<f32>::from_state(&other, tr.state(), &ScalarEngine, &Options::default());
     assert!(r.is_err());
 }
 
@@ -85,7 +85,7 @@ fn a_diverging_step_is_undone() {
         let mut t = Trainer::<f32>::with_model(
             &cfg,
             Model::init(&cfg).unwrap(),
-            &ScalarFactory,
+            &ScalarEngine,
             &Options::default(),
         )
         .unwrap();
@@ -112,7 +112,7 @@ fn a_diverging_step_is_undone() {
     // a few good steps, then one that diverges: the good ones are kept
     let mut cfg = preset("quick").unwrap();
     cfg.set("train.batch", "8").unwrap();
-    let mut t = Trainer::<f32>::new(&cfg, &ScalarFactory).unwrap();
+    let mut t = Trainer::<f32>::new(&cfg, &ScalarEngine).unwrap();
     for _ in 0..3 {
         t.step().unwrap();
     }
@@ -145,14 +145,12 @@ fn the_final_full_batch_row_does_not_depend_on_grouping() {
     cfg.set("train.log_every", "2").unwrap();
     let opts = Options::default();
     let mut run =
-        Trainer::<f64>::with_model(&cfg, Model::init(&cfg).unwrap(), &ScalarFactory, &opts)
-            .unwrap();
+        Trainer::<f64>::with_model(&cfg, Model::init(&cfg).unwrap(), &ScalarEngine, &opts).unwrap();
     run.run(&mut |_, _| true).unwrap();
     let steps: Vec<u64> = run.log.iter().map(|r| r.step).collect();
     assert_eq!(steps, [0, 2, 4, 5]);
     let mut stepped =
-        Trainer::<f64>::with_model(&cfg, Model::init(&cfg).unwrap(), &ScalarFactory, &opts)
-            .unwrap();
+        Trainer::<f64>::with_model(&cfg, Model::init(&cfg).unwrap(), &ScalarEngine, &opts).unwrap();
     for _ in 0..7 {
         stepped.step().unwrap();
     }

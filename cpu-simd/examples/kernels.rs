@@ -3,7 +3,7 @@
 //! hash of the results (equal hashes: equal bits).
 //!
 //!     [KERNELS_THREADS=1] cargo run --release -p icl-simd --example kernels -- [H] [STEPS] [f32|f64]
-use icl_core::engine::{Engine, Sampling};
+use icl_core::engine::{AttentionKernels, Sampling};
 use icl_core::model::{Circuits, Model};
 use icl_core::{Config, Task};
 use icl_simd::{Level, SimdEngine, SimdScalar};

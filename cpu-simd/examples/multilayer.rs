@@ -5,7 +5,7 @@
 //!     cargo run --release -p icl-simd --example multilayer -- [T] [H] [STEPS] [f32|f64] [softmax|linear] [looped|nonlooped]
 use icl_core::config::AttentionKind;
 use icl_core::conformance::stack::inputs;
-use icl_core::families::stack::{StackCircuits, StackEngine, StackSpec};
+use icl_core::families::stack::{StackCircuits, StackKernels, StackSpec};
 use icl_simd::{Level, MlScalar, MlSimd};
 use std::time::Instant;
 

@@ -9,7 +9,7 @@ use crate::data::{gather, generate, GenScratch};
 use crate::dispatch::{self, Kernel, Level};
 use crate::kernel::{Dim, Group, Shape};
 use crate::lanes::{Lanes, SimdScalar};
-use icl_core::engine::{Engine, Sampling};
+use icl_core::engine::{AttentionKernels, Sampling};
 use icl_core::families::attention::act::Act;
 use icl_core::families::attention::{AttentionSpec, Circuits};
 use icl_core::{Batch, Result, Task};
@@ -314,8 +314,8 @@ impl<T: SimdScalar> SimdEngine<T> {
         self.level
     }
 
-    /// Boxed, for `dyn Engine` use.
-    pub fn boxed() -> Box<dyn Engine<T>> {
+    /// Boxed, for `dyn AttentionKernels` use.
+    pub fn boxed() -> Box<dyn AttentionKernels<T>> {
         Box::new(Self::new())
     }
 
@@ -432,7 +432,7 @@ impl<T: SimdScalar> SimdEngine<T> {
     }
 }
 
-impl<T: SimdScalar> Engine<T> for SimdEngine<T> {
+impl<T: SimdScalar> AttentionKernels<T> for SimdEngine<T> {
     fn name(&self) -> &'static str {
         "simd"
     }

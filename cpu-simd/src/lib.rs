@@ -12,7 +12,7 @@
 //! 1, 2 or 16 threads give bit-identical results, and neither do they depend on the dispatch
 //! level (fused multiply-adds only where written, rounded once at every level; the crate's own
 //! `exp`/`ln`/`sin`/`cos`). Equal to
-//! [`icl_core::ScalarEngine`] up to floating-point rounding (summation order, the polynomials).
+//! [`icl_core::AttentionReference`] up to floating-point rounding (summation order, the polynomials).
 pub mod data;
 pub mod dispatch;
 pub mod engine;
@@ -27,3 +27,35 @@ pub use dispatch::Level;
 pub use engine::{SimdEngine, CHUNK};
 pub use lanes::{Lanes, Pack, SimdScalar};
 pub use multilayer::{MlScalar, MlSimd, ML_CHUNK};
+
+/// The SIMD engine: one-layer attention ([`SimdEngine`]) and transformer stacks ([`MlSimd`]), at
+/// the best vector level of this CPU (or `ICL_SIMD`), or at a forced `level`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Simd {
+    pub level: Option<Level>,
+}
+
+impl Simd {
+    /// At a forced vector level (levels above the CPU's run at the CPU's best).
+    pub fn with_level(level: Level) -> Self {
+        Simd { level: Some(level) }
+    }
+}
+
+impl<T: SimdScalar> icl_core::Engine<T> for Simd {
+    fn name(&self) -> &str {
+        "simd"
+    }
+    fn attention(&self) -> icl_core::Result<Box<dyn icl_core::AttentionKernels<T>>> {
+        Ok(match self.level {
+            None => SimdEngine::<T>::boxed(),
+            Some(l) => Box::new(SimdEngine::<T>::with_level(l)),
+        })
+    }
+    fn stack(&self) -> icl_core::Result<Box<dyn icl_core::engine::StackKernels<T>>> {
+        Ok(match self.level {
+            None => Box::new(MlSimd::<T>::new()),
+            Some(l) => Box::new(MlSimd::<T>::with_level(l)),
+        })
+    }
+}

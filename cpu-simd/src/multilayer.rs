@@ -10,7 +10,7 @@ use crate::lane::{LaneScalar, Lv, W};
 use icl_core::config::AttentionKind;
 use icl_core::data::batch::RowsFill;
 use icl_core::families::stack::stack::{Pass, StackCircuits, StackSpec};
-use icl_core::families::stack::{StackEngine, StackScalar};
+use icl_core::families::stack::{StackKernels, StackReference};
 use icl_core::{Batch, Result, Scalar};
 use rayon::prelude::*;
 
@@ -647,7 +647,7 @@ impl<T: MlScalar> MlSimd<T> {
     }
 }
 
-/// [`StackEngine::fill_rows`] over rayon's threads, [`ML_CHUNK`] sequences at a time.
+/// [`StackKernels::fill_rows`] over rayon's threads, [`ML_CHUNK`] sequences at a time.
 fn par_fill_rows<U: Send>(n: usize, bufs: &mut [&mut [U]], fill: &RowsFill<'_, U>) {
     if n == 0 {
         return;
@@ -680,7 +680,7 @@ fn par_fill_rows<U: Send>(n: usize, bufs: &mut [&mut [U]], fill: &RowsFill<'_, U
         });
 }
 
-impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
+impl<T: MlScalar> StackKernels<T> for MlSimd<T> {
     fn name(&self) -> &'static str {
         "simd"
     }
@@ -690,7 +690,7 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
         par_fill_rows(n, bufs, fill);
     }
 
-    /// As [`StackEngine::fill_rows`].
+    /// As [`StackKernels::fill_rows`].
     fn fill_rows_f64(&mut self, n: usize, bufs: &mut [&mut [f64]], fill: &RowsFill<'_, f64>) {
         par_fill_rows(n, bufs, fill);
     }
@@ -721,7 +721,7 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
                 .collect()),
             None);
         let Some(parts) = parts else {
-            return StackScalar::new().loss_grad(spec, c, batch, g);
+            return StackReference::new().loss_grad(spec, c, batch, g);
         };
         g.clear();
         let mut loss = T::ZERO;
@@ -766,7 +766,7 @@ impl<T: MlScalar> StackEngine<T> for MlSimd<T> {
             true
         }, false);
         if !done {
-            return StackScalar::new().forward(spec, c, pass, batch, out);
+            return StackReference::new().forward(spec, c, pass, batch, out);
         }
         Ok(())
     }

@@ -196,7 +196,7 @@ fn load_checkpoint(path: &Path) -> FfiResult<icl_run::checkpoint::Loaded> {
 /// The named engine for precision `T`. An engine that cannot run this precision (vulkan in f64)
 /// is `ICL_ERR_UNSUPPORTED`, like a missing Vulkan device; an unknown name `ICL_ERR_UNKNOWN_NAME`.
 /// Names are case-sensitive ("simd", not "SIMD").
-pub fn engine_of<T: FfiScalar>(name: &str) -> FfiResult<Box<dyn icl_core::Engine<T>>> {
+pub fn engine_of<T: FfiScalar>(name: &str) -> FfiResult<Box<dyn icl_core::AttentionKernels<T>>> {
     T::engine(name).map_err(|e| match e {
         icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_UNSUPPORTED, m),
         other => other.into(),

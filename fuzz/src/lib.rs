@@ -46,7 +46,7 @@ pub fn harness_sized(c: &Config) -> bool {
 }
 
 fn trained<T: icl_core::Scalar>(cfg: &Config, path: &std::path::Path) -> Option<Vec<u8>> {
-    let mut tr = icl_core::train::Trainer::<T>::new(cfg, &icl_core::ScalarFactory).ok()?;
+    let mut tr = icl_core::train::Trainer::<T>::new(cfg, &icl_core::ScalarEngine).ok()?;
     for _ in 0..2 {
         tr.step().ok()?;
     }

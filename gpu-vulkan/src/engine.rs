@@ -12,7 +12,7 @@ use crate::kernels::{Entry, Kernels, Variant, MAX_H};
 use ash::vk;
 use icl_core::config::{Activation, AttentionKind};
 use icl_core::families::attention::AttentionSpec;
-use icl_core::{Batch, Circuits, Engine};
+use icl_core::{AttentionKernels, Batch, Circuits};
 
 /// Sequences per partial gradient sum in `reduce_partials`.
 const PART_LEN: usize = 64;
@@ -776,7 +776,7 @@ impl VulkanEngine {
     }
 }
 
-impl Engine<f32> for VulkanEngine {
+impl AttentionKernels<f32> for VulkanEngine {
     fn name(&self) -> &'static str {
         "vulkan"
     }
@@ -805,22 +805,18 @@ impl Engine<f32> for VulkanEngine {
     // engine trains on bit-identical batches.
 }
 
-/// Vulkan engines for the one trainer, made with fixed [`Options`].
+/// The Vulkan engine, made with fixed [`Options`]: one-layer attention in f32.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VulkanFactory(pub Options);
 
-impl icl_core::EngineFactory<f32> for VulkanFactory {
+impl icl_core::Engine<f32> for VulkanFactory {
     fn name(&self) -> &str {
         "vulkan"
     }
-    fn attention(&self) -> icl_core::Result<Box<dyn Engine<f32>>> {
+    fn attention(&self) -> icl_core::Result<Box<dyn AttentionKernels<f32>>> {
         Ok(Box::new(VulkanEngine::new(&self.0)?))
     }
-    fn stack(&self) -> icl_core::Result<Box<dyn icl_core::families::stack::StackEngine<f32>>> {
-        Err(icl_core::Error::Unsupported(
-            "the vulkan engine runs one-layer attention; multi-layer transformers run on the simd or scalar engine".into(),
-        ))
-    }
+    // multi-layer transformers: refused (the trait's default), they run on the simd or scalar engine
 }
 
 impl Drop for VulkanEngine {

@@ -4,7 +4,7 @@
 //! `mc_risk`, circuits of the reduced model are its parameters, and the theory functions give the
 //! closed forms of He et al. (2025) (values computed here by hand).
 use icl_core::config::Config;
-use icl_core::engine::{Runner, ScalarFactory};
+use icl_core::engine::{Runner, ScalarEngine};
 use icl_core::families::attention::eval::mc_risk;
 use icl_core::fd::rel_error;
 use icl_core::optim::Optimizer;
@@ -271,7 +271,7 @@ fn trainer_equals_the_core_trainer_from_any_thread() {
         ("train.steps", "40"),
     ];
     let (_, cfg) = config(&sets);
-    let mut core = Trainer::<f32>::new(&cfg, &ScalarFactory).unwrap();
+    let mut core = Trainer::<f32>::new(&cfg, &ScalarEngine).unwrap();
     core.run(&mut |_, _| true).unwrap();
     let want: Vec<f64> = core.model.params.iter().map(|&x| x as f64).collect();
     let want_log: Vec<(u64, f64)> = core.log.iter().map(|r| (r.step, r.loss)).collect();

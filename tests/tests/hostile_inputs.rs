@@ -21,7 +21,7 @@ fn valid_checkpoint() -> Vec<u8> {
             let path = dir.join("m.safetensors");
             let cfg = icl_core::presets::preset("quick").unwrap();
             let mut tr =
-                icl_core::train::Trainer::<f32>::new(&cfg, &icl_core::ScalarFactory).unwrap();
+                icl_core::train::Trainer::<f32>::new(&cfg, &icl_core::ScalarEngine).unwrap();
             for _ in 0..3 {
                 tr.step().unwrap();
             }

@@ -1,5 +1,5 @@
-//! The SIMD engine: the engine conformance suite against the scalar reference (f64 to 1e-10
-//! relative, f32 to 1e-5, norm-wise), plus what is particular to it: the fused data generator
+//! The SIMD engine: the engine conformance suite (one-layer attention and transformer stacks)
+//! against the scalar reference (f64 to 1e-10 relative, f32 to 1e-5, norm-wise), plus what is particular to it: the fused data generator
 //! reproduces the reference streams, and results are bit-identical for 1, 2 and 16 threads and
 //! for every dispatch level. The suite runs at the process's level (the best the CPU has, or
 //! `ICL_SIMD`) and again at each level forced (levels above the CPU's run at the CPU's best).
@@ -10,32 +10,32 @@ use icl_core::model::{Circuits, Model};
 use icl_core::rng::{self, Domain};
 use icl_core::Config;
 use icl_simd::gauss::{fill_normal_f32, fill_normal_f64, Xoshiro};
-use icl_simd::{Level, SimdEngine, SimdScalar};
+use icl_simd::{Level, Simd, SimdEngine, SimdScalar};
 use rand_core::RngCore;
 
 icl_core::engine_conformance!(simd_f64, f64, 1e-10, || -> Box<dyn Engine<f64>> {
-    SimdEngine::<f64>::boxed()
+    Box::new(Simd::default())
 });
 icl_core::engine_conformance!(simd_f32, f32, 1e-5, || -> Box<dyn Engine<f32>> {
-    SimdEngine::<f32>::boxed()
+    Box::new(Simd::default())
 });
 icl_core::engine_conformance!(simd_f64_sse2, f64, 1e-10, || -> Box<dyn Engine<f64>> {
-    Box::new(SimdEngine::<f64>::with_level(Level::Base))
+    Box::new(Simd::with_level(Level::Base))
 });
 icl_core::engine_conformance!(simd_f32_sse2, f32, 1e-5, || -> Box<dyn Engine<f32>> {
-    Box::new(SimdEngine::<f32>::with_level(Level::Base))
+    Box::new(Simd::with_level(Level::Base))
 });
 icl_core::engine_conformance!(simd_f64_avx2, f64, 1e-10, || -> Box<dyn Engine<f64>> {
-    Box::new(SimdEngine::<f64>::with_level(Level::Avx2))
+    Box::new(Simd::with_level(Level::Avx2))
 });
 icl_core::engine_conformance!(simd_f32_avx2, f32, 1e-5, || -> Box<dyn Engine<f32>> {
-    Box::new(SimdEngine::<f32>::with_level(Level::Avx2))
+    Box::new(Simd::with_level(Level::Avx2))
 });
 icl_core::engine_conformance!(simd_f64_avx512, f64, 1e-10, || -> Box<dyn Engine<f64>> {
-    Box::new(SimdEngine::<f64>::with_level(Level::Avx512))
+    Box::new(Simd::with_level(Level::Avx512))
 });
 icl_core::engine_conformance!(simd_f32_avx512, f32, 1e-5, || -> Box<dyn Engine<f32>> {
-    Box::new(SimdEngine::<f32>::with_level(Level::Avx512))
+    Box::new(Simd::with_level(Level::Avx512))
 });
 
 #[test]

@@ -1,39 +1,10 @@
-//! The SIMD transformer engine runs the one stack conformance suite against the scalar reference
-//! at every vector level this CPU has (f64 to 1e-10, f32 to 1e-5), gives the same bits at every
-//! level and thread count, and trains a run bit-identically at 1 and 2 threads.
+//! The SIMD transformer engine (its conformance suite runs with every family's in
+//! `simd_engine.rs`) gives the same bits at every level and thread count, and trains a run
+//! bit-identically at 1 and 2 threads.
 use icl_core::conformance::stack::{inputs, specs};
-use icl_core::families::stack::{StackCircuits, StackEngine};
+use icl_core::families::stack::{StackCircuits, StackKernels};
 use icl_simd::dispatch::Level;
 use icl_simd::MlSimd;
-
-icl_core::stack_conformance!(
-    simd_f64,
-    f64,
-    1e-10,
-    || Box::new(icl_simd::MlSimd::<f64>::new()) as Box<dyn StackEngine<f64>>
-);
-icl_core::stack_conformance!(
-    simd_f32,
-    f32,
-    1e-5,
-    || Box::new(icl_simd::MlSimd::<f32>::new()) as Box<dyn StackEngine<f32>>
-);
-icl_core::stack_conformance!(
-    base_f64,
-    f64,
-    1e-10,
-    || Box::new(icl_simd::MlSimd::<f64>::with_level(
-        icl_simd::dispatch::Level::Base
-    )) as Box<dyn StackEngine<_>>
-);
-icl_core::stack_conformance!(
-    base_f32,
-    f32,
-    1e-5,
-    || Box::new(icl_simd::MlSimd::<f32>::with_level(
-        icl_simd::dispatch::Level::Base
-    )) as Box<dyn StackEngine<_>>
-);
 
 fn grads(level: Level, threads: usize) -> Vec<(u32, Vec<u32>)> {
     let pool = rayon::ThreadPoolBuilder::new()

@@ -1,13 +1,13 @@
 //! The Vulkan engine against the scalar reference: loss, circuit gradient and predictions for
 //! every one-layer model option, on Mesa's lavapipe in CI (never skipped), under the validation
-//! layer. Expected values come from `ScalarEngine<f64>` run on the same f32 inputs; the
+//! layer. Expected values come from `AttentionReference<f64>` run on the same f32 inputs; the
 //! tolerance 1e-5 relative (norm-wise) is the issue's, about 100 f32 ulps.
 mod vulkan_common;
 
 use icl_core::model::AttentionSpec;
 use icl_core::rng::Domain;
 use icl_core::scalar::{from_f16_storage, to_f16_storage};
-use icl_core::{Batch, Circuits, Config, Engine, Model, ScalarEngine, Task};
+use icl_core::{AttentionKernels, AttentionReference, Batch, Circuits, Config, Model, Task};
 use vulkan_common::{assert_no_validation_errors, engine, engine_wg, engine_with, rel, widen};
 
 const TOL: f64 = 1e-5;
@@ -122,7 +122,7 @@ fn wide_configs() -> Vec<(String, Config, f64)> {
 }
 
 fn check_loss_grad(
-    eng: &mut dyn Engine<f32>,
+    eng: &mut dyn AttentionKernels<f32>,
     name: &str,
     spec: &AttentionSpec,
     c32: &Circuits<f32>,
@@ -131,7 +131,7 @@ fn check_loss_grad(
     b64: &Batch<f64>,
 ) -> (f64, f64, f64) {
     let mut g64 = Circuits::zeros(spec);
-    let l64 = ScalarEngine::<f64>::new()
+    let l64 = AttentionReference::<f64>::new()
         .loss_grad(spec, c64, b64, &mut g64)
         .unwrap();
     let mut g32 = Circuits::zeros(spec);
@@ -217,7 +217,7 @@ fn long_context_predictions_match_reference() {
             let b32: Batch<f32> = task.sample_batch(7, Domain::Eval, 0, n, len);
             let b64 = widen_batch(&b32);
             let mut want = vec![0.0; n];
-            ScalarEngine::<f64>::new()
+            AttentionReference::<f64>::new()
                 .predict(&spec, &c64, &b64, &mut want)
                 .unwrap();
             let mut got = vec![0.0f32; n];
@@ -229,7 +229,7 @@ fn long_context_predictions_match_reference() {
             let mut r16 = b32.clone();
             r16.z = from_f16_storage(&to_f16_storage(&r16.z));
             let mut want16 = vec![0.0; n];
-            ScalarEngine::<f64>::new()
+            AttentionReference::<f64>::new()
                 .predict(&spec, &c64, &widen_batch(&r16), &mut want16)
                 .unwrap();
             eng16.predict(&spec, &c32, &b32, &mut got).unwrap();
@@ -274,7 +274,7 @@ fn results_are_deterministic_and_independent_of_chunking() {
         let mut g = Circuits::zeros(&spec);
         let mut gr = Circuits::zeros(&spec);
         let l = whole.loss_grad(&spec, &c32, &bb, &mut g).unwrap();
-        let lr = ScalarEngine::<f32>::new()
+        let lr = AttentionReference::<f32>::new()
             .loss_grad(&spec, &c32, &bb, &mut gr)
             .unwrap();
         assert!(((l - lr) / lr).abs() < 1e-5, "n={n}: {l} vs {lr}");

@@ -3,7 +3,7 @@
 mod vulkan_common;
 
 use icl_core::rng::Domain;
-use icl_core::{Batch, Circuits, Config, Engine, Model, Task};
+use icl_core::{AttentionKernels, Batch, Circuits, Config, Model, Task};
 use icl_vulkan::{DeviceKind, Options, VkError, VulkanEngine, INSTALL_HINT};
 use vulkan_common::{assert_no_validation_errors, engine};
 

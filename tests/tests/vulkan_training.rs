@@ -5,7 +5,7 @@ mod vulkan_common;
 
 use icl_core::conformance::attention::Factory;
 use icl_core::train::Trainer;
-use icl_core::{Config, Engine, ScalarFactory};
+use icl_core::{AttentionKernels, Config, ScalarEngine};
 use vulkan_common::{engine, rel, widen};
 
 fn follow(preset_overrides: &[(&str, &str)]) {
@@ -21,8 +21,8 @@ fn follow(preset_overrides: &[(&str, &str)]) {
 }
 
 fn run(cfg: &Config) {
-    let mut cpu = Trainer::<f32>::new(cfg, &ScalarFactory).unwrap();
-    let make = || -> Box<dyn Engine<f32>> { Box::new(engine()) };
+    let mut cpu = Trainer::<f32>::new(cfg, &ScalarEngine).unwrap();
+    let make = || -> Box<dyn AttentionKernels<f32>> { Box::new(engine()) };
     let mut gpu = Trainer::<f32>::new(cfg, &Factory(&make)).unwrap();
     let (mut worst_loss, mut worst_param) = (0.0f64, 0.0f64);
     let first = cpu.model.params.clone();

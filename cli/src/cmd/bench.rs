@@ -4,7 +4,7 @@
 //! A measurement, not a test: numbers depend on the machine and its load.
 use crate::cmd::common::{apply_sets, outln};
 use crate::error::{CliError, CliResult};
-use icl_run::bench::{measure, vulkan_predict, BenchRow, Budget};
+use icl_run::bench::{measure, BenchRow, Budget};
 use icl_run::default_engine;
 use serde_json::json;
 
@@ -114,8 +114,11 @@ pub fn run(a: &Args) -> CliResult {
             }
         }
     }
+    #[cfg(not(feature = "vulkan"))]
+    let vulkan: Option<serde_json::Value> = None;
+    #[cfg(feature = "vulkan")]
     let vulkan = if engine == "vulkan" {
-        let r = vulkan_predict(&base)?;
+        let r = icl_run::bench::vulkan_predict(&base)?;
         if !a.json {
             outln(&format!(
                 "vulkan {} ({}, workgroup {}): loss+grad {:.1}/s at batch {} L {}; prediction at L'={} n={}: {:.0} sequences/s, {:.3e} keys/s",

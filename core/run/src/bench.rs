@@ -332,6 +332,7 @@ fn split<T: RunScalar>(
 
 /// The Vulkan engine's prediction throughput at L' = 2000 (256 sequences) and its GPU-only
 /// loss + gradient rate, from `icl_vulkan::bench` (device options from ICL_VULKAN_*).
+#[cfg(feature = "vulkan")]
 pub fn vulkan_predict(cfg: &Config) -> Result<icl_vulkan::bench::BenchReport> {
     let p = icl_vulkan::bench::BenchParams {
         steps: 5,

@@ -572,7 +572,7 @@ mod tests {
         cfg.set("train.batch", "4").unwrap();
         cfg.set("train.log_every", "2").unwrap();
         cfg.set("train.snapshot_every", "2").unwrap();
-        let mut t = icl_core::train::Trainer::<f32>::new(&cfg, &icl_core::ScalarFactory).unwrap();
+        let mut t = icl_core::train::Trainer::<f32>::new(&cfg, &icl_core::ScalarEngine).unwrap();
         for _ in 0..3 {
             t.step().unwrap();
         }

@@ -2,9 +2,9 @@
 //! and engine factories for the one trainer.
 use crate::error::{Result, RunError};
 use icl_core::config::Config;
-use icl_core::families::stack::{StackEngine, StackScalar};
+use icl_core::engine::{AttentionKernels, Engine, ScalarEngine, StackKernels};
 use icl_core::model::Net;
-use icl_core::{Engine, EngineFactory, Scalar, ScalarEngine};
+use icl_core::Scalar;
 
 /// Make the calling thread worker 0 of rayon's global pool (the pool's other threads are spawned
 /// as usual; `RAYON_NUM_THREADS` still sets the total). For a process's main thread, called before
@@ -20,8 +20,87 @@ pub fn adopt_current_thread() -> bool {
         .is_ok()
 }
 
-/// Engines built in, fastest first.
-pub const ENGINES: &[&str] = &["simd", "scalar", "vulkan"];
+/// One engine: its name, and a constructor per precision (the engine then hands out each
+/// family's kernels, or refuses the family; [`icl_core::engine::Engine`]).
+pub struct EngineEntry {
+    pub name: &'static str,
+    pub f32: fn() -> Result<Box<dyn Engine<f32>>>,
+    pub f64: fn() -> Result<Box<dyn Engine<f64>>>,
+}
+
+/// The engines built in, fastest first: the one table every front end's `--engine` / `engine=`
+/// is looked up in. Vulkan is there when icl-run is built with its `vulkan` feature (the
+/// default).
+pub const ENGINE_TABLE: &[EngineEntry] = &[
+    EngineEntry {
+        name: "simd",
+        f32: || Ok(Box::new(icl_simd::Simd::default())),
+        f64: || Ok(Box::new(icl_simd::Simd::default())),
+    },
+    EngineEntry {
+        name: "scalar",
+        f32: || Ok(Box::new(ScalarEngine)),
+        f64: || Ok(Box::new(ScalarEngine)),
+    },
+    #[cfg(feature = "vulkan")]
+    EngineEntry {
+        name: "vulkan",
+        f32: || Ok(Box::new(vulkan::FromEnv::new()?)),
+        f64: || {
+            Err(RunError::Refused(
+                "the vulkan engine computes in f32: set train.dtype = f32, or use another engine for f64".into(),
+            ))
+        },
+    },
+];
+
+#[cfg(feature = "vulkan")]
+mod vulkan {
+    use super::{Result, RunError};
+    use icl_core::engine::{AttentionKernels, Engine};
+    use icl_vulkan::{Options, VulkanEngine};
+    use std::sync::Mutex;
+
+    /// The Vulkan engine with the device options of the environment (`ICL_VULKAN_*`). The
+    /// device is found when the engine is made, so a missing driver is an engine error there;
+    /// that first device serves the first kernels handed out.
+    pub struct FromEnv {
+        opts: Options,
+        first: Mutex<Option<VulkanEngine>>,
+    }
+
+    impl FromEnv {
+        pub fn new() -> Result<Self> {
+            let opts = Options::from_env();
+            let e = VulkanEngine::new(&opts).map_err(|e| RunError::Engine(e.to_string()))?;
+            Ok(FromEnv {
+                opts,
+                first: Mutex::new(Some(e)),
+            })
+        }
+    }
+
+    impl Engine<f32> for FromEnv {
+        fn name(&self) -> &str {
+            "vulkan"
+        }
+        fn attention(&self) -> icl_core::Result<Box<dyn AttentionKernels<f32>>> {
+            let first = self.first.lock().ok().and_then(|mut f| f.take());
+            Ok(Box::new(match first {
+                Some(e) => e,
+                None => VulkanEngine::new(&self.opts)?,
+            }))
+        }
+    }
+}
+
+/// The names of the engines built in, fastest first.
+pub const ENGINES: &[&str] = &[
+    "simd",
+    "scalar",
+    #[cfg(feature = "vulkan")]
+    "vulkan",
+];
 
 /// The default engine: the fastest one built in.
 pub fn default_engine() -> &'static str {
@@ -33,6 +112,13 @@ fn unknown(name: &str) -> RunError {
         "unknown engine {name:?}; built-in engines: {}",
         ENGINES.join(", ")
     ))
+}
+
+fn entry(name: &str) -> Result<&'static EngineEntry> {
+    ENGINE_TABLE
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| unknown(name))
 }
 
 /// Check the environment's `ICL_SIMD` (README: `sse2|avx2|avx512` forces a vector level): a
@@ -47,44 +133,32 @@ pub fn check_simd_env() -> Result<()> {
 
 /// Scalars the run layer computes in (f32, f64), each with its engines.
 pub trait RunScalar: Scalar + icl_simd::SimdScalar + Send + Sync {
-    /// The named engine for this scalar type.
-    fn engine(name: &str) -> Result<Box<dyn Engine<Self>>>;
-    /// The named engine for multi-layer transformers.
-    fn stack_engine(name: &str) -> Result<Box<dyn StackEngine<Self>>> {
-        match name {
-            "simd" => Ok(Box::new(icl_simd::MlSimd::<Self>::new())),
-            "scalar" => Ok(Box::new(StackScalar::<Self>::new())),
-            "vulkan" => Err(RunError::Refused(
+    /// The named engine in this precision ([`ENGINE_TABLE`]).
+    fn engine_named(name: &str) -> Result<Box<dyn Engine<Self>>>;
+    /// The named engine's one-layer attention kernels.
+    fn engine(name: &str) -> Result<Box<dyn AttentionKernels<Self>>> {
+        Ok(Self::engine_named(name)?.attention()?)
+    }
+    /// The named engine's kernels for multi-layer transformers (a refusal is an input error).
+    fn stack_engine(name: &str) -> Result<Box<dyn StackKernels<Self>>> {
+        Self::engine_named(name)?.stack().map_err(|e| match e {
+            icl_core::Error::Unsupported(_) if name == "vulkan" => RunError::Refused(
                 "the vulkan engine runs one-layer attention; use --engine simd or scalar for multi-layer transformers".into(),
-            )),
-            _ => Err(unknown(name)),
-        }
+            ),
+            e => e.into(),
+        })
     }
 }
 
 impl RunScalar for f32 {
-    fn engine(name: &str) -> Result<Box<dyn Engine<f32>>> {
-        match name {
-            "simd" => Ok(icl_simd::SimdEngine::<f32>::boxed()),
-            "scalar" => Ok(ScalarEngine::<f32>::boxed()),
-            "vulkan" => icl_vulkan::VulkanEngine::from_env()
-                .map(|e| Box::new(e) as Box<dyn Engine<f32>>)
-                .map_err(|e| RunError::Engine(e.to_string())),
-            _ => Err(unknown(name)),
-        }
+    fn engine_named(name: &str) -> Result<Box<dyn Engine<f32>>> {
+        (entry(name)?.f32)()
     }
 }
 
 impl RunScalar for f64 {
-    fn engine(name: &str) -> Result<Box<dyn Engine<f64>>> {
-        match name {
-            "simd" => Ok(icl_simd::SimdEngine::<f64>::boxed()),
-            "scalar" => Ok(ScalarEngine::<f64>::boxed()),
-            "vulkan" => Err(RunError::Refused(
-                "the vulkan engine computes in f32: set train.dtype = f32, or use another engine for f64".into(),
-            )),
-            _ => Err(unknown(name)),
-        }
+    fn engine_named(name: &str) -> Result<Box<dyn Engine<f64>>> {
+        (entry(name)?.f64)()
     }
 }
 
@@ -187,11 +261,9 @@ fn duration_text(s: f64) -> String {
 
 /// Check that an engine name exists and can run in `dtype` (without starting it).
 pub fn check(name: &str, dtype: icl_core::config::Dtype) -> Result<()> {
-    if !ENGINES.contains(&name) {
-        return Err(unknown(name));
-    }
+    let e = entry(name)?;
     if name == "vulkan" && dtype == icl_core::config::Dtype::F64 {
-        return f64::engine(name).map(|_| ());
+        return (e.f64)().map(|_| ());
     }
     Ok(())
 }
@@ -207,21 +279,23 @@ impl Engines {
     }
 }
 
-impl<T: RunScalar> EngineFactory<T> for Engines {
+impl<T: RunScalar> Engine<T> for Engines {
     fn name(&self) -> &str {
         &self.0
     }
-    fn attention(&self) -> icl_core::Result<Box<dyn Engine<T>>> {
-        T::engine(&self.0).map_err(|e| match e {
-            RunError::Core(c) => c,
-            other => icl_core::Error::Unsupported(other.to_string()),
-        })
+    fn attention(&self) -> icl_core::Result<Box<dyn AttentionKernels<T>>> {
+        T::engine(&self.0).map_err(into_core)
     }
-    fn stack(&self) -> icl_core::Result<Box<dyn StackEngine<T>>> {
-        T::stack_engine(&self.0).map_err(|e| match e {
-            RunError::Core(c) => c,
-            other => icl_core::Error::Unsupported(other.to_string()),
-        })
+    fn stack(&self) -> icl_core::Result<Box<dyn StackKernels<T>>> {
+        T::stack_engine(&self.0).map_err(into_core)
+    }
+}
+
+/// A run-layer error as the core's (the trainer speaks the core's errors).
+fn into_core(e: RunError) -> icl_core::Error {
+    match e {
+        RunError::Core(c) => c,
+        other => icl_core::Error::Unsupported(other.to_string()),
     }
 }
 

@@ -1,19 +1,14 @@
-//! The engine conformance suite, written once and run by every engine (burn's `testgen_all!`,
+//! The conformance suite of one-layer attention kernels, written once and run by every engine (burn's `testgen_all!`,
 //! candle's `test_device!`): losses, circuit gradients and predictions against the scalar
 //! reference for every model option, fused sampling against the sampled batch, prediction at
 //! other lengths, training trajectories, and (f64) finite differences.
 //!
-//! An engine crate instantiates it in its tests:
-//!
-//! ```ignore
-//! icl_core::engine_conformance!(simd_f64, f64, 1e-10, || Box::new(SimdEngine::<f64>::new()));
-//! icl_core::engine_conformance!(simd_f32, f32, 1e-5, || Box::new(SimdEngine::<f32>::new()));
-//! ```
+//! Engines run it through [`crate::engine_conformance!`].
 //!
 //! Tolerances are norm-wise relative differences ||a - b|| / ||b||.
 use crate::config::Config;
 use crate::data::Task;
-use crate::engine::{Engine, EngineFactory, Runner, Sampling, ScalarEngine};
+use crate::engine::{AttentionKernels, AttentionReference, Engine, Runner, Sampling};
 use crate::model::{Circuits, Model};
 use crate::rng::Domain;
 use crate::train::{loss_and_grad, Options, Trainer};
@@ -25,23 +20,23 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 /// How a suite makes a fresh engine.
-pub type Make<'a, T> = &'a dyn Fn() -> Box<dyn Engine<T>>;
+pub type Make<'a, T> = &'a dyn Fn() -> Box<dyn AttentionKernels<T>>;
 
 /// A suite outcome: `Err` carries the first failure in words.
 pub type Outcome = core::result::Result<(), String>;
 
-/// An [`EngineFactory`] from a closure.
+/// An [`Engine`] from a closure.
 pub struct Factory<'a, T>(pub Make<'a, T>);
 
-impl<T: Scalar> EngineFactory<T> for Factory<'_, T> {
+impl<T: Scalar> Engine<T> for Factory<'_, T> {
     fn name(&self) -> &str {
         "under test"
     }
-    fn attention(&self) -> Result<Box<dyn Engine<T>>> {
+    fn attention(&self) -> Result<Box<dyn AttentionKernels<T>>> {
         Ok((self.0)())
     }
-    fn stack(&self) -> Result<Box<dyn crate::families::stack::StackEngine<T>>> {
-        Ok(Box::new(crate::families::stack::StackScalar::new()))
+    fn stack(&self) -> Result<Box<dyn crate::families::stack::StackKernels<T>>> {
+        Ok(Box::new(crate::families::stack::StackReference::new()))
     }
 }
 
@@ -153,7 +148,7 @@ pub fn matches_reference<T: Scalar>(make: Make<T>, tol: f64) -> Outcome {
             ok(model.circuits(), "circuits")?,
             cfg.task.len,
         );
-        let mut sc = Runner::new(Box::new(ScalarEngine::<T>::new()));
+        let mut sc = Runner::new(Box::new(AttentionReference::<T>::new()));
         let mut en = Runner::new(make());
         let (mut g1, mut g2) = (Circuits::zeros(spec), Circuits::zeros(spec));
         for (n, step) in [(70, 3), (256, 11), (5, 0)] {
@@ -306,7 +301,7 @@ pub fn trains_like_reference<T: Scalar>(make: Make<T>, tol: f64) -> Outcome {
     ok(cfg.set("model.init", "torch"), "config")?;
     let model = ok(Model::<T>::init(&cfg), "model")?;
     let opts = Options::default();
-    let reference = || -> Box<dyn Engine<T>> { Box::new(ScalarEngine::new()) };
+    let reference = || -> Box<dyn AttentionKernels<T>> { Box::new(AttentionReference::new()) };
     let mut a = ok(
         Trainer::with_model(&cfg, model.clone(), &Factory(&reference), &opts),
         "trainer",
@@ -364,52 +359,4 @@ pub fn gradient_matches_fd(make: Make<f64>) -> Outcome {
         }
     }
     Ok(())
-}
-
-/// Instantiate the conformance suite for an engine: `engine_conformance!(name, T, tol, make)`
-/// with `make` a closure returning `Box<dyn Engine<T>>`. For `f64`, the finite-difference check
-/// is added. Trajectories are checked with a 100x looser tolerance than single calls.
-#[macro_export]
-macro_rules! engine_conformance {
-    ($name:ident, f64, $tol:expr, $make:expr) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            $crate::engine_conformance!(@common f64, $tol, $make);
-            #[test]
-            fn gradient_matches_finite_differences() {
-                let make = $make;
-                $crate::conformance::attention::gradient_matches_fd(&make).unwrap();
-            }
-        }
-    };
-    ($name:ident, $t:ty, $tol:expr, $make:expr) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            $crate::engine_conformance!(@common $t, $tol, $make);
-        }
-    };
-    (@common $t:ty, $tol:expr, $make:expr) => {
-        #[test]
-        fn matches_the_scalar_reference() {
-            let make = $make;
-            $crate::conformance::attention::matches_reference::<$t>(&make, $tol).unwrap();
-        }
-        #[test]
-        fn sampling_matches_the_streams() {
-            let make = $make;
-            $crate::conformance::attention::sampling_matches_streams::<$t>(&make, $tol).unwrap();
-        }
-        #[test]
-        fn predicts_at_any_length() {
-            let make = $make;
-            $crate::conformance::attention::predicts_any_length::<$t>(&make, $tol).unwrap();
-        }
-        #[test]
-        fn trains_like_the_scalar_reference() {
-            let make = $make;
-            $crate::conformance::attention::trains_like_reference::<$t>(&make, 100.0 * $tol).unwrap();
-        }
-    };
 }

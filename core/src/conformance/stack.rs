@@ -1,15 +1,12 @@
 //! The conformance suite of stack engines, written once: losses, circuit gradients and forward
 //! passes (stacked, leave-one-out mask) against the scalar reference, for softmax and linear
-//! attention, looped and not, T = 1..3, odd batch sizes and lengths. An engine crate runs it with
-//!
-//! ```ignore
-//! icl_core::stack_conformance!(simd_f64, f64, 1e-10, || Box::new(MlSimd::<f64>::new()));
-//! ```
+//! attention, looped and not, T = 1..3, odd batch sizes and lengths. Engines run it through
+//! [`crate::engine_conformance!`].
 //!
 //! Tolerances are norm-wise relative differences ||a - b|| / ||b||.
 use crate::config::AttentionKind;
 use crate::data::Batch;
-use crate::families::stack::kernels::{StackEngine, StackScalar};
+use crate::families::stack::kernels::{StackKernels, StackReference};
 use crate::families::stack::stack::{Pass, StackCircuits, StackSpec};
 use crate::rng::{self, Domain};
 use crate::Scalar;
@@ -20,7 +17,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 /// How a suite makes a fresh engine.
-pub type Make<'a, T> = &'a dyn Fn() -> Box<dyn StackEngine<T>>;
+pub type Make<'a, T> = &'a dyn Fn() -> Box<dyn StackKernels<T>>;
 
 /// The specs the suite covers.
 pub fn specs() -> Vec<StackSpec> {
@@ -99,7 +96,7 @@ pub fn loss_grad_matches<T: Scalar>(make: Make<T>, tol: f64) -> Result<(), Strin
             let mut g0 = StackCircuits::zeros(spec);
             let mut g1 = StackCircuits::zeros(spec);
             g1.phi.iter_mut().for_each(|x| *x = T::one()); // the engine must overwrite
-            let l0 = StackScalar::new()
+            let l0 = StackReference::new()
                 .loss_grad(spec, &c, &b, &mut g0)
                 .map_err(|e| format!("{e}"))?;
             let l1 = make()
@@ -134,7 +131,7 @@ pub fn forward_matches<T: Scalar>(make: Make<T>, tol: f64) -> Result<(), String>
         ] {
             let mut o0 = vec![T::zero(); b.z.len()];
             let mut o1 = vec![T::zero(); b.z.len()];
-            StackScalar::new()
+            StackReference::new()
                 .forward(spec, &c, pass, &b, &mut o0)
                 .map_err(|e| format!("{e}"))?;
             make()
@@ -168,33 +165,6 @@ pub fn repeatable<T: Scalar>(make: Make<T>) -> Result<(), String> {
         return Err("two identical calls differ".into());
     }
     Ok(())
-}
-
-/// Instantiate the suite for an engine: `stack_conformance!(name, f64|f32, tol, make)`.
-#[macro_export]
-macro_rules! stack_conformance {
-    ($name:ident, $t:ty, $tol:expr, $make:expr) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-            use $crate::conformance::stack as c;
-            #[test]
-            fn loss_grad_matches_reference() {
-                let make = $make;
-                c::loss_grad_matches::<$t>(&make, $tol).unwrap();
-            }
-            #[test]
-            fn forward_matches_reference() {
-                let make = $make;
-                c::forward_matches::<$t>(&make, $tol).unwrap();
-            }
-            #[test]
-            fn repeatable() {
-                let make = $make;
-                c::repeatable::<$t>(&make).unwrap();
-            }
-        }
-    };
 }
 
 #[inline]

@@ -1,41 +1,54 @@
-//! The engine seam: an engine is a way of running every model family it supports (the scalar
-//! reference, the SIMD engine, Vulkan). Each family declares its kernels in its own folder
-//! ([`crate::families`]); an engine hands them out per family, and refuses a family it does not
-//! run. Fast engines run the one conformance suite ([`crate::conformance`]) against the reference.
+//! The engine seam: an [`Engine`] is a way of running the model families (the scalar reference
+//! here, the SIMD engine in `icl-simd`, Vulkan in `icl-vulkan`, chosen by name in the run layer).
+//! Each family declares its kernels, the operations an engine implements for it, in its own
+//! folder ([`crate::families`]: [`AttentionKernels`], [`StackKernels`]); an engine hands them out
+//! per family and refuses ([`Error::Unsupported`]) a family it does not run. Every engine runs
+//! the one conformance suite ([`crate::conformance`]) against the reference, for every family it
+//! supports, and checks its refusal of the others.
 pub use crate::families::attention::kernels::{
-    check_batch, check_circuits, check_task, Engine, Runner, Sampling, MAX_OUTPUTS,
+    check_batch, check_circuits, check_task, AttentionKernels, Runner, Sampling, MAX_OUTPUTS,
 };
 pub use crate::families::attention::reference::{
-    sequence_backward, sequence_forward, ScalarEngine,
+    sequence_backward, sequence_forward, AttentionReference,
 };
+pub use crate::families::stack::kernels::{StackKernels, StackReference, StackRunner};
 
-use crate::Result;
-use crate::Scalar;
+use crate::{Error, Result, Scalar};
 use alloc::boxed::Box;
+use alloc::format;
 
-/// Where a trainer gets its engines: the run layer builds them by name (`simd`, `scalar`,
-/// `vulkan`); the core's default is the scalar reference.
-pub trait EngineFactory<T: Scalar> {
-    /// The engine's name.
+/// A way of running model families in precision `T`: new kernels per family (each owns its
+/// scratch; a trainer takes one set per run).
+pub trait Engine<T: Scalar> {
+    /// The engine's name (`scalar`, `simd`, `vulkan`).
     fn name(&self) -> &str;
-    /// A new engine for one-layer attention.
-    fn attention(&self) -> Result<Box<dyn Engine<T>>>;
-    /// A new engine for multi-layer transformer stacks.
-    fn stack(&self) -> Result<Box<dyn crate::families::stack::StackEngine<T>>>;
+    /// Kernels for one-layer attention.
+    fn attention(&self) -> Result<Box<dyn AttentionKernels<T>>> {
+        Err(refusal(self.name(), "one-layer attention"))
+    }
+    /// Kernels for multi-layer transformer stacks (the IV model runs on two).
+    fn stack(&self) -> Result<Box<dyn StackKernels<T>>> {
+        Err(refusal(self.name(), "multi-layer transformers"))
+    }
 }
 
-/// The scalar reference engine as a factory.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ScalarFactory;
+/// How an engine refuses a family it does not run.
+pub fn refusal(engine: &str, family: &str) -> Error {
+    Error::Unsupported(format!("the {engine} engine does not run {family}"))
+}
 
-impl<T: Scalar> EngineFactory<T> for ScalarFactory {
+/// The scalar reference: every family, plain and obviously correct.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScalarEngine;
+
+impl<T: Scalar> Engine<T> for ScalarEngine {
     fn name(&self) -> &str {
         "scalar"
     }
-    fn attention(&self) -> Result<Box<dyn Engine<T>>> {
-        Ok(Box::new(ScalarEngine::new()))
+    fn attention(&self) -> Result<Box<dyn AttentionKernels<T>>> {
+        Ok(Box::new(AttentionReference::new()))
     }
-    fn stack(&self) -> Result<Box<dyn crate::families::stack::StackEngine<T>>> {
-        Ok(Box::new(crate::families::stack::StackScalar::new()))
+    fn stack(&self) -> Result<Box<dyn StackKernels<T>>> {
+        Ok(Box::new(StackReference::new()))
     }
 }

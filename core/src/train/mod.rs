@@ -24,7 +24,7 @@ pub use crate::objective::{Column, Objective, Options, Probe};
 
 use crate::config::Config;
 use crate::data::{Batch, Task};
-use crate::engine::{EngineFactory, Runner};
+use crate::engine::{Engine, Runner};
 use crate::model::{Circuits, Model, ModelSpec};
 use crate::optim::Optimizer;
 use crate::{Error, Result, Scalar};
@@ -120,7 +120,7 @@ impl<T: Scalar> core::fmt::Debug for Trainer<T> {
 
 impl<T: Scalar> Trainer<T> {
     /// A trainer with a freshly initialised model and the default [`Options`].
-    pub fn new(cfg: &Config, engines: &dyn EngineFactory<T>) -> Result<Self> {
+    pub fn new(cfg: &Config, engines: &dyn Engine<T>) -> Result<Self> {
         Self::with_model(cfg, Model::init(cfg)?, engines, &Options::default())
     }
 
@@ -128,7 +128,7 @@ impl<T: Scalar> Trainer<T> {
     pub fn with_model(
         cfg: &Config,
         model: Model<T>,
-        engines: &dyn EngineFactory<T>,
+        engines: &dyn Engine<T>,
         opts: &Options,
     ) -> Result<Self> {
         let task = Task::new(cfg)?;
@@ -161,7 +161,7 @@ impl<T: Scalar> Trainer<T> {
     pub fn from_state(
         cfg: &Config,
         state: TrainState<T>,
-        engines: &dyn EngineFactory<T>,
+        engines: &dyn Engine<T>,
         opts: &Options,
     ) -> Result<Self> {
         let mut tr = Self::with_model(cfg, Model::init(cfg)?, engines, opts)?;

@@ -10,7 +10,7 @@
 use crate::config::{AttentionKind, Config, Param, TaskKind};
 use crate::data::fixed_set::{generate, SetKind};
 use crate::data::Task;
-use crate::engine::{EngineFactory, Runner};
+use crate::engine::{Engine, Runner};
 use crate::families::linear_attention::objective::{FixedSet, SetLoss};
 use crate::families::stack::StackRunner;
 use crate::families::{attention, iv, linear_attention, stack};
@@ -40,7 +40,7 @@ pub fn build<T: Scalar>(
     cfg: &Config,
     task: &Task,
     model: &Model<T>,
-    engines: &dyn EngineFactory<T>,
+    engines: &dyn Engine<T>,
     opts: &Options,
 ) -> Result<(Box<dyn Objective<T>>, Vec<Box<dyn Probe<T>>>)> {
     let pattern = || -> Box<dyn Probe<T>> { Box::new(stack::probe::Pattern::new(&model.spec)) };
@@ -111,7 +111,7 @@ pub fn build<T: Scalar>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::ScalarFactory;
+    use crate::engine::ScalarEngine;
     use crate::train::Trainer;
 
     /// [`by_moments`] is the decision [`build`] makes: the trainer's engine reads "moments"
@@ -127,7 +127,7 @@ mod tests {
                 continue; // transformers: never moments (checked below for one)
             }
             cfg.set("train.batch", "2").unwrap();
-            let tr = Trainer::<f64>::new(&cfg, &ScalarFactory).unwrap();
+            let tr = Trainer::<f64>::new(&cfg, &ScalarEngine).unwrap();
             assert_eq!(by_moments(&cfg), tr.engine_name() == "moments", "{name}");
         }
         let mut ml = crate::presets::preset("multilayer-t2").unwrap();

@@ -3,7 +3,7 @@
 //! The tests run for real on Mesa's lavapipe (CI installs it with .ci/vulkan-setup.sh); without a
 //! Vulkan device they fail with the fix in the message rather than being skipped.
 #![allow(dead_code)]
-use icl_vulkan::{Options, Validation, VulkanEngine};
+use icl_vulkan::{Options, Validation, VulkanEngine, VulkanFactory};
 
 /// An engine with the Khronos validation layer on (required in CI, where the setup script
 /// installs it; on when installed elsewhere).
@@ -11,12 +11,9 @@ pub fn engine_with(f16: bool, max_chunk_bytes: Option<u64>) -> VulkanEngine {
     engine_wg(f16, max_chunk_bytes, None)
 }
 
-/// Like [`engine_with`], with the workgroup size forced (16: the CPU variant, 64: the GPU one).
-pub fn engine_wg(
-    f16: bool,
-    max_chunk_bytes: Option<u64>,
-    workgroup_size: Option<u32>,
-) -> VulkanEngine {
+/// The engine's options under validation, with the workgroup size forced (16: the CPU
+/// variant, 64: the GPU one).
+pub fn options(f16: bool, max_chunk_bytes: Option<u64>, workgroup_size: Option<u32>) -> Options {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
     let validation = if ci {
         Validation::Required
@@ -32,12 +29,28 @@ pub fn engine_wg(
     if let Some(b) = max_chunk_bytes {
         opts.max_chunk_bytes = b;
     }
-    match VulkanEngine::new(&opts) {
+    opts
+}
+
+/// Like [`engine_with`], with the workgroup size forced (16: the CPU variant, 64: the GPU one).
+pub fn engine_wg(
+    f16: bool,
+    max_chunk_bytes: Option<u64>,
+    workgroup_size: Option<u32>,
+) -> VulkanEngine {
+    match VulkanEngine::new(&options(f16, max_chunk_bytes, workgroup_size)) {
         Ok(e) => e,
         Err(e) => {
             panic!("{e}\n(the Vulkan tests need a device: run `bash .ci/vulkan-setup.sh` as root)")
         }
     }
+}
+
+/// The Vulkan engine (every family it runs) with the workgroup size forced; a missing device
+/// fails here, with the fix.
+pub fn factory_wg(workgroup_size: Option<u32>) -> VulkanFactory {
+    drop(engine_wg(false, None, workgroup_size));
+    VulkanFactory(options(false, None, workgroup_size))
 }
 
 pub fn engine() -> VulkanEngine {

@@ -1,11 +1,11 @@
 //! The kernels of one-layer attention: batched loss + circuit gradient and batched prediction
-//! (candle/burn style). An [`Engine`] implements the arithmetic; a [`Runner`] is what callers
+//! (candle/burn style). An [`AttentionKernels`] implements the arithmetic; a [`Runner`] is what callers
 //! use: it checks every input **once**, before dispatch, owns the batch cache of the default
 //! sampling path, and hands engines only valid inputs. The scalar reference
-//! ([`super::reference::ScalarEngine`]) is plain and obviously correct; fast engines (`icl-simd`,
+//! ([`super::reference::AttentionReference`]) is plain and obviously correct; fast engines (`icl-simd`,
 //! `icl-vulkan`) implement the same trait and run the one conformance suite
 //! ([`crate::conformance`]) against it.
-use super::reference::ScalarEngine;
+use super::reference::AttentionReference;
 use crate::data::{Batch, Task};
 use crate::families::attention::{AttentionSpec, Circuits};
 use crate::rng::Domain;
@@ -35,7 +35,7 @@ pub struct Sampling {
 /// Callers go through a [`Runner`]: the methods here may assume their inputs were checked by
 /// [`check_batch`], [`check_circuits`] and [`check_task`] (shapes agree, n >= 1, at least one key,
 /// n_out <= [`MAX_OUTPUTS`], output buffers of the right length).
-pub trait Engine<T: Scalar>: Send {
+pub trait AttentionKernels<T: Scalar>: Send {
     /// Short name (`scalar`, `simd`, `vulkan`).
     fn name(&self) -> &'static str;
 
@@ -59,7 +59,7 @@ pub trait Engine<T: Scalar>: Send {
 
     /// Loss and circuit gradient on the training batch `s`, for engines that generate the data
     /// themselves (bit-identical to [`Task::sample_into`]). `None`: the engine does not fuse, and
-    /// the [`Runner`] samples the batch and calls [`Engine::loss_grad`].
+    /// the [`Runner`] samples the batch and calls [`AttentionKernels::loss_grad`].
     fn sampled_loss_grad(
         &mut self,
         _spec: &AttentionSpec,
@@ -141,7 +141,7 @@ fn check_counts(spec: &AttentionSpec, n: usize, len: usize) -> Result<()> {
 /// An engine behind its checks: the one way callers run engines. Owns the batch buffer of the
 /// default sampling path (reused between steps).
 pub struct Runner<T: Scalar> {
-    engine: Box<dyn Engine<T>>,
+    engine: Box<dyn AttentionKernels<T>>,
     batch: Option<Batch<T>>,
     normals: Vec<f64>,
 }
@@ -154,7 +154,7 @@ impl<T: Scalar> core::fmt::Debug for Runner<T> {
 
 impl<T: Scalar> Runner<T> {
     /// Run `engine`.
-    pub fn new(engine: Box<dyn Engine<T>>) -> Self {
+    pub fn new(engine: Box<dyn AttentionKernels<T>>) -> Self {
         Runner {
             engine,
             batch: None,
@@ -164,7 +164,7 @@ impl<T: Scalar> Runner<T> {
 
     /// The scalar reference engine.
     pub fn scalar() -> Self {
-        Self::new(Box::new(ScalarEngine::new()))
+        Self::new(Box::new(AttentionReference::new()))
     }
 
     /// The engine's name.

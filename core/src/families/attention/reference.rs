@@ -1,6 +1,6 @@
 //! The plain scalar reference engine: one sequence at a time, one thread, no SIMD; the per-sequence
 //! forward and backward of all heads (He et al. 2025 eq. (2.2)) that it runs.
-use super::kernels::{Engine, MAX_OUTPUTS};
+use super::kernels::{AttentionKernels, MAX_OUTPUTS};
 use crate::data::Batch;
 use crate::families::attention::act::{head_backward, head_forward, HeadCache};
 use crate::families::attention::{AttentionSpec, Circuits};
@@ -77,22 +77,22 @@ pub fn sequence_backward<T: Scalar>(
 
 /// The plain scalar reference engine: one sequence at a time, one thread, no SIMD.
 #[derive(Debug, Default)]
-pub struct ScalarEngine<T> {
+pub struct AttentionReference<T> {
     caches: Vec<HeadCache<T>>,
     scratch: Vec<T>,
 }
 
-impl<T: Scalar> ScalarEngine<T> {
+impl<T: Scalar> AttentionReference<T> {
     /// A new engine.
     pub fn new() -> Self {
-        ScalarEngine {
+        AttentionReference {
             caches: Vec::new(),
             scratch: Vec::new(),
         }
     }
 
-    /// Boxed, for `dyn Engine` use.
-    pub fn boxed() -> Box<dyn Engine<T>> {
+    /// Boxed, for `dyn AttentionKernels` use.
+    pub fn boxed() -> Box<dyn AttentionKernels<T>> {
         Box::new(Self::new())
     }
 
@@ -106,7 +106,7 @@ impl<T: Scalar> ScalarEngine<T> {
     }
 }
 
-impl<T: Scalar> Engine<T> for ScalarEngine<T> {
+impl<T: Scalar> AttentionKernels<T> for AttentionReference<T> {
     fn name(&self) -> &'static str {
         "scalar"
     }

@@ -1,6 +1,6 @@
 //! The engine seam of multi-layer transformers: batched loss + circuit gradient and batched
 //! forward passes. Callers go through a [`StackRunner`], which checks every input once; engines
-//! ([`StackScalar`] here, the SIMD engine in `icl-simd`) may assume valid inputs and run the one
+//! ([`StackReference`] here, the SIMD engine in `icl-simd`) may assume valid inputs and run the one
 //! [`crate::conformance::stack`] suite.
 use super::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
 use crate::data::batch::{fill_rows_serial, Batch, RowsFill, SequenceFill};
@@ -10,7 +10,7 @@ use alloc::format;
 
 /// A way of running transformer stacks over a batch. Loss convention as for one-layer engines:
 /// `sum_b sum_o (yhat_bo - y_bo)^2 / (n n_out)`.
-pub trait StackEngine<T: Scalar>: Send {
+pub trait StackKernels<T: Scalar>: Send {
     /// Short name (`scalar`, `simd`).
     fn name(&self) -> &'static str;
     /// Loss on `batch` and its gradient with respect to the circuits (overwrites `g`).
@@ -38,14 +38,14 @@ pub trait StackEngine<T: Scalar>: Send {
     fn fill_rows(&mut self, n: usize, bufs: &mut [&mut [T]], fill: &RowsFill<'_, T>) {
         fill_rows_serial(n, bufs, fill);
     }
-    /// [`StackEngine::fill_rows`] for f64 buffers, whatever the engine's scalar (the evaluation's
+    /// [`StackKernels::fill_rows`] for f64 buffers, whatever the engine's scalar (the evaluation's
     /// classical estimators run in f64); the same contract. Callers go through
     /// [`StackRunner::fill_rows_f64`].
     fn fill_rows_f64(&mut self, n: usize, bufs: &mut [&mut [f64]], fill: &RowsFill<'_, f64>) {
         fill_rows_serial(n, bufs, fill);
     }
     /// Fill every sequence of `batch`: `fill(b, z_b, y_b, scratch)` writes sequence b's tokens
-    /// and targets ([`StackEngine::fill_rows`] over the batch's tokens and targets).
+    /// and targets ([`StackKernels::fill_rows`] over the batch's tokens and targets).
     fn fill_batch(&mut self, batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
         let n = batch.n;
         self.fill_rows(
@@ -62,19 +62,19 @@ pub trait StackEngine<T: Scalar>: Send {
 
 /// The scalar reference: one sequence after another.
 #[derive(Debug, Default)]
-pub struct StackScalar<T> {
+pub struct StackReference<T> {
     ws: Workspace<T>,
 }
 
-impl<T: Scalar> StackScalar<T> {
+impl<T: Scalar> StackReference<T> {
     pub fn new() -> Self {
-        StackScalar {
+        StackReference {
             ws: Workspace::default(),
         }
     }
 }
 
-impl<T: Scalar> StackEngine<T> for StackScalar<T> {
+impl<T: Scalar> StackKernels<T> for StackReference<T> {
     fn name(&self) -> &'static str {
         "scalar"
     }
@@ -133,7 +133,7 @@ fn check_rows<U>(n: usize, bufs: &[&mut [U]]) -> Result<()> {
 
 /// An engine behind its checks.
 pub struct StackRunner<T: Scalar> {
-    engine: Box<dyn StackEngine<T>>,
+    engine: Box<dyn StackKernels<T>>,
 }
 
 impl<T: Scalar> core::fmt::Debug for StackRunner<T> {
@@ -143,12 +143,12 @@ impl<T: Scalar> core::fmt::Debug for StackRunner<T> {
 }
 
 impl<T: Scalar> StackRunner<T> {
-    pub fn new(engine: Box<dyn StackEngine<T>>) -> Self {
+    pub fn new(engine: Box<dyn StackKernels<T>>) -> Self {
         StackRunner { engine }
     }
     /// The scalar reference.
     pub fn scalar() -> Self {
-        Self::new(Box::new(StackScalar::new()))
+        Self::new(Box::new(StackReference::new()))
     }
     pub fn name(&self) -> &'static str {
         self.engine.name()
@@ -192,12 +192,12 @@ impl<T: Scalar> StackRunner<T> {
         self.engine.forward(spec, c, pass, batch, out)
     }
 
-    /// Fill `batch` sequence by sequence ([`StackEngine::fill_batch`]).
+    /// Fill `batch` sequence by sequence ([`StackKernels::fill_batch`]).
     pub fn fill_batch(&mut self, batch: &mut Batch<T>, fill: &SequenceFill<'_, T>) {
         self.engine.fill_batch(batch, fill)
     }
 
-    /// Fill `n` sequences' blocks of `bufs` ([`StackEngine::fill_rows`]); every buffer's length
+    /// Fill `n` sequences' blocks of `bufs` ([`StackKernels::fill_rows`]); every buffer's length
     /// must be a multiple of `n`.
     pub fn fill_rows(
         &mut self,
@@ -210,7 +210,7 @@ impl<T: Scalar> StackRunner<T> {
         Ok(())
     }
 
-    /// [`StackRunner::fill_rows`] for f64 buffers ([`StackEngine::fill_rows_f64`]).
+    /// [`StackRunner::fill_rows`] for f64 buffers ([`StackKernels::fill_rows_f64`]).
     pub fn fill_rows_f64(
         &mut self,
         n: usize,

@@ -25,5 +25,5 @@ pub mod objective;
 pub mod probe;
 pub mod stack;
 
-pub use kernels::{StackEngine, StackRunner, StackScalar};
+pub use kernels::{StackKernels, StackReference, StackRunner};
 pub use stack::{StackCircuits, StackSpec};
