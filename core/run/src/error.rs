@@ -1,25 +1,31 @@
 //! The run layer's error: what went wrong, classified so that every front end maps it the same
 //! way (the CLI to exit codes 2 / 1, the C API to status codes, Python to exception types).
-use std::fmt;
 use std::path::PathBuf;
 
 /// What went wrong in a run-layer operation.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// Invalid input for the core (configuration, shapes, options), or a numerical failure.
-    Core(icl_core::Error),
+    #[error(transparent)]
+    Core(#[from] icl_core::Error),
     /// A file or folder is missing.
+    #[error("{}: no such file or folder", .0.display())]
     NotFound(PathBuf),
     /// A file exists but cannot be decoded.
+    #[error("{}: corrupt or not an icl file: {}", .0.display(), .1)]
     Corrupt(PathBuf, String),
     /// The operating system refused (permissions, full disk, ...).
+    #[error("{}: {}", .0.display(), .1)]
     Os(PathBuf, std::io::Error),
     /// A request that cannot be carried out as asked (an existing run folder without `force`,
     /// an unknown engine, an engine that cannot run here).
+    #[error("{0}")]
     Refused(String),
     /// An engine failed at run time (no device, driver error).
+    #[error("{0}")]
     Engine(String),
     /// An unknown name (engine, preset).
+    #[error("{0}")]
     UnknownName(String),
 }
 
@@ -56,28 +62,6 @@ pub fn is_bad_path(e: &std::io::Error) -> bool {
             | K::InvalidFilename
             | K::InvalidInput
     )
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::Core(e) => write!(f, "{e}"),
-            RunError::NotFound(p) => write!(f, "{}: no such file or folder", p.display()),
-            RunError::Corrupt(p, m) => {
-                write!(f, "{}: corrupt or not an icl file: {m}", p.display())
-            }
-            RunError::Os(p, e) => write!(f, "{}: {e}", p.display()),
-            RunError::Refused(m) | RunError::Engine(m) | RunError::UnknownName(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
-
-impl From<icl_core::Error> for RunError {
-    fn from(e: icl_core::Error) -> Self {
-        RunError::Core(e)
-    }
 }
 
 /// Result alias.

@@ -126,24 +126,17 @@ pub fn to_text(v: &Value) -> String {
 }
 
 /// A trajectory as CSV text (header = column names).
-fn csv_text(t: &Traj) -> String {
-    let mut s = t.columns.join(",");
-    s.push('\n');
-    for r in &t.rows {
-        s.push_str(
-            &r.iter()
-                .map(|v| format!("{v}"))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        s.push('\n');
-    }
-    s
+fn csv_text(t: &Traj) -> Result<String> {
+    let rows = t
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|v| format!("{v}")).collect());
+    crate::csv_text::csv_text(&t.columns, rows)
 }
 
 /// Write a trajectory as CSV (header = column names).
 pub fn write_csv(path: &Path, t: &Traj) -> Result<()> {
-    crate::folder::atomic_write(path, csv_text(t).as_bytes())
+    crate::folder::atomic_write(path, csv_text(t)?.as_bytes())
 }
 
 /// The plot of a trajectory (its plotted columns against column 0, reference lines dashed).
@@ -203,7 +196,7 @@ pub fn write_files(csv: Option<&Path>, svg: Option<&Path>, t: &Traj) -> Result<(
     check_outputs(csv, svg)?;
     let mut files: Vec<(&Path, Vec<u8>)> = Vec::new();
     if let Some(p) = csv {
-        files.push((p, csv_text(t).into_bytes()));
+        files.push((p, csv_text(t)?.into_bytes()));
     }
     if let Some(p) = svg {
         files.push((p, crate::plot::file_bytes(p, &figure(t)?.svg()?)?));

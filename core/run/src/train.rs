@@ -10,27 +10,15 @@
 //! run keeps its optimiser state in `model.safetensors`, so [`resume`] can also extend it.
 use crate::any::{AnyTrainer, Start};
 use crate::checkpoint;
+use crate::csv_text::{csv_text, metrics_row};
 use crate::dispatch;
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
-use crate::eval::EvalOptions;
 use crate::folder::RunDir;
-use crate::plot::{figures, lines_svg, Series};
-use crate::summary::{
-    config_json, pretty, HeadSummary, LinattnSummary, PlateauSummary, Risk, Summary,
-};
-use icl_core::config::{Config, LinNorm, TaskKind};
-use icl_core::families::attention::analysis::analyze;
-use icl_core::families::attention::eval::mc_risk;
-use icl_core::families::linear_attention::metrics::{
-    detect_plateaus, nearest_level, rel_dist, PlateauOptions,
-};
-use icl_core::families::linear_attention::LinattnTheory;
-use icl_core::model::Model;
-use icl_core::theory::zhang2025::{crossings, v_star};
+use crate::summary::{config_json, pretty, Summary};
+use icl_core::config::Config;
 use icl_core::train::{Options, Trainer};
-use icl_core::{Runner, Scalar};
-use std::fmt::Write as _;
+use icl_core::Scalar;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -395,51 +383,15 @@ fn train_loop<T: Scalar>(
     Ok(true)
 }
 
-fn csv_row(s: &mut String, step: u64, loss: f64, values: &[f64], short: bool) {
-    if short {
-        let _ = write!(s, "{step},{loss:.8e}");
-        for x in values {
-            let _ = write!(s, ",{x:.8e}");
-        }
-    } else {
-        let _ = write!(s, "{step},{loss:e}");
-        for x in values {
-            let _ = write!(s, ",{x:e}");
-        }
-    }
-    s.push('\n');
-}
-
 /// `metrics.csv`: step, loss and every probe column.
-fn metrics_csv<T: Scalar>(t: &Trainer<T>) -> String {
-    let mut s = String::from("step,loss");
-    for c in t.columns() {
-        s.push(',');
-        s.push_str(&c.name);
-    }
-    s.push('\n');
-    for r in &t.log {
-        csv_row(&mut s, r.step, r.loss, &r.values, true);
-    }
-    s
-}
-
-/// A CSV of one probe group: step and the group's columns.
-fn group_csv<T: Scalar>(t: &Trainer<T>, group: &str) -> String {
-    let mut s = String::from("step");
-    for c in t.columns().iter().filter(|c| c.group == group) {
-        s.push(',');
-        s.push_str(&c.name);
-    }
-    s.push('\n');
-    for r in &t.log {
-        let _ = write!(s, "{}", r.step);
-        for x in t.group(r, group) {
-            let _ = write!(s, ",{x:e}");
-        }
-        s.push('\n');
-    }
-    s
+fn metrics_csv<T: Scalar>(t: &Trainer<T>) -> Result<String> {
+    let mut header = vec!["step", "loss"];
+    header.extend(t.columns().iter().map(|c| c.name.as_str()));
+    let rows = t
+        .log
+        .iter()
+        .map(|r| metrics_row(r.step, r.loss, &r.values, true));
+    csv_text(&header, rows)
 }
 
 fn write_outputs<T: RunScalar>(
@@ -463,7 +415,7 @@ fn write_outputs<T: RunScalar>(
         &column_names(t),
         None,
     )?;
-    dir.write_text("metrics.csv", &metrics_csv(t))?;
+    dir.write_text("metrics.csv", &metrics_csv(t)?)?;
     if !t.snapshots.is_empty() {
         // transformers: Phi of every parameter set and head, each D x D
         let (heads, e) = checkpoint::snapshot_shape(&t.model.spec);
@@ -493,286 +445,9 @@ fn write_outputs<T: RunScalar>(
         transformer: None,
         risks: Vec::new(),
     };
-    let curve = t.curve();
-    if !t.model.spec.is_attention() {
-        let model = crate::any::Either::<Model<f32>, Model<f64>>::from_model(&t.model);
-        summary.transformer = crate::analyze::transformer_analysis(&cfg, &model).map(|x| x.0);
-        if o.eval_samples >= 2 {
-            let eo = EvalOptions {
-                lengths: vec![cfg.task.len],
-                samples: o.eval_samples,
-                seed: cfg.train.seed,
-                engine: o.engine.clone(),
-                multilayer: Default::default(),
-                temper: Default::default(),
-            };
-            let rows = crate::eval::eval_transformer(&cfg, &model, None, &eo)?.rows;
-            if let Some(r) = rows.iter().find(|r| r.estimator == "model") {
-                summary.risk = Some(Risk {
-                    len: cfg.task.len,
-                    risk: r.risk,
-                    stderr: r.stderr,
-                    samples: o.eval_samples,
-                });
-            }
-            summary.risks = rows;
-        }
-        loss_plot(dir, &curve)?;
-        pattern_plot(t, dir)?;
-    } else if cfg.task.kind == TaskKind::Eigs {
-        summary.linattn = Some(linattn_outputs(t, dir, &curve)?);
-    } else {
-        let rep = analyze(t.model.attention()?, &t.model.circuits()?);
-        summary.heads = rep
-            .heads
-            .iter()
-            .map(|h| HeadSummary {
-                omega: h.omega,
-                mu: h.mu,
-                kind: h.kind.as_str().into(),
-            })
-            .collect();
-        summary.sign_matching = Some(rep.sign_matching);
-        summary.eta_eff = rep.eta_eff;
-        if o.eval_samples >= 2 {
-            let mut runner = Runner::new(T::engine(&Engines::named(o.engine.as_deref()).0)?);
-            let r = mc_risk(
-                &t.task,
-                cfg.task.len,
-                o.eval_samples,
-                cfg.train.seed,
-                Some((&t.model, &mut runner)),
-                &[],
-            )?[0];
-            summary.risk = Some(Risk {
-                len: cfg.task.len,
-                risk: r.risk,
-                stderr: r.stderr,
-                samples: r.n,
-            });
-        }
-        loss_plot(dir, &curve)?;
-        omega_mu_plot(t, dir)?;
-    }
+    crate::outputs::write(t, dir, o.engine.as_deref(), o.eval_samples, &mut summary)?;
     dir.write_text("summary.json", &pretty(&summary))?;
     Ok(summary)
-}
-
-/// `loss.svg`: the training loss curve (log step and loss axes).
-fn loss_plot(dir: &RunDir, curve: &[(f64, f64)]) -> Result<()> {
-    if curve.len() >= 2 {
-        figures::loss(curve).write(&dir.file("loss.svg"))?;
-    }
-    Ok(())
-}
-
-/// `omega_mu.svg`: each head's omega and mu over training, from the `omega` and `mu` columns of
-/// the log (one-layer attention runs).
-fn omega_mu_plot<T: Scalar>(t: &Trainer<T>, dir: &RunDir) -> Result<()> {
-    if t.log.len() < 2 {
-        return Ok(());
-    }
-    let steps: Vec<f64> = t.log.iter().map(|r| r.step as f64).collect();
-    let per_head = |group: &str| -> Vec<Vec<f64>> {
-        let rows: Vec<Vec<f64>> = t.log.iter().map(|r| t.group(r, group)).collect();
-        let heads = rows.first().map_or(0, |r| r.len());
-        (0..heads)
-            .map(|h| rows.iter().map(|r| r[h]).collect())
-            .collect()
-    };
-    let (omega, mu) = (per_head("omega"), per_head("mu"));
-    if omega.is_empty() || mu.is_empty() {
-        return Ok(());
-    }
-    figures::omega_mu(&steps, &omega, &mu).write(&dir.file("omega_mu.svg"))
-}
-
-/// `pattern.svg`: ⟨u₁, ω⟩ and ⟨u₂, ω⟩ over training, from the `pattern` columns of the log
-/// (`u1_omega`, `u2_omega`, or `u1_omega_1`, `u2_omega_1`, ... per layer; transformer runs).
-fn pattern_plot<T: Scalar>(t: &Trainer<T>, dir: &RunDir) -> Result<()> {
-    if t.log.len() < 2 {
-        return Ok(());
-    }
-    let steps: Vec<f64> = t.log.iter().map(|r| r.step as f64).collect();
-    let rows: Vec<Vec<f64>> = t.log.iter().map(|r| t.group(r, "pattern")).collect();
-    let cols = rows.first().map_or(0, |r| r.len());
-    if cols < 2 {
-        return Ok(());
-    }
-    // columns come in (u1, u2) pairs per parameter set
-    let col = |j: usize| -> Vec<f64> { rows.iter().map(|r| r[j]).collect() };
-    let u1: Vec<Vec<f64>> = (0..cols / 2).map(|k| col(2 * k)).collect();
-    let u2: Vec<Vec<f64>> = (0..cols / 2).map(|k| col(2 * k + 1)).collect();
-    figures::pattern(&steps, &u1, &u2).write(&dir.file("pattern.svg"))
-}
-
-/// The Zhang et al. (2025) outputs: plateaus against the theory levels, group CSVs and plots.
-fn linattn_outputs<T: Scalar>(
-    t: &Trainer<T>,
-    dir: &RunDir,
-    curve: &[(f64, f64)],
-) -> Result<LinattnSummary> {
-    let cfg = &t.cfg;
-    let th = LinattnTheory::of(cfg, &t.task);
-    let levels = th.levels.clone();
-    let plateaus = detect_plateaus(curve, &PlateauOptions::default());
-    let vstar = v_star(&th.spectrum.lambda, th.inv_n).unwrap_or_default();
-    let pl: Vec<PlateauSummary> = plateaus
-        .iter()
-        .map(|p| {
-            let (m, theory) = nearest_level(&levels, p.loss);
-            let mm = th.spectrum.pcr_matrix(m, th.inv_n);
-            PlateauSummary {
-                loss: p.loss,
-                theory,
-                m,
-                start_step: p.start_step,
-                end_step: p.end_step,
-                at_step: p.mid_step,
-                pcr_distance: rel_dist(&t.group(&t.log[p.mid_index], "m"), &mm),
-            }
-        })
-        .collect();
-    let last = t.log.last();
-    let tests: Vec<String> = t
-        .columns()
-        .iter()
-        .filter(|c| c.group == "test")
-        .map(|c| c.name.clone())
-        .collect();
-    let twin = t.column("cubic_mlp");
-    let twin_diff = twin.as_ref().map(|tw| {
-        tw.iter()
-            .zip(&t.log)
-            .map(|(l, r)| (l - r.loss).abs())
-            .fold(0.0f64, f64::max)
-    });
-    // loss.csv: step, loss, test losses, the twin, the theory levels
-    let mut csv = String::from("step,loss");
-    for n in &tests {
-        let _ = write!(csv, ",{n}");
-    }
-    if twin.is_some() {
-        csv.push_str(",cubic_mlp");
-    }
-    for m in 0..levels.len() {
-        let _ = write!(csv, ",theory_L{m}");
-    }
-    csv.push('\n');
-    for r in &t.log {
-        let mut vals = t.group(r, "test");
-        vals.extend(t.group(r, "cubic_mlp"));
-        vals.extend(&levels);
-        csv_row(&mut csv, r.step, r.loss, &vals, false);
-    }
-    dir.write_text("loss.csv", &csv)?;
-    dir.write_text("values.csv", &group_csv(t, "values"))?;
-    dir.write_text("alignment.csv", &group_csv(t, "align"))?;
-    dir.write_text("m.csv", &group_csv(t, "m"))?;
-
-    let x_end = curve.last().map(|p| p.0).unwrap_or(1.0).max(1.0);
-    let mut series = vec![Series::line("train loss", curve.to_vec())];
-    for n in &tests {
-        let pts = t.column(n).unwrap_or_default();
-        series.push(Series::line(
-            n.replace('_', " "),
-            t.log
-                .iter()
-                .zip(pts)
-                .map(|(r, l)| (r.step as f64, l))
-                .collect(),
-        ));
-    }
-    if let Some(tw) = &twin {
-        series.push(Series::line(
-            "cubic-feature MLP",
-            t.log
-                .iter()
-                .zip(tw)
-                .map(|(r, l)| (r.step as f64, *l))
-                .collect(),
-        ));
-    }
-    for (m, l) in levels.iter().enumerate() {
-        series.push(Series::level(format!("L(M_{m}) = {l:.4}"), *l, 0.0, x_end));
-    }
-    if curve.len() >= 2 {
-        lines_svg(
-            &dir.file("loss.svg"),
-            "loss and theory plateaus",
-            "step",
-            "loss",
-            &series,
-            false,
-        )?;
-        let mut vs: Vec<Series> = (0..t.model.attention()?.heads)
-            .map(|h| {
-                Series::line(
-                    format!("v_{}", h + 1),
-                    t.log
-                        .iter()
-                        .map(|r| (r.step as f64, t.group(r, "values")[h]))
-                        .collect(),
-                )
-            })
-            .collect();
-        if cfg.model.lin_norm == LinNorm::Len {
-            for (d, v) in vstar.iter().enumerate() {
-                vs.push(Series::level(
-                    format!("v*_{} = {v:.3}", d + 1),
-                    *v,
-                    0.0,
-                    x_end,
-                ));
-            }
-        }
-        lines_svg(
-            &dir.file("values.svg"),
-            "value weights v_h(t)",
-            "step",
-            "v",
-            &vs,
-            false,
-        )?;
-    }
-    let final_values = last.map(|r| t.group(r, "values"));
-    Ok(LinattnSummary {
-        theory_levels: levels.clone(),
-        inv_n: th.inv_n,
-        eigenvalues: th.spectrum.lambda.clone(),
-        drops: pl.len().saturating_sub(1),
-        plateaus: pl,
-        crossings: crossings(&levels, curve),
-        grown_values: final_values.as_ref().map(|v| {
-            let vmax = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-            v.iter().filter(|x| x.abs() > 0.25 * vmax).count()
-        }),
-        final_values,
-        v_star: vstar,
-        final_pcr_distance: last.map(|r| {
-            rel_dist(
-                &t.group(r, "m"),
-                &th.spectrum.pcr_matrix(levels.len() - 1, th.inv_n),
-            )
-        }),
-        conservation_drift: last.and_then(|r| t.group(r, "drift").first().copied()),
-        tests: tests
-            .iter()
-            .map(|n| {
-                let v = last
-                    .and_then(|r| {
-                        t.columns()
-                            .iter()
-                            .position(|c| &c.name == n)
-                            .map(|k| r.values[k])
-                    })
-                    .map(serde_json::Value::from)
-                    .unwrap_or(serde_json::Value::Null);
-                (n.clone(), v)
-            })
-            .collect(),
-        cubic_mlp_max_abs_diff: twin_diff,
-    })
 }
 
 /// The staging folder of a run: `.NAME.partial/` beside `out`, locked while we write it.

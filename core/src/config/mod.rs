@@ -667,10 +667,17 @@ impl Key {
 }
 
 /// Declares a config section: the struct, its `Default`, its key table and value access.
+///
+/// A key added after the first release names its **legacy value** (`, legacy VALUE` after the
+/// doc): the value every config written before the key existed means. The key is then written
+/// ([`Config::to_toml`], summaries) only when it differs from that value, and a config read from
+/// TOML without the key ([`Config::from_toml`]: run folders, checkpoints, `--config` files) gets
+/// it, so old runs keep their bytes and resume, evaluate and reproduce as before. Its default
+/// (new configs and presets) may differ.
 macro_rules! section {
     ($(#[$m:meta])* pub struct $name:ident in $section:literal {
         $($(#[$fm:meta])* $field:ident : $ty:ty = $default:expr
-            => $key:literal $(| $alias:literal)*, $range:expr, $doc:literal;)*
+            => $key:literal $(| $alias:literal)*, $range:expr, $doc:literal $(, legacy $legacy:expr)?;)*
     }) => {
         $(#[$m])*
         #[derive(Debug, Clone, PartialEq)]
@@ -701,8 +708,29 @@ macro_rules! section {
             }
 
             /// (name, value) of every key, in declaration order.
-            fn values(&self) -> Vec<(&'static str, Value)> {
+            #[allow(dead_code)]
+            fn all_values(&self) -> Vec<(&'static str, Value)> {
                 vec![$(($key, self.$field.value())),*]
+            }
+
+            /// (name, value) of the keys to write, in declaration order: every key but those at
+            /// their legacy value.
+            fn values(&self) -> Vec<(&'static str, Value)> {
+                let mut out = Vec::new();
+                $(
+                    let v = self.$field.value();
+                    let at_legacy = false $(|| v == <$ty as Field>::value(&$legacy))?;
+                    if !at_legacy {
+                        out.push(($key, v));
+                    }
+                )*
+                out
+            }
+
+            /// Set every key that has a legacy value to it (a config written before those keys).
+            #[allow(dead_code)]
+            fn set_legacy(&mut self) {
+                $($(self.$field = $legacy;)?)*
             }
 
             /// Every field checked against its key's range (for values set directly in Rust).
@@ -990,9 +1018,9 @@ impl Config {
     pub fn get(&self, dotted: &str) -> Result<Value> {
         let k = key(dotted).ok_or_else(|| unknown_key(dotted))?;
         let values = match k.section {
-            "task" => self.task.values(),
-            "model" => self.model.values(),
-            _ => self.train.values(),
+            "task" => self.task.all_values(),
+            "model" => self.model.all_values(),
+            _ => self.train.all_values(),
         };
         Ok(values
             .into_iter()
@@ -1051,8 +1079,12 @@ impl Config {
     }
 
     /// Parse a TOML config on top of the defaults (`he2025`) and validate it.
+    /// Keys the text does not give that have a legacy value read as it (see `section!`).
     pub fn from_toml(text: &str) -> Result<Config> {
         let mut c = Config::default();
+        c.task.set_legacy();
+        c.model.set_legacy();
+        c.train.set_legacy();
         c.apply_toml(text)?;
         Ok(c)
     }
@@ -1678,5 +1710,37 @@ mod tests {
         );
         c.validate().unwrap();
         assert_eq!(Config::from_toml(&c.to_toml()).unwrap(), c);
+    }
+}
+
+#[cfg(test)]
+mod legacy_tests {
+    #![allow(dead_code)]
+    use super::*;
+
+    section! {
+        /// A section with a key added later (legacy value 1, default 2 for new configs).
+        pub struct Demo in "demo" {
+            old: u64 = 5 => "old", Range::Any, "a key from the first release";
+            law: u64 = 2 => "law", Range::Any, "a key added later", legacy 1;
+        }
+    }
+
+    #[test]
+    fn a_key_at_its_legacy_value_is_not_written_and_a_missing_one_reads_as_it() {
+        let mut d = Demo::default();
+        // new configs: the default (2) differs from the legacy value, so it is written
+        assert_eq!(
+            d.values(),
+            vec![("old", Value::Integer(5)), ("law", Value::Integer(2))]
+        );
+        // a config from before the key: the legacy value, not written (old bytes)
+        d.set_legacy();
+        assert_eq!(d.law, 1);
+        assert_eq!(d.values(), vec![("old", Value::Integer(5))]);
+        // but it is still a key with a value
+        assert_eq!(d.all_values().len(), 2);
+        assert!(d.set_value("law", &Value::Integer(2)).unwrap());
+        assert_eq!(d.values().len(), 2);
     }
 }

@@ -8,13 +8,13 @@
 //! the same bytes. The timing goes to `runs.csv` (`run, state, steps, seconds, steps_per_s`).
 use super::plan::{load, PlannedRun, SEED_KEY};
 use crate::checkpoint::load_config;
+use crate::csv_text::csv_text;
 use crate::error::{Result, RunError};
 use crate::folder::{atomic_write, read_text, RunDir};
 use crate::plot::{lines_svg, Series};
 use crate::summary::Summary;
 use crate::train::staging_path;
 use serde_json::Value;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Where a run of a sweep stands.
@@ -228,14 +228,6 @@ fn columns(runs: &[PlannedRun]) -> Vec<String> {
     cols
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -265,7 +257,7 @@ pub fn collect(dir: &Path, partial: bool) -> Result<Collected> {
     }
     let cols = columns(&runs);
     let mut rows = Vec::new();
-    let mut timing = String::from("run,state,steps,seconds,steps_per_s\n");
+    let mut timing: Vec<Vec<String>> = Vec::new();
     for (r, st) in runs.iter().zip(&states) {
         let out = dir.join(&r.name);
         match st.state {
@@ -274,14 +266,22 @@ pub fn collect(dir: &Path, partial: bool) -> Result<Collected> {
                 seconds,
                 steps_per_s,
             } => {
-                let _ = writeln!(
-                    timing,
-                    "{},complete,{steps},{seconds},{steps_per_s}",
-                    csv_field(&r.name)
-                );
+                timing.push(vec![
+                    r.name.clone(),
+                    "complete".into(),
+                    steps.to_string(),
+                    seconds.to_string(),
+                    steps_per_s.to_string(),
+                ]);
             }
             ref s => {
-                let _ = writeln!(timing, "{},{},,,", csv_field(&r.name), s.label());
+                timing.push(vec![
+                    r.name.clone(),
+                    s.label().to_string(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
                 continue;
             }
         }
@@ -312,21 +312,21 @@ pub fn collect(dir: &Path, partial: bool) -> Result<Collected> {
             });
         }
     }
-    let mut csv = String::from("run");
-    for c in &cols {
-        let _ = write!(csv, ",{}", csv_field(c));
-    }
-    csv.push_str(",metric,value\n");
+    let mut header = vec!["run".to_string()];
+    header.extend(cols.iter().cloned());
+    header.extend(["metric".to_string(), "value".to_string()]);
+    let mut csv_rows = Vec::with_capacity(rows.len());
     let mut json_rows = Vec::with_capacity(rows.len());
     for row in &rows {
-        csv.push_str(&csv_field(&row.run));
+        let mut fields = vec![row.run.clone()];
         let mut obj = serde_json::Map::new();
         obj.insert("run".into(), Value::from(row.run.clone()));
         for (k, v) in &row.values {
-            let _ = write!(csv, ",{}", csv_field(&value_text(v)));
+            fields.push(value_text(v));
             obj.insert(k.clone(), v.clone());
         }
-        let _ = writeln!(csv, ",{},{}", csv_field(&row.metric), row.value);
+        fields.extend([row.metric.clone(), row.value.to_string()]);
+        csv_rows.push(fields);
         obj.insert("metric".into(), Value::from(row.metric.clone()));
         obj.insert("value".into(), Value::from(row.value));
         json_rows.push(Value::Object(obj));
@@ -339,9 +339,12 @@ pub fn collect(dir: &Path, partial: bool) -> Result<Collected> {
         files.push(p);
         Ok(())
     };
-    write("results.csv", &csv)?;
+    write("results.csv", &csv_text(&header, csv_rows)?)?;
     write("results.json", &crate::summary::pretty(&json))?;
-    write("runs.csv", &timing)?;
+    write(
+        "runs.csv",
+        &csv_text(&["run", "state", "steps", "seconds", "steps_per_s"], timing)?,
+    )?;
     for (metric, file, title) in [
         (
             "final_loss",
