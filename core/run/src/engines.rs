@@ -35,7 +35,7 @@ fn unknown(name: &str) -> RunError {
     ))
 }
 
-/// Check the environment's `ICL_SIMD` (README: `sse2|avx2|avx512` forces a vector level): a
+/// Check the environment's `ICL_SIMD` (docs/speed.md: `sse2|avx2|avx512` forces a vector level): a
 /// value that names no level is refused rather than silently running at the detected level.
 pub fn check_simd_env() -> Result<()> {
     icl_simd::dispatch::requested().map(|_| ()).map_err(|v| {
