@@ -846,8 +846,8 @@ icl_status icl_theory_list(char *buf, size_t cap, size_t *needed);
  * The temperature quantities take `run` = a run folder (`icl train`'s, or one holding a
  * `model.safetensors` that `icl_model_save` wrote): its checkpoint is read and the closed forms
  * are evaluated at the linearised layer of its one softmax head, `d`, `l` and the test
- * distribution defaulting to the run's (as `icl theory ... --run DIR`; README "Temperature of a
- * trained run").
+ * distribution defaulting to the run's (as `icl theory ... --run DIR`; docs/papers/temperature.md,
+ * "Temperature of a trained run").
  *
  * Returns ICL_OK, or:
  * - ICL_ERR_UNKNOWN_NAME: no quantity has this name (exact, case-sensitive);

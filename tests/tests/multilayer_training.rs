@@ -1,8 +1,8 @@
 //! The multilayer paper's training claims (spec §9 tests 9–20) at a reduced size that fits CI:
 //! d = 5 as in the paper, but L = 40 instead of 120, batch 64 instead of 256, Adam at 3e-3
 //! instead of 1e-3 and 6000 steps instead of 100k–200k (the loosened tolerances say why). The
-//! paper-size runs are in the README and the issue notes. Every number is measured here, on
-//! fresh evaluation streams, against the noise-free target.
+//! paper-size runs are in docs/papers/multilayer.md and the issue notes. Every number is
+//! measured here, on fresh evaluation streams, against the noise-free target.
 use icl_core::config::Config;
 use icl_core::families::iv;
 use icl_core::families::iv::eval::Reference;

@@ -23,8 +23,8 @@ paper) at the linearised layer of a one-layer, one-head softmax run (M11 = C_f K
 0; the keys the run's), with d, l = L + 1 and the test distribution the run's unless given. That is the run's \
 first-order expansion in the logits, not the run: on he2025-h1 (30000 steps, l = 41) it puts G(1) 21 % below \
 what `icl eval DIR --tau 1` measures and tau_opt 12 % below the run's held-out `--tau opt`, while the shift of \
-tau_opt under `--test-sigma-x 2` (x 1.99) matches the run's under `--shift x_cov=2` (x 1.98). README: \
-\"Temperature of a trained run\"."
+tau_opt under `--test-sigma-x 2` (x 1.99) matches the run's under `--shift x_cov=2` (x 1.98). See \
+docs/papers/temperature.md, \"Temperature of a trained run\"."
 )]
 pub struct Args {
     /// Quantity name (`icl theory --list` shows all).

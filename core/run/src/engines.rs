@@ -121,7 +121,7 @@ fn entry(name: &str) -> Result<&'static EngineEntry> {
         .ok_or_else(|| unknown(name))
 }
 
-/// Check the environment's `ICL_SIMD` (README: `sse2|avx2|avx512` forces a vector level): a
+/// Check the environment's `ICL_SIMD` (docs/speed.md: `sse2|avx2|avx512` forces a vector level): a
 /// value that names no level is refused rather than silently running at the detected level.
 pub fn check_simd_env() -> Result<()> {
     icl_simd::dispatch::requested().map(|_| ()).map_err(|v| {

@@ -1186,7 +1186,7 @@ const TEMP: &[P] = &[
     P("test-sigma-w", Some("1"), "test task covariance"),
 ];
 
-const RUN_DOC: &str = "a trained one-layer, one-head softmax run: its linearised layer (M11 = C_f KQ_11, m21 set to 0 as Assumption 4.5 asks, v21, v22 = OV) replaces Lemma 4.1, the keys are the run's (context only unless model.self_attend), and d, l = L + 1 and the test distribution default to the run's training ones (Sigma_w = I/d, noise task.sigma2); the train-* and pretrain flags do not apply. It describes the run's linearisation (logits small), not the softmax run itself: `icl eval DIR --tau` measures that (on he2025-h1: G(1) 21 % below the run's, tau_opt 12 % below; README)";
+const RUN_DOC: &str = "a trained one-layer, one-head softmax run: its linearised layer (M11 = C_f KQ_11, m21 set to 0 as Assumption 4.5 asks, v21, v22 = OV) replaces Lemma 4.1, the keys are the run's (context only unless model.self_attend), and d, l = L + 1 and the test distribution default to the run's training ones (Sigma_w = I/d, noise task.sigma2); the train-* and pretrain flags do not apply. It describes the run's linearisation (logits small), not the softmax run itself: `icl eval DIR --tau` measures that (on he2025-h1: G(1) 21 % below the run's, tau_opt 12 % below; docs/papers/temperature.md)";
 
 const FORM_DOC: &str = "exact (default: the exact finite-size error of the model) | paper (Theorem 4.6: leading order in d and l)";
 

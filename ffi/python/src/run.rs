@@ -211,7 +211,7 @@ impl Run {
     }
 
     /// The model's parameters in the checkpoint layout (`q_proj.weight`, ... for the full
-    /// parametrisation; see the README), as float64 arrays.
+    /// parametrisation; see docs/run-folders.md), as float64 arrays.
     fn params<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let p = self.model.params_f64();
         let d = PyDict::new(py);

@@ -116,8 +116,8 @@ def test_module_constants():
 
 
 def test_theory_run_equals_cli(tmp_path, cli, cli_json):
-    # the temperature closed forms at a one-head softmax run's linearised layer (README
-    # "Temperature of a trained run"): a folder as str or path, or the Run itself
+    # the temperature closed forms at a one-head softmax run's linearised layer
+    # (docs/papers/temperature.md, "Temperature of a trained run"): a folder as str or path, or the Run itself
     cfg = icl.Config.preset("he2025-h1").set("task.L", 10)
     run = icl.train(cfg, steps=50, out=tmp_path / "h1", progress=False, eval_samples=0)
     want = cli_json("theory", "optimal-temperature", "--run", run.dir, "--json")

@@ -69,8 +69,8 @@ pub unsafe extern "C" fn icl_theory_list(
 /// The temperature quantities take `run` = a run folder (`icl train`'s, or one holding a
 /// `model.safetensors` that `icl_model_save` wrote): its checkpoint is read and the closed forms
 /// are evaluated at the linearised layer of its one softmax head, `d`, `l` and the test
-/// distribution defaulting to the run's (as `icl theory ... --run DIR`; README "Temperature of a
-/// trained run").
+/// distribution defaulting to the run's (as `icl theory ... --run DIR`; docs/papers/temperature.md,
+/// "Temperature of a trained run").
 ///
 /// Returns ICL_OK, or:
 /// - ICL_ERR_UNKNOWN_NAME: no quantity has this name (exact, case-sensitive);

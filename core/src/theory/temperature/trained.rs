@@ -16,7 +16,8 @@
 //!
 //! The softmax and its linearisation agree when the logits are small (`|s| / tau << 1`); a
 //! trained run's logits are O(1) at tau = 1, so the closed forms describe the linearised model,
-//! not the run itself (README "Temperature of a trained run" gives the measured gap).
+//! not the run itself (docs/papers/temperature.md, "Temperature of a trained run", gives the
+//! measured gap).
 use super::{Gaussian, Params};
 use crate::config::{AttentionKind, Config, TaskKind};
 use crate::model::{Model, Net};
