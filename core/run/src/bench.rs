@@ -4,9 +4,9 @@
 //! measurement, not a test: numbers depend on the machine and its load.
 use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
-use icl_core::families::iv::{self, IvSpec};
+use icl_core::families::iv;
 use icl_core::families::stack::objective::sample_stack_batch;
-use icl_core::families::stack::{StackRunner, StackSpec};
+use icl_core::families::stack::StackRunner;
 use icl_core::model::{Circuits, Net};
 use icl_core::rng::Domain;
 use icl_core::train::{Options, Trainer};
@@ -60,68 +60,11 @@ pub struct BenchRow {
     pub rss_kb_start: u64,
     pub rss_kb_end: u64,
     pub final_loss: f64,
-    /// Arithmetic of the forward + backward ([`kernel_flops`], [`stack_flops`], [`iv_flops`]) per
+    /// Arithmetic of the forward + backward (`ModelSpec::step_flops`) per
     /// second, in GFLOP/s.
     pub gflops: Option<f64>,
     /// The stated peak for the threads used ([`peak_gflops`]).
     pub peak_gflops: Option<f64>,
-}
-
-/// Floating-point operations of one training step's forward + backward of one-layer softmax
-/// attention, per sequence and head `2 (2 E^2 + 4 K E + 3 n_out E + 3 K)` (E the token width, K
-/// the keys; a multiply-add counts 2; `exp` and the data generation are not counted), times heads
-/// and batch.
-pub fn kernel_flops(heads: usize, e: usize, keys: usize, n_out: usize, batch: usize) -> f64 {
-    let per = 2 * (2 * e * e + 4 * keys * e + 3 * n_out * e + 3 * keys);
-    (per * heads * batch) as f64
-}
-
-/// Floating-point operations of one training step's forward + backward of the model of `spec`
-/// under `cfg` (its context length and batch): [`kernel_flops`], [`stack_flops`] or
-/// [`iv_flops`].
-pub fn step_flops(spec: &icl_core::model::ModelSpec, cfg: &Config) -> f64 {
-    let (len, batch) = (cfg.task.len, cfg.train.batch);
-    match &spec.net {
-        Net::Attention(s) => kernel_flops(s.heads, s.e(), s.keys(len), s.n_out, batch),
-        Net::Stack(sp) => stack_flops(sp, len, batch),
-        Net::Iv(sp) => iv_flops(sp, len, batch),
-    }
-}
-
-/// Floating-point operations of one head on one column (K keys, tokens of width E) of a
-/// softmax attention layer: forward `4 K E + 4 E^2 + 3 K` (p = Phi z, the scores, the softmax,
-/// the mixing m = sum a z, Psi m), backward `8 K E + 8 E^2 + 4 K` (the circuit gradients, the
-/// score and mixing gradients, the softmax's), of which `4 K E + 2 E^2` is the gradient of the
-/// layer's input. A multiply-add counts 2; `exp` is not counted.
-fn column_flops(e: usize, keys: usize) -> (usize, usize, usize) {
-    (
-        4 * keys * e + 4 * e * e + 3 * keys,
-        8 * keys * e + 8 * e * e + 4 * keys,
-        4 * keys * e + 2 * e * e,
-    )
-}
-
-/// Floating-point operations of one training step's forward + backward of a transformer stack
-/// (T layers over N = K + 1 columns, H heads, batch B): the arithmetic the loss gradient needs,
-/// i.e. [`column_flops`] over the N columns of layers 1..T-1 and the query column of layer T
-/// (the loss reads nothing else), without the first layer's input gradient; times H and B.
-/// Data generation is not counted.
-pub fn stack_flops(spec: &StackSpec, keys: usize, batch: usize) -> f64 {
-    let (n, t) = (keys + 1, spec.layers);
-    let (f, b, input) = column_flops(spec.e, keys);
-    let cols = (t - 1) * n + 1;
-    let first = if t == 1 { 1 } else { n };
-    let per = cols * (f + b) - first * input;
-    (per * spec.heads * batch) as f64
-}
-
-/// Floating-point operations of one training step of the two-block IV model: stage 1's loss and
-/// gradient ([`stack_flops`]), its forward over every column for the fitted covariates (the
-/// leave-one-out pass; counted with all K keys), and stage 2's loss and gradient.
-pub fn iv_flops(spec: &IvSpec, keys: usize, batch: usize) -> f64 {
-    let (f, _, _) = column_flops(spec.st1.e, keys);
-    let xhat = spec.st1.layers * (keys + 1) * f * spec.st1.heads * batch;
-    stack_flops(&spec.st1, keys, batch) + xhat as f64 + stack_flops(&spec.st2, keys, batch)
 }
 
 /// Nominal clock of this machine in GHz (`cpu MHz` of /proc/cpuinfo), if known.
@@ -235,7 +178,8 @@ pub fn measure<T: RunScalar>(
         };
         let spec = &tr.model.spec;
         let simd_level = crate::engines::simd_level::<T>(engine, &spec.net);
-        let gflops = Some(step_flops(spec, cfg) * steps as f64 / secs / 1e9);
+        let gflops =
+            Some(spec.step_flops(cfg.task.len, cfg.train.batch) * steps as f64 / secs / 1e9);
         let peak_gflops = simd_level
             .as_deref()
             .and_then(|l| peak_gflops(threads, l, 8 * core::mem::size_of::<T>()));
@@ -349,6 +293,8 @@ pub fn vulkan_predict(cfg: &Config) -> Result<icl_vulkan::bench::BenchReport> {
 mod tests {
     use super::*;
     use icl_core::config::AttentionKind;
+    use icl_core::families::iv::IvSpec;
+    use icl_core::families::stack::StackSpec;
 
     fn sp(layers: usize, heads: usize) -> StackSpec {
         StackSpec {
@@ -367,15 +313,15 @@ mod tests {
         // one key, tokens of width 2: per column forward 8 + 16 + 3 = 27, backward 16 + 32 + 4 =
         // 52, input gradient 8 + 8 = 16
         // T = 1: the query column only, no input gradient
-        assert_eq!(stack_flops(&sp(1, 1), 1, 1), (27 + 52 - 16) as f64);
+        assert_eq!(sp(1, 1).step_flops(1, 1), (27 + 52 - 16) as f64);
         // T = 3 over N = 2 columns: 2 + 2 + 1 columns, the first layer's 2 without input gradient
         assert_eq!(
-            stack_flops(&sp(3, 2), 1, 5),
+            sp(3, 2).step_flops(1, 5),
             ((5 * 79 - 2 * 16) * 2 * 5) as f64
         );
         // the multilayer paper's step (T = 3, H = 2, E = 6, L = 120, batch 256): ~1.05 GFLOP
         // (all columns of every layer with every input gradient would be 1.84)
-        let paper = stack_flops(&StackSpec { e: 6, ..sp(3, 2) }, 120, 256);
+        let paper = StackSpec { e: 6, ..sp(3, 2) }.step_flops(120, 256);
         assert!((paper / 1e9 - 1.0503).abs() < 1e-3, "{paper}");
     }
 
@@ -396,14 +342,14 @@ mod tests {
         // stage 1's forward over all 201 columns: 4 K E + 4 E^2 + 3 K = 8000 + 400 + 600 per
         // column and head
         let xhat = (201 * 9000 * 2 * b) as f64;
-        let total = iv_flops(&spec, k, b);
+        let total = spec.step_flops(k, b);
         assert_eq!(
             total,
-            stack_flops(&spec.st1, k, b) + xhat + stack_flops(&spec.st2, k, b)
+            spec.st1.step_flops(k, b) + xhat + spec.st2.step_flops(k, b)
         );
         // the paper's step: about 3.35 GFLOP, below the 4-layer one-stage model's 3.82
         assert!((total / 1e9 - 3.346).abs() < 1e-3, "{total}");
-        let tf_ref = stack_flops(&StackSpec { e: 5, ..sp(4, 2) }, k, b);
+        let tf_ref = StackSpec { e: 5, ..sp(4, 2) }.step_flops(k, b);
         assert!(total < tf_ref, "{total} vs {tf_ref}");
     }
 }

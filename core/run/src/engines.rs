@@ -209,7 +209,7 @@ pub fn simd_fallback_note(cfg: &Config, engine: Option<&str>) -> Option<String> 
         return None;
     }
     let list: Vec<String> = slow.iter().map(|e| e.to_string()).collect();
-    let flops = crate::bench::step_flops(&spec, cfg);
+    let flops = spec.step_flops(cfg.task.len, cfg.train.batch);
     let (lo, hi) = SCALAR_GFLOPS;
     Some(format!(
         "the simd engine's multi-layer kernels take token widths up to {}; this model's E = {} \
@@ -358,10 +358,9 @@ mod tests {
             "{note}"
         );
         // with the step's arithmetic (stack_flops of the default transformer at d = 24) and time
-        let flops = crate::bench::step_flops(
-            &icl_core::model::ModelSpec::from_config(&tf("24")).expect("spec"),
-            &tf("24"),
-        );
+        let flops = icl_core::model::ModelSpec::from_config(&tf("24"))
+            .expect("spec")
+            .step_flops(tf("24").task.len, tf("24").train.batch);
         assert!(flops > 0.0, "{flops}");
         assert!(note.contains(&flop_text(flops)), "{note}");
         assert!(

@@ -106,6 +106,16 @@ impl ModelSpec {
         }
     }
 
+    /// Floating-point operations of one training step's forward + backward at context length
+    /// `len` and batch `batch` (each family's count; data generation not counted).
+    pub fn step_flops(&self, len: usize, batch: usize) -> f64 {
+        match &self.net {
+            Net::Attention(s) => s.step_flops(len, batch),
+            Net::Stack(s) => s.step_flops(len, batch),
+            Net::Iv(s) => s.step_flops(len, batch),
+        }
+    }
+
     /// Total number of parameters.
     pub fn n_params(&self) -> usize {
         self.tensors().iter().map(|t| t.len()).sum()

@@ -96,6 +96,16 @@ impl AttentionSpec {
         }
     }
 
+    /// Floating-point operations of one training step's forward + backward at context length
+    /// `len` and batch `batch`, per sequence and head `2 (2 E^2 + 4 K E + 3 n_out E + 3 K)` (E the
+    /// token width, K the keys; a multiply-add counts 2; `exp` and the data generation are not
+    /// counted), times heads and batch.
+    pub fn step_flops(&self, len: usize, batch: usize) -> f64 {
+        let (e, k) = (self.e(), self.keys(len));
+        let per = 2 * (2 * e * e + 4 * k * e + 3 * self.n_out * e + 3 * k);
+        (per * self.heads * batch) as f64
+    }
+
     /// Number of keys the query attends to at context length `len`.
     #[inline]
     pub fn keys(&self, len: usize) -> usize {

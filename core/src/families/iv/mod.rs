@@ -39,6 +39,14 @@ impl IvSpec {
         shapes.extend(self.st2.tensor_shapes(["st2.k", "st2.q", "st2.v", "st2.o"]));
         layout(shapes)
     }
+    /// Floating-point operations of one training step: stage 1's loss and gradient
+    /// ([`StackSpec::step_flops`]), its forward over every column for the fitted covariates (the
+    /// leave-one-out pass; counted with all K keys), and stage 2's loss and gradient.
+    pub fn step_flops(&self, keys: usize, batch: usize) -> f64 {
+        let (f, _, _) = stack::column_flops(self.st1.e, keys);
+        let xhat = self.st1.layers * (keys + 1) * f * self.st1.heads * batch;
+        self.st1.step_flops(keys, batch) + xhat as f64 + self.st2.step_flops(keys, batch)
+    }
     /// Parameters: stage 1's k, q, v, o, then stage 2's.
     pub fn n_params(&self) -> usize {
         self.st1.n_params() + self.st2.n_params()

@@ -52,6 +52,19 @@ impl StackSpec {
     pub fn n_params(&self) -> usize {
         4 * self.sets() * self.per_set()
     }
+    /// Floating-point operations of one training step's forward + backward (T layers over N =
+    /// K + 1 columns, H heads, batch B): the arithmetic the loss gradient needs, i.e.
+    /// [`column_flops`] over the N columns of layers 1..T-1 and the query column of layer T (the
+    /// loss reads nothing else), without the first layer's input gradient; times H and B. Data
+    /// generation is not counted.
+    pub fn step_flops(&self, keys: usize, batch: usize) -> f64 {
+        let (n, t) = (keys + 1, self.layers);
+        let (f, b, input) = column_flops(self.e, keys);
+        let cols = (t - 1) * n + 1;
+        let first = if t == 1 { 1 } else { n };
+        let per = cols * (f + b) - first * input;
+        (per * self.heads * batch) as f64
+    }
     /// The shape of each of the tensors `k`, `q`, `v`, `o`: [sets, H, D, D].
     pub fn tensor_shape(&self) -> Vec<usize> {
         vec![self.sets(), self.heads, self.e, self.e]
@@ -390,4 +403,17 @@ impl<T: Scalar> StackCircuits<T> {
         crate::tempered::divide_logits(&mut c.phi, tau);
         Ok(c)
     }
+}
+
+/// Floating-point operations of one head on one column (K keys, tokens of width E) of a
+/// softmax attention layer: forward `4 K E + 4 E^2 + 3 K` (p = Phi z, the scores, the softmax,
+/// the mixing m = sum a z, Psi m), backward `8 K E + 8 E^2 + 4 K` (the circuit gradients, the
+/// score and mixing gradients, the softmax's), of which `4 K E + 2 E^2` is the gradient of the
+/// layer's input. A multiply-add counts 2; `exp` is not counted.
+pub fn column_flops(e: usize, keys: usize) -> (usize, usize, usize) {
+    (
+        4 * keys * e + 4 * e * e + 3 * keys,
+        8 * keys * e + 8 * e * e + 4 * keys,
+        4 * keys * e + 2 * e * e,
+    )
 }
