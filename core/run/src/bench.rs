@@ -291,7 +291,6 @@ pub fn vulkan_predict(cfg: &Config) -> Result<icl_vulkan::bench::BenchReport> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use icl_core::config::AttentionKind;
     use icl_core::families::iv::IvSpec;
     use icl_core::families::stack::StackSpec;
