@@ -1,8 +1,12 @@
 //! The order of the core's modules (docs/architecture.md): every `crate::` path in the core's
 //! code points down this list, or stays inside its own unit. A family may use the families it
 //! is declared to build on, and nothing else beside it. Fails with every offending edge.
+#[path = "support/modules.rs"]
+mod modules;
+
+use modules::{code, crate_paths, module_of, rs_files};
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The units of the core, lowest first: (rank, module path prefix). The longest matching prefix
 /// names a module's unit; units of equal rank may not use each other.
@@ -101,127 +105,6 @@ fn unit(module: &str) -> Option<(u32, &'static str)> {
         .filter(|(_, p)| module == *p || module.starts_with(&format!("{p}::")))
         .max_by_key(|(_, p)| p.len())
         .map(|&(r, p)| (r, p))
-}
-
-fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rs_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
-/// `src/families/attention/param/full.rs` -> `families::attention::param::full`.
-fn module_of(src: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(src).unwrap().with_extension("");
-    let mut parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if parts.last().is_some_and(|l| l == "mod") {
-        parts.pop();
-    }
-    parts.join("::")
-}
-
-/// The code of a file without comments, string literals and `#[cfg(test)]` modules (unit tests
-/// may use anything; they are not part of the layering).
-fn code(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
-        Some(i) => &text[..i],
-        None => text,
-    };
-    let mut out = String::new();
-    for line in text.lines() {
-        let t = line.trim_start();
-        if t.starts_with("//") {
-            continue;
-        }
-        let mut in_str = false;
-        let mut prev = ' ';
-        for ch in line.chars() {
-            if ch == '"' && prev != '\\' {
-                in_str = !in_str;
-            } else if !in_str {
-                out.push(ch);
-            }
-            prev = ch;
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// Every module path the code names under `crate::`, braces of `use` groups expanded.
-fn crate_paths(code: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let b = code.as_bytes();
-    let mut i = 0;
-    while let Some(k) = code[i..].find("crate::") {
-        let start = i + k;
-        i = start + 7;
-        if start > 0 && (b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_') {
-            continue; // icl_crate::, foocrate::
-        }
-        expand(&code[i..], String::new(), &mut out);
-    }
-    out
-}
-
-/// Read `a::b::{c, d::e}` from the start of `s` under `prefix`, pushing every path.
-fn expand(s: &str, prefix: String, out: &mut BTreeSet<String>) {
-    let s = s.trim_start();
-    if let Some(rest) = s.strip_prefix('{') {
-        let mut depth = 0;
-        let mut item = String::new();
-        for ch in rest.chars() {
-            match ch {
-                '{' => {
-                    depth += 1;
-                    item.push(ch)
-                }
-                '}' if depth == 0 => {
-                    expand(&item, prefix.clone(), out);
-                    return;
-                }
-                '}' => {
-                    depth -= 1;
-                    item.push(ch)
-                }
-                ',' if depth == 0 => {
-                    expand(&item, prefix.clone(), out);
-                    item.clear();
-                }
-                _ => item.push(ch),
-            }
-        }
-        return;
-    }
-    let ident: String = s
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
-    if ident.is_empty() || ident == "self" {
-        if !prefix.is_empty() {
-            out.insert(prefix);
-        }
-        return;
-    }
-    let path = if prefix.is_empty() {
-        ident.clone()
-    } else {
-        format!("{prefix}::{ident}")
-    };
-    let rest = &s[ident.len()..];
-    match rest.strip_prefix("::") {
-        Some(r) => expand(r, path, out),
-        None => {
-            out.insert(path);
-        }
-    }
 }
 
 #[test]
