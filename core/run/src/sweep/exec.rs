@@ -6,6 +6,7 @@
 //! checkpoint or config) is resumed; a failed spec does not stop the others. Parallel runs share
 //! the cores fairly (each trains in its own thread pool of `cores / jobs` threads); the engines'
 //! results do not depend on the thread count, so a run's bytes do not depend on `jobs`.
+use super::plan::{check_name, RunSpec};
 use crate::checkpoint::load_config;
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
@@ -17,48 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// One run of a sweep: a name (its folder under the sweep folder) and its config, as a preset or
-/// a config file plus `--set`-style overrides (`("train.seed", "3")`, `("model.heads", "2")`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RunSpec {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preset: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config: Option<PathBuf>,
-    #[serde(default)]
-    pub set: Vec<(String, String)>,
-}
-
-impl RunSpec {
-    /// The validated config of this run (a relative `config` path is read as given, i.e.
-    /// relative to the working folder).
-    pub fn build(&self) -> Result<Config> {
-        let mut cfg = match (&self.preset, &self.config) {
-            (Some(p), None) => icl_core::presets::preset(p)?,
-            (None, Some(path)) => load_config(path)?,
-            (Some(_), Some(_)) => {
-                return Err(RunError::Refused(format!(
-                    "run {:?} names both a preset and a config file; give one",
-                    self.name
-                )))
-            }
-            (None, None) => {
-                return Err(RunError::Refused(format!(
-                    "run {:?} names neither a preset nor a config file",
-                    self.name
-                )))
-            }
-        };
-        for (k, v) in &self.set {
-            cfg.set(k, v)
-                .map_err(|e| RunError::Refused(format!("run {:?}: {k} = {v}: {e}", self.name)))?;
-        }
-        cfg.validate()
-            .map_err(|e| RunError::Refused(format!("run {:?}: {e}", self.name)))?;
-        Ok(cfg)
-    }
-}
 
 /// What happened to one spec.
 #[derive(Debug)]
@@ -118,19 +77,6 @@ impl RunResult {
 /// checkpointed, no new one starts).
 pub type SweepProgress<'a> = &'a (dyn Fn(usize, u64, u64, f64) -> bool + Sync);
 
-/// Check that `name` can name a folder under the sweep folder.
-pub fn check_name(name: &str) -> Result<()> {
-    let bad = name.is_empty()
-        || name.starts_with('.')
-        || name.contains(['/', '\\', '\0', '\n'])
-        || name.len() > 200;
-    if bad {
-        return Err(RunError::Refused(format!(
-            "{name:?} cannot name a run folder (empty, starting with '.', holding '/' or a newline, or over 200 bytes)"
-        )));
-    }
-    Ok(())
-}
 
 /// Train every spec into `dir/<name>`, `jobs` at a time (0: one per core). Bad specs (unknown
 /// keys, invalid configs, duplicate or unusable names) are an error before anything runs; a

@@ -1,10 +1,11 @@
 //! Sweeps: many run folders from one base configuration, trained locally in parallel or as a
 //! Slurm job array, and collected into one tidy table.
 //!
-//! * [`exec`]: [`RunSpec`] (a named config: preset or config file plus overrides) and
-//!   [`run_specs`], the local executor: every spec into `DIR/<name>` through the one run-folder
-//!   writer ([`crate::train`]), complete runs skipped, interrupted ones resumed, `jobs` at a time;
-//! * [`plan`]: sweep files (preset or config, seeds, `[set]`, `[grid]`) expanded into a manifest;
+//! * [`plan`]: [`RunSpec`] (a named config: preset or config file plus overrides), and sweep
+//!   files (preset or config, seeds, `[set]`, `[grid]`) expanded into a manifest of them;
+//! * [`exec`]: [`run_specs`], the local executor: every spec into `DIR/<name>` through the one
+//!   run-folder writer ([`crate::train`]), complete runs skipped, interrupted ones resumed, `jobs`
+//!   at a time;
 //! * [`collect`]: the state of a sweep's runs, and their results as a tidy table and plots;
 //! * [`slurm`]: the sweep as an `sbatch --array` job;
 //! * [`front`]: what the front ends share: checked training options and the JSON forms.
@@ -19,11 +20,9 @@ pub mod plan;
 pub mod slurm;
 
 pub use collect::{collect, status, Collected, RunState, State};
-pub use exec::{
-    run_specs, run_specs_reporting, RunResult, RunSpec, RunStatus, SweepDone, SweepProgress,
-};
+pub use exec::{run_specs, run_specs_reporting, RunResult, RunStatus, SweepDone, SweepProgress};
 pub use front::{SweepRunOptions, Throttle};
-pub use plan::{plan, read_sweep, Plan, PlannedRun};
+pub use plan::{plan, read_sweep, Plan, PlannedRun, RunSpec};
 pub use slurm::SlurmOptions;
 
 use crate::error::{Result, RunError};

@@ -16,12 +16,70 @@
 //! sweep, `DIR/base.toml` (a copy of the config, so the folder is self-contained). Run folders are
 //! `DIR/<name>`, the name made of the values: `heads=2,seed=1` (a key's last part, or the whole
 //! key where two grid keys share their last part; grid keys in sorted order, the seed last).
-use super::exec::{check_name, RunSpec};
+use crate::checkpoint::load_config;
+use icl_core::Config;
 use crate::error::{Result, RunError};
 use crate::folder::{atomic_write, read_text};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Value;
+
+/// One run of a sweep: a name (its folder under the sweep folder) and its config, as a preset or
+/// a config file plus `--set`-style overrides (`("train.seed", "3")`, `("model.heads", "2")`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<PathBuf>,
+    #[serde(default)]
+    pub set: Vec<(String, String)>,
+}
+
+impl RunSpec {
+    /// The validated config of this run (a relative `config` path is read as given, i.e.
+    /// relative to the working folder).
+    pub fn build(&self) -> Result<Config> {
+        let mut cfg = match (&self.preset, &self.config) {
+            (Some(p), None) => icl_core::presets::preset(p)?,
+            (None, Some(path)) => load_config(path)?,
+            (Some(_), Some(_)) => {
+                return Err(RunError::Refused(format!(
+                    "run {:?} names both a preset and a config file; give one",
+                    self.name
+                )))
+            }
+            (None, None) => {
+                return Err(RunError::Refused(format!(
+                    "run {:?} names neither a preset nor a config file",
+                    self.name
+                )))
+            }
+        };
+        for (k, v) in &self.set {
+            cfg.set(k, v)
+                .map_err(|e| RunError::Refused(format!("run {:?}: {k} = {v}: {e}", self.name)))?;
+        }
+        cfg.validate()
+            .map_err(|e| RunError::Refused(format!("run {:?}: {e}", self.name)))?;
+        Ok(cfg)
+    }
+}
+
+/// Check that `name` can name a folder under the sweep folder.
+pub fn check_name(name: &str) -> Result<()> {
+    let bad = name.is_empty()
+        || name.starts_with('.')
+        || name.contains(['/', '\\', '\0', '\n'])
+        || name.len() > 200;
+    if bad {
+        return Err(RunError::Refused(format!(
+            "{name:?} cannot name a run folder (empty, starting with '.', holding '/' or a newline, or over 200 bytes)"
+        )));
+    }
+    Ok(())
+}
 
 /// The config key a sweep's `seeds` set.
 pub const SEED_KEY: &str = "train.seed";
