@@ -30,7 +30,6 @@ pub mod embedded;
 pub mod engines;
 pub mod error;
 pub mod eval;
-pub mod experiments;
 pub mod folder;
 pub mod plot;
 pub mod repro;
