@@ -28,7 +28,7 @@ use crate::train::TrainOptions;
 use claim::ClaimDef;
 use experiment::{ExperimentSummary, Experiments};
 use icl_core::presets::{self, Preset};
-use icl_core::theory::registry::{self, Q};
+use icl_core::theory::registry;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -40,7 +40,7 @@ pub struct PaperDef {
     /// What `icl repro` calls it (`he2025`).
     pub name: &'static str,
     /// Its quantities in the theory registry (`icl_core::theory::registry::<paper>`).
-    pub quantities: fn() -> Vec<Q>,
+    pub quantities: registry::Quantities,
     /// Its presets (`icl_core::presets::<paper>`).
     pub presets: &'static [&'static [Preset]],
     /// Its runs and claims at a scale (`repro/<paper>.rs`).
@@ -511,7 +511,7 @@ fn select(o: &ReproOptions) -> Result<(Vec<RunSpec>, Vec<ClaimDef>)> {
     }
     let defs: Vec<ClaimDef> = defs
         .into_iter()
-        .filter(|d| o.only.is_empty() || o.only.iter().any(|i| *i == d.id))
+        .filter(|d| o.only.is_empty() || o.only.contains(&d.id))
         .collect();
     let needed: Vec<RunSpec> = specs
         .into_iter()

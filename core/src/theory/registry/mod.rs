@@ -542,9 +542,12 @@ pub mod multilayer;
 pub mod temperature;
 pub mod zhang2025;
 
+/// A paper's table of quantities.
+pub type Quantities = fn() -> Vec<Q>;
+
 /// Each paper's table of quantities (`registry/<paper>.rs`), in the order `icl theory --list`
 /// prints them. A new paper's table is one more row.
-pub const PAPERS: &[(&str, fn() -> Vec<Q>)] = &[
+pub const PAPERS: &[(&str, Quantities)] = &[
     ("he2025", he2025::quantities),
     ("zhang2025", zhang2025::quantities),
     ("temperature", temperature::quantities),
