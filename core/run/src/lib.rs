@@ -31,7 +31,6 @@ pub mod embedded;
 pub mod engines;
 pub mod error;
 pub mod eval;
-pub mod experiments;
 pub mod folder;
 pub mod outputs;
 pub mod plot;

@@ -7,6 +7,12 @@
 //! icl (a run, a Monte Carlo, or a closed form evaluated by the registry), never from the paper.
 //! Where a claim depends on the seed it is measured over several seeds and the statistic is
 //! reported (mean and standard error, or the fraction of seeds).
+//!
+//! Each paper is one module (`repro/<paper>.rs` or `repro/<paper>/`) and one row of [`PAPERS`]:
+//! its runs and claims (built with [`claim::claim`]), the experiments it computes rather than
+//! trains, and its core part (the theory quantities it registers, its presets).
+mod claim;
+pub mod experiment;
 mod he2025;
 mod multilayer;
 pub mod report;
@@ -14,44 +20,103 @@ mod temperature;
 mod zhang2025;
 
 use crate::error::{Result, RunError};
+use crate::eval::{eval_run, EvalOptions, MlEvalOptions, Temper};
 use crate::folder::RunDir;
-use crate::summary::Summary;
+use crate::summary::{EvalRows, Summary};
 use crate::sweep::{run_specs_reporting, RunResult, RunStatus};
 use crate::train::TrainOptions;
+use claim::ClaimDef;
+use experiment::{ExperimentSummary, Experiments};
+use icl_core::presets::{self, Preset};
+use icl_core::theory::registry;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 pub use report::{write_reports, Report};
 
-/// The papers `icl repro` knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Paper {
-    He2025,
-    Zhang2025,
-    Multilayer,
-    Temperature,
+/// One paper `icl repro` knows: its run part (its runs and claims, the experiments it computes)
+/// and where its core part is (the theory quantities it registers, its presets).
+pub struct PaperDef {
+    /// What `icl repro` calls it (`he2025`).
+    pub name: &'static str,
+    /// Its quantities in the theory registry (`icl_core::theory::registry::<paper>`).
+    pub quantities: registry::Quantities,
+    /// Its presets (`icl_core::presets::<paper>`).
+    pub presets: &'static [&'static [Preset]],
+    /// Its runs and claims at a scale (`repro/<paper>.rs`).
+    plan: fn(Scale) -> (Vec<RunSpec>, Vec<ClaimDef>),
+    /// The figures it computes rather than trains (run folders of their own), if any.
+    experiments: Option<Experiments>,
 }
+
+/// The papers, in the order their names are listed: adding a paper is one module and one row.
+pub const PAPERS: &[PaperDef] = &[
+    PaperDef {
+        name: "he2025",
+        quantities: registry::he2025::quantities,
+        presets: &[presets::he2025::PRESETS],
+        plan: he2025::plan,
+        experiments: None,
+    },
+    PaperDef {
+        name: "zhang2025",
+        quantities: registry::zhang2025::quantities,
+        presets: &[presets::zhang2025::PRESETS],
+        plan: zhang2025::plan,
+        experiments: None,
+    },
+    PaperDef {
+        name: "multilayer",
+        quantities: registry::multilayer::quantities,
+        presets: &[presets::multilayer::PRESETS, presets::multilayer::IV],
+        plan: multilayer::plan,
+        experiments: None,
+    },
+    PaperDef {
+        name: "temperature",
+        quantities: registry::temperature::quantities,
+        presets: &[presets::temperature::PRESETS],
+        plan: temperature::plan,
+        experiments: Some(temperature::figures::EXPERIMENTS),
+    },
+];
+
+/// A paper of [`PAPERS`].
+#[derive(Clone, Copy)]
+pub struct Paper(&'static PaperDef);
 
 impl Paper {
     /// Parse a paper name (`he2025`, `zhang2025`, `multilayer`, `temperature`).
     pub fn parse(s: &str) -> Result<Paper> {
-        match s {
-            "he2025" => Ok(Paper::He2025),
-            "zhang2025" => Ok(Paper::Zhang2025),
-            "multilayer" => Ok(Paper::Multilayer),
-            "temperature" => Ok(Paper::Temperature),
-            _ => Err(RunError::UnknownName(format!(
-                "paper {s:?} (he2025, zhang2025, multilayer, temperature)"
-            ))),
-        }
+        PAPERS
+            .iter()
+            .find(|p| p.name == s)
+            .map(Paper)
+            .ok_or_else(|| {
+                let names: Vec<&str> = PAPERS.iter().map(|p| p.name).collect();
+                RunError::UnknownName(format!("paper {s:?} ({})", names.join(", ")))
+            })
     }
     pub fn name(self) -> &'static str {
-        match self {
-            Paper::He2025 => "he2025",
-            Paper::Zhang2025 => "zhang2025",
-            Paper::Multilayer => "multilayer",
-            Paper::Temperature => "temperature",
-        }
+        self.0.name
+    }
+    /// Its row of [`PAPERS`].
+    pub fn def(self) -> &'static PaperDef {
+        self.0
+    }
+}
+
+impl PartialEq for Paper {
+    fn eq(&self, other: &Paper) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for Paper {}
+
+impl std::fmt::Debug for Paper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
     }
 }
 
@@ -359,30 +424,6 @@ pub struct RunRow {
     pub steps_per_s: f64,
 }
 
-/// A claim's definition: which runs it needs and how it is measured from them.
-struct ClaimDef {
-    id: &'static str,
-    figure: &'static str,
-    description: &'static str,
-    runs: Vec<String>,
-    measure: Measure,
-}
-
-/// How a claim is measured from the finished runs.
-type Measure = Box<dyn Fn(&Runs) -> Result<Measured>>;
-
-/// What a claim's measurement returns.
-struct Measured {
-    paper_value: f64,
-    measured: f64,
-    stderr: Option<f64>,
-    exact: Option<f64>,
-    paper_form: Option<f64>,
-    tolerance: String,
-    pass: bool,
-    note: String,
-}
-
 /// The finished runs of a report, by name.
 pub struct Runs {
     dir: PathBuf,
@@ -397,33 +438,58 @@ impl Runs {
     fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
-    fn experiment(&self, name: &str) -> Result<crate::experiments::ExperimentSummary> {
+    fn experiment(&self, name: &str) -> Result<ExperimentSummary> {
         let p = self.dir.join(name).join("summary.json");
         let text = crate::folder::read_text(&p)?;
         serde_json::from_str(&text).map_err(|e| RunError::Corrupt(p.clone(), e.to_string()))
     }
+    /// `icl eval` of run `name` at `lengths` (`samples` sequences each, evaluation streams seed 0,
+    /// the default engine) with the transformer options `multilayer` and the temperatures and
+    /// test-time shift `temper`.
+    fn eval(
+        &self,
+        name: &str,
+        lengths: &[usize],
+        samples: usize,
+        multilayer: MlEvalOptions,
+        temper: Temper,
+    ) -> Result<EvalRows> {
+        eval_run(
+            &RunDir::new(self.path(name)),
+            &EvalOptions {
+                lengths: lengths.to_vec(),
+                samples,
+                seed: 0,
+                engine: None,
+                multilayer,
+                temper,
+            },
+        )
+    }
 }
 
-/// Numbers to 4 decimals, comma-separated (claim notes).
-fn fmt_list(v: &[f64]) -> String {
-    v.iter()
-        .map(|x| format!("{x:.4}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// The risk of `estimator` at length `len` and its standard error (NaN when absent).
+fn risk_se(rows: &EvalRows, estimator: &str, len: usize) -> (f64, f64) {
+    rows.rows
+        .iter()
+        .find(|x| x.estimator == estimator && x.len == len)
+        .map_or((f64::NAN, f64::NAN), |x| (x.risk, x.stderr))
 }
 
-/// Mean and standard error of the mean (0 for one value).
-fn mean_se(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    if v.is_empty() {
-        return (f64::NAN, f64::NAN);
-    }
-    let m = v.iter().sum::<f64>() / n;
-    if v.len() < 2 {
-        return (m, 0.0);
-    }
-    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
-    (m, (var / n).sqrt())
+/// The model's risk and its standard error at each of `lengths` of run `name` (`samples`
+/// sequences each).
+fn model_risks(r: &Runs, name: &str, lengths: &[usize], samples: usize) -> Result<Vec<(f64, f64)>> {
+    let rows = r.eval(
+        name,
+        lengths,
+        samples,
+        Default::default(),
+        Default::default(),
+    )?;
+    Ok(lengths
+        .iter()
+        .map(|&l| risk_se(&rows, "model", l))
+        .collect())
 }
 
 /// Progress of a reproduction: `(run name, index, number of runs, "start" | "done" | "skip")`.
@@ -432,15 +498,10 @@ pub type Progress<'a> = &'a mut (dyn FnMut(&str, usize, usize, &str) + Send);
 /// The runs and claims of `o`: the claims `--only` selects (all without it) and the runs they
 /// need, in plan order.
 fn select(o: &ReproOptions) -> Result<(Vec<RunSpec>, Vec<ClaimDef>)> {
-    let (specs, defs) = match o.paper {
-        Paper::He2025 => he2025::plan(o.scale),
-        Paper::Zhang2025 => zhang2025::plan(o.scale),
-        Paper::Multilayer => multilayer::plan(o.scale),
-        Paper::Temperature => temperature::plan(o.scale),
-    };
+    let (specs, defs) = (o.paper.def().plan)(o.scale);
     for id in &o.only {
-        if !defs.iter().any(|d| d.id == id) {
-            let ids: Vec<&str> = defs.iter().map(|d| d.id).collect();
+        if !defs.iter().any(|d| d.id == *id) {
+            let ids: Vec<&str> = defs.iter().map(|d| d.id.as_str()).collect();
             return Err(RunError::Refused(format!(
                 "--only: {} has no claim {id:?} (claims: {})",
                 o.paper.name(),
@@ -450,7 +511,7 @@ fn select(o: &ReproOptions) -> Result<(Vec<RunSpec>, Vec<ClaimDef>)> {
     }
     let defs: Vec<ClaimDef> = defs
         .into_iter()
-        .filter(|d| o.only.is_empty() || o.only.iter().any(|i| i == d.id))
+        .filter(|d| o.only.is_empty() || o.only.contains(&d.id))
         .collect();
     let needed: Vec<RunSpec> = specs
         .into_iter()
@@ -469,40 +530,30 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
     let runs_dir = o.out.join("runs");
     std::fs::create_dir_all(&runs_dir).map_err(|e| RunError::Os(runs_dir.clone(), e))?;
     let mut rows = run_all(&runs_dir, &needed, o, &mut *progress)?;
-    let experiments: Vec<&str> = crate::experiments::EXPERIMENTS
-        .iter()
-        .copied()
-        .filter(|e| defs.iter().any(|d| d.runs.iter().any(|r| r == e)))
-        .collect();
-    for (i, e) in experiments.iter().enumerate() {
-        (*progress)(e, i, experiments.len(), "start");
-        let (s, fresh) = crate::experiments::run(e, o.scale, &runs_dir.join(e))?;
-        (*progress)(e, i, experiments.len(), if fresh { "done" } else { "skip" });
-        rows.push(RunRow {
-            name: e.to_string(),
-            seconds: s.seconds,
-            steps_per_s: s.prompts as f64 / s.seconds.max(1e-9),
-        });
+    // the experiments the claims need, computed in the paper's order
+    if let Some(ex) = o.paper.def().experiments {
+        let computed: Vec<&str> = ex
+            .names
+            .iter()
+            .copied()
+            .filter(|e| defs.iter().any(|d| d.runs.iter().any(|r| r == e)))
+            .collect();
+        for (i, e) in computed.iter().enumerate() {
+            (*progress)(e, i, computed.len(), "start");
+            let (s, fresh) = ex.run(e, o.scale, &runs_dir.join(e))?;
+            (*progress)(e, i, computed.len(), if fresh { "done" } else { "skip" });
+            rows.push(RunRow {
+                name: e.to_string(),
+                seconds: s.seconds,
+                steps_per_s: s.prompts as f64 / s.seconds.max(1e-9),
+            });
+        }
     }
     let runs = Runs { dir: runs_dir };
-    let mut claims = Vec::with_capacity(defs.len());
-    for d in &defs {
-        let m = (d.measure)(&runs)?;
-        claims.push(Claim {
-            id: d.id.into(),
-            figure: d.figure.into(),
-            description: d.description.into(),
-            paper_value: m.paper_value,
-            measured: m.measured,
-            stderr: m.stderr,
-            exact: m.exact,
-            paper_form: m.paper_form,
-            tolerance: m.tolerance,
-            pass: m.pass,
-            note: m.note,
-            runs: d.runs.clone(),
-        });
-    }
+    let claims = defs
+        .iter()
+        .map(|d| d.check(&runs))
+        .collect::<Result<Vec<Claim>>>()?;
     let report = Report {
         paper: o.paper.name().into(),
         scale: o.scale.name().into(),
@@ -717,51 +768,28 @@ fn run_all(
     Ok(rows)
 }
 
-/// A theory-registry value by name and parameters (the closed forms of the claims).
-fn theory(name: &str, args: &[(&str, &str)]) -> Result<f64> {
+/// A theory-registry quantity by name and parameters (the closed forms and Monte Carlo of the
+/// claims).
+fn theory_value<V: AsRef<str>>(name: &str, args: &[(&str, V)]) -> Result<registry::Value> {
     let a: Vec<(String, String)> = args
         .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .map(|(k, v)| (k.to_string(), v.as_ref().to_string()))
         .collect();
-    let (out, _) = icl_core::theory::registry::evaluate(name, &a)?;
-    out.value
+    Ok(registry::evaluate(name, &a)?.0.value)
+}
+
+/// A number of the theory registry.
+fn theory<V: AsRef<str>>(name: &str, args: &[(&str, V)]) -> Result<f64> {
+    theory_value(name, args)?
         .as_f64()
         .ok_or_else(|| RunError::Refused(format!("theory {name} returned no number")))
 }
 
-/// A claim that `measured` lies in `[lo, hi]`.
-fn in_range(paper: f64, measured: f64, se: Option<f64>, lo: f64, hi: f64, note: &str) -> Measured {
-    Measured {
-        paper_value: paper,
-        measured,
-        stderr: se,
-        exact: None,
-        paper_form: None,
-        tolerance: format!("[{lo}, {hi}]"),
-        pass: measured >= lo && measured <= hi,
-        note: note.into(),
-    }
-}
-
-/// A claim that `measured` is within `tol` of `target` (absolute).
-fn within(
-    paper: f64,
-    measured: f64,
-    se: Option<f64>,
-    target: f64,
-    tol: f64,
-    note: &str,
-) -> Measured {
-    Measured {
-        paper_value: paper,
-        measured,
-        stderr: se,
-        exact: None,
-        paper_form: None,
-        tolerance: format!("{target} ± {tol}"),
-        pass: (measured - target).abs() <= tol,
-        note: note.into(),
-    }
+/// A list of the theory registry (e.g. an error per step).
+fn theory_list<V: AsRef<str>>(name: &str, args: &[(&str, V)]) -> Result<Vec<f64>> {
+    theory_value(name, args)?
+        .as_f64s()
+        .ok_or_else(|| RunError::Refused(format!("theory {name} returned no list")))
 }
 
 #[cfg(test)]
@@ -850,6 +878,40 @@ mod tests {
         assert_eq!(select(&one).unwrap().0.len(), 1);
         one.with_set(&[("train.seed", "5")]).unwrap();
         assert!(!std::path::Path::new(out).exists());
+    }
+
+    /// Each row of [`PAPERS`] names its part of the core: its quantities carry its name, its
+    /// presets are listed by `icl presets`, and the rows hold every quantity and preset once.
+    #[test]
+    fn paper_table_matches_the_core() {
+        let (mut quantities, mut names) = (Vec::new(), Vec::new());
+        for p in PAPERS {
+            assert_eq!(Paper::parse(p.name).unwrap().name(), p.name);
+            for q in (p.quantities)() {
+                assert_eq!(q.paper, p.name, "{}", q.name);
+                quantities.push(q.name);
+            }
+            names.extend(p.presets.iter().flat_map(|l| l.iter().map(|x| x.0)));
+        }
+        let mut all: Vec<&str> = registry::registry().iter().map(|q| q.name).collect();
+        all.sort();
+        quantities.sort();
+        assert_eq!(quantities, all);
+        let mut all: Vec<&str> = presets::PRESETS.iter().map(|x| x.0).collect();
+        all.sort();
+        names.sort();
+        assert_eq!(names, all);
+        // every claim id once in its paper, at both scales
+        for p in PAPERS {
+            for scale in [Scale::Smoke, Scale::Paper] {
+                let (_, defs) = (p.plan)(scale);
+                let mut ids: Vec<&str> = defs.iter().map(|d| d.id.as_str()).collect();
+                let n = ids.len();
+                ids.sort_unstable();
+                ids.dedup();
+                assert_eq!(ids.len(), n, "{} {}", p.name, scale.name());
+            }
+        }
     }
 
     /// `only` with an empty id (`--only ,`, `--only a,,b`) is refused: it selected every claim.

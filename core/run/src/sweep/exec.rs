@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-
 /// What happened to one spec.
 #[derive(Debug)]
 pub enum RunStatus {
@@ -76,7 +75,6 @@ impl RunResult {
 /// Called from several threads; returning `false` interrupts the sweep (running specs are
 /// checkpointed, no new one starts).
 pub type SweepProgress<'a> = &'a (dyn Fn(usize, u64, u64, f64) -> bool + Sync);
-
 
 /// Train every spec into `dir/<name>`, `jobs` at a time (0: one per core). Bad specs (unknown
 /// keys, invalid configs, duplicate or unusable names) are an error before anything runs; a

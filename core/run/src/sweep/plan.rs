@@ -17,9 +17,9 @@
 //! `DIR/<name>`, the name made of the values: `heads=2,seed=1` (a key's last part, or the whole
 //! key where two grid keys share their last part; grid keys in sorted order, the seed last).
 use crate::checkpoint::load_config;
-use icl_core::Config;
 use crate::error::{Result, RunError};
 use crate::folder::{atomic_write, read_text};
+use icl_core::Config;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Value;

@@ -17,9 +17,9 @@
 //! below; population rather than m = 5000 sampled pretraining prompts (the sampled M11 is within
 //! ~1 % of it, measured by `icl repro temperature`'s `lemma41-finite-m`); errors are raw MSE with
 //! the query noise.
-use super::{write_csv, ExperimentSummary, Row};
 use crate::error::{Result, RunError};
 use crate::plot::{curves_svg, Curve, Style};
+use crate::repro::experiment::{get, write_csv, ExperimentSummary, Experiments, Row};
 use crate::repro::Scale;
 use icl_core::theory::temperature::mc::{self, Estimator};
 use icl_core::theory::temperature::ridge::{self, Centring};
@@ -27,7 +27,13 @@ use icl_core::theory::temperature::{self as tp, exact, linear, Gaussian};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The temperature experiments.
+/// The temperature paper's computed experiments (its row of [`crate::repro::PAPERS`]).
+pub const EXPERIMENTS: Experiments = Experiments {
+    names: NAMES,
+    compute: run,
+};
+
+/// The temperature experiments, in the order they are computed.
 pub const NAMES: &[&str] = &[
     "temperature-fig1a",
     "temperature-fig1b",
@@ -186,13 +192,7 @@ fn curve(rows: &[Row], x: &str, y: &str, se: Option<&str>, name: &str, style: St
         name: name.into(),
         points: rows
             .iter()
-            .map(|r| {
-                (
-                    super::get(r, x),
-                    super::get(r, y),
-                    se.map(|s| super::get(r, s)).unwrap_or(0.0),
-                )
-            })
+            .map(|r| (get(r, x), get(r, y), se.map(|s| get(r, s)).unwrap_or(0.0)))
             .collect(),
         style,
     }

@@ -1,0 +1,9 @@
+//! The temperature paper's presets: Fig. 6 asked of icl's multi-layer transformer (the paper's
+//! GPT-2 checkpoint cannot be downloaded here).
+use super::multilayer::ml;
+use super::Preset;
+
+/// (name, description, overrides).
+pub const PRESETS: &[Preset] = &[
+    ("temperature-fig6", "temperature paper fig. 6 on icl's transformer instead of GPT-2: d=20, L=40, 2-layer looped softmax, H=2, Sigma_x = I, sigma2=0.01, batch 64, 40k steps (evaluate with --shift x_cov=3 --tau 1,opt)", ml!(("task.covariance", "identity"), ("model.layers", "2"), ("task.d", "20"), ("task.L", "40"), ("task.sigma2", "0.01"), ("train.batch", "64"), ("train.steps", "40000"))),
+];
