@@ -5,7 +5,8 @@
 //! includes the generated `include/icl/bridge.h` and cxx's `include/rust/cxx.h` (both checked
 //! against this build's by a test).
 use crate::handles::{
-    batch_from, icl_config, icl_model, icl_task, icl_trainer, Dims, HeadCircuits, LogEntry,
+    batch_from, icl_config, icl_model, icl_task, icl_trainer, Dims, HasModel, HeadCircuits,
+    LogEntry,
 };
 use crate::status::{guard_cxx, FfiResult};
 use icl_core::budget::try_vec;
