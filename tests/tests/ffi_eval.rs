@@ -264,26 +264,18 @@ fn c_train_run_is_icl_train() {
     }
     // NULL and output pointers are checked before training
     let d = CString::new(bad.to_str().unwrap()).unwrap();
-    let null = std::ptr::null_mut();
-    let np = std::ptr::null();
+    let (nk, nb, nn) = (
+        std::ptr::null::<*const c_char>(),
+        std::ptr::null_mut::<c_char>(),
+        std::ptr::null_mut::<usize>(),
+    );
     unsafe {
         use icl_ffi::icl_train_run as tr;
-        assert_eq!(
-            tr(np, d.as_ptr(), np, np, 0, null, 0, null),
-            icl_status::ICL_ERR_NULL
-        );
-        assert_eq!(
-            tr(cfg, np, np, np, 0, null, 0, null),
-            icl_status::ICL_ERR_NULL
-        );
-        assert_eq!(
-            tr(cfg, d.as_ptr(), np, np, 1, null, 0, null),
-            icl_status::ICL_ERR_NULL
-        );
-        assert_eq!(
-            tr(cfg, d.as_ptr(), np, np, 0, null, 8, null),
-            icl_status::ICL_ERR_NULL
-        );
+        let st = |s| assert_eq!(s, icl_status::ICL_ERR_NULL);
+        st(tr(std::ptr::null(), d.as_ptr(), nk, nk, 0, nb, 0, nn));
+        st(tr(cfg, std::ptr::null(), nk, nk, 0, nb, 0, nn));
+        st(tr(cfg, d.as_ptr(), nk, nk, 1, nb, 0, nn));
+        st(tr(cfg, d.as_ptr(), nk, nk, 0, nb, 8, nn));
         icl_ffi::icl_config_free(cfg);
     }
     assert!(!bad.exists());

@@ -65,7 +65,7 @@ fn c_call(name: &str, pairs: &[(String, String)]) -> icl_status {
                 s
             }
             "eval" => icl_eval_run(nowhere.as_ptr(), k, v, n, null_mut(), 1, null_mut()),
-            "repro" => icl_repro(
+            "repro" => icl_ffi::c::repro::icl_repro(
                 paper.as_ptr(),
                 nowhere.as_ptr(),
                 k,
@@ -81,14 +81,39 @@ fn c_call(name: &str, pairs: &[(String, String)]) -> icl_status {
     }
 }
 
+/// Every option's flag is in the `--help` of its command(s) (`tau_holdout`: `--tau-holdout`;
+/// `index` is `icl sweep run-one --index`).
 #[test]
-fn every_option_is_a_flag_a_key_and_in_the_help() {
+fn every_option_is_a_flag_in_the_help() {
     let icl = &ffi_common::built().icl;
+    for &name in NAMES {
+        let help: String = commands(name)
+            .iter()
+            .map(|c| {
+                let out = Command::new(icl).args(c).arg("--help").output().unwrap();
+                assert!(out.status.success(), "icl {c:?} --help");
+                String::from_utf8(out.stdout).unwrap()
+            })
+            .collect();
+        for f in schema(name).unwrap().as_array().unwrap() {
+            let flag = format!("--{}", f["name"].as_str().unwrap().replace('_', "-"));
+            assert!(
+                help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")),
+                "{name}: {flag} is not in the help of icl {:?}",
+                commands(name)
+            );
+        }
+    }
+}
+
+/// Every option is a key of its C entry point (an item key `FIELD.KEY` for a list of items),
+/// and `icl_options_list` lists the same options.
+#[test]
+fn every_option_is_a_c_key() {
     for &name in NAMES {
         let fields = schema(name).unwrap();
         let fields = fields.as_array().unwrap();
         assert!(!fields.is_empty(), "{name}");
-        // the C API lists the same options
         let c_name = CString::new(name).unwrap();
         let mut need = 0usize;
         let st = unsafe { icl_options_list(c_name.as_ptr(), null_mut(), 0, &mut need) };
@@ -108,28 +133,12 @@ fn every_option_is_a_flag_a_key_and_in_the_help() {
             serde_json::from_str::<serde_json::Value>(listed).unwrap(),
             schema(name).unwrap()
         );
-        let help: String = commands(name)
-            .iter()
-            .map(|c| {
-                let out = Command::new(icl).args(c).arg("--help").output().unwrap();
-                assert!(out.status.success(), "icl {c:?} --help");
-                String::from_utf8(out.stdout).unwrap()
-            })
-            .collect();
         // an unknown key is refused before the output pointers are checked
         let bogus = [("no_such_option".to_string(), "1".to_string())];
         assert_eq!(c_call(name, &bogus), icl_status::ICL_ERR_ARGUMENT, "{name}");
         for f in fields {
             let field = f["name"].as_str().unwrap();
             let kind = f["kind"].as_str().unwrap();
-            // the CLI: `--tau-holdout` for `tau_holdout` (`index` is `sweep run-one --index`)
-            let flag = format!("--{}", field.replace('_', "-"));
-            assert!(
-                help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")),
-                "{name}: {flag} is not in the help of icl {:?}",
-                commands(name)
-            );
-            // C: the key (an item key `FIELD.KEY` for a list of items)
             let key = match kind {
                 "items" => format!("{field}.k"),
                 _ => field.to_string(),
@@ -144,7 +153,6 @@ fn every_option_is_a_flag_a_key_and_in_the_help() {
             );
         }
     }
-    // the C API names every options struct (the lists of unknown names say which)
     let bad = CString::new("nope").unwrap();
     assert_eq!(
         unsafe { icl_options_list(bad.as_ptr(), null_mut(), 0, null_mut()) },

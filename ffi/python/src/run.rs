@@ -5,7 +5,7 @@
 use crate::arrays::{new_f64, read_tokens};
 use crate::config::Config;
 use crate::errors::{input_err, py_err, OrPy};
-use crate::values::{to_py, Int};
+use crate::values::to_py;
 use icl_core::budget::{try_map, try_vec};
 use icl_core::{Batch, Model, Runner};
 use icl_run::options::{EvalArgs, TrainArgs};
