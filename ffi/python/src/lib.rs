@@ -14,7 +14,7 @@
 mod arrays;
 mod config;
 mod errors;
-mod options;
+mod kwargs;
 mod repro;
 mod run;
 mod sweep;
@@ -154,7 +154,7 @@ fn theories(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 /// `{"name", "kind", "optional", "default", "flag", "help"}` (`flag`: the `icl` flag of the same
 /// option). Raises `icl.UnknownNameError` for another name.
 #[pyfunction]
-fn options(py: Python<'_>, name: &str) -> PyResult<Bound<'_, PyAny>> {
+fn options<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     to_py(py, &icl_run::options::schema(name).or_py()?)
 }
 

@@ -51,7 +51,7 @@ pub fn repro<'py>(
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (progress, call) = progress.split(py)?;
-    let o = crate::options::options::<ReproArgs>("repro", options)?
+    let o = crate::kwargs::options::<ReproArgs>("repro", options)?
         .options(paper, out)
         .or_py()?;
     let mut raised: Option<PyErr> = None;

@@ -247,7 +247,7 @@ impl Run {
         plot: Option<std::path::PathBuf>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let o = crate::options::options::<EvalArgs>("eval", options)?
+        let o = crate::kwargs::options::<EvalArgs>("eval", options)?
             .options()
             .or_py()?;
         let dir = RunDir::new(&self.dir);
@@ -448,7 +448,7 @@ pub fn train(
     progress: ProgressArg,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Run> {
-    let args: TrainArgs = crate::options::options("train", options)?;
+    let args: TrainArgs = crate::kwargs::options("train", options)?;
     let c = Config::from_arg(config)?;
     let mut cfg = c.cfg;
     args.apply(&mut cfg).or_py()?;
@@ -480,7 +480,7 @@ pub fn resume(
     progress: ProgressArg,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Run> {
-    let args: TrainArgs = crate::options::options("resume", options)?;
+    let args: TrainArgs = crate::kwargs::options("resume", options)?;
     let opts = args.resume_options().or_py()?;
     let steps = args.steps;
     let report = Report::of(py, progress)?;

@@ -62,7 +62,7 @@ pub fn sweep_run<'py>(
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (progress, call) = progress.split(py)?;
-    let o = crate::options::options::<SweepRunArgs>("sweep_run", options)?
+    let o = crate::kwargs::options::<SweepRunArgs>("sweep_run", options)?
         .options()
         .or_py()?;
     // the runs train on another thread; this one (the main thread, where Python's signal
