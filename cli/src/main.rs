@@ -74,86 +74,65 @@ fn main() {
 }
 
 /// Help and version go to stdout (exit 0); every other argument error is one line on stderr,
-/// `icl: error: ...`, exit code 2.
+/// `icl: error: ...`, exit code 2. The line is made from clap's error kind and context, not from
+/// its rendered text: the arguments a `MissingRequiredArgument` names, and for a command given
+/// without its subcommand the subcommands of the command the arguments reach.
 fn parse_error(e: clap::Error) -> ! {
-    use clap::error::ErrorKind;
-    match e.kind() {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let msg = match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
             std::process::exit(0);
         }
-        _ => {
-            let text = e.render().to_string();
-            let mut lines = text.lines();
-            let first = lines.next().unwrap_or("bad arguments");
-            let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
-            if e.kind() == ErrorKind::MissingRequiredArgument {
-                // clap lists the missing arguments on the indented lines that follow
-                let missing: Vec<&str> = lines
-                    .take_while(|l| l.starts_with(char::is_whitespace))
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect();
-                if !missing.is_empty() {
-                    msg = format!("{} {}", msg, missing.join(", "));
-                }
-            }
-            let hint = match e.kind() {
-                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-                | ErrorKind::MissingSubcommand => missing_subcommand(&text),
-                _ => format!("{msg} (see --help)"),
-            };
-            eprintln!("icl: error: {hint}");
-            std::process::exit(2);
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+            missing_subcommand()
         }
-    }
+        ErrorKind::MissingRequiredArgument => {
+            let missing = match e.get(ContextKind::InvalidArg) {
+                Some(ContextValue::Strings(v)) => v.join(", "),
+                Some(ContextValue::String(v)) => v.clone(),
+                _ => String::new(),
+            };
+            format!("the following required arguments were not provided: {missing} (see --help)")
+        }
+        _ => {
+            // clap's own one-line statement of the error (its first line), then the hint
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            format!(
+                "{} (see --help)",
+                first.strip_prefix("error: ").unwrap_or(first)
+            )
+        }
+    };
+    eprintln!("icl: error: {msg}");
+    std::process::exit(2);
 }
 
 /// The one line for a command given without its subcommand: `icl` alone names the top-level
-/// commands, `icl sweep` names sweep's. Clap renders either its error (`'icl sweep' requires a
-/// subcommand` and `[subcommands: ...]`) or the command's help (`Usage: icl sweep <COMMAND>`
-/// and the `Commands:` list); both name the command and its subcommands.
-fn missing_subcommand(text: &str) -> String {
-    let from_error = text.lines().next().and_then(|l| {
-        let c = l.split('\'').nth(1)?;
-        let subs = text.lines().find_map(|l| {
-            l.trim()
-                .strip_prefix("[subcommands: ")?
-                .strip_suffix(']')
-                .map(|x| {
-                    x.split(',')
-                        .map(|n| n.trim().to_string())
-                        .collect::<Vec<_>>()
-                })
-        })?;
-        Some((c.to_string(), subs))
-    });
-    let from_help = || {
-        let c = text.lines().find_map(|l| {
-            l.trim()
-                .strip_prefix("Usage: ")?
-                .strip_suffix(" <COMMAND>")
-                .map(str::to_string)
-        })?;
-        let subs: Vec<String> = text
-            .lines()
-            .skip_while(|l| l.trim() != "Commands:")
-            .skip(1)
-            .take_while(|l| !l.trim().is_empty())
-            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-            .collect();
-        Some((c, subs))
-    };
-    match from_error.or_else(from_help) {
-        Some((c, subs)) if c.starts_with("icl ") && !subs.is_empty() => {
-            let names: Vec<&str> = subs.iter().map(String::as_str).filter(|n| *n != "help").collect();
-            format!(
-                "`{c}` needs a subcommand ({}); see `{c} --help`",
-                names.join(", ")
-            )
-        }
-        _ => "a subcommand is required (train, eval, analyze, import, presets, theory, bench, embedded, repro, sweep); see `icl --help`".to_string(),
+/// commands, `icl sweep` names sweep's (the deepest command the arguments name, found in the
+/// command tree clap derives from [`Cli`]).
+fn missing_subcommand() -> String {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut path = vec![cmd.get_name().to_string()];
+    for arg in std::env::args().skip(1) {
+        let Some(sub) = cmd.find_subcommand(&arg).cloned() else {
+            continue;
+        };
+        path.push(sub.get_name().to_string());
+        cmd = sub;
     }
+    let names: Vec<&str> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name())
+        .filter(|n| *n != "help")
+        .collect();
+    let c = path.join(" ");
+    format!(
+        "`{c}` needs a subcommand ({}); see `{c} --help`",
+        names.join(", ")
+    )
 }
 
 /// Die quietly on a closed pipe (`icl ... | head`) like other Unix tools, instead of panicking

@@ -304,6 +304,23 @@ const char *icl_last_error(void);
 const char *icl_status_name(int32_t status);
 
 /**
+ * Copy the options of the entry point `name` as JSON into `buf` (capacity `cap` bytes, NUL
+ * included; `needed`, optional, receives the size required; call with `cap` = 0 to ask for it):
+ * `[{"name", "kind", "optional", "default", "flag", "help"}]`, one object per key the entry
+ * point takes (`kind`: "bool", "int", "float", "text", "list" (comma-separated), "items"
+ * (`NAME.KEY` keys); `flag`: the `icl` flag of the same option). `name` is `"train"`
+ * (`icl_train_run`), `"eval"` (`icl_eval_run`), `"repro"` (`icl_repro`) or `"sweep_run"`
+ * (`icl_sweep_run`). Thread-safe.
+ *
+ * Returns ICL_OK, or:
+ * - ICL_ERR_UNKNOWN_NAME: another `name`;
+ * - ICL_ERR_SIZE: `cap` < the size needed (nothing written; `*needed` is set);
+ * - ICL_ERR_NULL: `name` is NULL, or `buf` is NULL with a large enough `cap`;
+ * - ICL_ERR_UTF8: `name` is not UTF-8.
+ */
+icl_status icl_options_list(const char *name, char *buf, size_t cap, size_t *needed);
+
+/**
  * The name of the default engine, the one `icl train` uses without `--engine` ("simd"): a static
  * string, never NULL. Cannot fail. Thread-safe.
  */
@@ -407,7 +424,8 @@ void icl_config_free(icl_config *cfg);
  * (capacity `cap`, NUL included; `needed`, optional, receives the size required; call with
  * `cap` = 0 to ask for it): `{"rows": [{"estimator", "L", "risk", "stderr", "tau", "shift",
  * ...}], "samples", "seed", "engine", ...}`. The options are `n` text pairs `keys[i]` =
- * `values[i]`: `lengths` (`"10,20,40,100"`), `samples` (`"20000"`), `seed` (`"0"`), `engine`,
+ * `values[i]` (`icl_options_list` lists them): `lengths` (`"10,20,40,100"`), `samples`
+ * (`"20000"`), `seed` (`"0"`), `engine`,
  * `tau` (`"0.5,1,2,opt"`: attention logits divided by tau; `opt` is chosen per length on
  * held-out sequences), `tau_holdout`, `shift.x_cov`, `shift.x_mean`, `shift.w_cov`,
  * `shift.w_mean`, `shift.noise` (e.g. `shift.x_cov` = `"3"`, `shift.x_mean` = `"2e1"`), and
@@ -852,9 +870,10 @@ icl_status icl_theory_list(char *buf, size_t cap, size_t *needed);
  * Returns ICL_OK, or:
  * - ICL_ERR_UNKNOWN_NAME: no quantity has this name (exact, case-sensitive);
  * - ICL_ERR_ARGUMENT: an unknown, repeated or missing parameter, or a value outside its kind or
- *   range (e.g. `xi` = -1, `rho` = 5, `d` = 100000); with `run`, a `d` other than the run's or a
+ *   range (e.g. `xi` = -1, `rho` = 5, `d` = 100000), or outside the domain of the closed form
+ *   (`ols-risk` at L <= d + 1, `bayes-risk-mc` at `sigma2` = 0); with `run`, a `d` other than the run's or a
  *   flag the run replaces (`train-*`, `l-train`, `pretrain-*`);
- * - ICL_ERR_NONFINITE: a parameter is NaN or infinite;
+ * - ICL_ERR_NONFINITE: a parameter, or a number in a list parameter, is NaN or infinite;
  * - ICL_ERR_NUMERICAL: the computation failed (a singular matrix, a diverging trajectory) or its
  *   value is not finite (a closed form that overflows at these parameters: reported, never
  *   returned as inf or JSON null);
@@ -886,6 +905,37 @@ icl_status icl_theory_eval(const char *name, const char *const *keys, const char
  *   computation).
  */
 icl_status icl_theory_value(const char *name, const char *const *keys, const char *const *values, size_t n, double *out, size_t out_len, size_t *count);
+
+/**
+ * Train the configuration `cfg` into the run folder `out_dir` like `icl train --config CFG --out
+ * OUT_DIR` (same seed, same bytes: `model.safetensors`, `metrics.csv`, `summary.json`, ...), and
+ * copy the text of the `summary.json` it writes into `buf` (capacity `cap`, NUL included;
+ * `needed`, optional, receives the size required): `{"config", "engine", "protocol", "steps",
+ * "seconds", "steps_per_second", "final_loss", "risk", "heads", ...}`. The folder is written
+ * completely or not at all. The options are `n` text pairs `keys[i]` = `values[i]`, with the
+ * CLI's defaults: `steps` and `seed` (override `train.steps` and `train.seed`), `engine`
+ * (`"simd"`, `"scalar"` or `"vulkan"`; unset: `icl_default_engine()`), `force` (`"true"`:
+ * replace an existing run in `out_dir`; default `"false"`), `eval_samples` (Monte Carlo samples
+ * of the risk at the training length in `summary.json`, default `"20000"`, `"0"`: none),
+ * `checkpoint_every` (steps, default `"0"`: off) and `checkpoint_minutes` (default `"5"`,
+ * `"0"`: off); `icl_options_list` lists them. Blocks until the run is done; prints nothing.
+ * Statuses: `ICL_ERR_ARGUMENT` (an unknown or repeated key, a value not of its kind, a negative
+ * or non-finite `checkpoint_minutes`, `out_dir` `""` or holding a run or other files without
+ * `force`, `engine` `"vulkan"` for an f64 configuration or an `engine` for a run that trains on
+ * exact moments), `ICL_ERR_UNKNOWN_NAME` (an unknown `engine`), `ICL_ERR_CONFIG` (a `steps` or
+ * `seed` the configuration refuses, or a configuration that breaks a rule of
+ * `icl_config_validate` or needs more than the memory budget), `ICL_ERR_NUMERICAL` (training
+ * diverged: nothing is left in `out_dir`), `ICL_ERR_UNSUPPORTED` (`vulkan` without a Vulkan
+ * device), `ICL_ERR_IO` (`out_dir` cannot be created or written), `ICL_ERR_NULL` (`cfg` or
+ * `out_dir` NULL, `keys` or `values` NULL with `n` > 0, `buf` NULL with `cap` > 0),
+ * `ICL_ERR_UTF8` (a text not UTF-8), `ICL_ERR_SIZE` (more than 1024 options, `eval_samples`
+ * above 10^8, or `cap` too small: nothing is copied and `*needed` is set, but the run is
+ * trained: calling again with `*needed` bytes and `force` unset fails with `ICL_ERR_ARGUMENT`,
+ * so read `OUT_DIR/summary.json` instead, or ask with a large enough buffer). Every bad option,
+ * NULL and output pointer is reported before training. Thread-safe, but two calls must not
+ * share `out_dir`.
+ */
+icl_status icl_train_run(const icl_config *cfg, const char *out_dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
 /**
  * Create a trainer for a configuration into `*out`: the model initialised from `train.seed`, the

@@ -4,8 +4,10 @@
 //! Panics are caught before they reach the bridge. C++ code includes `include/icl.hpp`, which
 //! includes the generated `include/icl/bridge.h` and cxx's `include/rust/cxx.h` (both checked
 //! against this build's by a test).
+use crate::c::{FromPairs, Raw};
 use crate::handles::{
-    batch_from, icl_config, icl_model, icl_task, icl_trainer, Dims, HeadCircuits, LogEntry,
+    batch_from, icl_config, icl_model, icl_task, icl_trainer, Dims, HasModel, HeadCircuits,
+    LogEntry,
 };
 use crate::status::{guard_cxx, FfiResult};
 use icl_core::budget::try_vec;
@@ -267,6 +269,20 @@ pub mod bridge {
         /// Evaluate a theory quantity; its main value as numbers (one for a scalar quantity).
         fn theory_value(name: &str, keys: &Vec<String>, values: &Vec<String>) -> Result<Vec<f64>>;
 
+        /// The options of an entry point (`"train"`, `"eval"`, `"repro"`, `"sweep_run"`) as JSON,
+        /// as `icl_options_list` in `icl.h` gives them.
+        fn options_list(name: &str) -> Result<String>;
+        /// Train `cfg` into the run folder `out_dir` like `icl train --out OUT_DIR` and return
+        /// the text of its `summary.json`; options as `icl_train_run` in `icl.h` takes them
+        /// (`steps`, `seed`, `engine`, `force`, `eval_samples`, `checkpoint_every`,
+        /// `checkpoint_minutes`). Blocks until the run is done; prints nothing. Throws where
+        /// `icl_train_run` returns a status; every bad option is reported before training.
+        fn train_run(
+            cfg: &icl_config,
+            out_dir: &str,
+            keys: &Vec<String>,
+            values: &Vec<String>,
+        ) -> Result<String>;
         /// Evaluate the run folder `dir` like `icl eval DIR --json` and return that JSON
         /// (`{"rows": [{"estimator", "L", "risk", "stderr", ...}], ...}`), the options as text
         /// pairs `keys[i]` = `values[i]` exactly as `icl_eval_run` in `icl.h` takes them
@@ -612,20 +628,38 @@ fn text_pairs(keys: &[String], values: &[String]) -> FfiResult<Vec<(String, Stri
     }
     Ok(keys.iter().cloned().zip(values.iter().cloned()).collect())
 }
+/// The bridge's text pairs read as `T`, as the C API reads its pairs ([`FromPairs`]).
+fn text_options<T: FromPairs>(keys: &[String], values: &[String]) -> FfiResult<T> {
+    T::from_pairs(text_pairs(keys, values)?)
+}
+fn options_list(name: &str) -> FfiResult<String> {
+    guard_cxx(|| Ok(icl_run::options::schema(name)?.to_string()))
+}
+#[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
+fn train_run(
+    cfg: &icl_config,
+    out_dir: &str,
+    keys: &Vec<String>,
+    values: &Vec<String>,
+) -> FfiResult<String> {
+    guard_cxx(|| crate::c::train::train_json(&cfg.cfg, out_dir, &text_options(keys, values)?))
+}
 fn theory_list() -> FfiResult<String> {
     guard_cxx(|| Ok(icl_run::theory::list_json().to_string()))
 }
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn theory_eval(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
     guard_cxx(|| {
-        let (out, vals) = icl_run::theory::evaluate(name, &text_pairs(keys, values)?)?;
+        let Raw(args) = text_options(keys, values)?;
+        let (out, vals) = icl_run::theory::evaluate(name, &args)?;
         Ok(icl_run::theory::result_json(name, &out, &vals).to_string())
     })
 }
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn theory_value(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<Vec<f64>> {
     guard_cxx(|| {
-        let (out, _) = icl_run::theory::evaluate(name, &text_pairs(keys, values)?)?;
+        let Raw(args) = text_options(keys, values)?;
+        let (out, _) = icl_run::theory::evaluate(name, &args)?;
         out.value.as_f64s().ok_or_else(|| {
             crate::status::FfiError::new(
                 crate::status::icl_status::ICL_ERR_UNSUPPORTED,
@@ -636,7 +670,7 @@ fn theory_value(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResu
 }
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn eval_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
-    guard_cxx(|| crate::c::eval::eval_json(dir, &text_pairs(keys, values)?))
+    guard_cxx(|| crate::c::eval::eval_json(dir, &text_options(keys, values)?))
 }
 fn eval_plot(rows_json: &str, path: &str) -> FfiResult<()> {
     guard_cxx(|| crate::c::eval::plot_rows(rows_json, path))
@@ -658,11 +692,8 @@ fn repro_options(
     keys: &[String],
     values: &[String],
 ) -> FfiResult<icl_run::repro::ReproOptions> {
-    Ok(icl_run::repro::ReproOptions::from_pairs(
-        paper,
-        out_dir,
-        &text_pairs(keys, values)?,
-    )?)
+    let a: icl_run::options::ReproArgs = text_options(keys, values)?;
+    Ok(a.options(paper, out_dir)?)
 }
 /// The message of the error a call returns after the progress receiver threw `e`.
 fn receiver_threw(e: &cxx::Exception) -> crate::status::FfiError {
@@ -720,7 +751,8 @@ fn sweep_run_with_progress(
     progress: Pin<&mut bridge::SweepProgress>,
 ) -> FfiResult<String> {
     guard_cxx(|| {
-        let o = icl_run::sweep::SweepRunOptions::from_pairs(&text_pairs(keys, values)?)?;
+        let a: icl_run::options::SweepRunArgs = text_options(keys, values)?;
+        let o = a.options()?;
         let rx = Mutex::new((Receiver(progress), None));
         let gate = icl_run::sweep::Throttle::default();
         let report = |i: usize, step: u64, total: u64, loss: f64| {
@@ -754,8 +786,8 @@ fn sweep_plan(file: &str, out_dir: &str) -> FfiResult<String> {
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn sweep_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
     guard_cxx(|| {
-        let o = icl_run::sweep::SweepRunOptions::from_pairs(&text_pairs(keys, values)?)?;
-        crate::c::sweep::run_json(dir, &o)
+        let a: icl_run::options::SweepRunArgs = text_options(keys, values)?;
+        crate::c::sweep::run_json(dir, &a.options()?)
     })
 }
 fn sweep_status(dir: &str) -> FfiResult<String> {

@@ -1,20 +1,22 @@
 //! The objects behind the C handles and the C++ classes: a configuration, a task sampler, a model
 //! (with the engine that runs it) and a trainer. Everything here is safe Rust taking slices of f64;
 //! the C layer (`crate::c`) checks pointers and lengths, the C++ layer (`crate::cxx`) passes slices.
+//! Models and trainers are the run layer's ([`icl_run::any`]): created, trained, evaluated and
+//! saved by `icl-run`, as for the CLI and Python; this layer converts.
 //!
 //! Models and trainers compute in the precision of their config (`train.dtype`, f32 by default);
 //! inputs and outputs cross the boundary as f64 (inputs are rounded to the model's precision, as
 //! `icl train` rounds the sampled data).
 use crate::status::{icl_status, FfiError, FfiResult};
 use icl_core::budget::{try_map, try_vec};
-use icl_core::config::{Config, Dtype};
+use icl_core::config::Config;
 use icl_core::families::attention::analysis::analyze;
-use icl_core::families::attention::eval::{mc_risk, RiskEstimate};
+use icl_core::families::attention::eval::RiskEstimate;
 use icl_core::rng::Domain;
-use icl_core::train::{loss_and_grad, Options, Trainer};
-use icl_core::{Batch, Model, Runner, Scalar, Task};
-use icl_run::any::Either;
-use icl_run::{default_engine, Engines, RunScalar as FfiScalar};
+use icl_core::train::Options;
+use icl_core::{Batch, Model, Scalar, Task};
+use icl_run::any::{AnyModel, AnyTrainer, Either, EnginedModel, EnginedTrainer, Start};
+use icl_run::{default_engine, dispatch, Engines, RunError};
 use std::path::Path;
 
 /// A run configuration (`icl_config` in C, `icl::Config` in C++).
@@ -39,58 +41,13 @@ pub struct icl_model {
     pub cfg: Config,
     /// Training steps behind the parameters (saved in checkpoints).
     pub step: u64,
-    pub inner: AnyModel,
+    pub inner: EnginedModel,
 }
 
 /// A trainer: task, model, optimiser, log and engine (`icl_trainer` in C, `icl::Trainer` in C++).
 #[allow(non_camel_case_types)]
 pub struct icl_trainer {
-    pub inner: AnyTrainer,
-}
-
-/// A model in its compute precision, with its engine.
-pub struct ModelState<T: FfiScalar> {
-    pub model: Model<T>,
-    pub runner: Runner<T>,
-    pub engine_name: String,
-}
-
-/// [`ModelState`] of either precision.
-pub enum AnyModel {
-    F32(ModelState<f32>),
-    F64(ModelState<f64>),
-}
-
-/// A trainer in its compute precision, with its engine.
-pub struct TrainerState<T: FfiScalar> {
-    pub tr: Trainer<T>,
-    /// For steps on caller batches.
-    pub runner: Runner<T>,
-    pub engine_name: String,
-}
-
-/// [`TrainerState`] of either precision.
-pub enum AnyTrainer {
-    F32(TrainerState<f32>),
-    F64(TrainerState<f64>),
-}
-
-macro_rules! with_model {
-    ($m:expr, $s:ident => $e:expr) => {
-        match $m {
-            AnyModel::F32($s) => $e,
-            AnyModel::F64($s) => $e,
-        }
-    };
-}
-
-macro_rules! with_trainer {
-    ($m:expr, $s:ident => $e:expr) => {
-        match $m {
-            AnyTrainer::F32($s) => $e,
-            AnyTrainer::F64($s) => $e,
-        }
-    };
+    pub inner: EnginedTrainer,
 }
 
 /// Shape of a model.
@@ -189,16 +146,6 @@ pub fn check_finite(what: &str, xs: &[f64]) -> FfiResult<()> {
 fn load_checkpoint(path: &Path) -> FfiResult<icl_run::checkpoint::Loaded> {
     icl_run::checkpoint::load(path).map_err(|e| match e {
         icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
-        other => other.into(),
-    })
-}
-
-/// The named engine for precision `T`. An engine that cannot run this precision (vulkan in f64)
-/// is `ICL_ERR_UNSUPPORTED`, like a missing Vulkan device; an unknown name `ICL_ERR_UNKNOWN_NAME`.
-/// Names are case-sensitive ("simd", not "SIMD").
-pub fn engine_of<T: FfiScalar>(name: &str) -> FfiResult<Box<dyn icl_core::AttentionKernels<T>>> {
-    T::engine(name).map_err(|e| match e {
-        icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_UNSUPPORTED, m),
         other => other.into(),
     })
 }
@@ -430,48 +377,87 @@ impl icl_task {
 // ------------------------------------------------------------------------------------------------
 // Model.
 
-impl<T: FfiScalar> ModelState<T> {
-    fn new(model: Model<T>, engine: &str) -> FfiResult<Self> {
-        Ok(ModelState {
-            runner: Runner::new(engine_of::<T>(engine)?),
-            engine_name: engine.to_string(),
-            model,
+/// The run layer's engine errors as the C API reports them: an engine that cannot run this
+/// precision (vulkan in f64) is `ICL_ERR_UNSUPPORTED`, like a missing Vulkan device; an unknown
+/// name `ICL_ERR_UNKNOWN_NAME`. Names are case-sensitive ("simd", not "SIMD").
+fn engine_err(e: RunError) -> FfiError {
+    match e {
+        RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_UNSUPPORTED, m),
+        other => other.into(),
+    }
+}
+
+/// The parameter and circuit accessors the model and trainer handles share (C's
+/// `icl_model_get_params` and `icl_trainer_get_params`, ...): written once, for both.
+pub trait HasModel {
+    /// The model, of either precision.
+    fn model_any(&self) -> Either<&Model<f32>, &Model<f64>>;
+    /// The model, mutably.
+    fn model_any_mut(&mut self) -> Either<&mut Model<f32>, &mut Model<f64>>;
+    /// The run configuration.
+    fn config(&self) -> &Config;
+
+    /// Shape of the model.
+    fn dims(&self) -> Dims {
+        let is_f64 = self.model_any().is_f64();
+        let (train_len, heads) = (self.config().task.len, self.config().model.heads);
+        dispatch!(self.model_any(), m => Dims {
+            d: m.spec.d,
+            n_out: m.spec.n_out,
+            heads,
+            n_params: m.params.len(),
+            train_len,
+            is_f64,
         })
     }
-
-    fn predict(&mut self, batch: &Batch<T>) -> FfiResult<Vec<f64>> {
-        let (spec, circ) = (self.model.attention()?, self.model.circuits()?);
-        let mut out = try_vec(batch.n * self.model.spec.n_out, T::zero(), "predictions")?;
-        self.runner.predict(spec, &circ, batch, &mut out)?;
-        try_widen(&out, "predictions")
+    /// The flat parameters, widened to f64.
+    fn params(&self) -> Vec<f64> {
+        dispatch!(self.model_any(), m => widen(&m.params))
     }
-
-    fn loss_grad(&mut self, batch: &Batch<T>, grad: &mut [f64]) -> FfiResult<f64> {
-        check_len("grad", grad.len(), self.model.params.len())?;
-        let mut g = vec![T::zero(); self.model.params.len()];
-        let loss = loss_and_grad(&mut self.runner, &self.model, batch, &mut g)?.to_f64();
-        if !loss.is_finite() || g.iter().any(|v| !v.finite()) {
-            return Err(icl_core::Error::Numerical(format!(
-                "the loss ({loss}) or its gradient is not finite on this batch"
-            ))
-            .into());
-        }
-        for (o, v) in grad.iter_mut().zip(&g) {
-            *o = v.to_f64();
-        }
-        Ok(loss)
+    /// Replace the flat parameters (rounded to the model's precision; a trainer keeps its
+    /// optimiser state).
+    fn set_params(&mut self, p: &[f64]) -> FfiResult<()> {
+        dispatch!(self.model_any_mut(), m => set_params_of(m, p))
     }
+    /// Per-head circuits.
+    fn circuits(&self) -> FfiResult<HeadCircuits> {
+        dispatch!(self.model_any(), m => circuits_of(m))
+    }
+}
 
-    fn risk(&mut self, task: &Task, len: usize, n: usize, seed: u64) -> FfiResult<RiskEstimate> {
-        let r = mc_risk(
-            task,
-            len,
-            n,
-            seed,
-            Some((&self.model, &mut self.runner)),
-            &[],
-        )?;
-        Ok(r[0])
+impl HasModel for icl_model {
+    fn model_any(&self) -> Either<&Model<f32>, &Model<f64>> {
+        match &self.inner {
+            Either::F32(s) => Either::F32(&s.value),
+            Either::F64(s) => Either::F64(&s.value),
+        }
+    }
+    fn model_any_mut(&mut self) -> Either<&mut Model<f32>, &mut Model<f64>> {
+        match &mut self.inner {
+            Either::F32(s) => Either::F32(&mut s.value),
+            Either::F64(s) => Either::F64(&mut s.value),
+        }
+    }
+    fn config(&self) -> &Config {
+        &self.cfg
+    }
+}
+
+impl HasModel for icl_trainer {
+    fn model_any(&self) -> Either<&Model<f32>, &Model<f64>> {
+        match &self.inner {
+            Either::F32(s) => Either::F32(&s.value.model),
+            Either::F64(s) => Either::F64(&s.value.model),
+        }
+    }
+    fn model_any_mut(&mut self) -> Either<&mut Model<f32>, &mut Model<f64>> {
+        match &mut self.inner {
+            Either::F32(s) => Either::F32(&mut s.value.model),
+            Either::F64(s) => Either::F64(&mut s.value.model),
+        }
+    }
+    fn config(&self) -> &Config {
+        dispatch!(&self.inner, s => &s.value.cfg)
     }
 }
 
@@ -479,63 +465,37 @@ impl icl_model {
     /// A freshly initialised model of a config (seed `train.seed`, precision `train.dtype`), run
     /// by the default engine.
     pub fn new(cfg: &Config) -> FfiResult<Self> {
-        let engine = default_engine();
-        let inner = match cfg.train.dtype {
-            Dtype::F32 => AnyModel::F32(ModelState::new(Model::init(cfg)?, engine)?),
-            Dtype::F64 => AnyModel::F64(ModelState::new(Model::init(cfg)?, engine)?),
-        };
+        Self::of(cfg.clone(), 0, AnyModel::init(cfg)?, default_engine())
+    }
+
+    fn of(cfg: Config, step: u64, model: AnyModel, engine: &str) -> FfiResult<Self> {
         Ok(icl_model {
-            cfg: cfg.clone(),
-            step: 0,
-            inner,
+            cfg,
+            step,
+            inner: model.with_engine(engine).map_err(engine_err)?,
         })
     }
 
     /// Load a checkpoint (`model.safetensors` of a run folder, as `icl train` writes it).
     pub fn load(path: &Path) -> FfiResult<Self> {
         let l = load_checkpoint(path)?;
-        let engine = default_engine();
-        let inner = match l.model {
-            Either::F32(m) => AnyModel::F32(ModelState::new(m, engine)?),
-            Either::F64(m) => AnyModel::F64(ModelState::new(m, engine)?),
-        };
-        Ok(icl_model {
-            cfg: l.config,
-            step: l.step,
-            inner,
-        })
+        Self::of(l.config, l.step, l.model, default_engine())
     }
 
     /// Write a checkpoint that `load` and `icl eval`/`icl analyze` read.
     pub fn save(&self, path: &Path) -> FfiResult<()> {
-        with_model!(&self.inner, s => icl_run::checkpoint::save_model(path, &s.model, &self.cfg, self.step))?;
+        dispatch!(&self.inner, s => icl_run::checkpoint::save_model(path, &s.value, &self.cfg, self.step))?;
         Ok(())
     }
 
     /// Run the model with another engine (same names as `icl --engine`).
     pub fn set_engine(&mut self, name: &str) -> FfiResult<()> {
-        with_model!(&mut self.inner, s => {
-            s.runner = Runner::new(engine_of(name)?);
-            s.engine_name = name.to_string();
-        });
-        Ok(())
+        dispatch!(&mut self.inner, s => s.set_engine(name)).map_err(engine_err)
     }
 
     /// The engine's name.
     pub fn engine_name(&self) -> &str {
-        with_model!(&self.inner, s => &s.engine_name)
-    }
-
-    /// Shape of the model.
-    pub fn dims(&self) -> Dims {
-        with_model!(&self.inner, s => Dims {
-            d: s.model.spec.d,
-            n_out: s.model.spec.n_out,
-            heads: self.cfg.model.heads,
-            n_params: s.model.params.len(),
-            train_len: self.cfg.task.len,
-            is_f64: matches!(self.inner, AnyModel::F64(_)),
-        })
+        dispatch!(&self.inner, s => &s.engine)
     }
 
     /// Predictions ([n][n_out]) for contexts x ([n][L][d]), y ([n][L][n_out]) and queries xq ([n][d]).
@@ -550,9 +510,9 @@ impl icl_model {
     ) -> FfiResult<()> {
         let Dims { d, n_out, .. } = self.dims();
         check_len("out", out.len(), n.saturating_mul(n_out))?;
-        let p = with_model!(&mut self.inner, s => {
+        let p = dispatch!(&mut self.inner, s => {
             let b = batch_from_context(n, len, d, n_out, x, y, xq)?;
-            s.predict(&b)?
+            try_widen(&s.predict(&b)?, "predictions")?
         });
         out.copy_from_slice(&p);
         Ok(())
@@ -569,9 +529,9 @@ impl icl_model {
         let Dims { d, n_out, .. } = self.dims();
         check_len("out", out.len(), n.saturating_mul(n_out))?;
         let y = try_vec(out.len(), 0.0, "targets")?;
-        let p = with_model!(&mut self.inner, s => {
+        let p = dispatch!(&mut self.inner, s => {
             let b = batch_from(n, len, d, n_out, z, &y)?;
-            s.predict(&b)?
+            try_widen(&s.predict(&b)?, "predictions")?
         });
         out.copy_from_slice(&p);
         Ok(())
@@ -587,26 +547,18 @@ impl icl_model {
         y: &[f64],
         grad: &mut [f64],
     ) -> FfiResult<f64> {
-        let Dims { d, n_out, .. } = self.dims();
-        with_model!(&mut self.inner, s => {
+        let Dims {
+            d, n_out, n_params, ..
+        } = self.dims();
+        dispatch!(&mut self.inner, s => {
             let b = batch_from(n, len, d, n_out, z, y)?;
-            s.loss_grad(&b, grad)
+            check_len("grad", grad.len(), n_params)?;
+            let (loss, g) = s.loss_grad(&b)?;
+            for (o, v) in grad.iter_mut().zip(&g) {
+                *o = v.to_f64();
+            }
+            Ok(loss)
         })
-    }
-
-    /// The flat parameters, widened to f64.
-    pub fn params(&self) -> Vec<f64> {
-        with_model!(&self.inner, s => widen(&s.model.params))
-    }
-
-    /// Replace the flat parameters (rounded to the model's precision).
-    pub fn set_params(&mut self, p: &[f64]) -> FfiResult<()> {
-        with_model!(&mut self.inner, s => set_params_of(&mut s.model, p))
-    }
-
-    /// Per-head circuits.
-    pub fn circuits(&self) -> FfiResult<HeadCircuits> {
-        with_model!(&self.inner, s => circuits_of(&s.model))
     }
 
     /// Monte Carlo risk at test length `len` with `n` samples from stream (seed, Eval, len, i), on
@@ -639,64 +591,38 @@ impl icl_model {
                 t.d, t.n_out
             )));
         }
-        with_model!(&mut self.inner, s => s.risk(t, len, n, seed))
+        Ok(dispatch!(&mut self.inner, s => s.risk(t, len, n, seed))?)
     }
 }
 
 // ------------------------------------------------------------------------------------------------
 // Trainer.
 
-impl<T: FfiScalar> TrainerState<T> {
-    fn new(tr: Trainer<T>, engine: &str) -> FfiResult<Self> {
-        Ok(TrainerState {
-            runner: Runner::new(engine_of::<T>(engine)?),
-            engine_name: engine.to_string(),
-            tr,
+impl icl_trainer {
+    /// A trainer of `cfg` run by the named engine (`None`: the CLI's default engine), made by the
+    /// run layer as for `icl train`.
+    fn start(
+        cfg: &Config,
+        engine: Option<&str>,
+        from: Start,
+        step: Option<u64>,
+    ) -> FfiResult<Self> {
+        let e = engine.unwrap_or(default_engine());
+        let mut tr = AnyTrainer::new(cfg, &Engines(e.into()), from, &Options::default())
+            .map_err(engine_err)?;
+        if let Some(s) = step {
+            dispatch!(&mut tr, t => t.step = s);
+        }
+        Ok(icl_trainer {
+            inner: tr.with_engine(e).map_err(engine_err)?,
         })
     }
 
-    /// A fresh trainer of `cfg`: the one trainer of every front end, so a preset runs the same
-    /// protocol as `icl train` (online batches, or full-batch descent on a fixed set).
-    fn fresh(cfg: &Config, engine: &str) -> FfiResult<Self> {
-        drop(engine_of::<T>(engine)?);
-        let tr = Trainer::with_model(
-            cfg,
-            Model::init(cfg)?,
-            &Engines(engine.into()),
-            &Options::default(),
-        )?;
-        Self::new(tr, engine)
-    }
-
-    /// `steps` steps of the one trainer (which logs the final row when a step completes
-    /// `train.steps`, and leaves a failing step undone); the losses of the steps done are in
-    /// `losses` even when a later step fails.
-    fn train(&mut self, steps: u64, mut losses: Option<&mut [f64]>) -> FfiResult<f64> {
-        let mut sum = 0.0;
-        for i in 0..steps {
-            let loss = self.tr.step()?;
-            if let Some(l) = losses.as_deref_mut() {
-                l[i as usize] = loss;
-            }
-            sum += loss;
-        }
-        Ok(if steps > 0 { sum / steps as f64 } else { 0.0 })
-    }
-
-    fn step_batch(&mut self, batch: &Batch<T>) -> FfiResult<f64> {
-        Ok(self.tr.step_on(&mut self.runner, batch)?)
-    }
-}
-
-impl icl_trainer {
-    /// A trainer for a config, run by the named engine (`None`: the CLI's default engine).
+    /// A trainer for a config, run by the named engine (`None`: the CLI's default engine): the
+    /// one trainer of every front end, so a preset runs the same protocol as `icl train` (online
+    /// batches, or full-batch descent on a fixed set).
     pub fn new(cfg: &Config, engine: Option<&str>) -> FfiResult<Self> {
-        let e = engine.unwrap_or(default_engine());
-        let inner = match cfg.train.dtype {
-            Dtype::F32 => AnyTrainer::F32(TrainerState::fresh(cfg, e)?),
-            Dtype::F64 => AnyTrainer::F64(TrainerState::fresh(cfg, e)?),
-        };
-        Ok(icl_trainer { inner })
+        Self::start(cfg, engine, Start::Fresh, None)
     }
 
     /// A trainer that continues from a checkpoint. A checkpoint with trainer state (written by
@@ -704,72 +630,41 @@ impl icl_trainer {
     /// one without (an imported model) starts a fresh optimiser at the saved parameters and step.
     pub fn from_checkpoint(path: &Path, engine: Option<&str>) -> FfiResult<Self> {
         let l = load_checkpoint(path)?;
-        let e = engine.unwrap_or(default_engine());
-        let engines = Engines(e.into());
-        let opts = Options::default();
-        let cfg = l.config;
-        let inner = match (l.model, l.state) {
-            (_, Some(Either::F32(st))) => {
-                drop(engine_of::<f32>(e)?);
-                AnyTrainer::F32(TrainerState::new(
-                    Trainer::from_state(&cfg, st, &engines, &opts)?,
-                    e,
-                )?)
+        match l.state {
+            Some(state) => {
+                let e = engine.unwrap_or(default_engine());
+                let tr =
+                    AnyTrainer::resume(&l.config, &Engines(e.into()), state, &Options::default())
+                        .map_err(engine_err)?;
+                Ok(icl_trainer {
+                    inner: tr.with_engine(e).map_err(engine_err)?,
+                })
             }
-            (_, Some(Either::F64(st))) => {
-                drop(engine_of::<f64>(e)?);
-                AnyTrainer::F64(TrainerState::new(
-                    Trainer::from_state(&cfg, st, &engines, &opts)?,
-                    e,
-                )?)
-            }
-            (Either::F32(m), None) => {
-                drop(engine_of::<f32>(e)?);
-                let mut tr = Trainer::with_model(&cfg, m, &engines, &opts)?;
-                tr.step = l.step;
-                AnyTrainer::F32(TrainerState::new(tr, e)?)
-            }
-            (Either::F64(m), None) => {
-                drop(engine_of::<f64>(e)?);
-                let mut tr = Trainer::with_model(&cfg, m, &engines, &opts)?;
-                tr.step = l.step;
-                AnyTrainer::F64(TrainerState::new(tr, e)?)
-            }
-        };
-        Ok(icl_trainer { inner })
-    }
-
-    /// The run configuration.
-    pub fn config(&self) -> &Config {
-        with_trainer!(&self.inner, s => &s.tr.cfg)
+            None => Self::start(
+                &l.config,
+                engine,
+                Start::Model(Box::new(l.model)),
+                Some(l.step),
+            ),
+        }
     }
 
     /// The engine's name.
     pub fn engine_name(&self) -> &str {
-        with_trainer!(&self.inner, s => &s.engine_name)
+        dispatch!(&self.inner, s => &s.engine)
     }
 
     /// Steps completed.
     pub fn step(&self) -> u64 {
-        with_trainer!(&self.inner, s => s.tr.step)
-    }
-
-    /// Shape of the model.
-    pub fn dims(&self) -> Dims {
-        with_trainer!(&self.inner, s => Dims {
-            d: s.tr.model.spec.d,
-            n_out: s.tr.model.spec.n_out,
-            heads: s.tr.cfg.model.heads,
-            n_params: s.tr.model.params.len(),
-            train_len: s.tr.cfg.task.len,
-            is_f64: matches!(self.inner, AnyTrainer::F64(_)),
-        })
+        dispatch!(&self.inner, s => s.value.step)
     }
 
     /// Run `steps` optimiser steps on the trainer's own batches (the batch of step t from stream
     /// (seed, Train, t, b), as `icl train`); per-step losses go to `losses` (length `steps`) if
-    /// given. Returns the mean loss of these steps.
-    pub fn train(&mut self, steps: u64, losses: Option<&mut [f64]>) -> FfiResult<f64> {
+    /// given. Returns the mean loss of these steps. The one trainer logs the final row when a
+    /// step completes `train.steps` and leaves a failing step undone; the losses of the steps
+    /// done are in `losses` even when a later step fails.
+    pub fn train(&mut self, steps: u64, mut losses: Option<&mut [f64]>) -> FfiResult<f64> {
         if let Some(l) = losses.as_deref() {
             if (l.len() as u64) < steps {
                 return Err(FfiError::size(format!(
@@ -778,80 +673,69 @@ impl icl_trainer {
                 )));
             }
         }
-        with_trainer!(&mut self.inner, s => s.train(steps, losses))
+        let mut sum = 0.0;
+        for i in 0..steps {
+            let loss = dispatch!(&mut self.inner, s => s.value.step())?;
+            if let Some(l) = losses.as_deref_mut() {
+                l[i as usize] = loss;
+            }
+            sum += loss;
+        }
+        Ok(if steps > 0 { sum / steps as f64 } else { 0.0 })
     }
 
     /// One optimiser step on a caller's token-major batch; counts as a step (the following
     /// sampled steps use the next stream) but is not entered in the log.
     pub fn step_batch(&mut self, n: usize, len: usize, z: &[f64], y: &[f64]) -> FfiResult<f64> {
         let Dims { d, n_out, .. } = self.dims();
-        with_trainer!(&mut self.inner, s => {
+        Ok(dispatch!(&mut self.inner, s => {
             let b = batch_from(n, len, d, n_out, z, y)?;
-            s.step_batch(&b)
-        })
+            s.step_on(&b)?
+        }))
     }
 
     /// A copy of the current model (same config, step and engine).
     pub fn model(&self) -> FfiResult<icl_model> {
-        let inner = match &self.inner {
-            AnyTrainer::F32(s) => {
-                AnyModel::F32(ModelState::new(s.tr.model.clone(), &s.engine_name)?)
-            }
-            AnyTrainer::F64(s) => {
-                AnyModel::F64(ModelState::new(s.tr.model.clone(), &s.engine_name)?)
-            }
-        };
-        Ok(icl_model {
-            cfg: self.config().clone(),
-            step: self.step(),
-            inner,
-        })
+        let model = dispatch!(&self.inner, s => AnyModel::from_model(&s.value.model));
+        icl_model::of(
+            self.config().clone(),
+            self.step(),
+            model,
+            self.engine_name(),
+        )
     }
 
     /// Write the current model with the trainer's state (the `model.safetensors` of
     /// `icl train`): `from_checkpoint` continues it bit for bit.
     pub fn save(&self, path: &Path) -> FfiResult<()> {
-        with_trainer!(&self.inner, s => {
-            let cols: Vec<String> = s.tr.columns().iter().map(|c| c.name.clone()).collect();
-            icl_run::checkpoint::save(path, &s.tr.cfg, &s.tr.state(), &s.tr.model, &cols, None)
+        dispatch!(&self.inner, s => {
+            let t = &s.value;
+            let cols: Vec<String> = t.columns().iter().map(|c| c.name.clone()).collect();
+            icl_run::checkpoint::save(path, &t.cfg, &t.state(), &t.model, &cols, None)
         })?;
         Ok(())
     }
 
-    /// The flat parameters, widened to f64.
-    pub fn params(&self) -> Vec<f64> {
-        with_trainer!(&self.inner, s => widen(&s.tr.model.params))
-    }
-
-    /// Replace the flat parameters; the optimiser state is kept.
-    pub fn set_params(&mut self, p: &[f64]) -> FfiResult<()> {
-        with_trainer!(&mut self.inner, s => set_params_of(&mut s.tr.model, p))
-    }
-
-    /// Per-head circuits of the current model.
-    pub fn circuits(&self) -> FfiResult<HeadCircuits> {
-        with_trainer!(&self.inner, s => circuits_of(&s.tr.model))
-    }
-
     /// Number of log rows.
     pub fn log_len(&self) -> usize {
-        with_trainer!(&self.inner, s => s.tr.log.len())
+        dispatch!(&self.inner, s => s.value.log.len())
     }
 
     /// The log's column names: the header of `metrics.csv` ("step", "loss", then the probes').
     pub fn log_columns(&self) -> Vec<String> {
-        with_trainer!(&self.inner, s => ["step", "loss"]
+        dispatch!(&self.inner, s => ["step", "loss"]
             .iter()
             .map(|c| c.to_string())
-            .chain(s.tr.columns().iter().map(|c| c.name.clone()))
+            .chain(s.value.columns().iter().map(|c| c.name.clone()))
             .collect())
     }
 
     /// Log row `i` as numbers in [`icl_trainer::log_columns`] order: step, loss, the probes'.
     pub fn log_values(&self, i: usize) -> FfiResult<Vec<f64>> {
-        with_trainer!(&self.inner, s => {
-            let r = s.tr.log.get(i).ok_or_else(|| {
-                FfiError::size(format!("log row {i} of {}", s.tr.log.len()))
+        dispatch!(&self.inner, s => {
+            let t = &s.value;
+            let r = t.log.get(i).ok_or_else(|| {
+                FfiError::size(format!("log row {i} of {}", t.log.len()))
             })?;
             Ok([r.step as f64, r.loss].into_iter().chain(r.values.iter().copied()).collect())
         })
@@ -860,11 +744,12 @@ impl icl_trainer {
     /// Log row `i` (rows as in `metrics.csv`) with its omega and mu columns (empty when the log
     /// has none: the `eigs` task, multi-layer models).
     pub fn log_row(&self, i: usize) -> FfiResult<LogEntry> {
-        with_trainer!(&self.inner, s => {
-            let r = s.tr.log.get(i).ok_or_else(|| {
-                FfiError::size(format!("log row {i} of {}", s.tr.log.len()))
+        dispatch!(&self.inner, s => {
+            let t = &s.value;
+            let r = t.log.get(i).ok_or_else(|| {
+                FfiError::size(format!("log row {i} of {}", t.log.len()))
             })?;
-            Ok(LogEntry { step: r.step, loss: r.loss, omega: s.tr.group(r, "omega"), mu: s.tr.group(r, "mu") })
+            Ok(LogEntry { step: r.step, loss: r.loss, omega: t.group(r, "omega"), mu: t.group(r, "mu") })
         })
     }
 }

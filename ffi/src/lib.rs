@@ -18,6 +18,6 @@ pub mod handles;
 pub mod status;
 
 pub use c::*;
-pub use c::{config::*, eval::*, model::*, sweep::*, task::*, theory::*, trainer::*};
-pub use handles::{icl_config, icl_model, icl_task, icl_trainer};
+pub use c::{config::*, eval::*, model::*, sweep::*, task::*, theory::*, train::*, trainer::*};
+pub use handles::{icl_config, icl_model, icl_task, icl_trainer, HasModel};
 pub use status::icl_status;

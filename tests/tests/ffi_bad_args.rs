@@ -1057,6 +1057,32 @@ fn theory_functions() {
         "required --gamma"
     );
     assert_eq!(q("eta-star", &[], null_mut(), 8), ICL_ERR_NULL);
+    // a closed form refusing its parameters is ICL_ERR_ARGUMENT, as `icl.h` lists it (the
+    // registry's domain errors used to pass through as ICL_ERR_CONFIG): OLS needs L > d + 1,
+    // the Monte Carlo Bayes risk a noise variance > 0
+    for (name, kv) in [
+        ("ols-risk", vec![("d", "5"), ("L", "6")]),
+        ("ols-risk", vec![("d", "5"), ("L", "5")]),
+        ("bayes-risk-mc", vec![("sigma2", "0"), ("n", "10")]),
+    ] {
+        assert_eq!(
+            q(name, &kv, o, 8),
+            ICL_ERR_ARGUMENT,
+            "{name} {kv:?}: {}",
+            last()
+        );
+    }
+    // a number inside a list parameter that is NaN or infinite is ICL_ERR_NONFINITE, as a
+    // scalar's is (it was ICL_ERR_ARGUMENT); a malformed item stays ICL_ERR_ARGUMENT
+    for eigs in ["0.4,nan", "inf,0.1", "0.4, -inf ,0.1"] {
+        assert_eq!(
+            q("plateaus", &[("eigs", eigs)], o, 8),
+            ICL_ERR_NONFINITE,
+            "{eigs}: {}",
+            last()
+        );
+    }
+    assert_eq!(q("plateaus", &[("eigs", "0.4,x")], o, 8), ICL_ERR_ARGUMENT);
     // a list value does not fit a short buffer: ICL_ERR_SIZE, and the count says how many
     assert_eq!(
         q("plateaus", &[("eigs", "0.4,0.3,0.2,0.1")], o, 2),

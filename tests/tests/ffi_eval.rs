@@ -143,3 +143,141 @@ fn c_eval_is_the_run_layer_eval_with_tau_and_shift() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `icl_train_run` (the C API's `icl train`): the run folder of the run layer's `train` with the
+/// same options, byte for byte, and `summary.json`'s text copied out; typed statuses for bad
+/// options, reported before anything is trained.
+#[test]
+fn c_train_run_is_icl_train() {
+    let base = std::env::temp_dir().join(format!("icl-ffi-train-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let mut cfg = std::ptr::null_mut();
+    let preset = CString::new("quick").unwrap();
+    assert_eq!(
+        unsafe { icl_ffi::icl_config_preset(preset.as_ptr(), &mut cfg) },
+        icl_status::ICL_OK
+    );
+    let call = |out: &Path, opts: &[(&str, &str)], cap: usize| -> (icl_status, String, usize) {
+        let d = CString::new(out.to_str().unwrap()).unwrap();
+        let ks: Vec<CString> = opts
+            .iter()
+            .map(|(k, _)| CString::new(*k).unwrap())
+            .collect();
+        let vs: Vec<CString> = opts
+            .iter()
+            .map(|(_, v)| CString::new(*v).unwrap())
+            .collect();
+        let kp: Vec<*const c_char> = ks.iter().map(|c| c.as_ptr()).collect();
+        let vp: Vec<*const c_char> = vs.iter().map(|c| c.as_ptr()).collect();
+        let mut buf = vec![0u8; cap];
+        let mut need = 0usize;
+        let st = unsafe {
+            icl_ffi::icl_train_run(
+                cfg,
+                d.as_ptr(),
+                kp.as_ptr(),
+                vp.as_ptr(),
+                opts.len(),
+                if cap == 0 {
+                    std::ptr::null_mut()
+                } else {
+                    buf.as_mut_ptr() as *mut c_char
+                },
+                cap,
+                &mut need,
+            )
+        };
+        let text = buf.split(|&b| b == 0).next().unwrap_or(&[]).to_vec();
+        (st, String::from_utf8(text).unwrap(), need)
+    };
+    let opts = [
+        ("steps", "120"),
+        ("seed", "5"),
+        ("engine", "scalar"),
+        ("eval_samples", "50"),
+        ("checkpoint_every", "40"),
+    ];
+    let c_out = base.join("c");
+    let (st, summary, need) = call(&c_out, &opts, 1 << 16);
+    assert_eq!(st, icl_status::ICL_OK, "{}", unsafe {
+        std::ffi::CStr::from_ptr(icl_ffi::icl_last_error()).to_string_lossy()
+    });
+    assert_eq!(need, summary.len() + 1);
+    assert_eq!(
+        summary,
+        std::fs::read_to_string(c_out.join("summary.json")).unwrap()
+    );
+    // the run layer's train with the same options
+    let mut want = icl_core::presets::preset("quick").unwrap();
+    want.set("train.steps", "120").unwrap();
+    want.set("train.seed", "5").unwrap();
+    let o = TrainOptions {
+        eval_samples: 50,
+        engine: Some("scalar".into()),
+        checkpoint_every: 40,
+        ..TrainOptions::default()
+    };
+    let rl_out = base.join("rl");
+    train(&want, &rl_out, &o, &mut |_, _, _| true).unwrap();
+    for f in ["model.safetensors", "metrics.csv", "config.toml"] {
+        assert_eq!(
+            std::fs::read(c_out.join(f)).unwrap(),
+            std::fs::read(rl_out.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // a folder that holds a run is refused without force, replaced with it
+    assert_eq!(call(&c_out, &opts, 0).0, icl_status::ICL_ERR_ARGUMENT);
+    let mut forced = opts.to_vec();
+    forced.push(("force", "true"));
+    assert_eq!(call(&c_out, &forced, 1 << 16).0, icl_status::ICL_OK);
+    // bad options: nothing is trained
+    let bad = base.join("bad");
+    for (o, status) in [
+        (vec![("stpes", "10")], icl_status::ICL_ERR_ARGUMENT),
+        (vec![("steps", "-1")], icl_status::ICL_ERR_ARGUMENT),
+        (
+            vec![("steps", "1000000000000000")],
+            icl_status::ICL_ERR_CONFIG,
+        ),
+        (
+            vec![("checkpoint_minutes", "-1")],
+            icl_status::ICL_ERR_ARGUMENT,
+        ),
+        (
+            vec![("checkpoint_minutes", "nan")],
+            icl_status::ICL_ERR_ARGUMENT,
+        ),
+        (vec![("force", "maybe")], icl_status::ICL_ERR_ARGUMENT),
+        (vec![("engine", "warp")], icl_status::ICL_ERR_UNKNOWN_NAME),
+        (
+            vec![("seed", "1"), ("seed", "2")],
+            icl_status::ICL_ERR_ARGUMENT,
+        ),
+        (
+            vec![("eval_samples", "1000000000")],
+            icl_status::ICL_ERR_SIZE,
+        ),
+    ] {
+        assert_eq!(call(&bad, &o, 0).0, status, "{o:?}");
+        assert!(!bad.exists(), "{o:?}");
+    }
+    // NULL and output pointers are checked before training
+    let d = CString::new(bad.to_str().unwrap()).unwrap();
+    let (nk, nb, nn) = (
+        std::ptr::null::<*const c_char>(),
+        std::ptr::null_mut::<c_char>(),
+        std::ptr::null_mut::<usize>(),
+    );
+    unsafe {
+        use icl_ffi::icl_train_run as tr;
+        let st = |s| assert_eq!(s, icl_status::ICL_ERR_NULL);
+        st(tr(std::ptr::null(), d.as_ptr(), nk, nk, 0, nb, 0, nn));
+        st(tr(cfg, std::ptr::null(), nk, nk, 0, nb, 0, nn));
+        st(tr(cfg, d.as_ptr(), nk, nk, 1, nb, 0, nn));
+        st(tr(cfg, d.as_ptr(), nk, nk, 0, nb, 8, nn));
+        icl_ffi::icl_config_free(cfg);
+    }
+    assert!(!bad.exists());
+    let _ = std::fs::remove_dir_all(&base);
+}

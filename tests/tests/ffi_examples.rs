@@ -420,7 +420,7 @@ fn default_engine_is_the_clis_and_follows_its_trajectory() {
     let mut tr = icl_ffi::icl_trainer::new(&cfg, None).unwrap();
     assert_eq!(tr.engine_name(), cli_engine);
     tr.train(200, None).unwrap();
-    let p = tr.params();
+    let p = icl_ffi::handles::HasModel::params(&tr);
     assert_eq!(p.len(), cli_model.params.len());
     for (i, (a, b)) in p.iter().zip(&cli_model.params).enumerate() {
         assert_eq!(a.to_bits(), (*b as f64).to_bits(), "parameter {i}");

@@ -264,9 +264,27 @@ fn cpp_eval_and_repro_are_the_clis() {
     assert!(text.ends_with("0 failed\n"), "{text}");
     assert_eq!(
         text.lines().filter(|l| l.starts_with("ok ")).count(),
-        15,
+        17,
         "{text}"
     );
+    // train_run: the run folder of `icl train` with the same options, byte for byte
+    let cli_train = dir.join("cli-train");
+    run(Command::new(&built().icl)
+        .args(["train", "--preset", "quick", "--steps", "60", "--seed", "3"])
+        .args(["--eval-samples", "0", "-q", "--out"])
+        .arg(&cli_train));
+    for f in ["model.safetensors", "metrics.csv"] {
+        assert_eq!(
+            std::fs::read(out.join("train").join(f)).unwrap(),
+            std::fs::read(cli_train.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(out.join("train.json")).unwrap(),
+        std::fs::read(out.join("train/summary.json")).unwrap()
+    );
+    assert!(!out.join("bad-train").exists());
     let json = |s: &[u8]| -> serde_json::Value { serde_json::from_slice(s).unwrap() };
     // eval: the rows of `icl eval DIR --json` with the same options
     let cli = run(Command::new(&built().icl)

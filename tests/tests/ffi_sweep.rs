@@ -4,7 +4,8 @@
 use icl_ffi::{
     icl_last_error, icl_status, icl_sweep_collect, icl_sweep_plan, icl_sweep_run, icl_sweep_status,
 };
-use icl_run::sweep::{self, front, SweepRunOptions};
+use icl_run::options::SweepRunArgs;
+use icl_run::sweep::{self, front};
 use serde_json::Value;
 use std::ffi::{c_char, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -163,7 +164,10 @@ fn c_sweeps_are_the_run_layer_sweeps() {
     let got: Vec<&str> = (0..4).map(|i| v[i]["status"].as_str().unwrap()).collect();
     assert_eq!(got, ["trained", "trained", "skipped", "trained"]);
     // the same sweep through the run layer, one at a time: the same bytes
-    let o = SweepRunOptions::from_pairs(&opts).unwrap();
+    let o = icl_run::options::from_pairs::<SweepRunArgs, _, _>(&opts)
+        .unwrap()
+        .options()
+        .unwrap();
     o.run(&b, &|_, _, _, _| true).unwrap();
     let (st, json) = collect(&a, false);
     assert_eq!(st, icl_status::ICL_OK, "{}", last_error());

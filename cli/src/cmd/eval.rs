@@ -2,10 +2,8 @@
 //! lengths L' (length generalisation, He et al. 2025 figure 3).
 use super::common::outln;
 use crate::error::CliResult;
-use icl_run::eval::{
-    eval_run, parse_lambda_range, parse_lengths, temper_from_text, write_risk_plot, EvalOptions,
-    MlEvalOptions,
-};
+use icl_run::eval::{eval_run, write_risk_plot};
+use icl_run::options::EvalArgs;
 use icl_run::summary::pretty;
 use icl_run::RunDir;
 use std::path::PathBuf;
@@ -15,46 +13,9 @@ use std::path::PathBuf;
 pub struct Args {
     /// Run folder (from `icl train` or `icl import`).
     pub dir: PathBuf,
-    /// Test context lengths L', comma-separated.
-    #[arg(long, default_value = "10,20,40,100", allow_negative_numbers = true)]
-    pub lengths: String,
-    /// Monte Carlo samples per length (>= 2).
-    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true)]
-    pub samples: usize,
-    /// Seed of the evaluation streams.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    pub seed: u64,
-    /// Engine for the model's predictions: simd (default, the fastest built in), scalar or
-    /// vulkan.
-    #[arg(long)]
-    pub engine: Option<String>,
-    /// Transformer runs: test eigenvalue range MIN,MAX (out of distribution, e.g. 1.1,1.5).
-    #[arg(long, value_name = "MIN,MAX", allow_hyphen_values = true)]
-    pub lambda_range: Option<String>,
-    /// Transformer runs: apply the trained block k times (k T layers).
-    #[arg(long, value_name = "K", allow_negative_numbers = true)]
-    pub stack: Option<usize>,
-    /// Transformer runs: also report the readout after every layer (model_t1.., alg1_t1..).
-    #[arg(long)]
-    pub layers_out: bool,
-    /// Transformer runs: sequences per length for Model Sim / Grad Diff (0: none).
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    pub alignment: usize,
-    /// IV two-stage runs: a one-stage run folder to evaluate as "tf_ref" on the same sequences.
-    #[arg(long = "ref", value_name = "DIR")]
-    pub reference: Option<PathBuf>,
-    /// Attention temperatures, comma-separated: numbers > 0 and `opt` (chosen per length on
-    /// held-out sequences of independent streams). Every attention logit is divided by tau.
-    #[arg(long, value_name = "TAUS", allow_negative_numbers = true)]
-    pub tau: Option<String>,
-    /// Test-time shift KEY=VALUE (repeatable): x_cov, x_mean, w_cov, w_mean, noise (e.g.
-    /// x_cov=3, x_mean=2e1 for 2 e_1, noise=1); `icl presets --keys` documents each.
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub shift: Vec<String>,
-    /// Held-out sequences per length for `--tau opt` (default 4096; only with opt among the
-    /// temperatures).
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub tau_holdout: Option<usize>,
+    /// The options (`icl_run::options::EvalArgs`: the C API's keys, Python's keywords).
+    #[command(flatten)]
+    pub opts: EvalArgs,
     /// Also write the figure of the risks against L' (model and every baseline, error bars of
     /// one standard error) to FILE: PNG if it ends in .png, SVG otherwise.
     #[arg(long, value_name = "FILE")]
@@ -70,29 +31,12 @@ pub fn run(a: &Args) -> CliResult {
     if let Some(p) = &a.plot {
         icl_run::folder::check_output(p)?;
     }
-    let opts = EvalOptions {
-        lengths: parse_lengths(&a.lengths)?,
-        samples: a.samples,
-        seed: a.seed,
-        engine: a.engine.clone(),
-        multilayer: MlEvalOptions {
-            lambda_range: a
-                .lambda_range
-                .as_deref()
-                .map(parse_lambda_range)
-                .transpose()?,
-            stack: a.stack,
-            layers_out: a.layers_out,
-            alignment: a.alignment,
-            reference: a.reference.clone(),
-        },
-        temper: temper_from_text(a.tau.as_deref(), &a.shift, a.tau_holdout)?,
-    };
+    let opts = a.opts.options()?;
     let dir = RunDir::new(&a.dir);
     // a run too wide for the SIMD kernels says so before its (slow) evaluation
     let cfg = icl_run::checkpoint::load_config(&dir.config()).ok();
     if let Some(note) =
-        cfg.and_then(|c| icl_run::engines::simd_fallback_note(&c, a.engine.as_deref()))
+        cfg.and_then(|c| icl_run::engines::simd_fallback_note(&c, a.opts.engine.as_deref()))
     {
         eprintln!("icl: note: {note}");
     }

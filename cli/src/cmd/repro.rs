@@ -2,6 +2,7 @@
 //! icl's measured value, verdict). Thin: the runs and claims live in `icl_run::repro`.
 use crate::cmd::common::outln;
 use crate::error::{CliError, CliResult};
+use icl_run::options::ReproArgs;
 use icl_run::repro::{repro, ReproOptions};
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,22 +15,9 @@ pub struct Args {
     /// Output folder: runs/ (ordinary run folders), report.json, report.md, report.html.
     #[arg(long)]
     pub out: PathBuf,
-    /// smoke (minutes on 2 cores, reductions stated per claim) or paper (the paper's sizes).
-    #[arg(long, default_value = "smoke")]
-    pub scale: String,
-    /// Only these claims (comma-separated ids; the report lists them); only their runs are trained.
-    #[arg(long, value_delimiter = ',')]
-    pub only: Vec<String>,
-    /// Runs trained at once.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
-    pub jobs: usize,
-    /// Engine (default: the fastest built in).
-    #[arg(long)]
-    pub engine: Option<String>,
-    /// Override a config key in every trained run, e.g. `--set train.steps=50000` for runs
-    /// shorter than the paper's (repeatable; report.json records it under "set").
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    /// The options (`icl_run::options::ReproArgs`: the C API's keys, Python's keywords).
+    #[command(flatten)]
+    pub opts: ReproArgs,
     /// Print report.json to stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -50,22 +38,9 @@ pub struct Args {
 
 pub fn run(a: &Args) -> CliResult {
     // checked where the C API and Python check them too
-    let o = ReproOptions::new(
-        &a.paper,
-        &a.scale,
-        &a.only,
-        a.jobs,
-        a.engine.as_deref(),
-        a.out.clone(),
-    )?
-    .with_set(
-        &a.sets
-            .iter()
-            .map(|s| crate::cmd::common::split_set(s))
-            .collect::<CliResult<Vec<_>>>()?,
-    )?;
+    let o = a.opts.options(&a.paper, a.out.clone())?;
     if a.slurm {
-        if a.jobs != 1 {
+        if a.opts.jobs != 1 {
             return Err(CliError::input(
                 "--jobs has no effect with --slurm (Slurm runs the array; --max-parallel caps it)",
             ));

@@ -8,7 +8,8 @@
 use super::common::{out, outln};
 use crate::error::{CliError, CliResult};
 use crate::signals;
-use icl_run::sweep::{self, front, RunStatus, SlurmOptions, State, SweepRunOptions};
+use icl_run::options::SweepRunArgs;
+use icl_run::sweep::{self, front, RunStatus, SlurmOptions, State};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -22,32 +23,9 @@ pub struct Args {
 /// How to train (shared by `run` and `run-one`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Engine: simd (default), scalar or vulkan.
-    #[arg(long)]
-    pub engine: Option<String>,
-    /// Monte Carlo samples for the final risk in each summary.json (0 or 1: skip; a risk needs
-    /// at least 2).
-    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true)]
-    pub eval_samples: usize,
-    /// Checkpoint every M minutes of training (0: off; Ctrl-C / SIGTERM always checkpoint).
-    #[arg(
-        long,
-        value_name = "M",
-        default_value_t = 5.0,
-        allow_negative_numbers = true
-    )]
-    pub checkpoint_minutes: f64,
-    /// Checkpoint every N steps too (0: off).
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 0,
-        allow_negative_numbers = true
-    )]
-    pub checkpoint_every: u64,
-    /// Retrain complete runs too (replacing their folders).
-    #[arg(long)]
-    pub force: bool,
+    /// The options (`icl_run::options::SweepRunArgs`: the C API's keys, Python's keywords).
+    #[command(flatten)]
+    pub opts: SweepRunArgs,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -74,9 +52,6 @@ pub enum Cmd {
     Run {
         /// The sweep folder (from `icl sweep plan`).
         dir: PathBuf,
-        /// Runs at once (0: one per core); the cores are shared between them.
-        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
-        jobs: usize,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -175,18 +150,6 @@ impl SlurmArgs {
     }
 }
 
-fn options(a: &RunArgs, jobs: usize, index: Option<usize>) -> CliResult<SweepRunOptions> {
-    Ok(SweepRunOptions::new(
-        jobs,
-        index,
-        a.engine.as_deref(),
-        a.eval_samples,
-        a.checkpoint_minutes,
-        a.checkpoint_every,
-        a.force,
-    )?)
-}
-
 fn status_word(s: &RunStatus) -> String {
     match s {
         RunStatus::Skipped => "complete (skipped)".into(),
@@ -263,8 +226,8 @@ pub fn run(a: &Args) -> CliResult {
                 outln(&dir.join(sweep::plan::MANIFEST).display().to_string())
             }
         }
-        Cmd::Run { dir, jobs, run: r } => {
-            let opts = options(r, *jobs, None)?;
+        Cmd::Run { dir, run: r } => {
+            let opts = r.opts.options()?;
             // the runs checkpoint at a step: a first signal stops them there
             signals::install();
             signals::arm();
@@ -272,7 +235,11 @@ pub fn run(a: &Args) -> CliResult {
             finish(&results, r.quiet, r.json)
         }
         Cmd::RunOne { dir, index, run: r } => {
-            let opts = options(r, 1, Some(*index))?;
+            let opts = SweepRunArgs {
+                index: Some(*index),
+                ..r.opts.clone()
+            }
+            .options()?;
             // the runs checkpoint at a step: a first signal stops them there
             signals::install();
             signals::arm();

@@ -1,9 +1,10 @@
 //! `icl train`: train a model into a run folder (see `icl_run::train` for the folder's guarantees:
 //! complete or absent, checkpointed, resumable). Prints the path of `summary.json` last.
 use super::common::{outln, progress, ConfigArgs};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::signals;
-use icl_run::train::{Outcome, TrainOptions};
+use icl_run::options::TrainArgs;
+use icl_run::train::Outcome;
 use std::path::PathBuf;
 
 /// Arguments of `icl train`.
@@ -14,21 +15,12 @@ use std::path::PathBuf;
 pub struct Args {
     #[command(flatten)]
     pub cfg: ConfigArgs,
-    /// Number of optimiser steps (overrides train.steps; with --resume, extends a finished run).
-    #[arg(long, allow_negative_numbers = true)]
-    pub steps: Option<u64>,
-    /// Random seed (overrides train.seed).
-    #[arg(long, allow_negative_numbers = true)]
-    pub seed: Option<u64>,
-    /// Engine: simd (default, the fastest built in), scalar or vulkan (see `icl bench`).
-    #[arg(long)]
-    pub engine: Option<String>,
+    /// The options (`icl_run::options::TrainArgs`: the C API's keys, Python's keywords).
+    #[command(flatten)]
+    pub opts: TrainArgs,
     /// Output run folder (written completely or not at all).
     #[arg(long, required_unless_present = "resume")]
     pub out: Option<PathBuf>,
-    /// Replace an existing run folder, or discard an interrupted run in it.
-    #[arg(long)]
-    pub force: bool,
     /// Continue the run in DIR: an interrupted run from its last checkpoint, or a finished run
     /// extended to --steps. The run keeps its own config: --preset, --config, --set, --seed,
     /// --out and --force are refused with it.
@@ -38,51 +30,16 @@ pub struct Args {
         conflicts_with_all = ["out", "force", "seed", "preset", "config", "sets"]
     )]
     pub resume: Option<PathBuf>,
-    /// Checkpoint every N steps (besides every --checkpoint-minutes and on Ctrl-C / SIGTERM).
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 0,
-        allow_negative_numbers = true
-    )]
-    pub checkpoint_every: u64,
-    /// Checkpoint every M minutes of training (0: off).
-    #[arg(
-        long,
-        value_name = "M",
-        default_value_t = 5.0,
-        allow_negative_numbers = true
-    )]
-    pub checkpoint_minutes: f64,
-    /// Monte Carlo samples for the final risk at the training length in summary.json (0 or 1:
-    /// skip; a risk needs at least 2).
-    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true)]
-    pub eval_samples: usize,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
 }
 
 pub fn run(a: &Args) -> CliResult {
-    if a.checkpoint_minutes.is_nan()
-        || a.checkpoint_minutes < 0.0
-        || a.checkpoint_minutes.is_infinite()
-    {
-        return Err(CliError::input(
-            "--checkpoint-minutes must be a number >= 0",
-        ));
-    }
-    let opts = TrainOptions {
-        engine: a.engine.clone(),
-        preset: if a.resume.is_some() {
-            None
-        } else {
-            a.cfg.preset_name()
-        },
-        force: a.force,
-        eval_samples: a.eval_samples,
-        checkpoint_every: a.checkpoint_every,
-        checkpoint_seconds: 60.0 * a.checkpoint_minutes,
+    let opts = if a.resume.is_some() {
+        a.opts.resume_options()?
+    } else {
+        a.opts.options(a.cfg.preset_name())?
     };
     // unarmed until the first step is done: a signal while the config is read and checked and
     // the run set up ends the process at once (nothing to checkpoint yet)
@@ -112,7 +69,7 @@ pub fn run(a: &Args) -> CliResult {
     let (outcome, dir) = match &a.resume {
         Some(dir) => {
             if let Some(c) = icl_run::train::resume_config(dir) {
-                icl_run::train::check_engine_choice(&c, a.engine.as_deref())?;
+                icl_run::train::check_engine_choice(&c, a.opts.engine.as_deref())?;
             }
             if !a.quiet {
                 if let Some(note) = icl_run::train::resume_config(dir)
@@ -122,20 +79,14 @@ pub fn run(a: &Args) -> CliResult {
                 }
             }
             (
-                icl_run::train::resume(dir, a.steps, &opts, &mut report)?,
+                icl_run::train::resume(dir, a.opts.steps, &opts, &mut report)?,
                 dir.clone(),
             )
         }
         None => {
             let mut cfg = a.cfg.build()?;
-            if let Some(s) = a.steps {
-                cfg.set("train.steps", &s.to_string())?;
-            }
-            if let Some(s) = a.seed {
-                cfg.set("train.seed", &s.to_string())?;
-            }
-            cfg.validate()?;
-            icl_run::train::check_engine_choice(&cfg, a.engine.as_deref())?;
+            a.opts.apply(&mut cfg)?;
+            icl_run::train::check_engine_choice(&cfg, a.opts.engine.as_deref())?;
             if !a.quiet {
                 if let Some(note) =
                     icl_run::engines::simd_fallback_note(&cfg, opts.engine.as_deref())

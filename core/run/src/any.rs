@@ -1,10 +1,14 @@
-//! Dtype dispatch, written once: models and trainers of either compute precision
-//! (`train.dtype`), and [`dispatch!`] to run generic code on whichever is inside.
+//! Dtype dispatch, written once for every front end: models and trainers of either compute
+//! precision (`train.dtype`), the same with the engine that runs them ([`Engined`]: the C and C++
+//! handles), and [`dispatch!`] to run generic code on whichever is inside.
 use crate::engines::{Engines, RunScalar};
 use crate::error::Result;
+use icl_core::budget::try_vec;
 use icl_core::config::{Config, Dtype};
+use icl_core::families::attention::eval::{mc_risk, RiskEstimate};
 use icl_core::model::{Model, ModelSpec};
-use icl_core::train::{Options, TrainState, Trainer};
+use icl_core::train::{loss_and_grad, Options, TrainState, Trainer};
+use icl_core::{Batch, Runner, Scalar, Task};
 
 /// Run `$body` with `$x` bound to the value inside an [`AnyModel`] or [`AnyTrainer`] (either
 /// precision); the body is compiled once per precision.
@@ -148,5 +152,111 @@ impl AnyTrainer {
     /// Steps completed.
     pub fn step(&self) -> u64 {
         dispatch!(self, t => t.step)
+    }
+}
+
+/// A value of precision `T` (a model, a trainer) with an engine of that precision that runs it on
+/// a caller's batches: what the C and C++ model and trainer handles hold.
+pub struct Engined<X, T: Scalar> {
+    pub value: X,
+    pub runner: Runner<T>,
+    /// The engine's name (as `icl --engine` takes it).
+    pub engine: String,
+}
+
+/// A model of either precision with its engine.
+pub type EnginedModel = Either<Engined<Model<f32>, f32>, Engined<Model<f64>, f64>>;
+
+/// A trainer of either precision with an engine for a caller's batches.
+pub type EnginedTrainer = Either<Engined<Trainer<f32>, f32>, Engined<Trainer<f64>, f64>>;
+
+impl<X, T: RunScalar> Engined<X, T> {
+    /// `value` run by the named engine. An engine that cannot run precision `T` (vulkan in f64)
+    /// is [`crate::RunError::Refused`].
+    pub fn new(value: X, engine: &str) -> Result<Self> {
+        Ok(Engined {
+            value,
+            runner: Runner::new(T::engine(engine)?),
+            engine: engine.to_string(),
+        })
+    }
+    /// The same value run by another engine.
+    pub fn set_engine(&mut self, engine: &str) -> Result<()> {
+        self.runner = Runner::new(T::engine(engine)?);
+        self.engine = engine.to_string();
+        Ok(())
+    }
+}
+
+impl<T: RunScalar> Engined<Model<T>, T> {
+    /// The model's predictions (`n x n_out`) for a batch, allocated fallibly.
+    pub fn predict(&mut self, batch: &Batch<T>) -> Result<Vec<T>> {
+        let m = &self.value;
+        let mut out = try_vec(batch.n * m.spec.n_out, T::zero(), "predictions")?;
+        let (spec, circ) = (m.attention()?, m.circuits()?);
+        self.runner.predict(spec, &circ, batch, &mut out)?;
+        Ok(out)
+    }
+
+    /// The loss of a batch and its gradient with respect to the flat parameters; a loss or
+    /// gradient that is not finite is [`icl_core::Error::Numerical`].
+    pub fn loss_grad(&mut self, batch: &Batch<T>) -> Result<(f64, Vec<T>)> {
+        let mut g = try_vec(self.value.params.len(), T::zero(), "the gradient")?;
+        let loss = loss_and_grad(&mut self.runner, &self.value, batch, &mut g)?.to_f64();
+        if !loss.is_finite() || g.iter().any(|v| !v.finite()) {
+            return Err(icl_core::Error::Numerical(format!(
+                "the loss ({loss}) or its gradient is not finite on this batch"
+            ))
+            .into());
+        }
+        Ok((loss, g))
+    }
+
+    /// Monte Carlo risk at test length `len` with `n` samples from stream (seed, Eval, len, i) on
+    /// the data of `task`, as `icl eval` computes it.
+    pub fn risk(&mut self, task: &Task, len: usize, n: usize, seed: u64) -> Result<RiskEstimate> {
+        let r = mc_risk(
+            task,
+            len,
+            n,
+            seed,
+            Some((&self.value, &mut self.runner)),
+            &[],
+        )?;
+        Ok(r[0])
+    }
+}
+
+impl<T: RunScalar> Engined<Trainer<T>, T> {
+    /// One optimiser step on a caller's batch (counted as a step, not entered in the log).
+    pub fn step_on(&mut self, batch: &Batch<T>) -> Result<f64> {
+        Ok(self.value.step_on(&mut self.runner, batch)?)
+    }
+}
+
+impl AnyModel {
+    /// The model run by the named engine.
+    pub fn with_engine(self, engine: &str) -> Result<EnginedModel> {
+        Ok(match self {
+            Either::F32(m) => Either::F32(Engined::new(m, engine)?),
+            Either::F64(m) => Either::F64(Engined::new(m, engine)?),
+        })
+    }
+}
+
+impl AnyTrainer {
+    /// The trainer with a runner of the named engine for a caller's batches.
+    pub fn with_engine(self, engine: &str) -> Result<EnginedTrainer> {
+        Ok(match self {
+            Either::F32(t) => Either::F32(Engined::new(t, engine)?),
+            Either::F64(t) => Either::F64(Engined::new(t, engine)?),
+        })
+    }
+}
+
+impl<A, B> Either<A, B> {
+    /// Whether the value is of double precision.
+    pub fn is_f64(&self) -> bool {
+        matches!(self, Either::F64(_))
     }
 }

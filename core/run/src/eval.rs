@@ -64,7 +64,7 @@ fn transformer_memory(net: &Net, d: usize, o: &EvalOptions, scalar: bool) -> Opt
     batch.checked_add(preds)?.checked_add(engine)
 }
 
-/// What to evaluate.
+/// What to evaluate: [`crate::options::EvalArgs`] checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EvalOptions {
     /// Test context lengths L'.
@@ -139,6 +139,9 @@ pub fn temper_from_text<S: AsRef<str>>(
 /// Test lengths as every front end writes them: `10,20,40,100` (positive integers; an empty
 /// item is an error, see [`icl_core::list::items`]).
 pub fn parse_lengths(text: &str) -> Result<Vec<usize>> {
+    if text.trim().is_empty() {
+        return Err(RunError::Refused("no test lengths given".into()));
+    }
     icl_core::list::items("lengths", text)?
         .into_iter()
         .map(|p| {
@@ -161,72 +164,6 @@ pub fn parse_lambda_range(text: &str) -> Result<(f64, f64)> {
     match v[..] {
         [a, b] => Ok((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?)),
         _ => Err(bad()),
-    }
-}
-
-impl EvalOptions {
-    /// The options of `icl eval` from (key, value) text pairs, for front ends without a flag
-    /// parser (the C API): `lengths` (`10,20,40,100`), `samples` (20000), `seed` (0), `engine`,
-    /// `tau` (`0.5,1,opt`), `tau_holdout`, `shift.KEY` (`shift.x_cov` = `3`; see
-    /// [`icl_core::data::shift`]), and for transformer runs `lambda_range` (`MIN,MAX`), `stack`,
-    /// `layers_out` (`true`/`false`), `alignment`, `ref` (a run folder). Unset keys take the
-    /// CLI's defaults; an unknown or repeated key is an error.
-    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<EvalOptions> {
-        let mut o = EvalOptions {
-            lengths: vec![10, 20, 40, 100],
-            samples: 20_000,
-            seed: 0,
-            engine: None,
-            multilayer: MlEvalOptions::default(),
-            temper: Temper::default(),
-        };
-        let (mut tau, mut shifts, mut holdout) = (None, Vec::new(), None);
-        let mut seen = std::collections::BTreeSet::new();
-        let num = |k: &str, v: &str| -> Result<u64> {
-            v.trim().parse::<u64>().map_err(|_| {
-                RunError::Refused(format!("{k} = {v:?} is not a non-negative integer"))
-            })
-        };
-        for (k, v) in pairs {
-            let (k, v) = (k.as_ref().trim(), v.as_ref());
-            if !seen.insert(k.to_string()) {
-                return Err(RunError::Refused(format!(
-                    "evaluation option {k} given twice"
-                )));
-            }
-            match k {
-                "lengths" => o.lengths = parse_lengths(v)?,
-                "samples" => o.samples = num(k, v)? as usize,
-                "seed" => o.seed = num(k, v)?,
-                "engine" => o.engine = Some(v.trim().to_string()),
-                "tau" => tau = Some(v.to_string()),
-                "tau_holdout" => holdout = Some(num(k, v)? as usize),
-                "lambda_range" => o.multilayer.lambda_range = Some(parse_lambda_range(v)?),
-                "stack" => o.multilayer.stack = Some(num(k, v)? as usize),
-                "layers_out" => {
-                    o.multilayer.layers_out = match v.trim() {
-                        "true" | "1" => true,
-                        "false" | "0" => false,
-                        _ => {
-                            return Err(RunError::Refused(format!(
-                                "layers_out = {v:?} is not true or false"
-                            )))
-                        }
-                    }
-                }
-                "alignment" => o.multilayer.alignment = num(k, v)? as usize,
-                "ref" => o.multilayer.reference = Some(v.into()),
-                _ if k.starts_with("shift.") => shifts.push(format!("{k}={v}")),
-                _ => {
-                    return Err(RunError::Refused(format!(
-                        "unknown evaluation option {k:?} (lengths, samples, seed, engine, tau, tau_holdout, shift.KEY, lambda_range, stack, layers_out, alignment, ref)"
-                    )))
-                }
-            }
-        }
-        o.temper = temper_from_text(tau.as_deref(), &shifts, holdout)?;
-        check(&o)?;
-        Ok(o)
     }
 }
 
@@ -259,7 +196,8 @@ pub fn baselines(cfg: &Config, len: usize) -> Result<Vec<(String, Estimator)>> {
     Ok(v)
 }
 
-fn check(o: &EvalOptions) -> Result<()> {
+/// Check the options every front end gives (lengths, samples, temperatures).
+pub(crate) fn check(o: &EvalOptions) -> Result<()> {
     o.temper.check()?;
     if o.samples < 2 {
         return Err(RunError::Refused(

@@ -7,6 +7,8 @@
 //! * [`any`]: dtype dispatch ([`AnyModel`], [`AnyTrainer`]) for models and trainers of either
 //!   precision;
 //! * [`folder`]: run folders (file names, atomic writes);
+//! * [`options`]: the options of every entry point (train, eval, repro, sweep), declared once:
+//!   the CLI's flags, the C API's keys and Python's keywords;
 //! * [`checkpoint`]: safetensors checkpoints (deterministic bytes, strict reading), PyTorch
 //!   import, KQ snapshots;
 //! * [`train`]: a training run from a config to a complete run folder;
@@ -32,6 +34,7 @@ pub mod engines;
 pub mod error;
 pub mod eval;
 pub mod folder;
+pub mod options;
 pub mod outputs;
 pub mod plot;
 pub mod repro;

@@ -5,7 +5,9 @@
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::plot::{lines_figure, Figure, Series};
-use icl_core::theory::registry::{evaluate_with, registry, Out, Trained, Traj, Value};
+use icl_core::theory::registry::{
+    evaluate_with, kind_of, registry, Kind, Out, Trained, Traj, Value,
+};
 use serde_json::{json, Map};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,9 +31,48 @@ pub fn evaluate(name: &str, args: &[(String, String)]) -> Result<(Out, BTreeMap<
         .map(|(_, v)| v.trim())
         .find(|v| !v.is_empty() && *v != "none");
     let run = dir.map(|d| load_trained(Path::new(d))).transpose()?;
-    let (out, params) = evaluate_with(name, args, run)?;
+    check_list_numbers(name, args)?;
+    let (out, params) = evaluate_with(name, args, run).map_err(argument_error)?;
     check_finite(name, &out)?;
     Ok((out, params))
+}
+
+/// A closed form refusing its parameters (`ols-risk` at L <= d + 1, `bayes-risk-mc` at
+/// sigma^2 = 0: the core's [`icl_core::Error::InvalidConfig`], as a configuration would be) is,
+/// for a quantity evaluated by name, an invalid argument: the parameters are the caller's
+/// arguments (the C API's `ICL_ERR_ARGUMENT`, which `icl_theory_eval` lists).
+fn argument_error(e: icl_core::Error) -> RunError {
+    match e {
+        icl_core::Error::InvalidConfig(m) => icl_core::Error::InvalidArgument(m).into(),
+        other => other.into(),
+    }
+}
+
+/// A number inside a list parameter (`--omega 1,nan`, a covariance, a mean) that is NaN or
+/// infinite is [`icl_core::Error::NonFinite`], as a scalar parameter's is (the registry reads
+/// such an item as one more malformed value).
+fn check_list_numbers(name: &str, args: &[(String, String)]) -> Result<()> {
+    let reg = registry();
+    let Some(q) = reg.iter().find(|q| q.name == name) else {
+        return Ok(());
+    };
+    for (k, v) in args {
+        let Some(p) = q.all_params().find(|p| p.0 == k) else {
+            continue;
+        };
+        if !matches!(kind_of(name, p), Kind::List(..) | Kind::Mean | Kind::Cov) {
+            continue;
+        }
+        for item in v.split(',').map(str::trim) {
+            if item.parse::<f64>().is_ok_and(|x| !x.is_finite()) {
+                return Err(icl_core::Error::NonFinite(format!(
+                    "--{k}: {item:?} is not a finite number"
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The first number of a value that is not finite, if any.

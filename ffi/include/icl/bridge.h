@@ -1260,6 +1260,17 @@ private:
 // Evaluate a theory quantity; its main value as numbers (one for a scalar quantity).
 ::rust::Vec<double> theory_value(::rust::Str name, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
 
+// The options of an entry point (`"train"`, `"eval"`, `"repro"`, `"sweep_run"`) as JSON,
+// as `icl_options_list` in `icl.h` gives them.
+::rust::String options_list(::rust::Str name);
+
+// Train `cfg` into the run folder `out_dir` like `icl train --out OUT_DIR` and return
+// the text of its `summary.json`; options as `icl_train_run` in `icl.h` takes them
+// (`steps`, `seed`, `engine`, `force`, `eval_samples`, `checkpoint_every`,
+// `checkpoint_minutes`). Blocks until the run is done; prints nothing. Throws where
+// `icl_train_run` returns a status; every bad option is reported before training.
+::rust::String train_run(::icl::Config const &cfg, ::rust::Str out_dir, ::rust::Vec<::rust::String> const &keys, ::rust::Vec<::rust::String> const &values);
+
 // Evaluate the run folder `dir` like `icl eval DIR --json` and return that JSON
 // (`{"rows": [{"estimator", "L", "risk", "stderr", ...}], ...}`), the options as text
 // pairs `keys[i]` = `values[i]` exactly as `icl_eval_run` in `icl.h` takes them

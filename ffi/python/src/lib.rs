@@ -14,6 +14,7 @@
 mod arrays;
 mod config;
 mod errors;
+mod kwargs;
 mod repro;
 mod run;
 mod sweep;
@@ -148,6 +149,15 @@ fn theories(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     to_py(py, &icl_run::theory::list_json())
 }
 
+/// The options of an entry point, `"train"` (`icl.train`, `icl.resume`), `"eval"` (`Run.eval`),
+/// `"repro"` (`icl.repro`) or `"sweep_run"` (`icl.sweep_run`): one dict per keyword argument,
+/// `{"name", "kind", "optional", "default", "flag", "help"}` (`flag`: the `icl` flag of the same
+/// option). Raises `icl.UnknownNameError` for another name.
+#[pyfunction]
+fn options<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &icl_run::options::schema(name).or_py()?)
+}
+
 /// The extension module `icl._icl` (re-exported by the `icl` package).
 #[pymodule]
 fn _icl(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -160,6 +170,7 @@ fn _icl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sample, m)?)?;
     m.add_function(wrap_pyfunction!(theory, m)?)?;
     m.add_function(wrap_pyfunction!(theories, m)?)?;
+    m.add_function(wrap_pyfunction!(options, m)?)?;
     m.add_function(wrap_pyfunction!(run::train, m)?)?;
     m.add_function(wrap_pyfunction!(run::resume, m)?)?;
     m.add_function(wrap_pyfunction!(run::load, m)?)?;

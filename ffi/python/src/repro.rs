@@ -1,25 +1,12 @@
 //! `icl.repro`: a paper's runs, claims and reports, as `icl repro PAPER --out DIR --json`. The
-//! options are checked and the work done by the run layer ([`ReproOptions::from_pairs`],
+//! options are checked and the work done by the run layer ([`ReproArgs`],
 //! [`icl_run::repro::repro`]), exactly as for the CLI and the C API's `icl_repro`.
-use crate::errors::{type_err, OrPy};
+use crate::errors::OrPy;
 use crate::run::{stderr_write, ProgressArg};
-use crate::values::{to_toml, Int};
-use icl_run::repro::ReproOptions;
+use icl_run::options::ReproArgs;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::PyDict;
 use std::path::PathBuf;
-
-/// `only` as the run layer's text: a str is taken as it is (`"fig1-final,fig3-drops"`), a
-/// sequence of str is joined with commas.
-fn only_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
-    if let Ok(s) = v.cast::<PyString>() {
-        return Ok(s.to_cow()?.into_owned());
-    }
-    let ids: Vec<String> = v
-        .extract()
-        .map_err(|_| type_err("only must be a str or a sequence of str (claim ids)"))?;
-    Ok(ids.join(","))
-}
 
 /// Reproduce a paper, as `icl repro PAPER --out OUT --json`: train the runs its claims need as
 /// run folders under `out/runs/` (a run already complete there is skipped and an interrupted
@@ -30,7 +17,8 @@ fn only_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 /// "seconds", "steps_per_s"}]}` (`None` where the JSON has `null`).
 ///
 /// * `paper`: `"he2025"`, `"zhang2025"`, `"multilayer"` or `"temperature"`;
-/// * `scale`: `"smoke"` (minutes on 2 cores, with the reductions each claim states) or
+/// * the options of `icl repro`'s flags, with its defaults (`icl.options("repro")` lists them):
+///   `scale`: `"smoke"` (minutes on 2 cores, with the reductions each claim states) or
 ///   `"paper"` (the paper's sizes);
 /// * `only`: claim ids (a list, or one comma-separated str); only the runs they need are
 ///   trained; `None`: every claim;
@@ -52,44 +40,20 @@ fn only_text(v: &Bound<'_, PyAny>) -> PyResult<String> {
 /// call returns (complete runs are kept: the next call skips them).
 #[pyfunction]
 #[pyo3(
-    signature = (paper, out, *, scale = "smoke", only = None, jobs = Int(1), engine = None, set = None, progress = ProgressArg::Flag(false)),
-    text_signature = "(paper, out, *, scale='smoke', only=None, jobs=1, engine=None, set=None, progress=False)"
+    signature = (paper, out, *, progress = ProgressArg::Flag(false), **options),
+    text_signature = "(paper, out, *, progress=False, **options)"
 )]
-#[allow(clippy::too_many_arguments)]
 pub fn repro<'py>(
     py: Python<'py>,
     paper: &str,
     out: PathBuf,
-    scale: &str,
-    only: Option<&Bound<'py, PyAny>>,
-    jobs: Int<i64>,
-    engine: Option<String>,
-    set: Option<&Bound<'py, PyDict>>,
     progress: ProgressArg,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (progress, call) = progress.split(py)?;
-    let mut pairs = vec![
-        ("scale".to_string(), scale.to_string()),
-        ("jobs".to_string(), jobs.0.to_string()),
-    ];
-    if let Some(v) = only {
-        pairs.push(("only".into(), only_text(v)?));
-    }
-    if let Some(e) = engine {
-        pairs.push(("engine".into(), e));
-    }
-    for (k, v) in set.iter().flat_map(|d| d.iter()) {
-        let k: String = k
-            .extract()
-            .map_err(|_| type_err("set must map str keys to values"))?;
-        // the text `icl repro --set KEY=TEXT` would give: a str as it is, else its TOML form
-        let text = match to_toml(&v)? {
-            toml::Value::String(s) => s,
-            other => other.to_string(),
-        };
-        pairs.push((format!("set.{k}"), text));
-    }
-    let o = ReproOptions::from_pairs(paper, out, &pairs).or_py()?;
+    let o = crate::kwargs::options::<ReproArgs>("repro", options)?
+        .options(paper, out)
+        .or_py()?;
     let mut raised: Option<PyErr> = None;
     let report = py
         .detach(|| {

@@ -5,11 +5,11 @@
 use crate::arrays::{new_f64, read_tokens};
 use crate::config::Config;
 use crate::errors::{input_err, py_err, OrPy};
-use crate::values::{to_py, Int};
+use crate::values::to_py;
 use icl_core::budget::{try_map, try_vec};
 use icl_core::{Batch, Model, Runner};
-use icl_run::eval::EvalOptions;
-use icl_run::train::{Outcome, TrainOptions};
+use icl_run::options::{EvalArgs, TrainArgs};
+use icl_run::train::Outcome;
 use icl_run::{dispatch, AnyModel, RunDir, RunScalar};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
@@ -225,60 +225,31 @@ impl Run {
     /// Monte Carlo risk ± standard error of the model and the baselines (vanilla and debiased
     /// GD at eta*, ridge, NW, OLS) at each test length L', as `icl eval --json` computes it:
     /// rows `{"estimator", "L", "risk", "stderr", "tau", "shift"}` with the model as estimator
-    /// `"model"` (one row per temperature, `"tau"` on model rows). `tau`: temperatures (a list
-    /// of numbers and `"opt"`, or the text `"0.5,1,opt"`; every attention logit divided by
-    /// tau, `opt` chosen per length on held-out sequences); `shift`: test-time shifts as a dict
-    /// (`{"x_cov": 3, "x_mean": "2e1", "noise": 1.0}`, the keys of `icl eval --shift`). A
-    /// pandas DataFrame when pandas is installed (and `as_frame` is not False), else a list of
-    /// dicts. `plot`: a file to draw the risks against L' in (`icl eval --plot`; PNG if it ends
-    /// in `.png`, SVG otherwise). The GIL is released while it runs.
+    /// `"model"` (one row per temperature, `"tau"` on model rows). The options are the keywords
+    /// of `icl eval`'s flags, with its defaults (`icl.options("eval")` lists them): `lengths`
+    /// (a list, `[10, 20, 40, 100]`), `samples` (20000), `seed`, `engine`, `tau` (temperatures:
+    /// a list of numbers and `"opt"`, or the text `"0.5,1,opt"`; every attention logit divided
+    /// by tau, `opt` chosen per length on held-out sequences), `tau_holdout`, `shift` (test-time
+    /// shifts as a dict, `{"x_cov": 3, "x_mean": "2e1", "noise": 1.0}`, the keys of
+    /// `icl eval --shift`), and for transformer runs `lambda_range`, `stack`, `layers_out`,
+    /// `alignment`, `ref`. A pandas DataFrame when pandas is installed (and `as_frame` is not
+    /// False), else a list of dicts. `plot`: a file to draw the risks against L' in
+    /// (`icl eval --plot`; PNG if it ends in `.png`, SVG otherwise). The GIL is released while it
+    /// runs.
     #[pyo3(
-        signature = (lengths = vec![Int(10), Int(20), Int(40), Int(100)], samples = Int(20_000), seed = Int(0), engine = None, as_frame = None, tau = None, shift = None, tau_holdout = None, plot = None),
-        text_signature = "($self, lengths=[10, 20, 40, 100], samples=20000, seed=0, engine=None, as_frame=None, tau=None, shift=None, tau_holdout=None, plot=None)"
+        signature = (*, as_frame = None, plot = None, **options),
+        text_signature = "($self, *, as_frame=None, plot=None, **options)"
     )]
-    #[allow(clippy::too_many_arguments)]
     fn eval<'py>(
         &self,
         py: Python<'py>,
-        lengths: Vec<Int<usize>>,
-        samples: Int<usize>,
-        seed: Int<u64>,
-        engine: Option<String>,
         as_frame: Option<bool>,
-        tau: Option<Bound<'py, PyAny>>,
-        shift: Option<Bound<'py, PyDict>>,
-        tau_holdout: Option<Int<usize>>,
         plot: Option<std::path::PathBuf>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let lengths: Vec<usize> = lengths.into_iter().map(|v| v.0).collect();
-        let (samples, seed, tau_holdout) = (samples.0, seed.0, tau_holdout.map(|v| v.0));
-        let tau_text = match tau {
-            None => None,
-            Some(t) if t.is_instance_of::<pyo3::types::PyString>() => Some(t.str()?.to_string()),
-            Some(t) => {
-                let mut parts = Vec::new();
-                for item in t.try_iter()? {
-                    parts.push(item?.str()?.to_string());
-                }
-                Some(parts.join(","))
-            }
-        };
-        let mut shifts = Vec::new();
-        if let Some(d) = shift {
-            for (k, v) in d.iter() {
-                shifts.push(format!("{}={}", k.str()?, v.str()?));
-            }
-        }
-        let temper =
-            icl_run::eval::temper_from_text(tau_text.as_deref(), &shifts, tau_holdout).or_py()?;
-        let o = EvalOptions {
-            lengths,
-            samples,
-            seed,
-            engine,
-            multilayer: Default::default(),
-            temper,
-        };
+        let o = crate::kwargs::options::<EvalArgs>("eval", options)?
+            .options()
+            .or_py()?;
         let dir = RunDir::new(&self.dir);
         let res = py
             .detach(|| {
@@ -448,81 +419,40 @@ fn finished(outcome: Outcome) -> PyResult<Run> {
     }
 }
 
-fn train_options(
-    engine: Option<String>,
-    preset: Option<String>,
-    force: bool,
-    eval_samples: usize,
-    checkpoint_every: u64,
-    checkpoint_minutes: f64,
-) -> PyResult<TrainOptions> {
-    if !(checkpoint_minutes >= 0.0) || checkpoint_minutes.is_infinite() {
-        return Err(input_err("checkpoint_minutes must be a number >= 0"));
-    }
-    Ok(TrainOptions {
-        engine,
-        preset,
-        force,
-        eval_samples,
-        checkpoint_every,
-        checkpoint_seconds: 60.0 * checkpoint_minutes,
-    })
-}
-
 /// Train a model and return the finished `Run`: the same run folder `icl train` writes (same
 /// seed, same bytes), with the GIL released while it trains.
 ///
 /// * `config`: an `icl.Config` or a preset name;
-/// * `steps`, `seed`: override `train.steps`, `train.seed`;
-/// * `engine`: `"simd"` (default, the fastest built in), `"scalar"` or `"vulkan"`;
 /// * `out`: the run folder (written completely or not at all); `None` makes a new folder under
 ///   the system's temporary directory (`Run.dir` tells where; it is not removed);
 /// * `progress`: `True` prints step, loss and speed on `sys.stderr`; a callable is called as
 ///   `progress(step, total, loss)` about every 0.1 s (an exception it raises stops the run);
-/// * `force`: replace an existing run in `out`;
-/// * `eval_samples`: Monte Carlo samples of the risk at the training length in the summary;
-/// * `checkpoint_every`, `checkpoint_minutes`: how often the trainer's state is checkpointed.
+/// * the options of `icl train`'s flags, with its defaults (`icl.options("train")` lists them):
+///   `steps`, `seed` (override `train.steps`, `train.seed`), `engine` (`"simd"`, the default
+///   and fastest built in, `"scalar"` or `"vulkan"`), `force` (replace an existing run in
+///   `out`), `eval_samples` (Monte Carlo samples of the risk at the training length in the
+///   summary), `checkpoint_every`, `checkpoint_minutes` (how often the trainer's state is
+///   checkpointed).
 ///
 /// Ctrl-C (SIGINT) stops training within 0.1 s: the run is checkpointed and `KeyboardInterrupt`
 /// raised; `icl.resume(out)` continues it to the same bytes as an uninterrupted run.
 #[pyfunction]
 #[pyo3(
-    signature = (config, *, steps = None, seed = None, engine = None, out = None, progress = ProgressArg::Flag(true), force = false, eval_samples = Int(20_000), checkpoint_every = Int(0), checkpoint_minutes = 5.0),
-    text_signature = "(config, *, steps=None, seed=None, engine=None, out=None, progress=True, force=False, eval_samples=20000, checkpoint_every=0, checkpoint_minutes=5.0)"
+    signature = (config, *, out = None, progress = ProgressArg::Flag(true), **options),
+    text_signature = "(config, *, out=None, progress=True, **options)"
 )]
-#[allow(clippy::too_many_arguments)]
 pub fn train(
     py: Python<'_>,
     config: &Bound<'_, PyAny>,
-    steps: Option<Int<u64>>,
-    seed: Option<Int<u64>>,
-    engine: Option<String>,
     out: Option<PathBuf>,
     progress: ProgressArg,
-    force: bool,
-    eval_samples: Int<usize>,
-    checkpoint_every: Int<u64>,
-    checkpoint_minutes: f64,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Run> {
-    let (steps, seed) = (steps.map(|v| v.0), seed.map(|v| v.0));
-    let (eval_samples, checkpoint_every) = (eval_samples.0, checkpoint_every.0);
+    let args: TrainArgs = crate::kwargs::options("train", options)?;
     let c = Config::from_arg(config)?;
     let mut cfg = c.cfg;
-    if let Some(s) = steps {
-        cfg.set("train.steps", &s.to_string()).or_py()?;
-    }
-    if let Some(s) = seed {
-        cfg.set("train.seed", &s.to_string()).or_py()?;
-    }
-    cfg.validate().or_py()?;
-    let opts = train_options(
-        engine,
-        c.preset,
-        force,
-        eval_samples,
-        checkpoint_every,
-        checkpoint_minutes,
-    )?;
+    args.apply(&mut cfg).or_py()?;
+    let opts = args.options(c.preset).or_py()?;
     let out = match out {
         Some(o) => o,
         None => py
@@ -537,33 +467,22 @@ pub fn train(
 
 /// Continue the run in `dir`: an interrupted run (Ctrl-C, a killed process) from its last
 /// checkpoint, or a finished one extended to `steps`; ends with the same bytes as an
-/// uninterrupted run (as `icl train --resume DIR`). Other arguments as in `icl.train`.
+/// uninterrupted run (as `icl train --resume DIR`). Other arguments as in `icl.train` (`seed`
+/// and `force` are refused: the run keeps its config and folder).
 #[pyfunction]
 #[pyo3(
-    signature = (dir, *, steps = None, engine = None, progress = ProgressArg::Flag(true), eval_samples = Int(20_000), checkpoint_every = Int(0), checkpoint_minutes = 5.0),
-    text_signature = "(dir, *, steps=None, engine=None, progress=True, eval_samples=20000, checkpoint_every=0, checkpoint_minutes=5.0)"
+    signature = (dir, *, progress = ProgressArg::Flag(true), **options),
+    text_signature = "(dir, *, progress=True, **options)"
 )]
-#[allow(clippy::too_many_arguments)]
 pub fn resume(
     py: Python<'_>,
     dir: PathBuf,
-    steps: Option<Int<u64>>,
-    engine: Option<String>,
     progress: ProgressArg,
-    eval_samples: Int<usize>,
-    checkpoint_every: Int<u64>,
-    checkpoint_minutes: f64,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Run> {
-    let steps = steps.map(|v| v.0);
-    let (eval_samples, checkpoint_every) = (eval_samples.0, checkpoint_every.0);
-    let opts = train_options(
-        engine,
-        None,
-        false,
-        eval_samples,
-        checkpoint_every,
-        checkpoint_minutes,
-    )?;
+    let args: TrainArgs = crate::kwargs::options("resume", options)?;
+    let opts = args.resume_options().or_py()?;
+    let steps = args.steps;
     let report = Report::of(py, progress)?;
     let outcome = run_training(py, report, |p| {
         icl_run::train::resume(&dir, steps, &opts, p)

@@ -1,12 +1,14 @@
 //! `icl.sweep_plan`, `icl.sweep_run`, `icl.sweep_status`, `icl.sweep_collect`: `icl sweep` from
-//! Python, checked and done by the run layer ([`icl_run::sweep`], [`SweepRunOptions::from_pairs`])
+//! Python, checked and done by the run layer ([`icl_run::sweep`], [`SweepRunArgs`])
 //! and returning the JSON of the CLI's `--json`, exactly as the C API's `icl_sweep_*`.
 use crate::errors::{py_err_in, OrPy};
 use crate::run::{stderr_write, ProgressArg};
-use crate::values::{to_py, Int};
-use icl_run::sweep::{self, front, SweepRunOptions};
+use crate::values::to_py;
+use icl_run::options::SweepRunArgs;
+use icl_run::sweep::{self, front};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -35,10 +37,10 @@ pub fn sweep_plan<'py>(
 /// only (not on `jobs`). Returns a list of `{"name", "status", "wall_seconds"}` (`status`:
 /// `"skipped"`, `"trained"`, `"resumed"`) with `"steps"`, `"seconds"`, `"steps_per_s"`.
 ///
-/// * `jobs`: runs at once (0: one per core, at most 256); `index`: train only that run (a
-///   Slurm array task's `icl sweep run-one`), not with `jobs`;
-/// * `engine`, `eval_samples`, `checkpoint_minutes`, `checkpoint_every`, `force`: as
-///   `icl sweep run`'s flags;
+/// * the options of `icl sweep run`'s flags, with its defaults (`icl.options("sweep_run")` lists
+///   them): `jobs` (runs at once, 0: one per core, at most 256), `index` (train only that run, a
+///   Slurm array task's `icl sweep run-one`; not with `jobs`), `engine`, `eval_samples`,
+///   `checkpoint_minutes`, `checkpoint_every`, `force`;
 /// * `progress`: `True` prints a line per run and step on `sys.stderr`; a callable is called as
 ///   `progress(index, step, total, loss)` (`index`: the run's in the manifest) at each run's
 ///   first and last step and at most about ten times a second between, one call at a time; an
@@ -50,44 +52,19 @@ pub fn sweep_plan<'py>(
 /// runs in progress and raises `KeyboardInterrupt`; calling again continues them.
 #[pyfunction]
 #[pyo3(
-    signature = (dir, *, jobs = None, index = None, engine = None, eval_samples = Int(20000), checkpoint_minutes = 5.0, checkpoint_every = Int(0), force = false, progress = ProgressArg::Flag(false)),
-    text_signature = "(dir, *, jobs=None, index=None, engine=None, eval_samples=20000, checkpoint_minutes=5.0, checkpoint_every=0, force=False, progress=False)"
+    signature = (dir, *, progress = ProgressArg::Flag(false), **options),
+    text_signature = "(dir, *, progress=False, **options)"
 )]
-#[allow(clippy::too_many_arguments)]
 pub fn sweep_run<'py>(
     py: Python<'py>,
     dir: PathBuf,
-    jobs: Option<Int<i64>>,
-    index: Option<Int<i64>>,
-    engine: Option<String>,
-    eval_samples: Int<i64>,
-    checkpoint_minutes: f64,
-    checkpoint_every: Int<i64>,
-    force: bool,
     progress: ProgressArg,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (progress, call) = progress.split(py)?;
-    let mut pairs = vec![
-        ("eval_samples".to_string(), eval_samples.0.to_string()),
-        (
-            "checkpoint_minutes".to_string(),
-            checkpoint_minutes.to_string(),
-        ),
-        (
-            "checkpoint_every".to_string(),
-            checkpoint_every.0.to_string(),
-        ),
-        ("force".to_string(), force.to_string()),
-    ];
-    for (k, v) in [("jobs", jobs), ("index", index)] {
-        if let Some(v) = v {
-            pairs.push((k.into(), v.0.to_string()));
-        }
-    }
-    if let Some(e) = engine {
-        pairs.push(("engine".into(), e));
-    }
-    let o = SweepRunOptions::from_pairs(&pairs).or_py()?;
+    let o = crate::kwargs::options::<SweepRunArgs>("sweep_run", options)?
+        .options()
+        .or_py()?;
     // the runs train on another thread; this one (the main thread, where Python's signal
     // handlers run) checks for Ctrl-C every 100 ms and tells the workers to stop
     let stopped = AtomicBool::new(false);

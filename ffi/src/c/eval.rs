@@ -1,16 +1,17 @@
 //! `icl eval` through C: the evaluation of a run folder, with every option of the CLI (test
 //! lengths, attention temperatures, test-time shifts, the transformer options) as text pairs,
 //! computed by the same library function ([`icl_run::eval::eval_run`]).
-use super::theory::pairs;
-use super::{check_str_out, copy_str, guard, text};
+use super::{guard, json_call, text};
 use crate::status::{icl_status, FfiError, FfiResult};
+use icl_run::options::EvalArgs;
 use std::ffi::c_char;
 
 /// Evaluate the run folder `dir` like `icl eval DIR --json` and copy the JSON into `buf`
 /// (capacity `cap`, NUL included; `needed`, optional, receives the size required; call with
 /// `cap` = 0 to ask for it): `{"rows": [{"estimator", "L", "risk", "stderr", "tau", "shift",
 /// ...}], "samples", "seed", "engine", ...}`. The options are `n` text pairs `keys[i]` =
-/// `values[i]`: `lengths` (`"10,20,40,100"`), `samples` (`"20000"`), `seed` (`"0"`), `engine`,
+/// `values[i]` (`icl_options_list` lists them): `lengths` (`"10,20,40,100"`), `samples`
+/// (`"20000"`), `seed` (`"0"`), `engine`,
 /// `tau` (`"0.5,1,2,opt"`: attention logits divided by tau; `opt` is chosen per length on
 /// held-out sequences), `tau_holdout`, `shift.x_cov`, `shift.x_mean`, `shift.w_cov`,
 /// `shift.w_mean`, `shift.noise` (e.g. `shift.x_cov` = `"3"`, `shift.x_mean` = `"2e1"`), and
@@ -45,19 +46,22 @@ pub unsafe extern "C" fn icl_eval_run(
     cap: usize,
     needed: *mut usize,
 ) -> icl_status {
-    guard(|| {
-        let dir = text(dir, "dir")?;
-        let options = pairs(keys, values, n)?;
-        check_str_out(buf, cap, needed)?;
-        let s = eval_json(dir, &options)?;
-        copy_str(&s, buf, cap, needed)
-    })
+    json_call(
+        || text(dir, "dir"),
+        keys,
+        values,
+        n,
+        buf,
+        cap,
+        needed,
+        |dir, a: EvalArgs| eval_json(dir, &a),
+    )
 }
 
 /// `icl eval DIR --json` with the options as text pairs: the body of [`icl_eval_run`] and of
 /// C++'s `icl::eval_run`.
-pub(crate) fn eval_json(dir: &str, options: &[(String, String)]) -> FfiResult<String> {
-    let o = icl_run::eval::EvalOptions::from_pairs(options)?;
+pub(crate) fn eval_json(dir: &str, a: &EvalArgs) -> FfiResult<String> {
+    let o = a.options()?;
     let run = icl_run::RunDir::new(dir);
     // A folder that is not a run cannot be read as one: an I/O status, like a missing file.
     run.check_run().map_err(|e| match e {

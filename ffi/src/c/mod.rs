@@ -14,6 +14,7 @@ pub mod repro;
 pub mod sweep;
 pub mod task;
 pub mod theory;
+pub mod train;
 pub mod trainer;
 
 use crate::status::{guard, icl_status, last_error_ptr, FfiError, FfiResult};
@@ -190,6 +191,77 @@ pub(crate) unsafe fn destroy<H>(p: *mut H) {
     }
 }
 
+/// Read `n` (key, value) string pairs.
+pub(crate) unsafe fn pairs(
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n: usize,
+) -> FfiResult<Vec<(String, String)>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if keys.is_null() || values.is_null() {
+        return Err(FfiError::null("keys/values"));
+    }
+    if n > 1024 {
+        return Err(FfiError::size(format!("{n} parameters; at most 1024")));
+    }
+    (0..n)
+        .map(|i| {
+            let k = text(*keys.add(i), "keys[i]")?;
+            let v = text(*values.add(i), "values[i]")?;
+            Ok((k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// What an entry point reads from its text pairs: an options struct of the run layer
+/// ([`icl_run::options`], through its one reader), or the pairs as they are ([`Raw`]: a theory
+/// quantity's parameters, which the registry reads).
+pub(crate) trait FromPairs: Sized {
+    fn from_pairs(p: Vec<(String, String)>) -> FfiResult<Self>;
+}
+
+impl<T: icl_run::options::Options> FromPairs for T {
+    fn from_pairs(p: Vec<(String, String)>) -> FfiResult<Self> {
+        Ok(icl_run::options::from_pairs(&p)?)
+    }
+}
+
+/// Text pairs taken as they are.
+pub(crate) struct Raw(pub Vec<(String, String)>);
+
+impl FromPairs for Raw {
+    fn from_pairs(p: Vec<(String, String)>) -> FfiResult<Self> {
+        Ok(Raw(p))
+    }
+}
+
+/// The one shape of every entry point that takes text pairs and gives JSON text
+/// (`icl_eval_run`, `icl_train_run`, `icl_repro`, `icl_sweep_run`, `icl_theory_eval`): read the
+/// leading arguments (`args`) and the `n` pairs into `T` ([`FromPairs`]), check the output
+/// pointers, compute `f`, and copy its text into `buf` (see [`copy_str`]). Every NULL, bad option
+/// and output pointer is reported before the computation.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn json_call<A, T: FromPairs>(
+    args: impl FnOnce() -> FfiResult<A>,
+    keys: *const *const c_char,
+    values: *const *const c_char,
+    n: usize,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
+    f: impl FnOnce(A, T) -> FfiResult<String>,
+) -> icl_status {
+    guard(|| {
+        let a = args()?;
+        let o = T::from_pairs(pairs(keys, values, n)?)?;
+        check_str_out(buf, cap, needed)?;
+        let s = f(a, o)?;
+        copy_str(&s, buf, cap, needed)
+    })
+}
+
 /// Check the output pointers of a [`copy_str`] call before any long work (a call that trains
 /// reports a NULL `buf` with `cap` > 0 or a misaligned `needed` before training, not after).
 pub(crate) fn check_str_out(buf: *mut c_char, cap: usize, needed: *mut usize) -> FfiResult<()> {
@@ -291,6 +363,32 @@ pub extern "C" fn icl_status_name(status: i32) -> *const c_char {
     icl_status::from_code(status)
         .map_or(c"ICL_UNKNOWN_STATUS", icl_status::name_c)
         .as_ptr()
+}
+
+/// Copy the options of the entry point `name` as JSON into `buf` (capacity `cap` bytes, NUL
+/// included; `needed`, optional, receives the size required; call with `cap` = 0 to ask for it):
+/// `[{"name", "kind", "optional", "default", "flag", "help"}]`, one object per key the entry
+/// point takes (`kind`: "bool", "int", "float", "text", "list" (comma-separated), "items"
+/// (`NAME.KEY` keys); `flag`: the `icl` flag of the same option). `name` is `"train"`
+/// (`icl_train_run`), `"eval"` (`icl_eval_run`), `"repro"` (`icl_repro`) or `"sweep_run"`
+/// (`icl_sweep_run`). Thread-safe.
+///
+/// Returns ICL_OK, or:
+/// - ICL_ERR_UNKNOWN_NAME: another `name`;
+/// - ICL_ERR_SIZE: `cap` < the size needed (nothing written; `*needed` is set);
+/// - ICL_ERR_NULL: `name` is NULL, or `buf` is NULL with a large enough `cap`;
+/// - ICL_ERR_UTF8: `name` is not UTF-8.
+#[no_mangle]
+pub unsafe extern "C" fn icl_options_list(
+    name: *const c_char,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
+) -> icl_status {
+    guard(|| {
+        let s = icl_run::options::schema(text(name, "name")?)?.to_string();
+        copy_str(&s, buf, cap, needed)
+    })
 }
 
 /// The name of the default engine, the one `icl train` uses without `--engine` ("simd"): a static

@@ -1,7 +1,7 @@
 //! `icl_model`: a model (parameters, configuration, step) and the engine that runs it.
 use super::{create, destroy, guard, hmut, href, icl_dims, path, put, slice, slice_mut, text};
-use crate::handles::{check_len, icl_config, icl_model, icl_task, Dims, HeadCircuits};
-use crate::status::{icl_status, FfiResult};
+use crate::handles::{check_len, icl_config, icl_model, icl_task, Dims, HasModel, HeadCircuits};
+use crate::status::icl_status;
 use std::ffi::c_char;
 
 pub(crate) fn dims_c(d: Dims) -> icl_dims {
@@ -15,24 +15,68 @@ pub(crate) fn dims_c(d: Dims) -> icl_dims {
     }
 }
 
-/// Copy omega (H values) and mu (H n_out values, head-major) into caller buffers.
-pub(crate) unsafe fn write_circuits(
-    c: &HeadCircuits,
+// The accessors `icl_model_*` and `icl_trainer_*` share, written once over [`HasModel`] (the
+// exported functions stay written out: cbindgen reads them from the source).
+
+/// `*out` = the shape of handle `h`'s model.
+pub(crate) unsafe fn dims_of<H: HasModel>(
+    h: *const H,
+    what: &str,
+    out: *mut icl_dims,
+) -> icl_status {
+    guard(|| put(out, dims_c(href(h, what)?.dims()), "out"))
+}
+
+/// Copy the flat parameters of handle `h` (exactly `len` values) into `out`.
+pub(crate) unsafe fn get_params<H: HasModel>(
+    h: *const H,
+    what: &str,
+    out: *mut f64,
+    len: usize,
+) -> icl_status {
+    guard(|| {
+        let p = href(h, what)?.params();
+        check_len("out", len, p.len())?;
+        slice_mut(out, len, "out")?.copy_from_slice(&p);
+        Ok(())
+    })
+}
+
+/// Replace the flat parameters of handle `h` with `len` values.
+pub(crate) unsafe fn set_params<H: HasModel>(
+    h: *mut H,
+    what: &str,
+    params: *const f64,
+    len: usize,
+) -> icl_status {
+    guard(|| {
+        let m = hmut(h, what)?;
+        m.set_params(slice(params, len, "params")?)
+    })
+}
+
+/// Copy omega (H values) and mu (H n_out values, head-major) of handle `h` into caller buffers
+/// (both checked before either is written).
+pub(crate) unsafe fn circuits_of<H: HasModel>(
+    h: *const H,
+    what: &str,
     omega: *mut f64,
     omega_len: usize,
     mu: *mut f64,
     mu_len: usize,
-) -> FfiResult<()> {
-    check_len("omega", omega_len, c.omega.len())?;
-    check_len("mu", mu_len, c.mu.len())?;
-    // both buffers are checked before either is written
-    let (o, m) = (
-        slice_mut(omega, omega_len, "omega")?,
-        slice_mut(mu, mu_len, "mu")?,
-    );
-    o.copy_from_slice(&c.omega);
-    m.copy_from_slice(&c.mu);
-    Ok(())
+) -> icl_status {
+    guard(|| {
+        let c: HeadCircuits = href(h, what)?.circuits()?;
+        check_len("omega", omega_len, c.omega.len())?;
+        check_len("mu", mu_len, c.mu.len())?;
+        let (o, m) = (
+            slice_mut(omega, omega_len, "omega")?,
+            slice_mut(mu, mu_len, "mu")?,
+        );
+        o.copy_from_slice(&c.omega);
+        m.copy_from_slice(&c.mu);
+        Ok(())
+    })
 }
 
 /// Create a freshly initialised model of a configuration (seed `train.seed`, precision
@@ -119,7 +163,7 @@ pub unsafe extern "C" fn icl_model_set_engine(
 /// Returns ICL_OK, or ICL_ERR_NULL (`model` or `out` is NULL).
 #[no_mangle]
 pub unsafe extern "C" fn icl_model_dims(model: *const icl_model, out: *mut icl_dims) -> icl_status {
-    guard(|| put(out, dims_c(href(model, "model")?.dims()), "out"))
+    dims_of(model, "model", out)
 }
 
 /// Create a copy of the model's configuration into `*out` (for a loaded checkpoint: the
@@ -261,12 +305,7 @@ pub unsafe extern "C" fn icl_model_get_params(
     out: *mut f64,
     len: usize,
 ) -> icl_status {
-    guard(|| {
-        let p = href(model, "model")?.params();
-        check_len("out", len, p.len())?;
-        slice_mut(out, len, "out")?.copy_from_slice(&p);
-        Ok(())
-    })
+    get_params(model, "model", out, len)
 }
 
 /// Replace the flat parameters (n_params finite values, rounded to the model's precision). On
@@ -282,10 +321,7 @@ pub unsafe extern "C" fn icl_model_set_params(
     params: *const f64,
     len: usize,
 ) -> icl_status {
-    guard(|| {
-        let m = hmut(model, "model")?;
-        m.set_params(slice(params, len, "params")?)
-    })
+    set_params(model, "model", params, len)
 }
 
 /// The circuits of every head (He et al. 2025 §3): `omega` (H values: the mean diagonal of the
@@ -302,15 +338,7 @@ pub unsafe extern "C" fn icl_model_circuits(
     mu: *mut f64,
     mu_len: usize,
 ) -> icl_status {
-    guard(|| {
-        write_circuits(
-            &href(model, "model")?.circuits()?,
-            omega,
-            omega_len,
-            mu,
-            mu_len,
-        )
-    })
+    circuits_of(model, "model", omega, omega_len, mu, mu_len)
 }
 
 /// The effective circuit matrices: `kq` ([H][E][E], row-major, score scale included, E = d + n_out)

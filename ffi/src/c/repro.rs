@@ -1,9 +1,9 @@
 //! `icl repro` through C: a paper's runs, claims and reports, with the CLI's options as text
-//! pairs, checked and computed by the same library functions ([`ReproOptions::from_pairs`],
+//! pairs, checked and computed by the same library functions ([`ReproArgs`],
 //! [`icl_run::repro::repro`]).
-use super::theory::pairs;
-use super::{check_str_out, copy_str, guard, text};
+use super::{json_call, text};
 use crate::status::{icl_status, FfiResult};
+use icl_run::options::ReproArgs;
 use icl_run::repro::ReproOptions;
 use std::ffi::{c_char, c_void, CString};
 
@@ -109,21 +109,25 @@ pub unsafe extern "C" fn icl_repro_with_progress(
     cap: usize,
     needed: *mut usize,
 ) -> icl_status {
-    guard(|| {
-        let paper = text(paper, "paper")?;
-        let out = text(out_dir, "out_dir")?;
-        let o = ReproOptions::from_pairs(paper, out, &pairs(keys, values, n)?)?;
-        check_str_out(buf, cap, needed)?;
-        let cb = Callback { f: progress, user };
-        let json =
+    json_call(
+        || Ok((text(paper, "paper")?, text(out_dir, "out_dir")?)),
+        keys,
+        values,
+        n,
+        buf,
+        cap,
+        needed,
+        |(paper, out), a: ReproArgs| {
+            let o = a.options(paper, out)?;
+            let cb = Callback { f: progress, user };
             report_json(&o, &mut move |name: &str,
                                        i: usize,
                                        count: usize,
                                        ev: &str| {
                 cb.call(name, i, count, ev)
-            })?;
-        copy_str(&json, buf, cap, needed)
-    })
+            })
+        },
+    )
 }
 
 /// A C progress callback and its user pointer, handed to the library's progress (which needs

@@ -1,9 +1,9 @@
 //! `icl sweep` through C: plan a sweep file into a sweep folder, train its runs, read their
 //! states and collect their results, by the same library functions as the CLI
-//! ([`icl_run::sweep`], [`SweepRunOptions::from_pairs`]), returning the same JSON.
-use super::theory::pairs;
-use super::{check_str_out, copy_str, guard, text};
+//! ([`icl_run::sweep`], [`SweepRunArgs`]), returning the same JSON.
+use super::{check_str_out, copy_str, guard, json_call, text};
 use crate::status::{icl_status, FfiError, FfiResult};
+use icl_run::options::SweepRunArgs;
 use icl_run::sweep::{self, front, SweepRunOptions};
 use std::ffi::{c_char, c_void};
 use std::path::Path;
@@ -130,23 +130,25 @@ pub unsafe extern "C" fn icl_sweep_run_with_progress(
     cap: usize,
     needed: *mut usize,
 ) -> icl_status {
-    guard(|| {
-        let dir = text(dir, "dir")?;
-        let o = SweepRunOptions::from_pairs(&pairs(keys, values, n)?)?;
-        check_str_out(buf, cap, needed)?;
-        let cb = Throttled {
-            f: progress,
-            user,
-            gate: sweep::Throttle::default(),
-        };
-        let report = |i: usize, step: u64, total: u64, loss: f64| cb.call(i, step, total, loss);
-        copy_str(
-            &results_json(o.run(Path::new(dir), &report)?)?,
-            buf,
-            cap,
-            needed,
-        )
-    })
+    json_call(
+        || text(dir, "dir"),
+        keys,
+        values,
+        n,
+        buf,
+        cap,
+        needed,
+        |dir, a: SweepRunArgs| {
+            let o = a.options()?;
+            let cb = Throttled {
+                f: progress,
+                user,
+                gate: sweep::Throttle::default(),
+            };
+            let report = |i: usize, step: u64, total: u64, loss: f64| cb.call(i, step, total, loss);
+            results_json(o.run(Path::new(dir), &report)?)
+        },
+    )
 }
 
 /// A C sweep callback, its user pointer, and which reports to pass on ([`sweep::Throttle`],

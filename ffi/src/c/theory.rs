@@ -1,34 +1,10 @@
 //! The theory registry through C: every quantity of `icl theory`, by name, with its parameters as
 //! text (the same names, defaults, kinds and ranges; `icl theory --list` or
 //! [`icl_theory_list`] shows them).
-use super::{check_f64s_out, check_str_out, copy_f64s, copy_str, guard, text};
+use super::{check_f64s_out, copy_f64s, copy_str, guard, json_call, pairs, text, Raw};
 use crate::status::{icl_status, FfiError, FfiResult};
 use icl_core::theory::registry::Out;
 use std::ffi::c_char;
-
-/// Read `n` (key, value) string pairs.
-pub(crate) unsafe fn pairs(
-    keys: *const *const c_char,
-    values: *const *const c_char,
-    n: usize,
-) -> FfiResult<Vec<(String, String)>> {
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    if keys.is_null() || values.is_null() {
-        return Err(FfiError::null("keys/values"));
-    }
-    if n > 1024 {
-        return Err(FfiError::size(format!("{n} parameters; at most 1024")));
-    }
-    (0..n)
-        .map(|i| {
-            let k = text(*keys.add(i), "keys[i]")?;
-            let v = text(*values.add(i), "values[i]")?;
-            Ok((k.to_string(), v.to_string()))
-        })
-        .collect()
-}
 
 /// Evaluate a quantity (the run layer refuses a result that is not finite with
 /// `ICL_ERR_NUMERICAL`, for every front end).
@@ -75,9 +51,10 @@ pub unsafe extern "C" fn icl_theory_list(
 /// Returns ICL_OK, or:
 /// - ICL_ERR_UNKNOWN_NAME: no quantity has this name (exact, case-sensitive);
 /// - ICL_ERR_ARGUMENT: an unknown, repeated or missing parameter, or a value outside its kind or
-///   range (e.g. `xi` = -1, `rho` = 5, `d` = 100000); with `run`, a `d` other than the run's or a
+///   range (e.g. `xi` = -1, `rho` = 5, `d` = 100000), or outside the domain of the closed form
+///   (`ols-risk` at L <= d + 1, `bayes-risk-mc` at `sigma2` = 0); with `run`, a `d` other than the run's or a
 ///   flag the run replaces (`train-*`, `l-train`, `pretrain-*`);
-/// - ICL_ERR_NONFINITE: a parameter is NaN or infinite;
+/// - ICL_ERR_NONFINITE: a parameter, or a number in a list parameter, is NaN or infinite;
 /// - ICL_ERR_NUMERICAL: the computation failed (a singular matrix, a diverging trajectory) or its
 ///   value is not finite (a closed form that overflows at these parameters: reported, never
 ///   returned as inf or JSON null);
@@ -103,15 +80,20 @@ pub unsafe extern "C" fn icl_theory_eval(
     cap: usize,
     needed: *mut usize,
 ) -> icl_status {
-    guard(|| {
-        let name = text(name, "name")?;
-        let args = pairs(keys, values, n)?;
-        check_str_out(buf, cap, needed)?;
-        let (out, vals) = eval(name, &args)?;
-        let j = icl_run::theory::result_json(name, &out, &vals);
-        let s = serde_json::to_string(&j).map_err(|e| FfiError::argument(e.to_string()))?;
-        copy_str(&s, buf, cap, needed)
-    })
+    json_call(
+        || text(name, "name"),
+        keys,
+        values,
+        n,
+        buf,
+        cap,
+        needed,
+        |name, Raw(args)| {
+            let (out, vals) = eval(name, &args)?;
+            let j = icl_run::theory::result_json(name, &out, &vals);
+            serde_json::to_string(&j).map_err(|e| FfiError::argument(e.to_string()))
+        },
+    )
 }
 
 /// Evaluate like [`icl_theory_eval`] and copy the quantity's main value as numbers into `out`

@@ -1,5 +1,5 @@
 //! `icl_trainer`: the training loop of `icl train`, stepped by the caller.
-use super::model::{dims_c, write_circuits};
+use super::model::{circuits_of, dims_of, get_params, set_params};
 use super::{
     copy_f64s, copy_str, create, destroy, guard, hmut, href, icl_dims, opt_out, opt_slice_mut,
     opt_text, path, put, put_opt, slice, slice_mut,
@@ -141,7 +141,7 @@ pub unsafe extern "C" fn icl_trainer_dims(
     trainer: *const icl_trainer,
     out: *mut icl_dims,
 ) -> icl_status {
-    guard(|| put(out, dims_c(href(trainer, "trainer")?.dims()), "out"))
+    dims_of(trainer, "trainer", out)
 }
 
 /// Copy the flat parameters (n_params values) into `out`.
@@ -153,12 +153,7 @@ pub unsafe extern "C" fn icl_trainer_get_params(
     out: *mut f64,
     len: usize,
 ) -> icl_status {
-    guard(|| {
-        let p = href(trainer, "trainer")?.params();
-        check_len("out", len, p.len())?;
-        slice_mut(out, len, "out")?.copy_from_slice(&p);
-        Ok(())
-    })
+    get_params(trainer, "trainer", out, len)
 }
 
 /// Replace the flat parameters (n_params finite values); the optimiser state is kept. On failure
@@ -172,10 +167,7 @@ pub unsafe extern "C" fn icl_trainer_set_params(
     params: *const f64,
     len: usize,
 ) -> icl_status {
-    guard(|| {
-        let t = hmut(trainer, "trainer")?;
-        t.set_params(slice(params, len, "params")?)
-    })
+    set_params(trainer, "trainer", params, len)
 }
 
 /// Per-head omega (H values) and mu (H n_out values) of the current model, as in
@@ -191,15 +183,7 @@ pub unsafe extern "C" fn icl_trainer_circuits(
     mu: *mut f64,
     mu_len: usize,
 ) -> icl_status {
-    guard(|| {
-        write_circuits(
-            &href(trainer, "trainer")?.circuits()?,
-            omega,
-            omega_len,
-            mu,
-            mu_len,
-        )
-    })
+    circuits_of(trainer, "trainer", omega, omega_len, mu, mu_len)
 }
 
 /// Create a copy of the current model (configuration, step and engine included) into `*out`.

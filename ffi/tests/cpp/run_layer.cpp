@@ -1,5 +1,6 @@
-// The run layer from C++: icl::eval_run, icl::eval_plot, icl::repro and icl::sweep_* are
-// `icl eval DIR --json`, `icl eval --plot`, `icl repro PAPER --json` and `icl sweep ... --json`.
+// The run layer from C++: icl::eval_run, icl::eval_plot, icl::repro, icl::sweep_* and
+// icl::train_run are `icl eval DIR --json`, `icl eval --plot`, `icl repro PAPER --json`,
+// `icl sweep ... --json` and `icl train` (OUT_DIR/train, its summary.json as OUT_DIR/train.json).
 // Usage: run_layer RUN_DIR OUT_DIR SWEEP_FILE. Writes OUT_DIR/eval.json, OUT_DIR/risk.svg,
 // OUT_DIR/repro/ (report.json returned as OUT_DIR/repro.json) and the sweep folder
 // OUT_DIR/sweep/ (the JSON returned as OUT_DIR/sweep-*.json); built and run by
@@ -98,6 +99,17 @@ int main(int argc, char **argv) {
         pairs({{"only", "fig13-final"}, {"set.", "1"}}, a, b);
         icl::repro("zhang2025", out + "/bad", a, b);
     }, "key is empty");
+    auto quick = icl::config_preset("quick");
+    rust::Vec<rust::String> tk, tv;
+    pairs({{"steps", "60"}, {"seed", "3"}, {"eval_samples", "0"}}, tk, tv);
+    rust::String summary = icl::train_run(*quick, out + "/train", tk, tv);
+    write(out + "/train.json", std::string(summary));
+    std::printf("ok train_run: %zu bytes\n", summary.size());
+    expect_throw("train option unknown", [&] {
+        rust::Vec<rust::String> a, b;
+        pairs({{"stpes", "60"}}, a, b);
+        icl::train_run(*quick, out + "/bad-train", a, b);
+    }, "unknown train option");
     std::printf("%d failed\n", failures);
     return failures ? 1 : 0;
 }

@@ -168,12 +168,8 @@ pub struct ReproOptions {
 /// The most runs trained at once (`jobs` is `1..=MAX_JOBS`).
 pub const MAX_JOBS: usize = 256;
 
-/// The option keys of [`ReproOptions::from_pairs`] (besides `set.KEY`).
-pub const OPTION_KEYS: &[&str] = &["scale", "only", "jobs", "engine"];
-
 impl ReproOptions {
-    /// Checked options, as every front end builds them (the CLI from its flags, the C API and
-    /// Python through [`ReproOptions::from_pairs`]): `paper` one of [`Paper::parse`]'s names
+    /// Checked options, as every front end builds them (from [`crate::options::ReproArgs`]): `paper` one of [`Paper::parse`]'s names
     /// (else [`RunError::UnknownName`]), `scale` `smoke` or `paper`, `only` claim ids of that paper
     /// (none: every claim; an empty id is refused, so `--only ,` never means every claim), `jobs`
     /// in `1..=MAX_JOBS`, `engine` one of [`crate::ENGINES`] (`None`: the default), `out` not
@@ -269,50 +265,6 @@ impl ReproOptions {
         }
         self.set = out;
         Ok(self)
-    }
-
-    /// The options from (key, value) text pairs, for front ends without a flag parser (the C
-    /// API, Python): `scale` (`smoke`, the default, or `paper`), `only` (comma-separated claim
-    /// ids, `"fig1-final,fig3-drops"`), `jobs` (`1`), `engine` (`simd`, `scalar`, `vulkan`),
-    /// and `set.KEY` (a config override for every run, `set.train.steps` = `"50000"`).
-    /// An unknown or repeated key, or a `jobs` that is not a non-negative integer, is
-    /// [`RunError::Refused`]; the values are then checked as by [`ReproOptions::new`] and
-    /// [`ReproOptions::with_set`].
-    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
-        paper: &str,
-        out: impl Into<PathBuf>,
-        pairs: &[(K, V)],
-    ) -> Result<ReproOptions> {
-        let (mut scale, mut only, mut jobs, mut engine) = ("smoke", Vec::new(), 1, None);
-        let mut set = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
-        for (k, v) in pairs {
-            let (k, v) = (k.as_ref().trim(), v.as_ref().trim());
-            if !seen.insert(k) {
-                return Err(RunError::Refused(format!("repro option {k} given twice")));
-            }
-            match k {
-                "scale" => scale = v,
-                // "" is unset (the C API's documented "every claim"); an empty item in a list
-                // is refused by `new`
-                "only" if v.is_empty() => only = Vec::new(),
-                "only" => only = v.split(',').collect(),
-                "jobs" => {
-                    jobs = v.parse::<usize>().map_err(|_| {
-                        RunError::Refused(format!("jobs = {v:?} is not a non-negative integer"))
-                    })?
-                }
-                "engine" => engine = Some(v),
-                _ if k.starts_with("set.") => set.push((&k[4..], v)),
-                _ => {
-                    return Err(RunError::Refused(format!(
-                        "unknown repro option {k:?} ({}, set.KEY)",
-                        OPTION_KEYS.join(", ")
-                    )))
-                }
-            }
-        }
-        ReproOptions::new(paper, scale, &only, jobs, engine, out)?.with_set(&set)
     }
 }
 
@@ -796,13 +748,18 @@ fn theory_list<V: AsRef<str>>(name: &str, args: &[(&str, V)]) -> Result<Vec<f64>
 mod tests {
     use super::*;
 
+    /// The options of the C API's and Python's text pairs.
+    fn from_pairs(paper: &str, out: &str, p: &[(&str, &str)]) -> Result<ReproOptions> {
+        crate::options::from_pairs::<crate::options::ReproArgs, _, _>(p)?.options(paper, out)
+    }
+
     /// `set.KEY` reaches every run the selected claims train, after the run's own overrides,
     /// and is checked (unknown key, bad value, empty or repeated key, no run to change) before
     /// anything is written.
     #[test]
     fn set_reaches_every_planned_run_and_is_checked() {
         let out = "/nonexistent/icl-repro-set";
-        let o = ReproOptions::from_pairs(
+        let o = from_pairs(
             "he2025",
             out,
             &[("only", "h2-mu"), ("set.train.steps", "77")],
@@ -823,7 +780,7 @@ mod tests {
         let bad = |pairs: &[(&str, &str)]| {
             let mut p = vec![("only", "h2-mu")];
             p.extend_from_slice(pairs);
-            ReproOptions::from_pairs("he2025", out, &p).unwrap_err()
+            from_pairs("he2025", out, &p).unwrap_err()
         };
         assert!(matches!(
             bad(&[("set.no.such_key", "1")]),
@@ -926,13 +883,10 @@ mod tests {
             );
         }
         for v in [",", "h2-mu,,h2-split", "h2-mu,"] {
-            assert!(
-                ReproOptions::from_pairs("he2025", out, &[("only", v)]).is_err(),
-                "{v:?}"
-            );
+            assert!(from_pairs("he2025", out, &[("only", v)]).is_err(), "{v:?}");
         }
         // the C API's documented "" (unset: every claim) stays
-        let all = ReproOptions::from_pairs("he2025", out, &[("only", "")]).unwrap();
+        let all = from_pairs("he2025", out, &[("only", "")]).unwrap();
         assert!(all.only.is_empty());
         assert!(ReproOptions::new("he2025", "smoke", &["h2-mu"], 1, None, out).is_ok());
     }

@@ -1,5 +1,5 @@
 //! What every front end of `icl sweep` shares: the checked options of a sweep's training
-//! ([`SweepRunOptions`], from flags or from text pairs) and the JSON forms of a plan, of the runs'
+//! ([`SweepRunOptions`], from [`crate::options::SweepRunArgs`]) and the JSON forms of a plan, of the runs'
 //! states, of a run's results and of the collected table, so the CLI's `--json`, the C API,
 //! C++ and Python return the same objects; and [`Throttle`], how often a front end passes the
 //! runs' step reports on to its caller's callback.
@@ -14,17 +14,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// The option names of [`SweepRunOptions::from_pairs`].
-pub const RUN_KEYS: &[&str] = &[
-    "jobs",
-    "index",
-    "engine",
-    "eval_samples",
-    "checkpoint_minutes",
-    "checkpoint_every",
-    "force",
-];
 
 /// How a sweep's runs are trained: `jobs` at a time, or only run `index` (a Slurm array task),
 /// each with `train`.
@@ -76,58 +65,6 @@ impl SweepRunOptions {
                 checkpoint_seconds: 60.0 * checkpoint_minutes,
             },
         })
-    }
-
-    /// The options from (key, value) text pairs, for front ends without a flag parser (the C
-    /// API, C++, Python), with the CLI's defaults: `jobs` (`"1"`; `"0"`: one per core), `index`
-    /// (train only that run, as `icl sweep run-one --index`; not with `jobs`), `engine`,
-    /// `eval_samples` (`"20000"`), `checkpoint_minutes` (`"5"`), `checkpoint_every` (`"0"`),
-    /// `force` (`"true"` / `"false"`). An unknown or repeated key or a value that is not of its
-    /// kind is [`RunError::Refused`]; the values are then checked by [`SweepRunOptions::new`].
-    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<Self> {
-        let (mut jobs, mut index, mut engine) = (None, None, None);
-        let (mut eval_samples, mut minutes, mut every, mut force) = (20_000, 5.0, 0, false);
-        let mut seen = std::collections::BTreeSet::new();
-        for (k, v) in pairs {
-            let (k, v) = (k.as_ref().trim(), v.as_ref().trim());
-            if !seen.insert(k) {
-                return Err(RunError::Refused(format!("sweep option {k} given twice")));
-            }
-            let bad = |what: &str| RunError::Refused(format!("{k} = {v:?} is not {what}"));
-            match k {
-                "jobs" => jobs = Some(v.parse().map_err(|_| bad("a non-negative integer"))?),
-                "index" => index = Some(v.parse().map_err(|_| bad("a non-negative integer"))?),
-                "engine" => engine = Some(v),
-                "eval_samples" => {
-                    eval_samples = v.parse().map_err(|_| bad("a non-negative integer"))?
-                }
-                "checkpoint_minutes" => minutes = v.parse().map_err(|_| bad("a number"))?,
-                "checkpoint_every" => {
-                    every = v.parse().map_err(|_| bad("a non-negative integer"))?
-                }
-                "force" => force = v.parse().map_err(|_| bad("true or false"))?,
-                _ => {
-                    return Err(RunError::Refused(format!(
-                        "unknown sweep option {k:?} ({})",
-                        RUN_KEYS.join(", ")
-                    )))
-                }
-            }
-        }
-        if index.is_some() && jobs.is_some() {
-            return Err(RunError::Refused(
-                "give jobs (every run, that many at once) or index (one run), not both".into(),
-            ));
-        }
-        Self::new(
-            jobs.unwrap_or(1),
-            index,
-            engine,
-            eval_samples,
-            minutes,
-            every,
-            force,
-        )
     }
 
     /// Train the sweep folder `dir` with these options: every run not complete, or run `index`.
@@ -279,14 +216,19 @@ mod tests {
         assert_eq!(t.when_due(2, 5, 100, || 7), Some(7));
     }
 
+    /// The options of the C API's and Python's text pairs.
+    fn from_pairs(p: &[(&str, &str)]) -> Result<SweepRunOptions> {
+        crate::options::from_pairs::<crate::options::SweepRunArgs, _, _>(p)?.options()
+    }
+
     #[test]
     fn pairs_take_the_cli_defaults_and_refuse_what_the_cli_refuses() {
-        let o = SweepRunOptions::from_pairs::<&str, &str>(&[]).unwrap();
+        let o = from_pairs(&[]).unwrap();
         assert_eq!((o.jobs, o.index), (1, None));
         assert_eq!(o.train.eval_samples, 20_000);
         assert_eq!(o.train.checkpoint_seconds, 300.0);
         assert!(!o.train.force);
-        let o = SweepRunOptions::from_pairs(&[
+        let o = from_pairs(&[
             ("index", "3"),
             ("engine", "scalar"),
             ("eval_samples", "0"),
@@ -302,7 +244,7 @@ mod tests {
         assert!(o.train.force);
         for (pairs, want) in [
             (vec![("jobs", "x")], "is not a non-negative integer"),
-            (vec![("jobs", "-1")], "is not a non-negative integer"),
+            (vec![("jobs", "-1")], "is outside 0..="),
             (vec![("jobs", "257")], "give 0 (one per core) to 256"),
             (vec![("jobs", "2"), ("index", "0")], "not both"),
             (vec![("jobs", "1"), (" jobs", "2")], "given twice"),
@@ -312,11 +254,11 @@ mod tests {
             (vec![("nope", "1")], "unknown sweep option"),
             (vec![("engine", "cuda")], "unknown engine"),
         ] {
-            let e = SweepRunOptions::from_pairs(&pairs).unwrap_err().to_string();
+            let e = from_pairs(&pairs).unwrap_err().to_string();
             assert!(e.contains(want), "{pairs:?}: {e}");
         }
         assert!(matches!(
-            SweepRunOptions::from_pairs(&[("engine", "cuda")]),
+            from_pairs(&[("engine", "cuda")]),
             Err(RunError::UnknownName(_))
         ));
     }

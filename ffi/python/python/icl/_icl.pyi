@@ -115,22 +115,25 @@ class Run:
         """The parameters in the checkpoint layout (``q_proj.weight``, ...)."""
     def eval(
         self,
-        lengths: Sequence[int] = ...,
-        samples: int = 20000,
-        seed: int = 0,
-        engine: Optional[str] = None,
+        *,
         as_frame: Optional[bool] = None,
-        tau: Optional[Union[str, Sequence[Union[float, str]]]] = None,
-        shift: Optional[Dict[str, Any]] = None,
-        tau_holdout: Optional[int] = None,
         plot: Optional[str] = None,
+        lengths: Sequence[int] = ...,
+        samples: int = ...,
+        seed: int = ...,
+        engine: Optional[str] = ...,
+        tau: Optional[Union[str, Sequence[Union[float, str]]]] = ...,
+        shift: Optional[Dict[str, Any]] = ...,
+        tau_holdout: Optional[int] = ...,
+        **options: Any,
     ) -> _Rows:
         """Rows ``{"estimator", "L", "risk", "stderr", "tau", "shift"}`` as ``icl eval --json``
         computes them (default lengths 10, 20, 40, 100); ``tau=[0.5, 1, "opt"]`` evaluates the
         model with its attention logits divided by tau (``"opt"``: chosen on held-out data),
         ``shift={"x_cov": 3, "x_mean": "2e1"}`` shifts the test data. A DataFrame when pandas
         is installed (unless ``as_frame=False``), else a list of dicts. ``plot="risk.png"``
-        also draws the risks against L' with error bars (``.svg`` or ``.png``)."""
+        also draws the risks against L' with error bars (``.svg`` or ``.png``). The options are
+        ``icl eval``'s flags with its defaults (``icl.options("eval")`` lists them)."""
     def predict(self, z: npt.NDArray[Union[np.float64, np.float32]], engine: Optional[str] = None) -> npt.NDArray[np.float64]:
         """Predictions for token-major ``z`` of shape ``(n, L+1, E)`` (or ``(L+1, E)``),
         C-contiguous float64/float32; returns ``(n, n_out)`` (or ``(n_out,)``). Raises
@@ -143,30 +146,33 @@ def presets() -> Dict[str, str]:
 def train(
     config: Union[Config, str],
     *,
-    steps: Optional[int] = None,
-    seed: Optional[int] = None,
-    engine: Optional[str] = None,
     out: Optional[_Path] = None,
     progress: _Progress = True,
-    force: bool = False,
-    eval_samples: int = 20000,
-    checkpoint_every: int = 0,
-    checkpoint_minutes: float = 5.0,
+    steps: Optional[int] = ...,
+    seed: Optional[int] = ...,
+    engine: Optional[str] = ...,
+    force: bool = ...,
+    eval_samples: int = ...,
+    checkpoint_every: int = ...,
+    checkpoint_minutes: float = ...,
+    **options: Any,
 ) -> Run:
     """Train into the run folder ``out`` (a new temporary folder when ``None``) and return the
     finished ``Run``; the same folder ``icl train`` writes (same seed, same bytes). The GIL is
     released while training; Ctrl-C checkpoints the run and raises ``KeyboardInterrupt``
-    (``icl.resume(out)`` continues it)."""
+    (``icl.resume(out)`` continues it). The options are ``icl train``'s flags with its defaults
+    (``icl.options("train")`` lists them)."""
 
 def resume(
     dir: _Path,
     *,
-    steps: Optional[int] = None,
-    engine: Optional[str] = None,
     progress: _Progress = True,
-    eval_samples: int = 20000,
-    checkpoint_every: int = 0,
-    checkpoint_minutes: float = 5.0,
+    steps: Optional[int] = ...,
+    engine: Optional[str] = ...,
+    eval_samples: int = ...,
+    checkpoint_every: int = ...,
+    checkpoint_minutes: float = ...,
+    **options: Any,
 ) -> Run:
     """Continue an interrupted run, or extend a finished one to ``steps``."""
 
@@ -177,12 +183,13 @@ def repro(
     paper: str,
     out: _Path,
     *,
-    scale: str = "smoke",
-    only: Optional[Union[str, Sequence[str]]] = None,
-    jobs: int = 1,
-    engine: Optional[str] = None,
-    set: Optional[Mapping[str, _Value]] = None,
     progress: _ReproProgress = False,
+    scale: str = ...,
+    only: Optional[Union[str, Sequence[str]]] = ...,
+    jobs: int = ...,
+    engine: Optional[str] = ...,
+    set: Optional[Mapping[str, _Value]] = ...,
+    **options: Any,
 ) -> Dict[str, Any]:
     """Reproduce ``paper`` (``"he2025"``, ``"zhang2025"``, ``"multilayer"``, ``"temperature"``)
     into ``out`` as ``icl repro PAPER --out OUT --json``: the runs the claims need under
@@ -203,14 +210,15 @@ def sweep_plan(file: _Path, out: _Path) -> List[Dict[str, Any]]:
 def sweep_run(
     dir: _Path,
     *,
-    jobs: Optional[int] = None,
-    index: Optional[int] = None,
-    engine: Optional[str] = None,
-    eval_samples: int = 20000,
-    checkpoint_minutes: float = 5.0,
-    checkpoint_every: int = 0,
-    force: bool = False,
     progress: _SweepProgress = False,
+    jobs: Optional[int] = ...,
+    index: Optional[int] = ...,
+    engine: Optional[str] = ...,
+    eval_samples: int = ...,
+    checkpoint_minutes: float = ...,
+    checkpoint_every: int = ...,
+    force: bool = ...,
+    **options: Any,
 ) -> List[Dict[str, Any]]:
     """Train the sweep's runs not complete (interrupted ones resume) as ``icl sweep run DIR
     --json``: per run ``name``, ``status`` (``skipped``, ``trained``, ``resumed``), ``steps``,
@@ -249,3 +257,7 @@ def theory(name: str, **params: Any) -> Dict[str, Any]:
 
 def theories() -> List[Dict[str, Any]]:
     """Every theory quantity with its parameters (``icl theory --list --json``)."""
+
+def options(name: str) -> List[Dict[str, Any]]:
+    """The keyword options of ``"train"``, ``"eval"``, ``"repro"`` or ``"sweep_run"``: per option
+    ``name``, ``kind``, ``optional``, ``default``, ``flag`` (the ``icl`` flag), ``help``."""
