@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Vulkan for the icl-vulkan tests on a machine without a GPU: the Vulkan loader, Mesa's software
+# Vulkan for the icl-gpu-vulkan tests on a machine without a GPU: the Vulkan loader, Mesa's software
 # driver lavapipe (mesa-vulkan-drivers) and, where Debian has them, the Khronos validation layers
 # (the tests fail on any validation error; in CI they require the layer).
 # Called by .ci/run; safe to run again. Needs root or sudo, and apt.

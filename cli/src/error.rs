@@ -31,8 +31,8 @@ impl fmt::Display for CliError {
     }
 }
 
-impl From<icl_run::RunError> for CliError {
-    fn from(e: icl_run::RunError) -> Self {
+impl From<icl_core_run::RunError> for CliError {
+    fn from(e: icl_core_run::RunError) -> Self {
         let code = if e.is_input() { 2 } else { 1 };
         CliError {
             code,
@@ -43,7 +43,7 @@ impl From<icl_run::RunError> for CliError {
 
 impl From<icl_core::Error> for CliError {
     fn from(e: icl_core::Error) -> Self {
-        icl_run::RunError::from(e).into()
+        icl_core_run::RunError::from(e).into()
     }
 }
 

@@ -45,13 +45,13 @@ enum Command {
 
 fn main() {
     restore_sigpipe();
-    icl_run::engines::adopt_current_thread();
+    icl_core_run::engines::adopt_current_thread();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => parse_error(e),
     };
     // a misspelt ICL_SIMD would otherwise run at the detected level without a word
-    if let Err(e) = icl_run::engines::check_simd_env() {
+    if let Err(e) = icl_core_run::engines::check_simd_env() {
         eprintln!("icl: error: {e}");
         std::process::exit(2);
     }

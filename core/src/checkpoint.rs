@@ -2,7 +2,7 @@
 //! an icl checkpoint ([`decode_model`]): metadata `format = "icl-checkpoint"`, `version`,
 //! `dtype`, `step`, `config` (TOML) and the model's tensors ([`crate::ModelSpec::tensors`]).
 //!
-//! The run layer (`icl-run`) reads every checkpoint through this module and adds the trainer's
+//! The run layer (`icl-core-run`) reads every checkpoint through this module and adds the trainer's
 //! state (tensors `train.*`); firmware reads a checkpoint embedded in flash with the same code.
 //! Nothing here panics or allocates more than the input's size on bad input: a damaged file is
 //! an [`Error::Checkpoint`].
@@ -18,7 +18,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-/// The checkpoint format version this build reads (and `icl-run` writes).
+/// The checkpoint format version this build reads (and `icl-core-run` writes).
 pub const VERSION: &str = "1";
 
 /// Largest step count a checkpoint may hold: 2^53, the largest count the log (f64 steps) holds

@@ -2,11 +2,11 @@
 //! fused loss + gradient of a training step (he2025-like: d = 5, L = 40, batch 256), and print a
 //! hash of the results (equal hashes: equal bits).
 //!
-//!     [KERNELS_THREADS=1] cargo run --release -p icl-simd --example kernels -- [H] [STEPS] [f32|f64]
+//!     [KERNELS_THREADS=1] cargo run --release -p icl-cpu-simd --example kernels -- [H] [STEPS] [f32|f64]
 use icl_core::engine::{AttentionKernels, Sampling};
 use icl_core::model::{Circuits, Model};
 use icl_core::{Config, Task};
-use icl_simd::{Level, SimdEngine, SimdScalar};
+use icl_cpu_simd::{Level, SimdEngine, SimdScalar};
 use std::time::Instant;
 
 fn cpu_seconds() -> f64 {
@@ -42,7 +42,7 @@ fn run<T: SimdScalar>(heads: usize, steps: u64) {
     let mut grad = Circuits::zeros(&spec);
     let levels = [Level::Base, Level::Avx2, Level::Avx512];
     for level in levels {
-        if level > icl_simd::dispatch::detected()
+        if level > icl_cpu_simd::dispatch::detected()
             || std::env::var("KERNELS_LEVEL").is_ok_and(|l| l != level.as_str())
         {
             continue;

@@ -2,11 +2,11 @@
 //! multilayer paper's sizes (looped softmax, D = 6, L = 120, batch 256; T and H from the command
 //! line), in CPU time, and print a hash of the results (equal hashes: equal bits).
 //!
-//!     cargo run --release -p icl-simd --example multilayer -- [T] [H] [STEPS] [f32|f64] [softmax|linear] [looped|nonlooped]
+//!     cargo run --release -p icl-cpu-simd --example multilayer -- [T] [H] [STEPS] [f32|f64] [softmax|linear] [looped|nonlooped]
 use icl_core::config::AttentionKind;
 use icl_core::conformance::stack::inputs;
 use icl_core::families::stack::{StackCircuits, StackKernels, StackSpec};
-use icl_simd::{Level, MlScalar, MlSimd};
+use icl_cpu_simd::{Level, MlScalar, MlSimd};
 use std::time::Instant;
 
 fn cpu_seconds() -> f64 {
@@ -33,7 +33,7 @@ fn run<T: MlScalar>(spec: &StackSpec, steps: usize) {
         * (4.0 * nn * len as f64 * e + 8.0 * nn * e * e)
         * n as f64;
     for level in [Level::Base, Level::Avx2, Level::Avx512] {
-        if level > icl_simd::dispatch::detected()
+        if level > icl_cpu_simd::dispatch::detected()
             || std::env::var("KERNELS_LEVEL").is_ok_and(|l| l != level.as_str())
         {
             continue;

@@ -1,4 +1,4 @@
-//! # icl-simd
+//! # icl-cpu-simd
 //!
 //! The fast CPU engine of icl: batched forward and analytic backward of one-layer attention on
 //! the effective circuits (every parametrisation, softmax, normalised activations and linear

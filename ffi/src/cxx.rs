@@ -393,7 +393,7 @@ fn version() -> String {
 }
 
 fn default_engine() -> String {
-    icl_run::default_engine().to_string()
+    icl_core_run::default_engine().to_string()
 }
 
 fn config_preset(name: &str) -> FfiResult<Box<icl_config>> {
@@ -633,7 +633,7 @@ fn text_options<T: FromPairs>(keys: &[String], values: &[String]) -> FfiResult<T
     T::from_pairs(text_pairs(keys, values)?)
 }
 fn options_list(name: &str) -> FfiResult<String> {
-    guard_cxx(|| Ok(icl_run::options::schema(name)?.to_string()))
+    guard_cxx(|| Ok(icl_core_run::options::schema(name)?.to_string()))
 }
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn train_run(
@@ -645,21 +645,21 @@ fn train_run(
     guard_cxx(|| crate::c::train::train_json(&cfg.cfg, out_dir, &text_options(keys, values)?))
 }
 fn theory_list() -> FfiResult<String> {
-    guard_cxx(|| Ok(icl_run::theory::list_json().to_string()))
+    guard_cxx(|| Ok(icl_core_run::theory::list_json().to_string()))
 }
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn theory_eval(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
     guard_cxx(|| {
         let Raw(args) = text_options(keys, values)?;
-        let (out, vals) = icl_run::theory::evaluate(name, &args)?;
-        Ok(icl_run::theory::result_json(name, &out, &vals).to_string())
+        let (out, vals) = icl_core_run::theory::evaluate(name, &args)?;
+        Ok(icl_core_run::theory::result_json(name, &out, &vals).to_string())
     })
 }
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn theory_value(name: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<Vec<f64>> {
     guard_cxx(|| {
         let Raw(args) = text_options(keys, values)?;
-        let (out, _) = icl_run::theory::evaluate(name, &args)?;
+        let (out, _) = icl_core_run::theory::evaluate(name, &args)?;
         out.value.as_f64s().ok_or_else(|| {
             crate::status::FfiError::new(
                 crate::status::icl_status::ICL_ERR_UNSUPPORTED,
@@ -691,8 +691,8 @@ fn repro_options(
     out_dir: &str,
     keys: &[String],
     values: &[String],
-) -> FfiResult<icl_run::repro::ReproOptions> {
-    let a: icl_run::options::ReproArgs = text_options(keys, values)?;
+) -> FfiResult<icl_core_run::repro::ReproOptions> {
+    let a: icl_core_run::options::ReproArgs = text_options(keys, values)?;
     Ok(a.options(paper, out_dir)?)
 }
 /// The message of the error a call returns after the progress receiver threw `e`.
@@ -751,10 +751,10 @@ fn sweep_run_with_progress(
     progress: Pin<&mut bridge::SweepProgress>,
 ) -> FfiResult<String> {
     guard_cxx(|| {
-        let a: icl_run::options::SweepRunArgs = text_options(keys, values)?;
+        let a: icl_core_run::options::SweepRunArgs = text_options(keys, values)?;
         let o = a.options()?;
         let rx = Mutex::new((Receiver(progress), None));
-        let gate = icl_run::sweep::Throttle::default();
+        let gate = icl_core_run::sweep::Throttle::default();
         let report = |i: usize, step: u64, total: u64, loss: f64| {
             let mut g = rx.lock().unwrap_or_else(|e| e.into_inner());
             let (rx, threw) = &mut *g;
@@ -786,7 +786,7 @@ fn sweep_plan(file: &str, out_dir: &str) -> FfiResult<String> {
 #[allow(clippy::ptr_arg)] // cxx passes rust::Vec by reference
 fn sweep_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<String> {
     guard_cxx(|| {
-        let a: icl_run::options::SweepRunArgs = text_options(keys, values)?;
+        let a: icl_core_run::options::SweepRunArgs = text_options(keys, values)?;
         crate::c::sweep::run_json(dir, &a.options()?)
     })
 }

@@ -1,8 +1,8 @@
 //! The objects behind the C handles and the C++ classes: a configuration, a task sampler, a model
 //! (with the engine that runs it) and a trainer. Everything here is safe Rust taking slices of f64;
 //! the C layer (`crate::c`) checks pointers and lengths, the C++ layer (`crate::cxx`) passes slices.
-//! Models and trainers are the run layer's ([`icl_run::any`]): created, trained, evaluated and
-//! saved by `icl-run`, as for the CLI and Python; this layer converts.
+//! Models and trainers are the run layer's ([`icl_core_run::any`]): created, trained, evaluated and
+//! saved by `icl-core-run`, as for the CLI and Python; this layer converts.
 //!
 //! Models and trainers compute in the precision of their config (`train.dtype`, f32 by default);
 //! inputs and outputs cross the boundary as f64 (inputs are rounded to the model's precision, as
@@ -15,8 +15,8 @@ use icl_core::families::attention::eval::RiskEstimate;
 use icl_core::rng::Domain;
 use icl_core::train::Options;
 use icl_core::{Batch, Model, Scalar, Task};
-use icl_run::any::{AnyModel, AnyTrainer, Either, EnginedModel, EnginedTrainer, Start};
-use icl_run::{default_engine, dispatch, Engines, RunError};
+use icl_core_run::any::{AnyModel, AnyTrainer, Either, EnginedModel, EnginedTrainer, Start};
+use icl_core_run::{default_engine, dispatch, Engines, RunError};
 use std::path::Path;
 
 /// A run configuration (`icl_config` in C, `icl::Config` in C++).
@@ -143,9 +143,9 @@ pub fn check_finite(what: &str, xs: &[f64]) -> FfiResult<()> {
 
 /// Read a checkpoint. A path that names a folder is `ICL_ERR_IO`, like any other file the
 /// operating system cannot read as one.
-fn load_checkpoint(path: &Path) -> FfiResult<icl_run::checkpoint::Loaded> {
-    icl_run::checkpoint::load(path).map_err(|e| match e {
-        icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
+fn load_checkpoint(path: &Path) -> FfiResult<icl_core_run::checkpoint::Loaded> {
+    icl_core_run::checkpoint::load(path).map_err(|e| match e {
+        icl_core_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
         other => other.into(),
     })
 }
@@ -484,7 +484,7 @@ impl icl_model {
 
     /// Write a checkpoint that `load` and `icl eval`/`icl analyze` read.
     pub fn save(&self, path: &Path) -> FfiResult<()> {
-        dispatch!(&self.inner, s => icl_run::checkpoint::save_model(path, &s.value, &self.cfg, self.step))?;
+        dispatch!(&self.inner, s => icl_core_run::checkpoint::save_model(path, &s.value, &self.cfg, self.step))?;
         Ok(())
     }
 
@@ -711,7 +711,7 @@ impl icl_trainer {
         dispatch!(&self.inner, s => {
             let t = &s.value;
             let cols: Vec<String> = t.columns().iter().map(|c| c.name.clone()).collect();
-            icl_run::checkpoint::save(path, &t.cfg, &t.state(), &t.model, &cols, None)
+            icl_core_run::checkpoint::save(path, &t.cfg, &t.state(), &t.model, &cols, None)
         })?;
         Ok(())
     }

@@ -169,9 +169,9 @@ impl From<icl_core::Error> for FfiError {
     }
 }
 
-impl From<icl_run::RunError> for FfiError {
-    fn from(e: icl_run::RunError) -> Self {
-        use icl_run::RunError as E;
+impl From<icl_core_run::RunError> for FfiError {
+    fn from(e: icl_core_run::RunError) -> Self {
+        use icl_core_run::RunError as E;
         let status = match &e {
             E::Core(_) => {
                 if let E::Core(c) = e {
@@ -271,9 +271,9 @@ mod tests {
             assert_eq!(f.status, want);
             assert_eq!(f.msg, msg);
         }
-        let io: FfiError = icl_run::RunError::NotFound("/x".into()).into();
+        let io: FfiError = icl_core_run::RunError::NotFound("/x".into()).into();
         assert_eq!(io.status, ICL_ERR_IO);
-        let bad: FfiError = icl_run::RunError::Corrupt("/x".into(), "junk".into()).into();
+        let bad: FfiError = icl_core_run::RunError::Corrupt("/x".into(), "junk".into()).into();
         assert_eq!(bad.status, ICL_ERR_CHECKPOINT);
     }
 

@@ -226,7 +226,7 @@ impl State {
         }
         // a file the library would accept but whose config is too large for this process
         if let Ok(b) = std::fs::read(&self.file) {
-            if let Ok(l) = icl_run::checkpoint::decode(std::path::Path::new("f"), &b) {
+            if let Ok(l) = icl_core_run::checkpoint::decode(std::path::Path::new("f"), &b) {
                 if !icl_fuzz::harness_sized(&l.config) {
                     return None;
                 }

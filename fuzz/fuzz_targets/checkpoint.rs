@@ -5,7 +5,7 @@
 #![no_main]
 use arbitrary::Arbitrary;
 use icl_fuzz::{checkpoints, edited, Edit};
-use icl_run::checkpoint::decode;
+use icl_core_run::checkpoint::decode;
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 
@@ -42,9 +42,9 @@ fuzz_target!(
     );
     // and it is written back to a file that reads back to the same model, config and step
     let path = std::env::temp_dir().join(format!("icl-fuzz-ck-{}.safetensors", std::process::id()));
-    icl_run::dispatch!(&l.model, m => icl_run::checkpoint::save_model(&path, m, &l.config, l.step))
+    icl_core_run::dispatch!(&l.model, m => icl_core_run::checkpoint::save_model(&path, m, &l.config, l.step))
         .expect("a decoded checkpoint saves");
-    let back = icl_run::checkpoint::load(&path).expect("a saved checkpoint loads");
+    let back = icl_core_run::checkpoint::load(&path).expect("a saved checkpoint loads");
     assert_eq!(back.config, l.config);
     assert_eq!(back.model, l.model);
     assert_eq!(back.step, l.step);

@@ -6,7 +6,7 @@ use arbitrary::Arbitrary;
 use icl_core::checkpoint::{File, StDtype};
 use icl_core::config::Config;
 use icl_core::presets::PRESETS;
-use icl_run::checkpoint::{encode, Raw};
+use icl_core_run::checkpoint::{encode, Raw};
 use safetensors::tensor::Dtype;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -51,7 +51,7 @@ fn trained<T: icl_core::Scalar>(cfg: &Config, path: &std::path::Path) -> Option<
         tr.step().ok()?;
     }
     let cols: Vec<String> = tr.columns().iter().map(|c| c.name.clone()).collect();
-    icl_run::checkpoint::save(path, cfg, &tr.state(), &tr.model, &cols, None).ok()?;
+    icl_core_run::checkpoint::save(path, cfg, &tr.state(), &tr.model, &cols, None).ok()?;
     std::fs::read(path).ok()
 }
 
@@ -77,7 +77,7 @@ pub fn checkpoints() -> &'static [Vec<u8>] {
                 };
                 out.extend(b);
                 if let Ok(m) = icl_core::Model::<f32>::init(&c) {
-                    if icl_run::checkpoint::save_model(&path, &m, &c, 3).is_ok() {
+                    if icl_core_run::checkpoint::save_model(&path, &m, &c, 3).is_ok() {
                         out.extend(std::fs::read(&path).ok());
                     }
                 }

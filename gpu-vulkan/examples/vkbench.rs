@@ -1,7 +1,7 @@
-//! `cargo run --release -p icl-vulkan --example vkbench [preset]`: the Vulkan engine's throughput
+//! `cargo run --release -p icl-gpu-vulkan --example vkbench [preset]`: the Vulkan engine's throughput
 //! (the same numbers `icl bench --engine vulkan` prints), with ICL_VULKAN_* options from the environment.
-use icl_vulkan::bench::{bench, BenchParams};
-use icl_vulkan::Options;
+use icl_gpu_vulkan::bench::{bench, BenchParams};
+use icl_gpu_vulkan::Options;
 
 fn main() {
     let preset = std::env::args().nth(1).unwrap_or_else(|| "he2025".into());

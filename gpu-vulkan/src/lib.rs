@@ -1,4 +1,4 @@
-//! # icl-vulkan
+//! # icl-gpu-vulkan
 //!
 //! A Vulkan compute engine for icl: [`VulkanEngine`] implements
 //! [`icl_core::Engine<f32>`](icl_core::Engine) with the attention forward/backward over a batch

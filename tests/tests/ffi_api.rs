@@ -369,7 +369,7 @@ fn checkpoints_round_trip_and_risk_is_mc_risk() {
     // The model saved by icl_model_save loads back the same.
     let path2 = c(dir.join("m2.safetensors").to_str().unwrap());
     check(unsafe { icl_model_save(m, path2.as_ptr()) });
-    let l = icl_run::checkpoint::load(&dir.join("m2.safetensors")).unwrap();
+    let l = icl_core_run::checkpoint::load(&dir.join("m2.safetensors")).unwrap();
     assert_eq!(l.step, 25);
     let back = l.model.to::<f32>();
     assert_eq!(

@@ -137,7 +137,7 @@ fn library_functions() {
         assert_eq!(n.to_str().unwrap(), "ICL_UNKNOWN_STATUS");
     }
     let e = unsafe { CStr::from_ptr(icl_default_engine()) };
-    assert_eq!(e.to_str().unwrap(), icl_run::default_engine());
+    assert_eq!(e.to_str().unwrap(), icl_core_run::default_engine());
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! `icl_eval_run` (the C API's `icl eval`): the same rows as the run layer's `eval_run` for the
 //! same options (temperatures and shifts included), and typed statuses for bad options.
+use icl_core_run::eval::{eval_run, temper_from_text, EvalOptions};
+use icl_core_run::train::{train, TrainOptions};
+use icl_core_run::RunDir;
 use icl_ffi::{icl_eval_plot, icl_eval_run, icl_status};
-use icl_run::eval::{eval_run, temper_from_text, EvalOptions};
-use icl_run::train::{train, TrainOptions};
-use icl_run::RunDir;
 use std::ffi::{c_char, CString};
 use std::path::Path;
 

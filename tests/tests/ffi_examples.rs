@@ -107,10 +107,10 @@ fn run_with_stdin(cmd: &mut Command, input: &str) -> std::process::Output {
 }
 
 fn load_f32(path: &Path) -> (icl_core::Config, Model<f32>) {
-    let l = icl_run::checkpoint::load(path).unwrap();
+    let l = icl_core_run::checkpoint::load(path).unwrap();
     match l.model {
-        icl_run::any::Either::F32(m) => (l.config, m),
-        icl_run::any::Either::F64(_) => panic!("expected an f32 checkpoint"),
+        icl_core_run::any::Either::F32(m) => (l.config, m),
+        icl_core_run::any::Either::F64(_) => panic!("expected an f32 checkpoint"),
     }
 }
 

@@ -1,4 +1,4 @@
-//! The options schema (`icl_run::options`): every field of every options struct reaches every
+//! The options schema (`icl_core_run::options`): every field of every options struct reaches every
 //! front end. The fields are read from the structs themselves, so a field added to a struct and
 //! not reachable from a front end fails here: the CLI's `--help` of the command lists its flag
 //! (clap derives the flags and the help from the same struct), and the C entry point takes it as
@@ -6,8 +6,8 @@
 //! list (`icl.options`); C++ reads its text pairs through the C API's reader.
 mod ffi_common;
 
+use icl_core_run::options::{schema, NAMES};
 use icl_ffi::*;
-use icl_run::options::{schema, NAMES};
 use std::ffi::{c_char, CStr, CString};
 use std::process::Command;
 use std::ptr::{null, null_mut};

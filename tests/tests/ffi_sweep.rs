@@ -1,11 +1,11 @@
 //! `icl_sweep_plan`, `icl_sweep_run`, `icl_sweep_status`, `icl_sweep_collect` (the C API's
 //! `icl sweep`): the runs and bytes of the run layer's sweep for the same file, the JSON forms,
 //! and typed statuses for bad input with nothing written.
+use icl_core_run::options::SweepRunArgs;
+use icl_core_run::sweep::{self, front};
 use icl_ffi::{
     icl_last_error, icl_status, icl_sweep_collect, icl_sweep_plan, icl_sweep_run, icl_sweep_status,
 };
-use icl_run::options::SweepRunArgs;
-use icl_run::sweep::{self, front};
 use serde_json::Value;
 use std::ffi::{c_char, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -164,7 +164,7 @@ fn c_sweeps_are_the_run_layer_sweeps() {
     let got: Vec<&str> = (0..4).map(|i| v[i]["status"].as_str().unwrap()).collect();
     assert_eq!(got, ["trained", "trained", "skipped", "trained"]);
     // the same sweep through the run layer, one at a time: the same bytes
-    let o = icl_run::options::from_pairs::<SweepRunArgs, _, _>(&opts)
+    let o = icl_core_run::options::from_pairs::<SweepRunArgs, _, _>(&opts)
         .unwrap()
         .options()
         .unwrap();

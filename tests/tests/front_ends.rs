@@ -87,10 +87,10 @@ fn cli_run(
         cmd.arg("--set").arg(format!("{k}={v}"));
     }
     ffi_common::run(&mut cmd);
-    let l = icl_run::checkpoint::load(&out.join("model.safetensors")).unwrap();
+    let l = icl_core_run::checkpoint::load(&out.join("model.safetensors")).unwrap();
     let (log, params) = match l.state.expect("a trained run keeps its trainer state") {
-        icl_run::any::Either::F32(s) => (s.log, s.params.iter().map(|&x| x as f64).collect()),
-        icl_run::any::Either::F64(s) => (s.log, s.params),
+        icl_core_run::any::Either::F32(s) => (s.log, s.params.iter().map(|&x| x as f64).collect()),
+        icl_core_run::any::Either::F64(s) => (s.log, s.params),
     };
     (log.iter().map(|r| (r.step, r.loss)).collect(), params)
 }

@@ -26,7 +26,8 @@ fn valid_checkpoint() -> Vec<u8> {
                 tr.step().unwrap();
             }
             let cols: Vec<String> = tr.columns().iter().map(|c| c.name.clone()).collect();
-            icl_run::checkpoint::save(&path, &cfg, &tr.state(), &tr.model, &cols, None).unwrap();
+            icl_core_run::checkpoint::save(&path, &cfg, &tr.state(), &tr.model, &cols, None)
+                .unwrap();
             let bytes = std::fs::read(&path).unwrap();
             std::fs::remove_dir_all(&dir).unwrap();
             bytes
@@ -38,15 +39,15 @@ fn valid_checkpoint() -> Vec<u8> {
 fn valid_torch() -> (Config, Vec<u8>) {
     let cfg = icl_core::presets::preset("quick").unwrap();
     let spec = icl_core::ModelSpec::from_config(&cfg).unwrap();
-    let tensors: Vec<icl_run::checkpoint::Raw> = spec
+    let tensors: Vec<icl_core_run::checkpoint::Raw> = spec
         .tensors()
         .into_iter()
         .map(|t| {
             let xs: Vec<f32> = (0..t.len()).map(|i| (i as f32 * 0.37).sin()).collect();
-            icl_run::checkpoint::Raw::new(t.name, t.shape.clone(), &xs)
+            icl_core_run::checkpoint::Raw::new(t.name, t.shape.clone(), &xs)
         })
         .collect();
-    let bytes = icl_run::checkpoint::encode(&tensors, &Default::default()).unwrap();
+    let bytes = icl_core_run::checkpoint::encode(&tensors, &Default::default()).unwrap();
     (cfg, bytes)
 }
 
@@ -92,9 +93,9 @@ proptest! {
     #[test]
     fn random_bytes_are_not_checkpoints(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         let p = Path::new("random");
-        prop_assert!(icl_run::checkpoint::decode(p, &bytes).is_err());
+        prop_assert!(icl_core_run::checkpoint::decode(p, &bytes).is_err());
         let cfg = Config::default();
-        prop_assert!(icl_run::checkpoint::import_torch_bytes(p, &bytes, &cfg).is_err());
+        prop_assert!(icl_core_run::checkpoint::import_torch_bytes(p, &bytes, &cfg).is_err());
     }
 
     #[test]
@@ -104,9 +105,9 @@ proptest! {
             let n = b.len();
             b[i % n] = *v;
         }
-        let _ = icl_run::checkpoint::decode(Path::new("damaged"), &b);
+        let _ = icl_core_run::checkpoint::decode(Path::new("damaged"), &b);
         let n = b.len();
-        let _ = icl_run::checkpoint::decode(Path::new("truncated"), &b[..cut % n]);
+        let _ = icl_core_run::checkpoint::decode(Path::new("truncated"), &b[..cut % n]);
     }
 
     #[test]
@@ -141,17 +142,17 @@ proptest! {
     fn damaged_torch_imports_never_panic(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8), cut in any::<usize>()) {
         let (cfg, mut b) = valid_torch();
         let p = Path::new("torch");
-        prop_assert!(icl_run::checkpoint::import_torch_bytes(p, &b, &cfg).is_ok());
+        prop_assert!(icl_core_run::checkpoint::import_torch_bytes(p, &b, &cfg).is_ok());
         for (i, v) in &edits {
             let n = b.len();
             b[i % n] = *v;
         }
-        if let Ok(m) = icl_run::checkpoint::import_torch_bytes(p, &b, &cfg) {
+        if let Ok(m) = icl_core_run::checkpoint::import_torch_bytes(p, &b, &cfg) {
             prop_assert_eq!(m.spec(), &icl_core::ModelSpec::from_config(&cfg).unwrap());
             prop_assert!(m.params_f64().iter().all(|x| x.is_finite()));
         }
         let n = b.len();
-        prop_assert!(icl_run::checkpoint::import_torch_bytes(p, &b[..cut % n], &cfg).is_err());
+        prop_assert!(icl_core_run::checkpoint::import_torch_bytes(p, &b[..cut % n], &cfg).is_err());
     }
 
     /// Counts (n, L) and buffer lengths that disagree, overflow or cannot fit: a status, never an

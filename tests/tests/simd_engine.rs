@@ -9,8 +9,8 @@ use icl_core::engine::{Engine, Runner, Sampling};
 use icl_core::model::{Circuits, Model};
 use icl_core::rng::{self, Domain};
 use icl_core::Config;
-use icl_simd::gauss::{fill_normal_f32, fill_normal_f64, Xoshiro};
-use icl_simd::{Level, Simd, SimdEngine, SimdScalar};
+use icl_cpu_simd::gauss::{fill_normal_f32, fill_normal_f64, Xoshiro};
+use icl_cpu_simd::{Level, Simd, SimdEngine, SimdScalar};
 use rand_core::RngCore;
 
 icl_core::engine_conformance!(simd_f64, f64, 1e-10, || -> Box<dyn Engine<f64>> {
@@ -101,7 +101,7 @@ fn f32_normals_match_the_reference_to_f32_rounding() {
 type Out<T> = (T, Circuits<T>, Vec<T>);
 
 fn run_in<T: SimdScalar>(threads: usize, cfg: &Config, n: usize) -> Out<T> {
-    run_at(icl_simd::dispatch::level(), threads, cfg, n)
+    run_at(icl_cpu_simd::dispatch::level(), threads, cfg, n)
 }
 
 /// Sampled loss + gradient and predictions at `level` in a pool of `threads`.
@@ -161,7 +161,7 @@ fn bit_identical_for_1_2_16_threads() {
 }
 
 fn check_levels<T: SimdScalar>() {
-    let best = icl_simd::dispatch::detected();
+    let best = icl_cpu_simd::dispatch::detected();
     eprintln!("levels up to {} present", best.as_str());
     for sets in [
         vec![("model.heads", "2")],
@@ -245,7 +245,7 @@ fn level_names_and_detection() {
         }
     );
     let e = SimdEngine::<f32>::with_level(Level::Avx512);
-    assert!(e.level() <= icl_simd::dispatch::detected());
+    assert!(e.level() <= icl_cpu_simd::dispatch::detected());
     assert_eq!(
         SimdEngine::<f64>::with_level(Level::Base).level(),
         Level::Base

@@ -3,8 +3,8 @@
 //! bit-identically at 1 and 2 threads.
 use icl_core::conformance::stack::{inputs, specs};
 use icl_core::families::stack::{StackCircuits, StackKernels};
-use icl_simd::dispatch::Level;
-use icl_simd::MlSimd;
+use icl_cpu_simd::dispatch::Level;
+use icl_cpu_simd::MlSimd;
 
 fn grads(level: Level, threads: usize) -> Vec<(u32, Vec<u32>)> {
     let pool = rayon::ThreadPoolBuilder::new()
@@ -44,7 +44,7 @@ fn same_bits_at_every_level_and_thread_count() {
 
 /// Parameters and per-step losses after `steps` training steps of the reduced `preset` on
 /// `engine` in a pool of `threads` threads.
-fn train<T: icl_run::engines::RunScalar>(
+fn train<T: icl_core_run::engines::RunScalar>(
     preset: &str,
     engine: &str,
     threads: usize,
@@ -68,7 +68,7 @@ fn train<T: icl_run::engines::RunScalar>(
         let mut t = icl_core::train::Trainer::<T>::with_model(
             &cfg,
             icl_core::Model::init(&cfg).unwrap(),
-            &icl_run::engines::Engines::named(Some(engine)),
+            &icl_core_run::engines::Engines::named(Some(engine)),
             &icl_core::train::Options::default(),
         )
         .unwrap();
@@ -91,7 +91,7 @@ fn rel_diff<T: icl_core::Scalar>(a: &[T], b: &[T]) -> f64 {
 /// stop-gradient, stage 2; and the one-stage TF Ref) on the SIMD engine follows the scalar
 /// reference step by step (f64 to 1e-10, f32 to 1e-5 in the parameters and the losses) and gives
 /// the same bytes at 1 and 2 threads.
-fn iv_training_matches<T: icl_run::engines::RunScalar>(tol: f64) {
+fn iv_training_matches<T: icl_core_run::engines::RunScalar>(tol: f64) {
     for preset in ["iv-2stage", "iv-tf-ref"] {
         let (p0, l0) = train::<T>(preset, "scalar", 1, 5);
         let (p1, l1) = train::<T>(preset, "simd", 1, 5);

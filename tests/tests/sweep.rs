@@ -1,8 +1,8 @@
-//! The sweep executor (`icl_run::sweep::run_specs`): same bytes for any number of parallel jobs,
+//! The sweep executor (`icl_core_run::sweep::run_specs`): same bytes for any number of parallel jobs,
 //! complete runs skipped, interrupted and missing runs redone to the same bytes, bad specs
 //! refused before anything is written.
-use icl_run::sweep::{run_specs, RunSpec, RunStatus};
-use icl_run::train::TrainOptions;
+use icl_core_run::sweep::{run_specs, RunSpec, RunStatus};
+use icl_core_run::train::TrainOptions;
 use std::path::{Path, PathBuf};
 
 fn tmp(name: &str) -> PathBuf {
@@ -178,8 +178,9 @@ fn each_run_is_reported_done_as_it_ends() {
         }
         true
     };
-    let done = |i: usize, r: &icl_run::sweep::RunResult| push(format!("{} {i}", r.name));
-    let r = icl_run::sweep::run_specs_reporting(&d, &s[..2], 1, &opts(), &progress, &done).unwrap();
+    let done = |i: usize, r: &icl_core_run::sweep::RunResult| push(format!("{} {i}", r.name));
+    let r = icl_core_run::sweep::run_specs_reporting(&d, &s[..2], 1, &opts(), &progress, &done)
+        .unwrap();
     assert!(r.iter().all(|r| matches!(r.status, RunStatus::Trained)));
     // one job: run 0 ends (and is reported) before run 1 starts
     let want = ["start 0", "heads=1,seed=1 0", "start 1", "heads=2,seed=1 1"];
@@ -187,7 +188,7 @@ fn each_run_is_reported_done_as_it_ends() {
     // a complete run is reported too (skipped), a run never started is not
     log.lock().unwrap().clear();
     let stop = |_: usize, _: u64, _: u64, _: f64| false;
-    let r = icl_run::sweep::run_specs_reporting(&d, &s, 1, &opts(), &stop, &done).unwrap();
+    let r = icl_core_run::sweep::run_specs_reporting(&d, &s, 1, &opts(), &stop, &done).unwrap();
     assert!(matches!(r[0].status, RunStatus::Skipped));
     assert!(matches!(r[2].status, RunStatus::Interrupted { .. }));
     assert_eq!(

@@ -4,7 +4,7 @@ mod vulkan_common;
 
 use icl_core::rng::Domain;
 use icl_core::{AttentionKernels, Batch, Circuits, Config, Model, Task};
-use icl_vulkan::{DeviceKind, Options, VkError, VulkanEngine, INSTALL_HINT};
+use icl_gpu_vulkan::{DeviceKind, Options, VkError, VulkanEngine, INSTALL_HINT};
 use vulkan_common::{assert_no_validation_errors, engine};
 
 const FIX: &str = "no Vulkan device found: install mesa-vulkan-drivers (lavapipe) or a GPU driver";

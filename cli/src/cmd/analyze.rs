@@ -4,9 +4,9 @@
 //! parameter set, and heatmaps of every head's Phi and Psi (multilayer paper §4.2, figs. 2, 7).
 use super::common::{out, outln};
 use crate::error::CliResult;
-use icl_run::analyze::analyze_run;
-use icl_run::summary::pretty;
-use icl_run::RunDir;
+use icl_core_run::analyze::analyze_run;
+use icl_core_run::summary::pretty;
+use icl_core_run::RunDir;
 use std::path::PathBuf;
 
 /// Arguments of `icl analyze`.

@@ -4,8 +4,8 @@
 //! A measurement, not a test: numbers depend on the machine and its load.
 use crate::cmd::common::{apply_sets, outln};
 use crate::error::{CliError, CliResult};
-use icl_run::bench::{measure, BenchRow, Budget};
-use icl_run::default_engine;
+use icl_core_run::bench::{measure, BenchRow, Budget};
+use icl_core_run::default_engine;
 use serde_json::json;
 
 /// Arguments of `icl bench`.
@@ -63,10 +63,10 @@ pub fn run(a: &Args) -> CliResult {
         .clone()
         .unwrap_or_else(|| default_engine().to_string());
     // fail early on an unknown engine
-    icl_run::engines::check(&engine, icl_core::config::Dtype::F32)?;
+    icl_core_run::engines::check(&engine, icl_core::config::Dtype::F32)?;
     let mut base = icl_core::presets::preset(&a.preset)?;
     apply_sets(&mut base, &a.sets)?;
-    icl_run::bench::bench_config(&base, a.steps).validate()?;
+    icl_core_run::bench::bench_config(&base, a.steps).validate()?;
     let lens = if a.lens.is_empty() {
         vec![base.task.len]
     } else {
@@ -95,7 +95,7 @@ pub fn run(a: &Args) -> CliResult {
                 cfg.set("task.L", &len.to_string())?;
                 // validated with the memory of the steps bench runs (not the preset's train.steps: no log or
                 // snapshots of a long run are kept)
-                icl_run::bench::bench_config(&cfg, a.steps).validate()?;
+                icl_core_run::bench::bench_config(&cfg, a.steps).validate()?;
                 for &t in &a.threads {
                     let row = match dt.as_str() {
                         "f32" => measure::<f32>(&cfg, &engine, t, &budget)?,
@@ -118,7 +118,7 @@ pub fn run(a: &Args) -> CliResult {
     let vulkan: Option<serde_json::Value> = None;
     #[cfg(feature = "vulkan")]
     let vulkan = if engine == "vulkan" {
-        let r = icl_run::bench::vulkan_predict(&base)?;
+        let r = icl_core_run::bench::vulkan_predict(&base)?;
         if !a.json {
             outln(&format!(
                 "vulkan {} ({}, workgroup {}): loss+grad {:.1}/s at batch {} L {}; prediction at L'={} n={}: {:.0} sequences/s, {:.3e} keys/s",
@@ -143,7 +143,7 @@ pub fn run(a: &Args) -> CliResult {
         if let Some(v) = vulkan {
             doc["vulkan_predict"] = v;
         }
-        outln(&icl_run::summary::pretty(&doc))?;
+        outln(&icl_core_run::summary::pretty(&doc))?;
     }
     Ok(())
 }

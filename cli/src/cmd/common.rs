@@ -22,7 +22,7 @@ impl ConfigArgs {
     /// The validated config these flags describe.
     pub fn build(&self) -> CliResult<Config> {
         let mut cfg = match &self.config {
-            Some(p) => icl_run::checkpoint::load_config(p)?,
+            Some(p) => icl_core_run::checkpoint::load_config(p)?,
             None => icl_core::presets::preset(&self.preset)?,
         };
         apply_sets(&mut cfg, &self.sets)?;

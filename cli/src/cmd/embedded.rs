@@ -16,5 +16,5 @@ pub struct Args {
 }
 
 pub fn run(a: &Args) -> CliResult {
-    outln(&icl_run::embedded::report(&a.checkpoint)?)
+    outln(&icl_core_run::embedded::report(&a.checkpoint)?)
 }

@@ -2,10 +2,10 @@
 //! lengths L' (length generalisation, He et al. 2025 figure 3).
 use super::common::outln;
 use crate::error::CliResult;
-use icl_run::eval::{eval_run, write_risk_plot};
-use icl_run::options::EvalArgs;
-use icl_run::summary::pretty;
-use icl_run::RunDir;
+use icl_core_run::eval::{eval_run, write_risk_plot};
+use icl_core_run::options::EvalArgs;
+use icl_core_run::summary::pretty;
+use icl_core_run::RunDir;
 use std::path::PathBuf;
 
 /// Arguments of `icl eval`.
@@ -13,7 +13,7 @@ use std::path::PathBuf;
 pub struct Args {
     /// Run folder (from `icl train` or `icl import`).
     pub dir: PathBuf,
-    /// The options (`icl_run::options::EvalArgs`: the C API's keys, Python's keywords).
+    /// The options (`icl_core_run::options::EvalArgs`: the C API's keys, Python's keywords).
     #[command(flatten)]
     pub opts: EvalArgs,
     /// Also write the figure of the risks against L' (model and every baseline, error bars of
@@ -29,14 +29,14 @@ pub struct Args {
 pub fn run(a: &Args) -> CliResult {
     // a figure that cannot be written is refused before the Monte Carlo runs
     if let Some(p) = &a.plot {
-        icl_run::folder::check_output(p)?;
+        icl_core_run::folder::check_output(p)?;
     }
     let opts = a.opts.options()?;
     let dir = RunDir::new(&a.dir);
     // a run too wide for the SIMD kernels says so before its (slow) evaluation
-    let cfg = icl_run::checkpoint::load_config(&dir.config()).ok();
+    let cfg = icl_core_run::checkpoint::load_config(&dir.config()).ok();
     if let Some(note) =
-        cfg.and_then(|c| icl_run::engines::simd_fallback_note(&c, a.opts.engine.as_deref()))
+        cfg.and_then(|c| icl_core_run::engines::simd_fallback_note(&c, a.opts.engine.as_deref()))
     {
         eprintln!("icl: note: {note}");
     }

@@ -23,6 +23,6 @@ pub struct Args {
 
 pub fn run(a: &Args) -> CliResult {
     let cfg = a.cfg.build()?;
-    let dir = icl_run::train::import(&a.torch, &cfg, &a.out, a.force)?;
+    let dir = icl_core_run::train::import(&a.torch, &cfg, &a.out, a.force)?;
     outln(&dir.summary().display().to_string())
 }

@@ -22,15 +22,17 @@ pub fn run(a: &Args) -> CliResult {
     if let Some(name) = &a.show {
         let cfg = preset(name)?;
         if a.json {
-            return super::common::outln(&icl_run::summary::pretty(
-                &icl_run::summary::config_json(&cfg),
+            return super::common::outln(&icl_core_run::summary::pretty(
+                &icl_core_run::summary::config_json(&cfg),
             ));
         }
         return super::common::out(&cfg.to_toml());
     }
     if a.keys {
         if a.json {
-            return super::common::outln(&icl_run::summary::pretty(&icl_run::summary::keys_json()));
+            return super::common::outln(&icl_core_run::summary::pretty(
+                &icl_core_run::summary::keys_json(),
+            ));
         }
         let mut s = String::new();
         for k in keys().chain(ShiftConfig::KEYS) {
@@ -48,7 +50,7 @@ pub fn run(a: &Args) -> CliResult {
             .iter()
             .map(|(n, d, _)| serde_json::json!({"name": n, "description": d}))
             .collect();
-        super::common::outln(&icl_run::summary::pretty(&v))
+        super::common::outln(&icl_core_run::summary::pretty(&v))
     } else {
         let mut s = String::new();
         for (n, d, _) in PRESETS {

@@ -1,9 +1,9 @@
 //! `icl repro PAPER`: run a paper's experiments and write a report of its claims (paper value,
-//! icl's measured value, verdict). Thin: the runs and claims live in `icl_run::repro`.
+//! icl's measured value, verdict). Thin: the runs and claims live in `icl_core_run::repro`.
 use crate::cmd::common::outln;
 use crate::error::{CliError, CliResult};
-use icl_run::options::ReproArgs;
-use icl_run::repro::{repro, ReproOptions};
+use icl_core_run::options::ReproArgs;
+use icl_core_run::repro::{repro, ReproOptions};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -15,7 +15,7 @@ pub struct Args {
     /// Output folder: runs/ (ordinary run folders), report.json, report.md, report.html.
     #[arg(long)]
     pub out: PathBuf,
-    /// The options (`icl_run::options::ReproArgs`: the C API's keys, Python's keywords).
+    /// The options (`icl_core_run::options::ReproArgs`: the C API's keys, Python's keywords).
     #[command(flatten)]
     pub opts: ReproArgs,
     /// Print report.json to stdout instead of the table.
@@ -70,9 +70,9 @@ pub fn run(a: &Args) -> CliResult {
     };
     let r = repro(&o, &mut progress)?;
     if a.json {
-        outln(icl_run::repro::report::json(&r).trim_end())?;
+        outln(icl_core_run::repro::report::json(&r).trim_end())?;
     } else {
-        outln(&icl_run::repro::report::markdown(&r))?;
+        outln(&icl_core_run::repro::report::markdown(&r))?;
         let (p, n) = r.passed();
         outln(&format!(
             "{p} of {n} claims pass; reports in {}",
@@ -84,7 +84,7 @@ pub fn run(a: &Args) -> CliResult {
 
 /// `--slurm`: write (and with `--submit` submit) the array and the report job.
 fn slurm(a: &Args, o: &ReproOptions) -> CliResult {
-    let p = icl_run::repro::slurm(o, &a.sbatch.options(Vec::new())?, a.submit)?;
+    let p = icl_core_run::repro::slurm(o, &a.sbatch.options(Vec::new())?, a.submit)?;
     if a.json {
         let v = serde_json::json!({
             "runs": p.runs,

@@ -1,5 +1,5 @@
 //! `icl sweep`: seeds x grids of runs from one sweep file, run locally in parallel or as a Slurm
-//! array, collected into one tidy table. Thin: the work is `icl_run::sweep`.
+//! array, collected into one tidy table. Thin: the work is `icl_core_run::sweep`.
 //!
 //! `plan FILE --out DIR` writes the manifest; `run DIR [--jobs N]` trains what is not complete;
 //! `run-one DIR --index I` trains run I (a Slurm array task); `status DIR`; `collect DIR`
@@ -8,8 +8,8 @@
 use super::common::{out, outln};
 use crate::error::{CliError, CliResult};
 use crate::signals;
-use icl_run::options::SweepRunArgs;
-use icl_run::sweep::{self, front, RunStatus, SlurmOptions, State};
+use icl_core_run::options::SweepRunArgs;
+use icl_core_run::sweep::{self, front, RunStatus, SlurmOptions, State};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -23,7 +23,7 @@ pub struct Args {
 /// How to train (shared by `run` and `run-one`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// The options (`icl_run::options::SweepRunArgs`: the C API's keys, Python's keywords).
+    /// The options (`icl_core_run::options::SweepRunArgs`: the C API's keys, Python's keywords).
     #[command(flatten)]
     pub opts: SweepRunArgs,
     /// Print nothing but errors.
@@ -312,7 +312,7 @@ pub fn run(a: &Args) -> CliResult {
                 );
             }
             if *json {
-                return outln(&icl_run::summary::pretty(&front::collected_json(&c)));
+                return outln(&icl_core_run::summary::pretty(&front::collected_json(&c)));
             }
             let mut text = String::new();
             for f in &c.files {

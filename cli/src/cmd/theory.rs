@@ -9,9 +9,9 @@
 use super::common::{out, outln};
 use crate::error::{CliError, CliResult};
 use icl_core::theory::registry::{registry, Value};
-use icl_run::summary::pretty;
-use icl_run::theory::{check_outputs, evaluate, list_json, result_json, to_text, write_files};
-use icl_run::RunError;
+use icl_core_run::summary::pretty;
+use icl_core_run::theory::{check_outputs, evaluate, list_json, result_json, to_text, write_files};
+use icl_core_run::RunError;
 use std::path::PathBuf;
 
 /// Arguments of `icl theory`.

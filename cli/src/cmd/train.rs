@@ -1,10 +1,10 @@
-//! `icl train`: train a model into a run folder (see `icl_run::train` for the folder's guarantees:
+//! `icl train`: train a model into a run folder (see `icl_core_run::train` for the folder's guarantees:
 //! complete or absent, checkpointed, resumable). Prints the path of `summary.json` last.
 use super::common::{outln, progress, ConfigArgs};
 use crate::error::CliResult;
 use crate::signals;
-use icl_run::options::TrainArgs;
-use icl_run::train::Outcome;
+use icl_core_run::options::TrainArgs;
+use icl_core_run::train::Outcome;
 use std::path::PathBuf;
 
 /// Arguments of `icl train`.
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 pub struct Args {
     #[command(flatten)]
     pub cfg: ConfigArgs,
-    /// The options (`icl_run::options::TrainArgs`: the C API's keys, Python's keywords).
+    /// The options (`icl_core_run::options::TrainArgs`: the C API's keys, Python's keywords).
     #[command(flatten)]
     pub opts: TrainArgs,
     /// Output run folder (written completely or not at all).
@@ -68,34 +68,37 @@ pub fn run(a: &Args) -> CliResult {
     };
     let (outcome, dir) = match &a.resume {
         Some(dir) => {
-            if let Some(c) = icl_run::train::resume_config(dir) {
-                icl_run::train::check_engine_choice(&c, a.opts.engine.as_deref())?;
+            if let Some(c) = icl_core_run::train::resume_config(dir) {
+                icl_core_run::train::check_engine_choice(&c, a.opts.engine.as_deref())?;
             }
             if !a.quiet {
-                if let Some(note) = icl_run::train::resume_config(dir)
-                    .and_then(|c| icl_run::engines::simd_fallback_note(&c, opts.engine.as_deref()))
-                {
+                if let Some(note) = icl_core_run::train::resume_config(dir).and_then(|c| {
+                    icl_core_run::engines::simd_fallback_note(&c, opts.engine.as_deref())
+                }) {
                     eprintln!("icl: note: {note}");
                 }
             }
             (
-                icl_run::train::resume(dir, a.opts.steps, &opts, &mut report)?,
+                icl_core_run::train::resume(dir, a.opts.steps, &opts, &mut report)?,
                 dir.clone(),
             )
         }
         None => {
             let mut cfg = a.cfg.build()?;
             a.opts.apply(&mut cfg)?;
-            icl_run::train::check_engine_choice(&cfg, a.opts.engine.as_deref())?;
+            icl_core_run::train::check_engine_choice(&cfg, a.opts.engine.as_deref())?;
             if !a.quiet {
                 if let Some(note) =
-                    icl_run::engines::simd_fallback_note(&cfg, opts.engine.as_deref())
+                    icl_core_run::engines::simd_fallback_note(&cfg, opts.engine.as_deref())
                 {
                     eprintln!("icl: note: {note}");
                 }
             }
             let out = a.out.clone().unwrap_or_default();
-            (icl_run::train::train(&cfg, &out, &opts, &mut report)?, out)
+            (
+                icl_core_run::train::train(&cfg, &out, &opts, &mut report)?,
+                out,
+            )
         }
     };
     if let Some(bar) = pb {

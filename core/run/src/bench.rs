@@ -11,7 +11,7 @@ use icl_core::model::{Circuits, Net};
 use icl_core::rng::Domain;
 use icl_core::train::{Options, Trainer};
 use icl_core::{Batch, Config};
-use icl_simd::SimdEngine;
+use icl_cpu_simd::SimdEngine;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ pub struct Budget {
 /// the timed steps; `forward_backward` is what is left: the step's time minus those two. It
 /// therefore also holds the trainer's bookkeeping, the threads' hand-over and any difference in
 /// the machine's load between the timings (on a shared machine several microseconds either way;
-/// `cargo run --release -p icl-simd --example kernels` times the one-layer kernels apart).
+/// `cargo run --release -p icl-cpu-simd --example kernels` times the one-layer kernels apart).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Split {
     /// Data generation alone, as training does it.
@@ -275,16 +275,16 @@ fn split<T: RunScalar>(
 }
 
 /// The Vulkan engine's prediction throughput at L' = 2000 (256 sequences) and its GPU-only
-/// loss + gradient rate, from `icl_vulkan::bench` (device options from ICL_VULKAN_*).
+/// loss + gradient rate, from `icl_gpu_vulkan::bench` (device options from ICL_VULKAN_*).
 #[cfg(feature = "vulkan")]
-pub fn vulkan_predict(cfg: &Config) -> Result<icl_vulkan::bench::BenchReport> {
-    let p = icl_vulkan::bench::BenchParams {
+pub fn vulkan_predict(cfg: &Config) -> Result<icl_gpu_vulkan::bench::BenchReport> {
+    let p = icl_gpu_vulkan::bench::BenchParams {
         steps: 5,
         ..Default::default()
     };
-    Ok(icl_vulkan::bench::bench(
+    Ok(icl_gpu_vulkan::bench::bench(
         cfg,
-        &icl_vulkan::Options::from_env(),
+        &icl_gpu_vulkan::Options::from_env(),
         &p,
     )?)
 }

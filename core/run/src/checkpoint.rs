@@ -473,7 +473,8 @@ mod tests {
     use super::*;
 
     fn tmp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("icl-run-ckpt-{}-{name}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("icl-core-run-ckpt-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir
     }

@@ -29,13 +29,13 @@ pub struct EngineEntry {
 }
 
 /// The engines built in, fastest first: the one table every front end's `--engine` / `engine=`
-/// is looked up in. Vulkan is there when icl-run is built with its `vulkan` feature (the
+/// is looked up in. Vulkan is there when icl-core-run is built with its `vulkan` feature (the
 /// default).
 pub const ENGINE_TABLE: &[EngineEntry] = &[
     EngineEntry {
         name: "simd",
-        f32: || Ok(Box::new(icl_simd::Simd::default())),
-        f64: || Ok(Box::new(icl_simd::Simd::default())),
+        f32: || Ok(Box::new(icl_cpu_simd::Simd::default())),
+        f64: || Ok(Box::new(icl_cpu_simd::Simd::default())),
     },
     EngineEntry {
         name: "scalar",
@@ -58,7 +58,7 @@ pub const ENGINE_TABLE: &[EngineEntry] = &[
 mod vulkan {
     use super::{Result, RunError};
     use icl_core::engine::{AttentionKernels, Engine};
-    use icl_vulkan::{Options, VulkanEngine};
+    use icl_gpu_vulkan::{Options, VulkanEngine};
     use std::sync::Mutex;
 
     /// The Vulkan engine with the device options of the environment (`ICL_VULKAN_*`). The
@@ -124,15 +124,17 @@ fn entry(name: &str) -> Result<&'static EngineEntry> {
 /// Check the environment's `ICL_SIMD` (docs/speed.md: `sse2|avx2|avx512` forces a vector level): a
 /// value that names no level is refused rather than silently running at the detected level.
 pub fn check_simd_env() -> Result<()> {
-    icl_simd::dispatch::requested().map(|_| ()).map_err(|v| {
-        RunError::Refused(format!(
-            "ICL_SIMD={v:?} names no vector level: give sse2, avx2 or avx512, or unset it"
-        ))
-    })
+    icl_cpu_simd::dispatch::requested()
+        .map(|_| ())
+        .map_err(|v| {
+            RunError::Refused(format!(
+                "ICL_SIMD={v:?} names no vector level: give sse2, avx2 or avx512, or unset it"
+            ))
+        })
 }
 
 /// Scalars the run layer computes in (f32, f64), each with its engines.
-pub trait RunScalar: Scalar + icl_simd::SimdScalar + Send + Sync {
+pub trait RunScalar: Scalar + icl_cpu_simd::SimdScalar + Send + Sync {
     /// The named engine in this precision ([`ENGINE_TABLE`]).
     fn engine_named(name: &str) -> Result<Box<dyn Engine<Self>>>;
     /// The named engine's one-layer attention kernels.
@@ -169,9 +171,9 @@ impl RunScalar for f64 {
 pub fn simd_level<T: RunScalar>(engine: &str, net: &Net) -> Option<String> {
     (engine == "simd").then(|| {
         let (level, blocks) = match net {
-            Net::Attention(_) => (icl_simd::SimdEngine::<T>::new().level(), 1),
-            Net::Stack(_) => (icl_simd::MlSimd::<T>::new().level(), 1),
-            Net::Iv(_) => (icl_simd::MlSimd::<T>::new().level(), 2),
+            Net::Attention(_) => (icl_cpu_simd::SimdEngine::<T>::new().level(), 1),
+            Net::Stack(_) => (icl_cpu_simd::MlSimd::<T>::new().level(), 1),
+            Net::Iv(_) => (icl_cpu_simd::MlSimd::<T>::new().level(), 2),
         };
         match simd_fallback_widths(net).len() {
             0 => level.as_str().to_string(),
@@ -182,7 +184,7 @@ pub fn simd_level<T: RunScalar>(engine: &str, net: &Net) -> Option<String> {
 }
 
 /// The token widths of `net`'s multi-layer blocks that the `simd` engine runs on the scalar
-/// reference, on one thread: those above [`icl_simd::multilayer::ML_MAX_E`] (d > 23 for
+/// reference, on one thread: those above [`icl_cpu_simd::multilayer::ML_MAX_E`] (d > 23 for
 /// regression). Empty for one-layer attention, which every width vectorises.
 pub fn simd_fallback_widths(net: &Net) -> Vec<usize> {
     let widths = match net {
@@ -192,7 +194,7 @@ pub fn simd_fallback_widths(net: &Net) -> Vec<usize> {
     };
     widths
         .into_iter()
-        .filter(|&e| !icl_simd::multilayer::vectorised(e))
+        .filter(|&e| !icl_cpu_simd::multilayer::vectorised(e))
         .collect()
 }
 
@@ -215,7 +217,7 @@ pub fn simd_fallback_note(cfg: &Config, engine: Option<&str>) -> Option<String> 
         "the simd engine's multi-layer kernels take token widths up to {}; this model's E = {} \
          runs on the scalar reference, on one thread (much slower): a training step is about {} \
          of arithmetic, at the {lo}-{hi} GFLOP/s of the reference about {}-{} a step",
-        icl_simd::multilayer::ML_MAX_E,
+        icl_cpu_simd::multilayer::ML_MAX_E,
         list.join(" and "),
         flop_text(flops),
         duration_text(flops / (hi * 1e9)),
@@ -339,7 +341,10 @@ mod tests {
                 ("task.d", d),
             ])
         };
-        let level = icl_simd::MlSimd::<f32>::new().level().as_str().to_string();
+        let level = icl_cpu_simd::MlSimd::<f32>::new()
+            .level()
+            .as_str()
+            .to_string();
         // d = 23: E = 24, the widest vectorised token
         assert_eq!(
             simd_level::<f32>("simd", &net(&tf("23"))),
@@ -382,7 +387,10 @@ mod tests {
                 ("task.iv_q", q),
             ])
         };
-        let level64 = icl_simd::MlSimd::<f64>::new().level().as_str().to_string();
+        let level64 = icl_cpu_simd::MlSimd::<f64>::new()
+            .level()
+            .as_str()
+            .to_string();
         assert_eq!(
             simd_level::<f64>("simd", &net(&iv("5", "6"))),
             Some(level64)

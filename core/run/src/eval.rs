@@ -56,7 +56,7 @@ fn transformer_memory(net: &Net, d: usize, o: &EvalOptions, scalar: bool) -> Opt
     let toks = len.checked_add(1)?;
     let batch = product(&[3 * 8, n, toks, (d as u64).max(e) + 1])?;
     let preds = product(&[3 * 8, n, depths + 1])?;
-    let engine = if scalar || !icl_simd::multilayer::vectorised(e as usize) {
+    let engine = if scalar || !icl_cpu_simd::multilayer::vectorised(e as usize) {
         product(&[8, depth + 1, toks, e * (1 + 2 * h) + h * len])
     } else {
         product(&[8 * 8, threads, depth + 1, toks, e * (1 + 2 * h)])

@@ -284,7 +284,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("icl-run-folder-{}-{name}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("icl-core-run-folder-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d

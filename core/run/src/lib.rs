@@ -1,4 +1,4 @@
-//! # icl-run
+//! # icl-core-run
 //!
 //! The library layer under every front end (the `icl` CLI, the C and C++ API, Python): everything
 //! a front end needs besides parsing its arguments and printing, written once.

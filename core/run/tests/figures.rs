@@ -1,8 +1,8 @@
 //! Every figure kind is rendered to SVG and PNG and checked the way a reader would: the tick
 //! labels are the expected decades and SI steps, the series are there with their names, and the
 //! PNG is not blank and carries its text (rendering it without its text changes the pixels).
-use icl_run::plot::{figures, png, Figure};
-use icl_run::summary::{EvalRow, EvalRows};
+use icl_core_run::plot::{figures, png, Figure};
+use icl_core_run::summary::{EvalRow, EvalRows};
 use std::path::PathBuf;
 
 /// The texts of an SVG's `<text>` elements.
@@ -156,7 +156,10 @@ fn omega_mu_figure_has_a_panel_each_and_a_series_per_head() {
     assert_eq!(t.iter().filter(|x| *x == "10k").count(), 2);
     assert!(has(&t, "-3") && has(&t, "3"), "mu ticks in {t:?}");
     // two coloured lines per panel
-    for (r, g, b) in [icl_run::plot::palette(0), icl_run::plot::palette(1)] {
+    for (r, g, b) in [
+        icl_core_run::plot::palette(0),
+        icl_core_run::plot::palette(1),
+    ] {
         let c = format!("#{r:02X}{g:02X}{b:02X}");
         assert!(
             svg.matches(&format!(

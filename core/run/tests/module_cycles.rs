@@ -98,7 +98,7 @@ fn the_run_layer_has_no_import_cycle() {
     let edges: usize = g.values().map(|e| e.len()).sum();
     assert!(edges > 50, "only {edges} edges found: the parser is broken");
     if let Some(c) = find_cycle(&g) {
-        panic!("an import cycle in icl-run: {}", c.join(" -> "));
+        panic!("an import cycle in icl-core-run: {}", c.join(" -> "));
     }
 }
 

@@ -1,5 +1,5 @@
 //! The engine seam: an [`Engine`] is a way of running the model families (the scalar reference
-//! here, the SIMD engine in `icl-simd`, Vulkan in `icl-vulkan`, chosen by name in the run layer).
+//! here, the SIMD engine in `icl-cpu-simd`, Vulkan in `icl-gpu-vulkan`, chosen by name in the run layer).
 //! Each family declares its kernels, the operations an engine implements for it, in its own
 //! folder ([`crate::families`]: [`AttentionKernels`], [`StackKernels`]); an engine hands them out
 //! per family and refuses ([`Error::Unsupported`]) a family it does not run. Every engine runs

@@ -56,7 +56,7 @@ impl Config {
     #[staticmethod]
     fn load(path: std::path::PathBuf) -> PyResult<Self> {
         Ok(Config {
-            cfg: icl_run::checkpoint::load_config(&path).or_py()?,
+            cfg: icl_core_run::checkpoint::load_config(&path).or_py()?,
             preset: None,
         })
     }
@@ -65,7 +65,7 @@ impl Config {
     /// "accepts"}]` (as `icl presets --keys --json`).
     #[staticmethod]
     fn keys(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-        to_py(py, &icl_run::summary::keys_json())
+        to_py(py, &icl_core_run::summary::keys_json())
     }
 
     /// Set `key` (dotted, e.g. `"model.heads"`) to `value` (bool, int, float, list, or text as
@@ -108,7 +108,7 @@ impl Config {
 
     /// The config as a dict of dotted key -> value (as in `summary.json`).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        Ok(to_py(py, &icl_run::summary::config_json(&self.cfg))?.cast_into()?)
+        Ok(to_py(py, &icl_core_run::summary::config_json(&self.cfg))?.cast_into()?)
     }
 
     /// The preset this config started from (`None` for TOML, files and the defaults).

@@ -2,7 +2,7 @@
 //! `python/icl/_errors.py`), classified from [`RunError`] as the CLI classifies them into exit codes
 //! and the C API into status codes. The message is the library's, unchanged: `str(e)` is what
 //! `icl` prints after `icl: error: `.
-use icl_run::RunError;
+use icl_core_run::RunError;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 

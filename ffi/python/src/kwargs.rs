@@ -1,10 +1,10 @@
-//! Keyword arguments onto the run layer's options structs ([`icl_run::options`]): each keyword is
+//! Keyword arguments onto the run layer's options structs ([`icl_core_run::options`]): each keyword is
 //! a field of the struct, written as the text the C API takes for it, by the field's kind, and
-//! read by the same function ([`icl_run::options::from_pairs`]). A field added to a struct is a
+//! read by the same function ([`icl_core_run::options::from_pairs`]). A field added to a struct is a
 //! keyword here with no change to this crate.
 use crate::errors::{type_err, OrPy};
 use crate::values::{param_text, to_toml};
-use icl_run::options::{fields, from_pairs, Field, Kind, Options};
+use icl_core_run::options::{fields, from_pairs, Field, Kind, Options};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 

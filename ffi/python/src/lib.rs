@@ -1,6 +1,6 @@
-//! # icl-python
+//! # icl-ffi-python
 //!
-//! The Python API of icl (`import icl`): a thin shell over the run layer (`icl-run`) and the core
+//! The Python API of icl (`import icl`): a thin shell over the run layer (`icl-core-run`) and the core
 //! (`icl-core`), like the `icl` CLI and the C API, so a preset, an engine name, a seed or a JSON
 //! contract means the same thing from Python as from the command line. Nothing is computed here:
 //! this crate converts arguments (numpy arrays, Python values) and results, maps the library's
@@ -83,10 +83,10 @@ fn sample<'py>(
             "need n >= 1 sequences and context length L >= 1 (n = {n}, L = {len})"
         )));
     }
-    if len > icl_run::eval::MAX_EVAL_LEN {
+    if len > icl_core_run::eval::MAX_EVAL_LEN {
         return Err(input_err(format!(
             "L = {len} is outside 1..={}",
-            icl_run::eval::MAX_EVAL_LEN
+            icl_core_run::eval::MAX_EVAL_LEN
         )));
     }
     let task = Task::new(&cfg).or_py()?;
@@ -127,9 +127,9 @@ fn theory<'py>(
     }
     let name = name.to_string();
     let (out, vals) = py
-        .detach(|| icl_run::theory::evaluate(&name, &args))
+        .detach(|| icl_core_run::theory::evaluate(&name, &args))
         .or_py()?;
-    let res = to_py(py, &icl_run::theory::result_json(&name, &out, &vals))?;
+    let res = to_py(py, &icl_core_run::theory::result_json(&name, &out, &vals))?;
     if let Some(t) = &out.traj {
         let d = PyDict::new(py);
         for (j, col) in t.columns.iter().enumerate() {
@@ -146,7 +146,7 @@ fn theory<'py>(
 /// "accepts"}]}]` (as `icl theory --list --json`).
 #[pyfunction]
 fn theories(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    to_py(py, &icl_run::theory::list_json())
+    to_py(py, &icl_core_run::theory::list_json())
 }
 
 /// The options of an entry point, `"train"` (`icl.train`, `icl.resume`), `"eval"` (`Run.eval`),
@@ -155,15 +155,15 @@ fn theories(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 /// option). Raises `icl.UnknownNameError` for another name.
 #[pyfunction]
 fn options<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    to_py(py, &icl_run::options::schema(name).or_py()?)
+    to_py(py, &icl_core_run::options::schema(name).or_py()?)
 }
 
 /// The extension module `icl._icl` (re-exported by the `icl` package).
 #[pymodule]
 fn _icl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("ENGINES", PyTuple::new(m.py(), icl_run::ENGINES)?)?;
-    m.add("DEFAULT_ENGINE", icl_run::default_engine())?;
+    m.add("ENGINES", PyTuple::new(m.py(), icl_core_run::ENGINES)?)?;
+    m.add("DEFAULT_ENGINE", icl_core_run::default_engine())?;
     m.add_class::<config::Config>()?;
     m.add_class::<run::Run>()?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;

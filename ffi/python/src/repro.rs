@@ -1,9 +1,9 @@
 //! `icl.repro`: a paper's runs, claims and reports, as `icl repro PAPER --out DIR --json`. The
 //! options are checked and the work done by the run layer ([`ReproArgs`],
-//! [`icl_run::repro::repro`]), exactly as for the CLI and the C API's `icl_repro`.
+//! [`icl_core_run::repro::repro`]), exactly as for the CLI and the C API's `icl_repro`.
 use crate::errors::OrPy;
 use crate::run::{stderr_write, ProgressArg};
-use icl_run::options::ReproArgs;
+use icl_core_run::options::ReproArgs;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
@@ -69,12 +69,12 @@ pub fn repro<'py>(
                     }
                 }
             };
-            icl_run::repro::repro(&o, &mut say)
+            icl_core_run::repro::repro(&o, &mut say)
         })
         .or_py()?;
     if let Some(e) = raised {
         return Err(e);
     }
     py.import("json")?
-        .call_method1("loads", (icl_run::repro::report::json(&report),))
+        .call_method1("loads", (icl_core_run::repro::report::json(&report),))
 }

@@ -1,16 +1,16 @@
 //! `icl.train`, `icl.resume`, `icl.load` and `icl.Run`: training runs into run folders
-//! (`icl_run::train`, the one run-folder writer of `icl train`), and what a notebook does with a
-//! finished run: its summary and metrics, `analyze` (`icl_run::analyze`), `eval`
-//! (`icl_run::eval`) and `predict` (the engine's batched prediction, as `icl eval` predicts).
+//! (`icl_core_run::train`, the one run-folder writer of `icl train`), and what a notebook does with a
+//! finished run: its summary and metrics, `analyze` (`icl_core_run::analyze`), `eval`
+//! (`icl_core_run::eval`) and `predict` (the engine's batched prediction, as `icl eval` predicts).
 use crate::arrays::{new_f64, read_tokens};
 use crate::config::Config;
 use crate::errors::{input_err, py_err, OrPy};
 use crate::values::to_py;
 use icl_core::budget::{try_map, try_vec};
 use icl_core::{Batch, Model, Runner};
-use icl_run::options::{EvalArgs, TrainArgs};
-use icl_run::train::Outcome;
-use icl_run::{dispatch, AnyModel, RunDir, RunScalar};
+use icl_core_run::options::{EvalArgs, TrainArgs};
+use icl_core_run::train::Outcome;
+use icl_core_run::{dispatch, AnyModel, RunDir, RunScalar};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -32,7 +32,7 @@ impl Run {
     pub fn open(dir: &Path) -> PyResult<Run> {
         let rd = RunDir::new(dir);
         rd.check_run().or_py()?;
-        let l = icl_run::checkpoint::load(&rd.model()).or_py()?;
+        let l = icl_core_run::checkpoint::load(&rd.model()).or_py()?;
         Ok(Run {
             dir: dir.to_path_buf(),
             config: l.config,
@@ -69,7 +69,7 @@ fn predict_as<T: RunScalar>(
     n: usize,
     len: usize,
     z: &[f64],
-) -> icl_run::Result<Vec<f64>> {
+) -> icl_core_run::Result<Vec<f64>> {
     let spec = &m.spec;
     // the copies are allocated fallibly: an array that fits but whose copy does not is an error
     let zt: Vec<T> = try_map(z, "z in the model's precision", |&x| T::of(x))?;
@@ -134,9 +134,9 @@ impl Run {
     /// training length, per-head omega/mu/kind, ...
     #[getter]
     fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let text = icl_run::folder::read_text(&RunDir::new(&self.dir).summary()).or_py()?;
+        let text = icl_core_run::folder::read_text(&RunDir::new(&self.dir).summary()).or_py()?;
         if let Err(e) = serde_json::from_str::<serde_json::Value>(&text) {
-            return Err(py_err(icl_run::RunError::Corrupt(
+            return Err(py_err(icl_core_run::RunError::Corrupt(
                 RunDir::new(&self.dir).summary(),
                 e.to_string(),
             )));
@@ -150,8 +150,8 @@ impl Run {
     #[pyo3(signature = (as_frame = None))]
     fn metrics<'py>(&self, py: Python<'py>, as_frame: Option<bool>) -> PyResult<Bound<'py, PyAny>> {
         let path = RunDir::new(&self.dir).metrics();
-        let text = icl_run::folder::read_text(&path).or_py()?;
-        let corrupt = |m: String| py_err(icl_run::RunError::Corrupt(path.clone(), m));
+        let text = icl_core_run::folder::read_text(&path).or_py()?;
+        let corrupt = |m: String| py_err(icl_core_run::RunError::Corrupt(path.clone(), m));
         let mut lines = text.lines();
         let header: Vec<&str> = lines
             .next()
@@ -187,7 +187,7 @@ impl Run {
     fn analyze<'py>(&self, py: Python<'py>, plot: bool) -> PyResult<Bound<'py, PyAny>> {
         let dir = RunDir::new(&self.dir);
         let a = py
-            .detach(|| icl_run::analyze::analyze_run(&dir, plot))
+            .detach(|| icl_core_run::analyze::analyze_run(&dir, plot))
             .or_py()?;
         to_py(py, &a)
     }
@@ -196,7 +196,7 @@ impl Run {
     /// "mu": (H, n_out)}` float64 arrays (E = d + n_out; score of key z_l for query z_q is
     /// z_l^T KQ z_q).
     fn circuits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let rep = icl_run::analyze::report(&self.model);
+        let rep = icl_core_run::analyze::report(&self.model);
         let spec = self.model.spec();
         let (h, e, no) = (spec.heads, spec.e(), spec.n_out);
         let cat = |f: &dyn Fn(&icl_core::families::attention::analysis::HeadReport) -> Vec<f64>| -> Vec<f64> {
@@ -253,11 +253,11 @@ impl Run {
         let dir = RunDir::new(&self.dir);
         let res = py
             .detach(|| {
-                let res = icl_run::eval::eval_run(&dir, &o)?;
+                let res = icl_core_run::eval::eval_run(&dir, &o)?;
                 if let Some(p) = &plot {
-                    icl_run::eval::write_risk_plot(&res, p)?;
+                    icl_core_run::eval::write_risk_plot(&res, p)?;
                 }
-                Ok::<_, icl_run::RunError>(res)
+                Ok::<_, icl_core_run::RunError>(res)
             })
             .or_py()?;
         let rows = to_py(py, &res.rows)?;
@@ -279,8 +279,8 @@ impl Run {
         let spec = self.model.spec();
         let (e, no) = (spec.e(), spec.n_out);
         let t = read_tokens("z", z, e)?;
-        let engine = engine.unwrap_or_else(|| icl_run::default_engine().to_string());
-        icl_run::engines::check(&engine, self.model.dtype()).or_py()?;
+        let engine = engine.unwrap_or_else(|| icl_core_run::default_engine().to_string());
+        icl_core_run::engines::check(&engine, self.model.dtype()).or_py()?;
         let (n, len) = (t.n, t.tokens - 1);
         let out = py
             .detach(|| dispatch!(&self.model, m => predict_as(m, &engine, n, len, &t.values)))
@@ -355,7 +355,7 @@ pub(crate) fn stderr_write(py: Python<'_>, s: &str) {
 fn run_training(
     py: Python<'_>,
     report: Report,
-    f: impl FnOnce(icl_run::train::Progress) -> icl_run::Result<Outcome> + Send,
+    f: impl FnOnce(icl_core_run::train::Progress) -> icl_core_run::Result<Outcome> + Send,
 ) -> PyResult<Outcome> {
     let t0 = Instant::now();
     let mut last_check = Instant::now();
@@ -457,11 +457,13 @@ pub fn train(
         Some(o) => o,
         None => py
             .import("tempfile")?
-            .call_method1("mkdtemp", ("", "icl-run-"))?
+            .call_method1("mkdtemp", ("", "icl-core-run-"))?
             .extract::<PathBuf>()?,
     };
     let report = Report::of(py, progress)?;
-    let outcome = run_training(py, report, |p| icl_run::train::train(&cfg, &out, &opts, p))?;
+    let outcome = run_training(py, report, |p| {
+        icl_core_run::train::train(&cfg, &out, &opts, p)
+    })?;
     finished(outcome)
 }
 
@@ -485,7 +487,7 @@ pub fn resume(
     let steps = args.steps;
     let report = Report::of(py, progress)?;
     let outcome = run_training(py, report, |p| {
-        icl_run::train::resume(&dir, steps, &opts, p)
+        icl_core_run::train::resume(&dir, steps, &opts, p)
     })?;
     finished(outcome)
 }

@@ -1,11 +1,11 @@
 //! `icl.sweep_plan`, `icl.sweep_run`, `icl.sweep_status`, `icl.sweep_collect`: `icl sweep` from
-//! Python, checked and done by the run layer ([`icl_run::sweep`], [`SweepRunArgs`])
+//! Python, checked and done by the run layer ([`icl_core_run::sweep`], [`SweepRunArgs`])
 //! and returning the JSON of the CLI's `--json`, exactly as the C API's `icl_sweep_*`.
 use crate::errors::{py_err_in, OrPy};
 use crate::run::{stderr_write, ProgressArg};
 use crate::values::to_py;
-use icl_run::options::SweepRunArgs;
-use icl_run::sweep::{self, front};
+use icl_core_run::options::SweepRunArgs;
+use icl_core_run::sweep::{self, front};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

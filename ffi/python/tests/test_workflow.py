@@ -250,7 +250,7 @@ def test_out_none_trains_into_a_new_temporary_folder():
 
     run = icl.train("quick", steps=10, progress=False, eval_samples=0)
     assert run.dir.is_dir() and run.dir.parent == pathlib.Path(tempfile.gettempdir())
-    assert run.dir.name.startswith("icl-run-") and (run.dir / "model.safetensors").is_file()
+    assert run.dir.name.startswith("icl-core-run-") and (run.dir / "model.safetensors").is_file()
     other = icl.train("quick", steps=10, progress=False, eval_samples=0)
     assert other.dir != run.dir
     shutil.rmtree(run.dir)

@@ -1,9 +1,9 @@
 //! `icl eval` through C: the evaluation of a run folder, with every option of the CLI (test
 //! lengths, attention temperatures, test-time shifts, the transformer options) as text pairs,
-//! computed by the same library function ([`icl_run::eval::eval_run`]).
+//! computed by the same library function ([`icl_core_run::eval::eval_run`]).
 use super::{guard, json_call, text};
 use crate::status::{icl_status, FfiError, FfiResult};
-use icl_run::options::EvalArgs;
+use icl_core_run::options::EvalArgs;
 use std::ffi::c_char;
 
 /// Evaluate the run folder `dir` like `icl eval DIR --json` and copy the JSON into `buf`
@@ -62,13 +62,13 @@ pub unsafe extern "C" fn icl_eval_run(
 /// C++'s `icl::eval_run`.
 pub(crate) fn eval_json(dir: &str, a: &EvalArgs) -> FfiResult<String> {
     let o = a.options()?;
-    let run = icl_run::RunDir::new(dir);
+    let run = icl_core_run::RunDir::new(dir);
     // A folder that is not a run cannot be read as one: an I/O status, like a missing file.
     run.check_run().map_err(|e| match e {
-        icl_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
+        icl_core_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
         other => other.into(),
     })?;
-    let res = icl_run::eval::eval_run(&run, &o)?;
+    let res = icl_core_run::eval::eval_run(&run, &o)?;
     serde_json::to_string(&res).map_err(|e| FfiError::argument(e.to_string()))
 }
 
@@ -89,11 +89,11 @@ pub unsafe extern "C" fn icl_eval_plot(
 /// `icl eval --plot` of evaluation rows given as JSON: the body of [`icl_eval_plot`] and of
 /// C++'s `icl::eval_plot`.
 pub(crate) fn plot_rows(json: &str, path: &str) -> FfiResult<()> {
-    let rows: icl_run::summary::EvalRows = serde_json::from_str(json)
+    let rows: icl_core_run::summary::EvalRows = serde_json::from_str(json)
         .map_err(|e| FfiError::argument(format!("rows_json is not icl_eval_run's JSON: {e}")))?;
     if rows.rows.is_empty() {
         return Err(FfiError::argument("rows_json holds no row"));
     }
-    icl_run::eval::write_risk_plot(&rows, std::path::Path::new(path))?;
+    icl_core_run::eval::write_risk_plot(&rows, std::path::Path::new(path))?;
     Ok(())
 }

@@ -216,15 +216,15 @@ pub(crate) unsafe fn pairs(
 }
 
 /// What an entry point reads from its text pairs: an options struct of the run layer
-/// ([`icl_run::options`], through its one reader), or the pairs as they are ([`Raw`]: a theory
+/// ([`icl_core_run::options`], through its one reader), or the pairs as they are ([`Raw`]: a theory
 /// quantity's parameters, which the registry reads).
 pub(crate) trait FromPairs: Sized {
     fn from_pairs(p: Vec<(String, String)>) -> FfiResult<Self>;
 }
 
-impl<T: icl_run::options::Options> FromPairs for T {
+impl<T: icl_core_run::options::Options> FromPairs for T {
     fn from_pairs(p: Vec<(String, String)>) -> FfiResult<Self> {
-        Ok(icl_run::options::from_pairs(&p)?)
+        Ok(icl_core_run::options::from_pairs(&p)?)
     }
 }
 
@@ -386,7 +386,7 @@ pub unsafe extern "C" fn icl_options_list(
     needed: *mut usize,
 ) -> icl_status {
     guard(|| {
-        let s = icl_run::options::schema(text(name, "name")?)?.to_string();
+        let s = icl_core_run::options::schema(text(name, "name")?)?.to_string();
         copy_str(&s, buf, cap, needed)
     })
 }
@@ -396,7 +396,7 @@ pub unsafe extern "C" fn icl_options_list(
 #[no_mangle]
 pub extern "C" fn icl_default_engine() -> *const c_char {
     static NAME: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
-    NAME.get_or_init(|| std::ffi::CString::new(icl_run::default_engine()).unwrap_or_default())
+    NAME.get_or_init(|| std::ffi::CString::new(icl_core_run::default_engine()).unwrap_or_default())
         .as_ptr()
 }
 

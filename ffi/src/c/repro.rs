@@ -1,10 +1,10 @@
 //! `icl repro` through C: a paper's runs, claims and reports, with the CLI's options as text
 //! pairs, checked and computed by the same library functions ([`ReproArgs`],
-//! [`icl_run::repro::repro`]).
+//! [`icl_core_run::repro::repro`]).
 use super::{json_call, text};
 use crate::status::{icl_status, FfiResult};
-use icl_run::options::ReproArgs;
-use icl_run::repro::ReproOptions;
+use icl_core_run::options::ReproArgs;
+use icl_core_run::repro::ReproOptions;
 use std::ffi::{c_char, c_void, CString};
 
 /// Reproduce the paper `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"` or `"temperature"`)
@@ -162,8 +162,8 @@ pub(crate) fn repro_json(o: &ReproOptions) -> FfiResult<String> {
 /// Run `icl repro` with checked options, reporting to `progress`, and return `report.json`'s text.
 pub(crate) fn report_json(
     o: &ReproOptions,
-    progress: icl_run::repro::Progress,
+    progress: icl_core_run::repro::Progress,
 ) -> FfiResult<String> {
-    let r = icl_run::repro::repro(o, progress)?;
-    Ok(icl_run::repro::report::json(&r))
+    let r = icl_core_run::repro::repro(o, progress)?;
+    Ok(icl_core_run::repro::report::json(&r))
 }

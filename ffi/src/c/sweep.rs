@@ -1,10 +1,10 @@
 //! `icl sweep` through C: plan a sweep file into a sweep folder, train its runs, read their
 //! states and collect their results, by the same library functions as the CLI
-//! ([`icl_run::sweep`], [`SweepRunArgs`]), returning the same JSON.
+//! ([`icl_core_run::sweep`], [`SweepRunArgs`]), returning the same JSON.
 use super::{check_str_out, copy_str, guard, json_call, text};
 use crate::status::{icl_status, FfiError, FfiResult};
-use icl_run::options::SweepRunArgs;
-use icl_run::sweep::{self, front, SweepRunOptions};
+use icl_core_run::options::SweepRunArgs;
+use icl_core_run::sweep::{self, front, SweepRunOptions};
 use std::ffi::{c_char, c_void};
 use std::path::Path;
 

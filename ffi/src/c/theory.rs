@@ -12,7 +12,7 @@ fn eval(
     name: &str,
     args: &[(String, String)],
 ) -> FfiResult<(Out, std::collections::BTreeMap<String, String>)> {
-    Ok(icl_run::theory::evaluate(name, args)?)
+    Ok(icl_core_run::theory::evaluate(name, args)?)
 }
 
 /// Copy the list of every theory quantity as JSON into `buf` (capacity `cap` bytes, NUL included;
@@ -30,7 +30,7 @@ pub unsafe extern "C" fn icl_theory_list(
     needed: *mut usize,
 ) -> icl_status {
     guard(|| {
-        let s = serde_json::to_string(&icl_run::theory::list_json())
+        let s = serde_json::to_string(&icl_core_run::theory::list_json())
             .map_err(|e| FfiError::argument(e.to_string()))?;
         copy_str(&s, buf, cap, needed)
     })
@@ -90,7 +90,7 @@ pub unsafe extern "C" fn icl_theory_eval(
         needed,
         |name, Raw(args)| {
             let (out, vals) = eval(name, &args)?;
-            let j = icl_run::theory::result_json(name, &out, &vals);
+            let j = icl_core_run::theory::result_json(name, &out, &vals);
             serde_json::to_string(&j).map_err(|e| FfiError::argument(e.to_string()))
         },
     )

@@ -1,11 +1,11 @@
 //! `icl train` through C: a training run into a run folder, with the CLI's options as text pairs,
-//! checked and done by the same library functions ([`TrainArgs`], [`icl_run::train::train`]).
+//! checked and done by the same library functions ([`TrainArgs`], [`icl_core_run::train::train`]).
 use super::{href, json_call, text};
 use crate::handles::icl_config;
 use crate::status::{icl_status, FfiError, FfiResult};
 use icl_core::Config;
-use icl_run::options::TrainArgs;
-use icl_run::train::Outcome;
+use icl_core_run::options::TrainArgs;
+use icl_core_run::train::Outcome;
 use std::ffi::c_char;
 use std::path::Path;
 
@@ -66,9 +66,9 @@ pub(crate) fn train_json(cfg: &Config, out: &str, a: &TrainArgs) -> FfiResult<St
     let mut cfg = cfg.clone();
     a.apply(&mut cfg)?;
     let o = a.options(None)?;
-    icl_run::train::check_engine_choice(&cfg, a.engine.as_deref())?;
-    match icl_run::train::train(&cfg, Path::new(out), &o, &mut |_, _, _| true)? {
-        Outcome::Finished { dir, .. } => Ok(icl_run::folder::read_text(&dir.summary())?),
+    icl_core_run::train::check_engine_choice(&cfg, a.engine.as_deref())?;
+    match icl_core_run::train::train(&cfg, Path::new(out), &o, &mut |_, _, _| true)? {
+        Outcome::Finished { dir, .. } => Ok(icl_core_run::folder::read_text(&dir.summary())?),
         Outcome::Interrupted { step, .. } => Err(FfiError::new(
             icl_status::ICL_ERR_ARGUMENT,
             format!("the run stopped at step {step}"),

@@ -3,7 +3,7 @@
 //! The tests run for real on Mesa's lavapipe (CI installs it with .ci/vulkan-setup.sh); without a
 //! Vulkan device they fail with the fix in the message rather than being skipped.
 #![allow(dead_code)]
-use icl_vulkan::{Options, Validation, VulkanEngine, VulkanFactory};
+use icl_gpu_vulkan::{Options, Validation, VulkanEngine, VulkanFactory};
 
 /// An engine with the Khronos validation layer on (required in CI, where the setup script
 /// installs it; on when installed elsewhere).

@@ -2,8 +2,8 @@
 //! (candle/burn style). An [`AttentionKernels`] implements the arithmetic; a [`Runner`] is what callers
 //! use: it checks every input **once**, before dispatch, owns the batch cache of the default
 //! sampling path, and hands engines only valid inputs. The scalar reference
-//! ([`super::reference::AttentionReference`]) is plain and obviously correct; fast engines (`icl-simd`,
-//! `icl-vulkan`) implement the same trait and run the one conformance suite
+//! ([`super::reference::AttentionReference`]) is plain and obviously correct; fast engines (`icl-cpu-simd`,
+//! `icl-gpu-vulkan`) implement the same trait and run the one conformance suite
 //! ([`crate::conformance`]) against it.
 use super::reference::AttentionReference;
 use crate::data::{Batch, Task};

@@ -1,6 +1,6 @@
 //! The engine seam of multi-layer transformers: batched loss + circuit gradient and batched
 //! forward passes. Callers go through a [`StackRunner`], which checks every input once; engines
-//! ([`StackReference`] here, the SIMD engine in `icl-simd`) may assume valid inputs and run the one
+//! ([`StackReference`] here, the SIMD engine in `icl-cpu-simd`) may assume valid inputs and run the one
 //! [`crate::conformance::stack`] suite.
 use super::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
 use crate::data::batch::{fill_rows_serial, Batch, RowsFill, SequenceFill};

@@ -394,7 +394,7 @@ impl Q {
 }
 
 /// A trained run a front end loaded for a `--run` parameter: the core reads no folders, the run
-/// layer (`icl_run::theory::evaluate`) does and passes the run here ([`evaluate_with`]).
+/// layer (`icl_core_run::theory::evaluate`) does and passes the run here ([`evaluate_with`]).
 #[derive(Debug, Clone)]
 pub struct Trained {
     pub config: Config,
