@@ -32,6 +32,10 @@ use std::path::PathBuf;
 // ------------------------------------------------------------------------------------------------
 // The schemas.
 
+/// Monte Carlo samples of a risk when none are asked for (`icl eval --samples`, the final risk in
+/// `summary.json`): the one default of every front end.
+pub const MC_SAMPLES: usize = 20_000;
+
 /// Options of a training run (`icl train`, `icl_train_run`, `icl.train`).
 #[derive(clap::Args, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -66,7 +70,7 @@ pub struct TrainArgs {
     pub checkpoint_minutes: f64,
     /// Monte Carlo samples for the final risk at the training length in summary.json (0 or 1:
     /// skip; a risk needs at least 2).
-    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = MC_SAMPLES, allow_negative_numbers = true)]
     pub eval_samples: usize,
 }
 
@@ -78,7 +82,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "10,20,40,100", allow_negative_numbers = true)]
     pub lengths: List,
     /// Monte Carlo samples per length (>= 2).
-    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = MC_SAMPLES, allow_negative_numbers = true)]
     pub samples: usize,
     /// Seed of the evaluation streams.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
@@ -158,7 +162,7 @@ pub struct SweepRunArgs {
     pub engine: Option<String>,
     /// Monte Carlo samples for the final risk in each summary.json (0 or 1: skip; a risk needs
     /// at least 2).
-    #[arg(long, default_value_t = 20_000, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = MC_SAMPLES, allow_negative_numbers = true)]
     pub eval_samples: usize,
     /// Checkpoint every M minutes of training (0: off; Ctrl-C / SIGTERM always checkpoint).
     #[arg(
