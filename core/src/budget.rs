@@ -120,6 +120,22 @@ pub fn product(xs: &[u64]) -> Option<u64> {
     xs.iter().try_fold(1u64, |a, &b| a.checked_mul(b))
 }
 
+/// `12.0 GiB`, `512 MiB`, `3 KiB`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u + 1 < UNITS.len() {
+        x /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{x:.1} {}", UNITS[u])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,21 +181,5 @@ mod tests {
             "{e}"
         );
         assert_eq!(product(&[u64::MAX, 2]), None);
-    }
-}
-
-/// `12.0 GiB`, `512 MiB`, `3 KiB`.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut x = b as f64;
-    let mut u = 0;
-    while x >= 1024.0 && u + 1 < UNITS.len() {
-        x /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{x:.1} {}", UNITS[u])
     }
 }

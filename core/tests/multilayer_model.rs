@@ -10,7 +10,7 @@ use icl_core::data::{
 };
 use icl_core::families::iv::{self, IvSpec};
 use icl_core::families::stack::analysis::{pattern, population_maps};
-use icl_core::families::stack::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
+use icl_core::families::stack::layers::{self, Pass, StackCircuits, StackSpec, Workspace};
 use icl_core::families::stack::{StackKernels, StackReference, StackRunner};
 use icl_core::fd::rel_error;
 use icl_core::rng::{self, Domain};
@@ -51,11 +51,11 @@ fn batch(seed: u64, n: usize, len: usize, d: usize, no: usize) -> Batch<f64> {
 
 fn param_loss(sp: &StackSpec, p: &[f64], b: &Batch<f64>, grad: Option<&mut [f64]>) -> f64 {
     let mut c = StackCircuits::zeros(sp);
-    stack::circuits_forward(sp, p, &mut c);
+    layers::circuits_forward(sp, p, &mut c);
     let mut g = StackCircuits::zeros(sp);
     let l = StackReference::new().loss_grad(sp, &c, b, &mut g).unwrap();
     if let Some(gr) = grad {
-        stack::circuits_backward(sp, p, &g, gr);
+        layers::circuits_backward(sp, p, &g, gr);
     }
     l
 }
@@ -110,17 +110,17 @@ fn the_query_is_never_a_key() {
         let sp = spec(6, 2, 3, true, att);
         let mut c = StackCircuits::zeros(&sp);
         let p = normals(5, sp.n_params(), 0.4);
-        stack::circuits_forward(&sp, &p, &mut c);
+        layers::circuits_forward(&sp, &p, &mut c);
         let b = batch(6, 1, 9, 5, 1);
         let n = 10;
         let mut w0 = Workspace::default();
         let mut w1 = Workspace::default();
-        stack::forward_sequence(&sp, &c, Pass::of(&sp), &b.z, n, &mut w0);
+        layers::forward_sequence(&sp, &c, Pass::of(&sp), &b.z, n, &mut w0);
         let mut z = b.z.clone();
         for i in 0..6 {
             z[9 * 6 + i] += 0.7 + i as f64; // x_q and the query's label slot
         }
-        stack::forward_sequence(&sp, &c, Pass::of(&sp), &z, n, &mut w1);
+        layers::forward_sequence(&sp, &c, Pass::of(&sp), &z, n, &mut w1);
         for t in 0..=3 {
             assert_eq!(w0.zs[t][..9 * 6], w1.zs[t][..9 * 6], "{att:?} layer {t}");
         }
@@ -304,7 +304,7 @@ fn claim_1_population_operator() {
                 }
             }
             let mut ws = Workspace::default();
-            stack::forward_sequence(&sp, &c, Pass::of(&sp), &z, n, &mut ws);
+            layers::forward_sequence(&sp, &c, Pass::of(&sp), &z, n, &mut ws);
             let maps = population_maps(&c, true, 3, &mu, &sig);
             let mut err = 0.0;
             for j in 0..n {
@@ -441,7 +441,7 @@ fn iv_stop_gradient() {
     // stage 1: its own loss
     let mut f1 = |x: &[f64]| {
         let mut c = StackCircuits::zeros(&sp.st1);
-        stack::circuits_forward(&sp.st1, x, &mut c);
+        layers::circuits_forward(&sp.st1, x, &mut c);
         StackReference::new()
             .loss_grad(&sp.st1, &c, &b.st1, &mut StackCircuits::zeros(&sp.st1))
             .unwrap()

@@ -7,7 +7,7 @@ use icl_core::config::{Config, ShiftConfig};
 use icl_core::data::{task::TaskVector, Batch, Task};
 use icl_core::families::attention::eval::{mc_risk, mc_risk_tempered, select_temperature};
 use icl_core::families::stack::eval::{self as ml_eval, Options, Temper};
-use icl_core::families::stack::stack::{circuits_forward, Pass, StackCircuits};
+use icl_core::families::stack::layers::{circuits_forward, Pass, StackCircuits};
 use icl_core::families::stack::StackRunner;
 use icl_core::rng::{self, Domain};
 use icl_core::tempered::{parse_taus, select_tau, Tau};

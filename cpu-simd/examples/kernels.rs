@@ -36,9 +36,8 @@ fn run<T: SimdScalar>(heads: usize, steps: u64) {
     }
     let model = Model::<T>::init(&cfg).expect("model");
     let task = Task::new(&cfg).expect("task");
-    let spec = model.spec.clone();
-    let mut circ = Circuits::zeros(&spec);
-    model.circuits_into(&mut circ);
+    let spec = model.attention().expect("one attention layer").clone();
+    let circ = model.circuits().expect("circuits");
     let mut grad = Circuits::zeros(&spec);
     let levels = [Level::Base, Level::Avx2, Level::Avx512];
     for level in levels {

@@ -9,7 +9,7 @@ use crate::dispatch::{self, Level};
 use crate::lane::{LaneScalar, Lv, W};
 use icl_core::config::AttentionKind;
 use icl_core::data::batch::RowsFill;
-use icl_core::families::stack::stack::{Pass, StackCircuits, StackSpec};
+use icl_core::families::stack::layers::{Pass, StackCircuits, StackSpec};
 use icl_core::families::stack::{StackKernels, StackReference};
 use icl_core::{Batch, Result, Scalar};
 use rayon::prelude::*;

@@ -7,7 +7,7 @@
 use crate::config::AttentionKind;
 use crate::data::Batch;
 use crate::families::stack::kernels::{StackKernels, StackReference};
-use crate::families::stack::stack::{Pass, StackCircuits, StackSpec};
+use crate::families::stack::layers::{Pass, StackCircuits, StackSpec};
 use crate::rng::{self, Domain};
 use crate::Scalar;
 use alloc::boxed::Box;

@@ -92,6 +92,16 @@ impl ModelSpec {
         }
     }
 
+    /// The heads of the model's attention (of each layer for transformers, of either block for
+    /// the IV model).
+    pub fn heads(&self) -> usize {
+        match &self.net {
+            Net::Attention(s) => s.heads,
+            Net::Stack(s) => s.heads,
+            Net::Iv(s) => s.st2.heads,
+        }
+    }
+
     /// Whether this is a one-layer attention model.
     pub fn is_attention(&self) -> bool {
         matches!(self.net, Net::Attention(_))
@@ -194,7 +204,7 @@ impl<T: Scalar> Model<T> {
             Net::Attention(_) => return None,
         };
         let mut c = StackCircuits::zeros(&sp);
-        stack::stack::circuits_forward(&sp, params, &mut c);
+        stack::layers::circuits_forward(&sp, params, &mut c);
         Some((sp, c.to_f64()))
     }
 

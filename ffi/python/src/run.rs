@@ -83,7 +83,7 @@ fn predict_as<T: RunScalar>(
     )?;
     let mut runner = Runner::new(T::engine(engine)?);
     let mut out = try_vec(n * spec.n_out, T::zero(), "predictions")?;
-    runner.predict(spec, &m.circuits(), &batch, &mut out)?;
+    runner.predict(m.attention()?, &m.circuits()?, &batch, &mut out)?;
     Ok(try_map(&out, "predictions", |x| x.to_f64())?)
 }
 
@@ -196,9 +196,9 @@ impl Run {
     /// "mu": (H, n_out)}` float64 arrays (E = d + n_out; score of key z_l for query z_q is
     /// z_l^T KQ z_q).
     fn circuits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let rep = icl_core_run::analyze::report(&self.model);
+        let rep = icl_core_run::analyze::report(&self.model).or_py()?;
         let spec = self.model.spec();
-        let (h, e, no) = (spec.heads, spec.e(), spec.n_out);
+        let (h, e, no) = (spec.heads(), spec.d + spec.n_out, spec.n_out);
         let cat = |f: &dyn Fn(&icl_core::families::attention::analysis::HeadReport) -> Vec<f64>| -> Vec<f64> {
             rep.heads.iter().flat_map(f).collect()
         };
@@ -277,7 +277,7 @@ impl Run {
         engine: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let spec = self.model.spec();
-        let (e, no) = (spec.e(), spec.n_out);
+        let (e, no) = (spec.d + spec.n_out, spec.n_out);
         let t = read_tokens("z", z, e)?;
         let engine = engine.unwrap_or_else(|| icl_core_run::default_engine().to_string());
         icl_core_run::engines::check(&engine, self.model.dtype()).or_py()?;
@@ -298,7 +298,7 @@ impl Run {
             "<icl.Run {} (step {}, {} heads, d={}, {})>",
             self.dir.display(),
             self.step,
-            s.heads,
+            s.heads(),
             s.d,
             self.model.dtype().as_str()
         )

@@ -22,7 +22,7 @@ pub fn write<T: RunScalar>(
 ) -> Result<()> {
     let cfg = &t.cfg;
     let model = crate::any::Either::<Model<f32>, Model<f64>>::from_model(&t.model);
-    summary.transformer = crate::analyze::transformer_analysis(&cfg, &model).map(|x| x.0);
+    summary.transformer = crate::analyze::transformer_analysis(cfg, &model).map(|x| x.0);
     if eval_samples >= 2 {
         let eo = EvalOptions {
             lengths: vec![cfg.task.len],
@@ -32,7 +32,7 @@ pub fn write<T: RunScalar>(
             multilayer: Default::default(),
             temper: Default::default(),
         };
-        let rows = crate::eval::eval_transformer(&cfg, &model, None, &eo)?.rows;
+        let rows = crate::eval::eval_transformer(cfg, &model, None, &eo)?.rows;
         if let Some(r) = rows.iter().find(|r| r.estimator == "model") {
             summary.risk = Some(Risk {
                 len: cfg.task.len,

@@ -6,7 +6,7 @@ use crate::data::Batch;
 use crate::families::iv;
 use crate::families::stack::eval::{check, etas, push, set_eta_x, Options, Report};
 use crate::families::stack::kernels::StackRunner;
-use crate::families::stack::stack::{circuits_forward, Pass, StackCircuits, StackSpec};
+use crate::families::stack::layers::{circuits_forward, Pass, StackCircuits, StackSpec};
 use crate::model::{Model, Net};
 use crate::rng::{self, Domain};
 use crate::theory::multilayer as ml;

@@ -14,7 +14,7 @@ pub mod objective;
 use crate::data::iv::{Iv, IvBatch};
 use crate::data::Batch;
 use crate::families::stack::kernels::StackRunner;
-use crate::families::stack::stack::{self, Pass, StackCircuits, StackSpec};
+use crate::families::stack::layers::{self, Pass, StackCircuits, StackSpec};
 use crate::rng::Domain;
 use crate::tensor::{layout, TensorInfo};
 use crate::{Error, Result, Scalar};
@@ -43,7 +43,7 @@ impl IvSpec {
     /// ([`StackSpec::step_flops`]), its forward over every column for the fitted covariates (the
     /// leave-one-out pass; counted with all K keys), and stage 2's loss and gradient.
     pub fn step_flops(&self, keys: usize, batch: usize) -> f64 {
-        let (f, _, _) = stack::column_flops(self.st1.e, keys);
+        let (f, _, _) = layers::column_flops(self.st1.e, keys);
         let xhat = self.st1.layers * (keys + 1) * f * self.st1.heads * batch;
         self.st1.step_flops(keys, batch) + xhat as f64 + self.st2.step_flops(keys, batch)
     }
@@ -74,8 +74,8 @@ impl IvSpec {
         let n1 = self.st1.n_params();
         let mut c1 = StackCircuits::zeros(&self.st1);
         let mut c2 = StackCircuits::zeros(&self.st2);
-        stack::circuits_forward(&self.st1, &params[..n1], &mut c1);
-        stack::circuits_forward(&self.st2, &params[n1..], &mut c2);
+        layers::circuits_forward(&self.st1, &params[..n1], &mut c1);
+        layers::circuits_forward(&self.st2, &params[n1..], &mut c2);
         (c1, c2)
     }
 }
@@ -185,8 +185,8 @@ pub fn loss_grad<T: Scalar>(
     let l2 = runner.loss_grad(&spec.st2, &c2, &b2, &mut g2)?;
     let n1 = spec.st1.n_params();
     let (ga, gb) = grad.split_at_mut(n1);
-    stack::circuits_backward(&spec.st1, &params[..n1], &g1, ga);
-    stack::circuits_backward(&spec.st2, &params[n1..], &g2, gb);
+    layers::circuits_backward(&spec.st1, &params[..n1], &g1, ga);
+    layers::circuits_backward(&spec.st2, &params[n1..], &g2, gb);
     Ok((l1 + l2, l1, l2))
 }
 

@@ -1,7 +1,7 @@
 //! What a trained stack learned: the diagonal pattern of Observation 2 (eq. 5) and its inner
 //! products, the pattern metrics of the spec's acceptance test 9, and Claim 1's Gaussian
 //! population operator (eqs. (6), (12)–(16), with the typos A Sigma A^T and b = Psi mu fixed).
-use super::stack::StackCircuits;
+use super::layers::StackCircuits;
 use alloc::vec;
 use alloc::vec::Vec;
 

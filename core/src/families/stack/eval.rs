@@ -5,7 +5,7 @@
 //! (§4.7). The IV model's evaluation builds on this one ([`crate::families::iv::eval`]).
 use super::analysis::pattern;
 use super::kernels::StackRunner;
-use super::stack::{circuits_forward, Pass, StackCircuits, StackSpec};
+use super::layers::{circuits_forward, Pass, StackCircuits, StackSpec};
 use crate::config::ShiftConfig;
 use crate::config::{Config, TaskKind};
 use crate::data::{Batch, Task};

@@ -2,7 +2,7 @@
 //! forward passes. Callers go through a [`StackRunner`], which checks every input once; engines
 //! ([`StackReference`] here, the SIMD engine in `icl-cpu-simd`) may assume valid inputs and run the one
 //! [`crate::conformance::stack`] suite.
-use super::stack::{self, Pass, StackCircuits, StackSpec, Workspace};
+use super::layers::{self, Pass, StackCircuits, StackSpec, Workspace};
 use crate::data::batch::{fill_rows_serial, Batch, RowsFill, SequenceFill};
 use crate::{Error, Result, Scalar};
 use alloc::boxed::Box;
@@ -90,7 +90,7 @@ impl<T: Scalar> StackKernels<T> for StackReference<T> {
         let w = T::one() / T::of((batch.n * batch.n_out) as f64);
         let mut loss = T::zero();
         for b in 0..batch.n {
-            loss += stack::sequence_loss_grad(
+            loss += layers::sequence_loss_grad(
                 spec,
                 c,
                 batch.seq(b),
@@ -113,7 +113,7 @@ impl<T: Scalar> StackKernels<T> for StackReference<T> {
     ) -> Result<()> {
         let w = (batch.len + 1) * batch.e();
         for b in 0..batch.n {
-            stack::forward_sequence(spec, c, pass, batch.seq(b), batch.len + 1, &mut self.ws);
+            layers::forward_sequence(spec, c, pass, batch.seq(b), batch.len + 1, &mut self.ws);
             out[b * w..(b + 1) * w].copy_from_slice(&self.ws.zs[pass.layers]);
         }
         Ok(())
@@ -162,8 +162,8 @@ impl<T: Scalar> StackRunner<T> {
         batch: &Batch<T>,
         g: &mut StackCircuits<T>,
     ) -> Result<T> {
-        stack::check_batch(spec, c, batch)?;
-        stack::check_batch(spec, g, batch)?;
+        layers::check_batch(spec, c, batch)?;
+        layers::check_batch(spec, g, batch)?;
         self.engine.loss_grad(spec, c, batch, g)
     }
 
@@ -176,7 +176,7 @@ impl<T: Scalar> StackRunner<T> {
         batch: &Batch<T>,
         out: &mut [T],
     ) -> Result<()> {
-        stack::check_batch(spec, c, batch)?;
+        layers::check_batch(spec, c, batch)?;
         if pass.layers == 0 {
             return Err(Error::InvalidArgument(
                 "a pass needs at least one layer".into(),

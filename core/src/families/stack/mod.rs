@@ -10,7 +10,7 @@
 //!
 //! * [`layer`]: one layer's forward and backward over one sequence, in the effective circuits
 //!   `Phi_h = scale K_h^T Q_h` and `Psi_h = O_h V_h` (every scale folded in);
-//! * [`stack`]: T layers, looped (one parameter set) or not (one per layer), and the
+//! * [`layers`]: T layers, looped (one parameter set) or not (one per layer), and the
 //!   parameter <-> circuit chain rule;
 //! * [`kernels`]: the operations an engine implements for stacks, behind a checking runner, and
 //!   their scalar reference; [`crate::conformance`] is the one test suite every engine runs;
@@ -21,9 +21,9 @@ pub mod eval;
 pub mod init;
 pub mod kernels;
 pub mod layer;
+pub mod layers;
 pub mod objective;
 pub mod probe;
-pub mod stack;
 
 pub use kernels::{StackKernels, StackReference, StackRunner};
-pub use stack::{StackCircuits, StackSpec};
+pub use layers::{StackCircuits, StackSpec};

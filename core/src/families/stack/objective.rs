@@ -1,7 +1,7 @@
 //! The objective of multi-layer transformers: fresh data every step (spec §3: batches of n
 //! sequences from streams (seed, Train, t, b)).
 use super::kernels::StackRunner;
-use super::stack::{self, StackCircuits, StackSpec};
+use super::layers::{self, StackCircuits, StackSpec};
 use crate::config::Config;
 use crate::data::{Batch, Task};
 use crate::objective::Objective;
@@ -72,9 +72,9 @@ impl<T: Scalar> Objective<T> for Online<T> {
         );
         let mut c = StackCircuits::zeros(sp);
         let mut g = StackCircuits::zeros(sp);
-        stack::circuits_forward(sp, params, &mut c);
+        layers::circuits_forward(sp, params, &mut c);
         let l = self.runner.loss_grad(sp, &c, &self.batch, &mut g)?;
-        stack::circuits_backward(sp, params, &g, grad);
+        layers::circuits_backward(sp, params, &g, grad);
         Ok(l.to_f64())
     }
     fn loss(&mut self, _params: &[T]) -> Result<Option<f64>> {
