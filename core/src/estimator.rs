@@ -6,6 +6,10 @@
 //! * preconditioned GD:  x_l^T x_q replaced by x_l^T Gamma^{-1} x_q (optionally debiased)   (B.6)
 //! * ridge(lambda):      yhat = x_q^T (X^T X + lambda I)^{-1} X^T y; Bayes: lambda = d sigma^2
 //! * OLS:                ridge with lambda = 0 (needs L >= d)
+//! * least squares:      yhat = x_q^T X^+ y, the minimum-norm solution (0 at L = 0; any L)
+//! * k nearest neighbours: the mean y_l of the k context x_l nearest x_q (all of them when L < k;
+//!   0 at L = 0; Garg et al. 2022's `NNModel`, uniform weights)
+//! * averaging:          yhat = x_q^T (1/L) sum_l y_l x_l (0 at L = 0; Garg et al.'s `AveragingModel`)
 //! * Nadaraya–Watson:    yhat = mu sum_l y_l smax_l(omega X x_q)                            (E.3)
 //! * reduced multi-head: yhat = sum_h mu_h sum_l y_l smax_l(omega_h X x_q)                  (3.2)
 use crate::data::Batch;
@@ -15,6 +19,42 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use nalgebra::{DMatrix, DVector};
+
+/// A Monte Carlo risk and its standard error.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RiskEstimate {
+    pub risk: f64,
+    pub stderr: f64,
+    pub n: usize,
+}
+
+/// Running mean and variance of per-sequence squared errors.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Acc {
+    n: usize,
+    sum: f64,
+    sumsq: f64,
+}
+
+impl Acc {
+    /// Add one squared error.
+    pub fn push(&mut self, v: f64) {
+        self.n += 1;
+        self.sum += v;
+        self.sumsq += v * v;
+    }
+    /// The mean and its standard error (unbiased variance).
+    pub fn finish(&self) -> RiskEstimate {
+        let n = self.n.max(1) as f64;
+        let m = self.sum / n;
+        let var = (self.sumsq / n - m * m).max(0.0) * n / (n - 1.0).max(1.0);
+        RiskEstimate {
+            risk: m,
+            stderr: libm::sqrt(var / n),
+            n: self.n,
+        }
+    }
+}
 
 /// An estimator of y_q.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +77,14 @@ pub enum Estimator {
         lambda: f64,
     },
     Ols,
+    /// Minimum-norm least squares (defined for every L, L < d included).
+    Lstsq,
+    /// The mean label of the `k` nearest context points (Euclidean distance).
+    Knn {
+        k: usize,
+    },
+    /// x_q^T times the mean of y_l x_l.
+    Averaging,
     Nw {
         omega: f64,
         mu: f64,
@@ -62,6 +110,9 @@ impl Estimator {
             .into(),
             Estimator::Ridge { .. } => "ridge".into(),
             Estimator::Ols => "ols".into(),
+            Estimator::Lstsq => "lstsq".into(),
+            Estimator::Knn { k } => format!("knn{k}"),
+            Estimator::Averaging => "averaging".into(),
             Estimator::Nw { .. } => "nw".into(),
             Estimator::Reduced { .. } => "reduced".into(),
         }
@@ -77,7 +128,13 @@ impl Estimator {
             }
         };
         match self {
-            Estimator::Zero | Estimator::Ols => Ok(()),
+            Estimator::Zero | Estimator::Ols | Estimator::Lstsq | Estimator::Averaging => Ok(()),
+            Estimator::Knn { k } => {
+                if *k == 0 {
+                    return Err(Error::InvalidConfig("k nearest neighbours needs k >= 1".into()));
+                }
+                Ok(())
+            }
             Estimator::VanillaGd { eta } | Estimator::DebiasedGd { eta } => fin("eta", *eta),
             Estimator::PrecondGd { eta, gamma_inv, .. } => {
                 fin("eta", *eta)?;
@@ -180,6 +237,56 @@ impl Estimator {
                     *v = (0..l).map(|i| xw[i] * y(i, o)).sum();
                 }
             }
+            Estimator::Lstsq => {
+                out.iter_mut().for_each(|v| *v = 0.0);
+                if l == 0 {
+                    return Ok(());
+                }
+                // X^+ = V S^+ U^T, singular values below max(L, d) eps s_max dropped (numpy's rcond)
+                let xm = DMatrix::from_fn(l, d, x);
+                let svd = xm.svd(true, true);
+                let (Some(u), Some(vt)) = (svd.u, svd.v_t) else {
+                    return Err(Error::Numerical("the SVD of X did not converge".into()));
+                };
+                let s = &svd.singular_values;
+                let cut = s.iter().fold(0.0f64, |a, &b| a.max(b)) * (l.max(d) as f64) * f64::EPSILON;
+                // v = V S^+ U^T ... applied as (x_q^T V S^+) (U^T y)
+                let xv = vt.clone() * DVector::from_column_slice(&xq);
+                for (o, v) in out.iter_mut().enumerate().take(no) {
+                    let yv = DVector::from_fn(l, |i, _| y(i, o));
+                    let uy = u.transpose() * yv;
+                    *v = (0..s.len())
+                        .filter(|&j| s[j] > cut)
+                        .map(|j| xv[j] * uy[j] / s[j])
+                        .sum();
+                }
+            }
+            Estimator::Knn { k } => {
+                out.iter_mut().for_each(|v| *v = 0.0);
+                if l == 0 {
+                    return Ok(());
+                }
+                let mut by_dist: Vec<(f64, usize)> = (0..l)
+                    .map(|i| ((0..d).map(|c| (x(i, c) - xq[c]).powi(2)).sum::<f64>(), i))
+                    .collect();
+                by_dist.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let near = &by_dist[..(*k).min(l)];
+                for (o, v) in out.iter_mut().enumerate().take(no) {
+                    *v = near.iter().map(|&(_, i)| y(i, o)).sum::<f64>() / near.len() as f64;
+                }
+            }
+            Estimator::Averaging => {
+                out.iter_mut().for_each(|v| *v = 0.0);
+                if l == 0 {
+                    return Ok(());
+                }
+                for (o, v) in out.iter_mut().enumerate().take(no) {
+                    *v = (0..l)
+                        .map(|i| y(i, o) * (0..d).map(|c| x(i, c) * xq[c]).sum::<f64>())
+                        .sum::<f64>()
+                        / lf;
+                }
+            }
             Estimator::Nw { omega, mu } => nw_sum(&[*omega], &[*mu], l, d, &x, &y, &xq, out),
             Estimator::Reduced { omega, mu } => nw_sum(omega, mu, l, d, &x, &y, &xq, out),
         }
@@ -216,5 +323,72 @@ fn nw_sum(
         for (o, v) in out.iter_mut().enumerate() {
             *v += m * (0..l).map(|i| w[i] * y(i, o)).sum::<f64>() / sum;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-sequence batch of context pairs `(x, y)` and the query `xq` (d = xq.len()).
+    fn batch(ctx: &[(&[f64], f64)], xq: &[f64]) -> Batch<f64> {
+        let d = xq.len();
+        let mut b = Batch::zeros(1, ctx.len(), d, 1);
+        for (l, (x, y)) in ctx.iter().enumerate() {
+            b.z[l * (d + 1)..l * (d + 1) + d].copy_from_slice(x);
+            b.z[l * (d + 1) + d] = *y;
+        }
+        let q = ctx.len() * (d + 1);
+        b.z[q..q + d].copy_from_slice(xq);
+        b
+    }
+
+    fn pred(e: &Estimator, b: &Batch<f64>) -> f64 {
+        let mut out = [f64::NAN];
+        e.predict(b, 0, &mut out).unwrap();
+        out[0]
+    }
+
+    /// Hand-computed minimum-norm solutions: with fewer points than dimensions, w = X^T (X X^T)^-1 y.
+    #[test]
+    fn lstsq_is_the_minimum_norm_solution() {
+        // X = [e1; e2] in R^3: w = (2, 3, 0), x_q = (1, 1, 5) -> 5
+        let b = batch(&[(&[1.0, 0.0, 0.0], 2.0), (&[0.0, 1.0, 0.0], 3.0)], &[1.0, 1.0, 5.0]);
+        assert!((pred(&Estimator::Lstsq, &b) - 5.0).abs() < 1e-12);
+        // one point x = (1, 1), y = 2: w = x y / |x|^2 = (1, 1); x_q = (2, 0) -> 2
+        let b = batch(&[(&[1.0, 1.0], 2.0)], &[2.0, 0.0]);
+        assert!((pred(&Estimator::Lstsq, &b) - 2.0).abs() < 1e-12);
+        // rank-deficient: two equal points, the mean label along x: w = x (2 + 4)/2 / |x|^2
+        let b = batch(&[(&[1.0, 1.0], 2.0), (&[1.0, 1.0], 4.0)], &[1.0, 0.0]);
+        assert!((pred(&Estimator::Lstsq, &b) - 1.5).abs() < 1e-12);
+        // overdetermined and exact: y = 2 x1 - x2
+        let b = batch(
+            &[(&[1.0, 0.0], 2.0), (&[0.0, 1.0], -1.0), (&[1.0, 1.0], 1.0)],
+            &[3.0, 4.0],
+        );
+        assert!((pred(&Estimator::Lstsq, &b) - 2.0).abs() < 1e-12);
+        // no context: 0
+        assert_eq!(pred(&Estimator::Lstsq, &batch(&[], &[1.0, 2.0])), 0.0);
+    }
+
+    #[test]
+    fn knn_averages_the_nearest_labels() {
+        let ctx: &[(&[f64], f64)] = &[(&[0.0], 1.0), (&[1.0], 2.0), (&[5.0], 10.0), (&[2.0], 4.0)];
+        let k3 = Estimator::Knn { k: 3 };
+        // from x_q = 0.9 the nearest are 1, 0, 2: (2 + 1 + 4) / 3
+        assert!((pred(&k3, &batch(ctx, &[0.9])) - 7.0 / 3.0).abs() < 1e-12);
+        // fewer points than k: all of them
+        assert!((pred(&k3, &batch(&ctx[..2], &[9.0])) - 1.5).abs() < 1e-12);
+        assert_eq!(pred(&k3, &batch(&[], &[9.0])), 0.0);
+        assert!(Estimator::Knn { k: 0 }.validate(1).is_err());
+        assert_eq!(k3.name(), "knn3");
+    }
+
+    #[test]
+    fn averaging_is_the_mean_of_y_x() {
+        // (1/2) (2 (1, 0) + 3 (1, 1)) = (2.5, 1.5); x_q = (2, -1) -> 3.5
+        let b = batch(&[(&[1.0, 0.0], 2.0), (&[1.0, 1.0], 3.0)], &[2.0, -1.0]);
+        assert!((pred(&Estimator::Averaging, &b) - 3.5).abs() < 1e-12);
+        assert_eq!(pred(&Estimator::Averaging, &batch(&[], &[1.0])), 0.0);
     }
 }

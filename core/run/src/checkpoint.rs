@@ -444,6 +444,7 @@ pub fn snapshot_shape(spec: &ModelSpec) -> (usize, usize) {
     match &spec.net {
         Net::Stack(s) | Net::Iv(IvSpec { st2: s, .. }) => (s.sets() * s.heads, s.e),
         Net::Attention(s) => (s.heads, s.e()),
+        Net::Gpt2(_) => (0, 0),
     }
 }
 

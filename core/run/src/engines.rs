@@ -150,6 +150,15 @@ pub trait RunScalar: Scalar + icl_cpu_simd::SimdScalar + Send + Sync {
             e => e.into(),
         })
     }
+    /// The named engine's kernels for GPT-2 models (a refusal is an input error).
+    fn gpt2_engine(name: &str) -> Result<Box<dyn icl_core::engine::Gpt2Kernels<Self>>> {
+        Self::engine_named(name)?.gpt2().map_err(|e| match e {
+            icl_core::Error::Unsupported(m) => RunError::Refused(format!(
+                "{m}; use --engine simd or scalar for GPT-2 models"
+            )),
+            e => e.into(),
+        })
+    }
 }
 
 impl RunScalar for f32 {
@@ -174,6 +183,7 @@ pub fn simd_level<T: RunScalar>(engine: &str, net: &Net) -> Option<String> {
             Net::Attention(_) => (icl_cpu_simd::SimdEngine::<T>::new().level(), 1),
             Net::Stack(_) => (icl_cpu_simd::MlSimd::<T>::new().level(), 1),
             Net::Iv(_) => (icl_cpu_simd::MlSimd::<T>::new().level(), 2),
+            Net::Gpt2(_) => (icl_cpu_simd::SimdEngine::<T>::new().level(), 1),
         };
         match simd_fallback_widths(net).len() {
             0 => level.as_str().to_string(),
@@ -188,7 +198,7 @@ pub fn simd_level<T: RunScalar>(engine: &str, net: &Net) -> Option<String> {
 /// regression). Empty for one-layer attention, which every width vectorises.
 pub fn simd_fallback_widths(net: &Net) -> Vec<usize> {
     let widths = match net {
-        Net::Attention(_) => Vec::new(),
+        Net::Attention(_) | Net::Gpt2(_) => Vec::new(),
         Net::Stack(s) => vec![s.e],
         Net::Iv(iv) => vec![iv.st1.e, iv.st2.e],
     };

@@ -42,7 +42,7 @@ fn transformer_memory(net: &Net, d: usize, o: &EvalOptions, scalar: bool) -> Opt
             iv.st1.heads.max(iv.st2.heads),
             iv.st1.layers + iv.st2.layers,
         ),
-        Net::Attention(_) => return Some(0),
+        Net::Attention(_) | Net::Gpt2(_) => return Some(0),
     };
     let (e, h, n) = (
         e as u64,
@@ -310,6 +310,7 @@ pub fn eval_model(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eva
         alignment: Vec::new(),
         lambda_range: None,
         stack: None,
+        d: None,
     })
 }
 
@@ -361,6 +362,7 @@ fn ml_rows(rep: ml_eval::Report, o: &EvalOptions, engine: String) -> EvalRows {
             .collect(),
         lambda_range: o.multilayer.lambda_range,
         stack: o.multilayer.stack,
+        d: None,
     }
 }
 
@@ -493,6 +495,9 @@ fn eval_run_inner(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
     check(o)?;
     dir.check_run()?;
     let loaded = crate::checkpoint::load(&dir.model())?;
+    if let Net::Gpt2(_) = &loaded.model.spec().net {
+        return eval_gpt2(&loaded.config, &loaded.model, o);
+    }
     if !loaded.model.spec().is_attention() {
         let reference = match &o.multilayer.reference {
             Some(p) => {
@@ -516,6 +521,96 @@ fn eval_run_inner(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
         ));
     }
     eval_model(&loaded.config, &loaded.model, o)
+}
+
+/// The estimators beside a GPT-2 model (Garg et al. 2022, Fig. 2): minimum-norm least squares,
+/// 3 nearest neighbours, averaging, and ridge at the task's Bayes lambda (sigma^2 over the task
+/// vector's prior variance: 1 for the `eigs` task's N(0, I_d), 1/d otherwise) where it is not 0
+/// (at 0 it is least squares).
+pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
+    let prior = if cfg.task.kind == TaskKind::Eigs {
+        1.0
+    } else {
+        1.0 / cfg.task.d as f64
+    };
+    let mut v = vec![Estimator::Lstsq, Estimator::Knn { k: 3 }, Estimator::Averaging];
+    if cfg.task.sigma2 > 0.0 {
+        v.push(Estimator::Ridge {
+            lambda: cfg.task.sigma2 / prior,
+        });
+    }
+    v
+}
+
+/// Risks of a GPT-2 run at every prompt position 0..=L (L the longest of `o.lengths`): the model
+/// at each temperature and [`gpt2_baselines`]; `d` is reported for the plot's risk / d.
+pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<EvalRows> {
+    check(o)?;
+    let m = &o.multilayer;
+    if m.lambda_range.is_some() || m.stack.is_some() || m.layers_out || m.alignment > 0 || m.reference.is_some() {
+        return Err(RunError::Refused(
+            "--lambda-range, --stack, --layers-out, --alignment and --ref apply to transformer runs (model.arch = transformer or iv2stage)".into(),
+        ));
+    }
+    if o.temper.taus.contains(&Tau::Opt) {
+        return Err(RunError::Refused(
+            "--tau opt is not available for GPT-2 runs yet: give the temperatures (e.g. --tau 1,2,3)".into(),
+        ));
+    }
+    let engines = Engines::named(o.engine.as_deref());
+    crate::engines::check(&engines.0, model.dtype())?;
+    let task = Task::new(cfg)?.shifted(&o.temper.shift)?;
+    let shift = Some(shift_json(&o.temper.shift)).filter(|m| !m.is_empty());
+    let len = o.lengths.iter().copied().max().unwrap_or(cfg.task.len);
+    let taus: Vec<f64> = o
+        .temper
+        .taus
+        .iter()
+        .map(|t| match t {
+            Tau::Value(v) => *v,
+            Tau::Opt => 1.0,
+        })
+        .collect();
+    let ests = gpt2_baselines(cfg);
+    let res = dispatch!(model, m => {
+        let Net::Gpt2(sp) = &m.spec.net else {
+            return Err(RunError::Refused("not a GPT-2 model".into()));
+        };
+        let mut runner = icl_core::engine::Gpt2Runner::new(<_ as RunScalar>::gpt2_engine(&engines.0)?);
+        icl_core::families::gpt2::eval::position_risks(sp, &m.params, &task, len, o.samples, o.seed, &mut runner, &taus, &ests)?
+    });
+    let names = taus
+        .iter()
+        .map(|&t| ("model".to_string(), Some(t)))
+        .chain(ests.iter().map(|e| (e.name(), None)));
+    let mut rows = Vec::new();
+    for ((estimator, tau), per) in names.zip(res) {
+        for (i, r) in per.iter().enumerate() {
+            rows.push(EvalRow {
+                estimator: estimator.clone(),
+                len: i,
+                risk: r.risk,
+                stderr: r.stderr,
+                eta: None,
+                eta_x: None,
+                tau,
+                tau_opt: false,
+                shift: shift.clone(),
+            });
+        }
+    }
+    Ok(EvalRows {
+        rows,
+        samples: o.samples,
+        seed: o.seed,
+        engine: engines.0,
+        target: Some("label".into()),
+        etas: Vec::new(),
+        alignment: Vec::new(),
+        lambda_range: None,
+        stack: None,
+        d: Some(cfg.task.d),
+    })
 }
 
 /// Write the figure of `res` (risk against L' of the model and every baseline, error bars of one

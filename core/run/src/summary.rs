@@ -346,6 +346,9 @@ pub struct EvalRows {
     /// How many times the trained block was applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<usize>,
+    /// The covariate dimension (GPT-2 runs: the plot shows risk / d, Garg et al.'s Fig. 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d: Option<usize>,
 }
 
 #[cfg(test)]

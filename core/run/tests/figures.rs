@@ -208,6 +208,7 @@ fn rows() -> EvalRows {
         alignment: Vec::new(),
         lambda_range: None,
         stack: None,
+        d: None,
     }
 }
 

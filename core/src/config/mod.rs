@@ -493,6 +493,9 @@ choice! {
         Transformer = "transformer",
         /// The two-block CoT model of in-context IV regression (multilayer paper §6.2).
         Iv2Stage = "iv2stage",
+        /// Garg et al. (2022)'s GPT-2 in-context learner: read-in, GPT-2 blocks (pre-LayerNorm
+        /// multi-head causal softmax attention and a GELU MLP), read-out at every x token.
+        Gpt2 = "gpt2",
     }
 }
 
@@ -750,6 +753,8 @@ pub const MAX_L: u64 = 1 << 24;
 pub const MAX_HEADS: u64 = 1024;
 /// Most transformer layers.
 pub const MAX_LAYERS: u64 = 64;
+/// Widest GPT-2 embedding.
+pub const MAX_EMBD: u64 = 1 << 16;
 /// Largest batch (sequences per step).
 pub const MAX_BATCH: u64 = 1 << 24;
 /// Largest fixed training set (sequences).
@@ -819,13 +824,19 @@ section! {
         lambda_min: f64 = 0.8 => "lambda_min", POSITIVE, "varying task: lower end of the eigenvalue range";
         lambda_max: f64 = 1.2 => "lambda_max", POSITIVE, "varying task: upper end of the eigenvalue range";
         iv_q: usize = 6 => "iv_q", Range::int(1, MAX_D), "iv task: number of instruments q (task.d is p)";
+        curriculum: bool = false => "curriculum", Range::Any, "gpt2: Garg et al.'s curriculum: train at min(curriculum_d, d) dimensions (the others zero) and min(curriculum_L, L) pairs, growing every curriculum_every steps", legacy false;
+        curriculum_d: usize = 5 => "curriculum_d", Range::int(1, MAX_D), "curriculum: the starting dimension", legacy 5;
+        curriculum_d_inc: usize = 1 => "curriculum_d_inc", Range::int(0, MAX_D), "curriculum: dimensions added at each stage", legacy 1;
+        curriculum_l: usize = 10 => "curriculum_L", Range::int(1, MAX_L), "curriculum: the starting context length", legacy 10;
+        curriculum_l_inc: usize = 2 => "curriculum_L_inc", Range::int(0, MAX_L), "curriculum: context pairs added at each stage", legacy 2;
+        curriculum_every: u64 = 2000 => "curriculum_every", Range::int(1, MAX_STEPS), "curriculum: steps per stage", legacy 2000;
     }
 }
 
 section! {
     /// Model settings (`model.*`).
     pub struct ModelConfig in "model" {
-        arch: Arch = Arch::Attention => "arch", Range::Any, "architecture: one attention layer, a multi-layer transformer, or the two-block IV model";
+        arch: Arch = Arch::Attention => "arch", Range::Any, "architecture: one attention layer, a multi-layer transformer, the two-block IV model, or Garg et al.'s GPT-2";
         layers: usize = 1 => "layers", Range::int(1, MAX_LAYERS), "transformer: number of layers T (applications of the block when looped; stage 2 of iv2stage)";
         looped: bool = true => "looped", Range::Any, "transformer: one parameter set applied T times (false: one set per layer)";
         attention: AttentionKind = AttentionKind::Softmax => "attention", Range::Any, "attention kind";
@@ -839,6 +850,8 @@ section! {
         self_attend: Option<bool> = None => "self_attend", Range::Any, "whether the query attends to itself; auto: no for softmax, yes for linear";
         init: InitKind = InitKind::Torch => "init", Range::Any, "parameter initialisation";
         init_scale: Option<f64> = None => "init_scale", NON_NEGATIVE, "scale of the identity-like and Gaussian inits; auto: the scheme's default";
+        embd: usize = 64 => "embd", Range::int(1, MAX_EMBD), "gpt2: embedding width n_embd (a multiple of model.heads)", legacy 64;
+        positions: usize = 101 => "positions", Range::int(1, MAX_L), "gpt2: prompt pairs the learned position embeddings cover (2 x positions rows; at least task.L + 1)", legacy 101;
     }
 }
 
@@ -855,7 +868,7 @@ section! {
         steps: u64 = 500_000 => "steps", Range::int(0, MAX_STEPS), "optimiser steps";
         seed: u64 = 1029 => "seed", Range::Any, "random seed";
         log_every: u64 = 1000 => "log_every", Range::int(1, MAX_STEPS), "log the loss and the probes every k steps";
-        snapshot_every: u64 = 10_000 => "snapshot_every", Range::int(0, MAX_STEPS), "keep a KQ snapshot every k steps (0: none)";
+        snapshot_every: u64 = 10_000 => "snapshot_every", Range::int(0, MAX_STEPS), "keep a KQ snapshot every k steps (0: none; models with KQ circuits)";
         dtype: Dtype = Dtype::F32 => "dtype", Range::Any, "compute precision";
     }
 }
@@ -1179,6 +1192,9 @@ impl Config {
         let len = t.len as u64;
         let toks = len.checked_add(1)?;
         let (h, n) = (m.heads as u64, tr.batch as u64);
+        if m.arch == Arch::Gpt2 {
+            return self.gpt2_memory_terms(threads);
+        }
         let transformer = m.arch != Arch::Attention;
         let layers = m.layers as u64;
         // token width of the widest block: stage 1 of the IV model reads [z; x]
@@ -1268,6 +1284,51 @@ impl Config {
             params: params_b,
             log,
             snapshots,
+            workspace,
+        })
+    }
+
+    /// The number of parameters of `model.arch = gpt2` (d, C = embd, P = positions, NL = layers):
+    /// read-in C(d + 1), positions 2PC, per layer 12C^2 + 13C (two LayerNorms 4C, c_attn
+    /// 3C^2 + 3C, attention c_proj C^2 + C, c_fc 4C^2 + 4C, MLP c_proj 4C^2 + C), ln_f 2C,
+    /// read-out C + 1; `None` on overflow.
+    pub fn gpt2_params(&self) -> Option<u64> {
+        let (d, c) = (self.task.d as u64, self.model.embd as u64);
+        let (p, nl) = (self.model.positions as u64, self.model.layers as u64);
+        let layer = c.checked_mul(c)?.checked_mul(12)?.checked_add(c.checked_mul(13)?)?;
+        c.checked_mul(d + 1)?
+            .checked_add(p.checked_mul(2)?.checked_mul(c)?)?
+            .checked_add(nl.checked_mul(layer)?)?
+            .checked_add(3 * c + 1)
+    }
+
+    /// [`Config::memory_terms`] of `model.arch = gpt2`: parameters with gradient, moments and
+    /// checkpoint copies (14 values each, as every family) and the engines' per-chunk gradients
+    /// (one per 8 sequences); the batch's tokens; per thread, one sequence's activations for the
+    /// backward pass (T = 2(L+1) tokens: 20 C values a token and layer, and the attention
+    /// weights, H T^2 a layer, twice).
+    fn gpt2_memory_terms(&self, threads: u64) -> Option<MemoryTerms> {
+        let (t, m, tr) = (&self.task, &self.model, &self.train);
+        let mul = |xs: &[u64]| xs.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
+        let n = tr.batch as u64;
+        let toks = (t.len as u64).checked_add(1)?.checked_mul(2)?;
+        let (c, h, nl) = (m.embd as u64, m.heads as u64, m.layers as u64);
+        let params = self.gpt2_params()?;
+        let chunks = n.div_ceil(8).min(threads.max(1).checked_mul(4)?);
+        let params_b = mul(&[params, 8, chunks.checked_add(14)?])?;
+        let batch = mul(&[n, toks, t.d as u64 + 1, 8 * 3])?;
+        let per_token = c.checked_mul(20)?.checked_add(h.checked_mul(toks)?.checked_mul(2)?)?;
+        let per_seq = mul(&[nl.checked_add(1)?, toks, per_token, 8])?;
+        let workspace = mul(&[threads.max(1), per_seq])?;
+        let rows = (tr.steps / tr.log_every.max(1)).checked_add(2)?;
+        let log = mul(&[rows, 16 * 48 + 64])?;
+        Some(MemoryTerms {
+            base: PROCESS_BYTES,
+            batch,
+            set: 0,
+            params: params_b,
+            log,
+            snapshots: 0,
             workspace,
         })
     }
@@ -1371,7 +1432,17 @@ impl Config {
             Arch::Iv2Stage if t.kind != TaskKind::Iv => {
                 return bad("model.arch = iv2stage needs task.kind = iv".into())
             }
+            Arch::Gpt2 => self.validate_gpt2()?,
             _ => {}
+        }
+        if m.arch != Arch::Gpt2 {
+            let d = ModelConfig::default();
+            if m.embd != d.embd || m.positions != d.positions || t.curriculum {
+                return bad(
+                    "model.embd, model.positions and task.curriculum apply to model.arch = gpt2"
+                        .into(),
+                );
+            }
         }
         if m.arch != Arch::Attention {
             if t.len < 2 {
@@ -1412,6 +1483,64 @@ impl Config {
             );
         }
         self.check_memory(1)
+    }
+
+    /// The rules of `model.arch = gpt2` (Garg et al. 2022): its own shape keys, none of the
+    /// attention-only models' options, one output.
+    fn validate_gpt2(&self) -> Result<()> {
+        let (t, m) = (&self.task, &self.model);
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        if !matches!(
+            t.kind,
+            TaskKind::Isotropic | TaskKind::Eigs | TaskKind::Varying
+        ) {
+            return bad(format!(
+                "model.arch = gpt2 predicts one output: task.kind = isotropic, eigs or varying (got {})",
+                t.kind.as_str()
+            ));
+        }
+        if m.embd % m.heads != 0 {
+            return bad(format!(
+                "model.embd = {} is not a multiple of model.heads = {} (e.g. --set model.embd={})",
+                m.embd,
+                m.heads,
+                m.embd.div_ceil(m.heads) * m.heads
+            ));
+        }
+        if t.len + 1 > m.positions {
+            return bad(format!(
+                "task.L = {} needs {} prompt positions, model.positions = {} (--set model.positions={})",
+                t.len,
+                t.len + 1,
+                m.positions,
+                t.len + 1
+            ));
+        }
+        if m.attention != AttentionKind::Softmax {
+            return bad("model.attention: gpt2 uses softmax attention".into());
+        }
+        if !m.looped {
+            return bad("model.looped: gpt2 has one parameter set per layer (leave it)".into());
+        }
+        if m.rank != 1 || m.scale.is_some() || m.init_scale.is_some() {
+            return bad("model.rank, model.scale and model.init_scale do not apply to gpt2 (logits are scaled by 1/sqrt(embd/heads))".into());
+        }
+        if m.init != InitKind::Torch {
+            return bad(format!(
+                "model.init = {}: gpt2 starts as transformers' GPT-2 does (model.init = torch)",
+                m.init.as_str()
+            ));
+        }
+        if t.p > 0 || t.ntp || t.icl_fraction != 1.0 {
+            return bad("task.P, task.ntp and task.icl_fraction: gpt2 trains on fresh data at every position".into());
+        }
+        if t.curriculum && !matches!(t.kind, TaskKind::Isotropic | TaskKind::Eigs) {
+            return bad(format!(
+                "task.curriculum zeroes coordinates of x: task.kind = isotropic or eigs (got {})",
+                t.kind.as_str()
+            ));
+        }
+        Ok(())
     }
 
     /// The memory budget with `threads` worker threads ([`Config::memory_estimate_threads`]);

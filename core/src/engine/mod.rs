@@ -11,6 +11,7 @@ pub use crate::families::attention::kernels::{
 pub use crate::families::attention::reference::{
     sequence_backward, sequence_forward, AttentionReference,
 };
+pub use crate::families::gpt2::kernels::{Gpt2Kernels, Gpt2Reference, Gpt2Runner};
 pub use crate::families::stack::kernels::{StackKernels, StackReference, StackRunner};
 
 use crate::{Error, Result, Scalar};
@@ -29,6 +30,10 @@ pub trait Engine<T: Scalar> {
     /// Kernels for multi-layer transformer stacks (the IV model runs on two).
     fn stack(&self) -> Result<Box<dyn StackKernels<T>>> {
         Err(refusal(self.name(), "multi-layer transformers"))
+    }
+    /// Kernels for GPT-2 models (Garg et al. 2022).
+    fn gpt2(&self) -> Result<Box<dyn Gpt2Kernels<T>>> {
+        Err(refusal(self.name(), "GPT-2 models"))
     }
 }
 
@@ -50,5 +55,8 @@ impl<T: Scalar> Engine<T> for ScalarEngine {
     }
     fn stack(&self) -> Result<Box<dyn StackKernels<T>>> {
         Ok(Box::new(StackReference::new()))
+    }
+    fn gpt2(&self) -> Result<Box<dyn Gpt2Kernels<T>>> {
+        Ok(Box::new(Gpt2Reference::new()))
     }
 }

@@ -12,9 +12,10 @@ pub use crate::tensor::TensorInfo;
 
 use crate::config::{Arch, Config};
 use crate::data::iv::Iv;
+use crate::families::gpt2::Gpt2Spec;
 use crate::families::iv::IvSpec;
 use crate::families::stack::{StackCircuits, StackSpec};
-use crate::families::{attention, stack};
+use crate::families::{attention, gpt2, stack};
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::string::String;
@@ -29,6 +30,8 @@ pub enum Net {
     Stack(StackSpec),
     /// The two-block IV model (multilayer paper §6.2).
     Iv(IvSpec),
+    /// Garg et al. (2022)'s GPT-2 in-context learner.
+    Gpt2(Gpt2Spec),
 }
 
 /// Shape and options of a model (everything but the parameter values): the covariate dimension,
@@ -63,6 +66,14 @@ impl ModelSpec {
                 st1: stack(q + d, d, 1, true),
                 st2: stack(d + 1, 1, m.layers, m.looped),
             }),
+            Arch::Gpt2 => Net::Gpt2(Gpt2Spec {
+                d,
+                embd: m.embd,
+                layers: m.layers,
+                heads: m.heads,
+                positions: m.positions,
+                tau: 1.0,
+            }),
         };
         Ok(ModelSpec {
             d,
@@ -87,7 +98,7 @@ impl ModelSpec {
         match &self.net {
             Net::Attention(s) => Ok(s),
             _ => Err(Error::Unsupported(
-                "this is a multi-layer model (a transformer or the IV model): per-sequence predictions, losses and gradients are for one-layer attention models; evaluate it as a run (icl eval)".into(),
+                "this is a multi-layer model (a transformer, the IV model or GPT-2): per-sequence predictions, losses and gradients are for one-layer attention models; evaluate it as a run (icl eval)".into(),
             )),
         }
     }
@@ -99,6 +110,7 @@ impl ModelSpec {
             Net::Attention(s) => s.heads,
             Net::Stack(s) => s.heads,
             Net::Iv(s) => s.st2.heads,
+            Net::Gpt2(s) => s.heads,
         }
     }
 
@@ -113,6 +125,7 @@ impl ModelSpec {
             Net::Attention(s) => s.tensors(),
             Net::Stack(s) => crate::tensor::layout(s.tensor_shapes(["k", "q", "v", "o"])),
             Net::Iv(s) => s.tensors(),
+            Net::Gpt2(s) => s.tensors(),
         }
     }
 
@@ -123,6 +136,7 @@ impl ModelSpec {
             Net::Attention(s) => s.step_flops(len, batch),
             Net::Stack(s) => s.step_flops(len, batch),
             Net::Iv(s) => s.step_flops(len, batch),
+            Net::Gpt2(s) => s.step_flops(len, batch),
         }
     }
 
@@ -136,6 +150,7 @@ impl ModelSpec {
         match &self.net {
             Net::Attention(s) => attention::init::init_params(s, cfg),
             Net::Stack(_) | Net::Iv(_) => stack::init::init_params(&self.tensors(), cfg),
+            Net::Gpt2(s) => Ok(gpt2::init::init_params(s, cfg.train.seed)),
         }
     }
 }
@@ -201,7 +216,7 @@ impl<T: Scalar> Model<T> {
         let (sp, params) = match &self.spec.net {
             Net::Stack(s) => (s.clone(), &self.params[..]),
             Net::Iv(s) => (s.st2.clone(), &self.params[s.st1.n_params()..]),
-            Net::Attention(_) => return None,
+            Net::Attention(_) | Net::Gpt2(_) => return None,
         };
         let mut c = StackCircuits::zeros(&sp);
         stack::layers::circuits_forward(&sp, params, &mut c);
@@ -235,6 +250,12 @@ impl<T: Scalar> Model<T> {
             return format!(
                 "IV two-stage q={} p={} H={} T2={}",
                 s.iv.q, s.iv.p, s.st2.heads, s.st2.layers
+            );
+        }
+        if let Net::Gpt2(s) = &self.spec.net {
+            return format!(
+                "GPT-2 layers={} heads={} embd={} d={}",
+                s.layers, s.heads, s.embd, s.d
             );
         }
         match &self.spec.net {

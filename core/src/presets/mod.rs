@@ -5,6 +5,7 @@ use crate::config::Config;
 use crate::{Error, Result};
 use alloc::format;
 
+pub mod garg;
 pub mod he2025;
 pub mod multilayer;
 pub mod temperature;
@@ -25,6 +26,7 @@ const LISTS: &[&[Preset]] = &[
     multilayer::PRESETS,
     temperature::PRESETS,
     multilayer::IV,
+    garg::PRESETS,
 ];
 
 /// The number of presets in `lists`.

@@ -303,8 +303,11 @@ impl<T: Scalar> Trainer<T> {
         }
         let snap = self.cfg.train.snapshot_every;
         if snap > 0 && (s == 1 || s.is_multiple_of(snap)) {
+            // GPT-2 models have no KQ circuits to snapshot
             let kq = self.model.kq_snapshot();
-            self.snapshots.push(Snapshot { step: s, kq });
+            if !kq.is_empty() {
+                self.snapshots.push(Snapshot { step: s, kq });
+            }
         }
         if s == self.cfg.train.steps {
             self.finish()?;

@@ -6,14 +6,16 @@
 //! * Zhang et al. (2025), the `eigs` task: full-batch descent on a fixed set
 //!   ([`linear_attention::objective::FixedSet`]) or fresh data (fixed length or next-token
 //!   prediction), with the paper's probes;
-//! * transformers and the IV model: fresh data every step, the learned pattern.
+//! * transformers and the IV model: fresh data every step, the learned pattern;
+//! * GPT-2: fresh data every step (Garg et al.'s curriculum), no probes.
 use crate::config::{AttentionKind, Config, Param, TaskKind};
 use crate::data::fixed_set::{generate, SetKind};
 use crate::data::Task;
 use crate::engine::{Engine, Runner};
 use crate::families::linear_attention::objective::{FixedSet, SetLoss};
+use crate::families::gpt2::Gpt2Runner;
 use crate::families::stack::StackRunner;
-use crate::families::{attention, iv, linear_attention, stack};
+use crate::families::{attention, gpt2, iv, linear_attention, stack};
 use crate::model::{Model, Net};
 use crate::objective::{Objective, Options, Probe};
 use crate::{Result, Scalar};
@@ -53,6 +55,11 @@ pub fn build<T: Scalar>(
         Net::Iv(sp) => {
             let obj = iv::objective::Online::new(cfg, sp, StackRunner::new(engines.stack()?))?;
             return Ok((Box::new(obj), vec![pattern()]));
+        }
+        Net::Gpt2(sp) => {
+            let obj =
+                gpt2::objective::Online::new(cfg, task, sp, Gpt2Runner::new(engines.gpt2()?))?;
+            return Ok((Box::new(obj), Vec::new()));
         }
         Net::Attention(spec) => spec,
     };

@@ -2,6 +2,7 @@
 //! `metrics.csv`, `summary.json`): its part of the summary, its CSVs and figures. The trainer
 //! ([`crate::train`]) calls [`write`] once per finished run.
 mod attention;
+mod gpt2;
 mod linear_attention;
 mod stack;
 
@@ -32,6 +33,7 @@ pub fn write<T: RunScalar>(
             Ok(())
         }
         Net::Attention(_) => attention::write(t, dir, engine, eval_samples, summary, &curve),
+        Net::Gpt2(_) => gpt2::write(t, dir, engine, eval_samples, summary, &curve),
     }
 }
 

@@ -99,29 +99,11 @@ fn row_label(estimator: &str, tau: Option<f64>, tau_opt: bool) -> String {
 /// order), with error bars of one standard error. L' is on a log axis when it spans a factor
 /// 20 or more, the risk when it spans a factor 10 or more.
 pub fn risk_vs_len(res: &EvalRows) -> Result<Figure> {
-    let mut series: Vec<Series> = Vec::new();
-    for r in &res.rows {
-        let name = row_label(&r.estimator, r.tau, r.tau_opt);
-        let i = match series.iter().position(|s| s.name == name) {
-            Some(i) => i,
-            None => {
-                series.push(Series::line(name, Vec::new()).with_errors(Vec::new()));
-                series.len() - 1
-            }
-        };
-        series[i].points.push((r.len as f64, r.risk));
-        series[i].err.push(r.stderr);
+    if let Some(d) = res.d {
+        return risk_per_position(res, d);
     }
-    if series.is_empty() {
-        return Err(RunError::Refused("no evaluation rows to plot".into()));
-    }
-    let mut title = String::from("test risk against L′ (±1 standard error)");
-    if let Some(sh) = res.rows.first().and_then(|r| r.shift.as_ref()) {
-        let keys: Vec<String> = sh.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        if !keys.is_empty() {
-            title.push_str(&format!(", shift {}", keys.join(", ")));
-        }
-    }
+    let series = eval_series(res, 1.0)?;
+    let title = with_shift(res, String::from("test risk against L′ (±1 standard error)"));
     let ylabel = match &res.target {
         Some(t) => format!("risk ({t} target)"),
         None => "risk".to_string(),
@@ -135,4 +117,54 @@ pub fn risk_vs_len(res: &EvalRows) -> Result<Figure> {
         y: Axis::auto(&ylabel, res.rows.iter().map(|r| r.risk), 10.0),
         series,
     }))
+}
+
+/// A GPT-2 evaluation (Garg et al. 2022, Fig. 2): squared error / d against the number of
+/// in-context examples, one line per estimator (±1 standard error, also / d).
+fn risk_per_position(res: &EvalRows, d: usize) -> Result<Figure> {
+    let df = d.max(1) as f64;
+    let series = eval_series(res, df)?;
+    let title = with_shift(
+        res,
+        format!("squared error / d (d = {d}) against in-context examples (±1 standard error)"),
+    );
+    let lens: Vec<f64> = res.rows.iter().map(|r| r.len as f64).collect();
+    Ok(Figure::single(Panel {
+        title,
+        x: Axis::auto("in-context examples (pairs before the prediction)", lens.iter().copied(), 20.0),
+        y: Axis::auto("squared error / d", res.rows.iter().map(|r| r.risk / df), 10.0),
+        series,
+    }))
+}
+
+/// One line per estimator (and temperature) of `res`, risks and errors divided by `scale`.
+fn eval_series(res: &EvalRows, scale: f64) -> Result<Vec<Series>> {
+    let mut series: Vec<Series> = Vec::new();
+    for r in &res.rows {
+        let name = row_label(&r.estimator, r.tau, r.tau_opt);
+        let i = match series.iter().position(|s| s.name == name) {
+            Some(i) => i,
+            None => {
+                series.push(Series::line(name, Vec::new()).with_errors(Vec::new()));
+                series.len() - 1
+            }
+        };
+        series[i].points.push((r.len as f64, r.risk / scale));
+        series[i].err.push(r.stderr / scale);
+    }
+    if series.is_empty() {
+        return Err(RunError::Refused("no evaluation rows to plot".into()));
+    }
+    Ok(series)
+}
+
+/// `title` with the evaluation's shift keys, if any.
+fn with_shift(res: &EvalRows, mut title: String) -> String {
+    if let Some(sh) = res.rows.first().and_then(|r| r.shift.as_ref()) {
+        let keys: Vec<String> = sh.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if !keys.is_empty() {
+            title.push_str(&format!(", shift {}", keys.join(", ")));
+        }
+    }
+    title
 }

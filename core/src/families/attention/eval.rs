@@ -5,46 +5,13 @@
 //! so their differences have small paired error.
 use super::kernels::Runner;
 use crate::data::{Batch, Task};
-use crate::estimator::Estimator;
+pub use crate::estimator::RiskEstimate;
+use crate::estimator::{Acc, Estimator};
 use crate::model::Model;
 use crate::rng::Domain;
 use crate::{Error, Result, Scalar};
 use alloc::vec;
 use alloc::vec::Vec;
-
-/// A Monte Carlo risk and its standard error.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RiskEstimate {
-    pub risk: f64,
-    pub stderr: f64,
-    pub n: usize,
-}
-
-/// Running mean and variance of per-sequence squared errors.
-#[derive(Debug, Clone, Copy, Default)]
-struct Acc {
-    n: usize,
-    sum: f64,
-    sumsq: f64,
-}
-
-impl Acc {
-    fn push(&mut self, v: f64) {
-        self.n += 1;
-        self.sum += v;
-        self.sumsq += v * v;
-    }
-    fn finish(&self) -> RiskEstimate {
-        let n = self.n.max(1) as f64;
-        let m = self.sum / n;
-        let var = (self.sumsq / n - m * m).max(0.0) * n / (n - 1.0).max(1.0);
-        RiskEstimate {
-            risk: m,
-            stderr: libm::sqrt(var / n),
-            n: self.n,
-        }
-    }
-}
 
 const CHUNK: usize = 1024;
 /// Token values of one chunk at the most (128 MiB in f64), so long test lengths stay in memory.

@@ -19,7 +19,7 @@ impl Pattern {
         let sets = match &spec.net {
             Net::Stack(s) => s.sets(),
             Net::Iv(s) => s.st2.sets(),
-            Net::Attention(_) => 0,
+            Net::Attention(_) | Net::Gpt2(_) => 0,
         };
         Pattern { sets }
     }

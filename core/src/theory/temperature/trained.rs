@@ -37,6 +37,7 @@ pub fn linearise(model: &Model<f64>) -> Result<Params> {
         Net::Attention(s) => s,
         Net::Stack(st) => return no(&format!("a {}-layer transformer", st.layers)),
         Net::Iv(_) => return no("the IV two-stage model"),
+        Net::Gpt2(_) => return no("a GPT-2 model"),
     };
     if s.attention == AttentionKind::Linear {
         return no("linear attention (its weights are not a normalised softmax)");

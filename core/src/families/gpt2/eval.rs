@@ -1,0 +1,120 @@
+//! Risk at every prompt position of a GPT-2 model and of the classical estimators (Garg et al.
+//! 2022, Fig. 2): on `n` prompts of `len + 1` pairs from the streams (seed, [`Domain::Eval`],
+//! len, i), the squared error of the prediction of y_i from the i pairs before it, for every
+//! i = 0..=len. Every estimator sees the same prompts (paired differences); the error is raw
+//! (against the label as sampled, noise included), not divided by d.
+use super::kernels::Gpt2Runner;
+use super::spec::Gpt2Spec;
+use crate::data::{Batch, Task};
+use crate::estimator::{Acc, Estimator, RiskEstimate};
+use crate::rng::Domain;
+use crate::{Error, Result, Scalar};
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Prompts evaluated at a time.
+const CHUNK: usize = 256;
+
+/// Risks at every position: `risks[j][i]` is the estimate of the model at `taus[j]` (first, one
+/// per tau) or of estimator `j - taus.len()` at position i (i pairs before it), i = 0..=len.
+#[allow(clippy::too_many_arguments)]
+pub fn position_risks<T: Scalar>(
+    spec: &Gpt2Spec,
+    params: &[T],
+    task: &Task,
+    len: usize,
+    n: usize,
+    seed: u64,
+    runner: &mut Gpt2Runner<T>,
+    taus: &[f64],
+    estimators: &[Estimator],
+) -> Result<Vec<Vec<RiskEstimate>>> {
+    if n < 2 {
+        return Err(Error::InvalidConfig(
+            "Monte Carlo needs at least 2 samples".into(),
+        ));
+    }
+    crate::budget::samples(n as u64, "samples")?;
+    if len + 1 > spec.positions {
+        return Err(Error::InvalidArgument(alloc::format!(
+            "L = {len}: the model has positions for {} pairs (L <= {})",
+            spec.positions,
+            spec.positions - 1
+        )));
+    }
+    for e in estimators {
+        e.validate(task.d)?;
+    }
+    let (d, k) = (task.d, len + 1);
+    let mut accs = vec![vec![Acc::default(); k]; taus.len() + estimators.len()];
+    let mut normals = Vec::new();
+    let mut out = [0.0f64];
+    let mut first = 0;
+    while first < n {
+        let m = CHUNK.min(n - first);
+        let mut batch = Batch::<T>::try_zeros(m, len, d, 1)?;
+        task.sample_into(seed, Domain::Eval, len as u64, first as u64, &mut batch, &mut normals);
+        // the prompts as (x_i, y_i), i = 0..=len
+        let mut xs = vec![T::zero(); m * k * d];
+        let mut ys = vec![T::zero(); m * k];
+        for b in 0..m {
+            let seq = batch.seq(b);
+            for i in 0..k {
+                xs[(b * k + i) * d..(b * k + i + 1) * d]
+                    .copy_from_slice(&seq[i * (d + 1)..i * (d + 1) + d]);
+                ys[b * k + i] = if i < len {
+                    seq[i * (d + 1) + d]
+                } else {
+                    batch.target(b)[0]
+                };
+            }
+        }
+        let mut pred = vec![T::zero(); m * k];
+        for (j, &tau) in taus.iter().enumerate() {
+            let sp = Gpt2Spec {
+                tau,
+                ..spec.clone()
+            };
+            runner.predict(&sp, params, &xs, &ys, m, k, &mut pred)?;
+            for b in 0..m {
+                for i in 0..k {
+                    let e = pred[b * k + i].to_f64() - ys[b * k + i].to_f64();
+                    accs[j][i].push(e * e);
+                }
+            }
+        }
+        // estimators: the prefix of i pairs with pair i as the query
+        for i in 0..k {
+            let mut pre = Batch::<f64>::try_zeros(m, i, d, 1)?;
+            for b in 0..m {
+                let seq = batch.seq(b);
+                let z = &mut pre.z[b * (i + 1) * (d + 1)..(b + 1) * (i + 1) * (d + 1)];
+                for (t, v) in z.iter_mut().enumerate() {
+                    *v = seq[t].to_f64();
+                }
+                // the query's y slot is zero, its target the label
+                z[i * (d + 1) + d] = 0.0;
+                pre.y[b] = ys[b * k + i].to_f64();
+            }
+            for (j, est) in estimators.iter().enumerate() {
+                for b in 0..m {
+                    est.predict(&pre, b, &mut out)?;
+                    let e = out[0] - pre.y[b];
+                    accs[taus.len() + j][i].push(e * e);
+                }
+            }
+        }
+        first += m;
+    }
+    let res: Vec<Vec<RiskEstimate>> = accs
+        .iter()
+        .map(|a| a.iter().map(Acc::finish).collect())
+        .collect();
+    if let Some(bad) = res.iter().flatten().find(|r| !r.risk.is_finite()) {
+        return Err(Error::Numerical(alloc::format!(
+            "a risk is not finite ({})",
+            bad.risk
+        )));
+    }
+    Ok(res)
+}

@@ -1,0 +1,224 @@
+//! The objective of the GPT-2 family: fresh data every step, the loss at every x position
+//! (Garg et al. 2022's `train_step`), with their curriculum.
+//!
+//! **Data of step t.** Sequence b comes from stream (seed, Train, t, b) as every family's
+//! ([`Task::sample_sequence`]). Under the curriculum (`task.curriculum`), step t trains at
+//! `d_t = min(curriculum_d + curriculum_d_inc * floor(t / curriculum_every), d)` dimensions and
+//! `L_t = min(curriculum_L + curriculum_L_inc * floor(t / curriculum_every), L)` context pairs
+//! (Garg et al.'s `Curriculum`: `n_dims_truncated` and `n_points = L_t + 1`, updated after every
+//! step); the sequence is drawn at d dimensions and length `L_t`, then coordinates `d_t..d` of
+//! every x are set to zero and their share `w_i x_i` is taken out of every label, so
+//! `y = w[..d_t].x[..d_t] + noise` exactly as their sampler writes it.
+use super::kernels::Gpt2Runner;
+use super::spec::Gpt2Spec;
+use crate::config::{Config, TaskConfig};
+use crate::data::task::TaskVector;
+use crate::data::{Batch, Task};
+use crate::objective::Objective;
+use crate::rng::{self, Domain};
+use crate::{Result, Scalar};
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Garg et al.'s curriculum in icl's units: the dimension and the context length of a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Curriculum {
+    d: (usize, usize, usize),
+    len: (usize, usize, usize),
+    every: u64,
+}
+
+impl Curriculum {
+    /// The curriculum of a task section, `None` when it is off (every step at d and L).
+    pub fn of(t: &TaskConfig) -> Option<Self> {
+        t.curriculum.then_some(Curriculum {
+            d: (t.curriculum_d.min(t.d), t.curriculum_d_inc, t.d),
+            len: (t.curriculum_l.min(t.len), t.curriculum_l_inc, t.len),
+            every: t.curriculum_every.max(1),
+        })
+    }
+
+    /// (dimension, context length) at step `step` (counted from 0).
+    pub fn at(&self, step: u64) -> (usize, usize) {
+        let k = usize::try_from(step / self.every).unwrap_or(usize::MAX);
+        let grow = |(start, inc, end): (usize, usize, usize)| {
+            start.saturating_add(inc.saturating_mul(k)).min(end)
+        };
+        (grow(self.d), grow(self.len))
+    }
+}
+
+/// Sample sequence `b` of step `step` at dimension `dt` (of `task.d`) into `z` ((len + 1) x
+/// (d + 1) tokens) and `y`, zeroing coordinates `dt..d` (see the module doc).
+#[allow(clippy::too_many_arguments)]
+pub fn sample_truncated<T: Scalar>(
+    task: &Task,
+    seed: u64,
+    step: u64,
+    b: u64,
+    dt: usize,
+    len: usize,
+    normals: &mut Vec<f64>,
+    z: &mut [T],
+    y: &mut [T],
+) {
+    let mut r = rng::stream(seed, Domain::Train, step, b);
+    let d = task.d;
+    if dt >= d {
+        task.sample_sequence(&mut r, len, normals, z, y);
+        return;
+    }
+    let mut w = vec![0.0; d];
+    task.sample_sequence_as(&mut r, len, normals, z, y, TaskVector::Random, &mut w);
+    let e = d + 1;
+    for l in 0..=len {
+        let tok = &mut z[l * e..(l + 1) * e];
+        let mut drop = 0.0;
+        for i in dt..d {
+            drop += w[i] * tok[i].to_f64();
+            tok[i] = T::zero();
+        }
+        let slot = if l < len { &mut tok[d] } else { &mut y[0] };
+        *slot = T::of(slot.to_f64() - drop);
+    }
+}
+
+/// Fresh data every step for a GPT-2 model.
+pub struct Online<T: Scalar> {
+    spec: Gpt2Spec,
+    task: Task,
+    runner: Gpt2Runner<T>,
+    seed: u64,
+    n: usize,
+    curriculum: Option<Curriculum>,
+    batch: Batch<T>,
+    normals: Vec<f64>,
+}
+
+impl<T: Scalar> Online<T> {
+    /// The objective of `cfg` for a GPT-2 model of `spec`.
+    pub fn new(cfg: &Config, task: &Task, spec: &Gpt2Spec, runner: Gpt2Runner<T>) -> Result<Self> {
+        let curriculum = Curriculum::of(&cfg.task);
+        let len = curriculum.map_or(cfg.task.len, |c| c.at(0).1);
+        Ok(Online {
+            spec: spec.clone(),
+            task: task.clone(),
+            runner,
+            seed: cfg.train.seed,
+            n: cfg.train.batch,
+            curriculum,
+            batch: Batch::try_zeros(cfg.train.batch, len, task.d, 1)?,
+            normals: Vec::new(),
+        })
+    }
+
+    /// Fill the batch of `step` (resized when the curriculum changes the context length).
+    fn sample(&mut self, step: u64) -> Result<()> {
+        let (dt, len) = match self.curriculum {
+            Some(c) => c.at(step),
+            None => (self.task.d, self.batch.len),
+        };
+        if len != self.batch.len {
+            self.batch = Batch::try_zeros(self.n, len, self.task.d, 1)?;
+        }
+        let w = (len + 1) * self.batch.e();
+        for b in 0..self.n {
+            let (z, y) = (
+                &mut self.batch.z[b * w..(b + 1) * w],
+                &mut self.batch.y[b..b + 1],
+            );
+            sample_truncated(
+                &self.task,
+                self.seed,
+                step,
+                b as u64,
+                dt,
+                len,
+                &mut self.normals,
+                z,
+                y,
+            );
+        }
+        Ok(())
+    }
+}
+
+impl<T: Scalar> Objective<T> for Online<T> {
+    fn protocol(&self) -> &'static str {
+        if self.curriculum.is_some() {
+            "fresh data every step, Garg et al.'s curriculum"
+        } else {
+            "fresh data every step"
+        }
+    }
+    fn engine(&self) -> &str {
+        self.runner.name()
+    }
+    fn full_batch(&self) -> bool {
+        false
+    }
+    fn loss_grad(&mut self, step: u64, params: &[T], grad: &mut [T]) -> Result<f64> {
+        self.sample(step)?;
+        let l = self
+            .runner
+            .loss_grad(&self.spec, params, &self.batch, grad)?;
+        Ok(l.to_f64())
+    }
+    fn loss(&mut self, _params: &[T]) -> Result<Option<f64>> {
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_curriculum_grows_as_garg_et_al_update_it() {
+        let mut cfg = crate::presets::preset("garg-linear").unwrap();
+        let c = Curriculum::of(&cfg.task).unwrap();
+        // Curriculum.update() after every step: +1 dim and +2 points at step counts 2000, 4000, ...
+        assert_eq!(c.at(0), (5, 10));
+        assert_eq!(c.at(1999), (5, 10));
+        assert_eq!(c.at(2000), (6, 12));
+        assert_eq!(c.at(29_999), (19, 38));
+        assert_eq!(c.at(30_000), (20, 40));
+        assert_eq!(c.at(10_000_000), (20, 40));
+        cfg.set("task.d", "3").unwrap();
+        cfg.set("task.L", "8").unwrap();
+        cfg.set("model.positions", "9").unwrap();
+        let c = Curriculum::of(&cfg.task).unwrap();
+        assert_eq!(c.at(0), (3, 8));
+        assert_eq!(c.at(1 << 40), (3, 8));
+    }
+
+    /// Truncation keeps the noise and the first coordinates' share of every label: with
+    /// sigma2 = 0 the labels are w[..dt].x[..dt] for the w of the sequence's stream.
+    #[test]
+    fn truncated_sequences_are_the_first_coordinates_regression() {
+        let mut cfg = crate::presets::preset("garg-linear").unwrap();
+        cfg.set("task.eigs", "1,1,1,1,1,1").unwrap();
+        cfg.set("task.L", "5").unwrap();
+        let task = Task::new(&cfg).unwrap();
+        let (d, len, dt) = (6, 5, 2);
+        let mut z = vec![0.0f64; (len + 1) * (d + 1)];
+        let mut y = [0.0f64];
+        sample_truncated(&task, 7, 3, 1, dt, len, &mut Vec::new(), &mut z, &mut y);
+        // the same stream at full size gives w and x
+        let mut full = vec![0.0f64; (len + 1) * (d + 1)];
+        let mut yf = [0.0f64];
+        let mut w = vec![0.0; d];
+        let mut r = rng::stream(7, Domain::Train, 3, 1);
+        task.sample_sequence_as(&mut r, len, &mut Vec::new(), &mut full, &mut yf, TaskVector::Random, &mut w);
+        for l in 0..=len {
+            let x = &full[l * (d + 1)..l * (d + 1) + d];
+            let want: f64 = (0..dt).map(|i| w[i] * x[i]).sum();
+            let got = if l < len { z[l * (d + 1) + d] } else { y[0] };
+            assert!((got - want).abs() < 1e-12, "pair {l}: {got} vs {want}");
+            for i in 0..d {
+                let zi = z[l * (d + 1) + i];
+                assert_eq!(zi, if i < dt { x[i] } else { 0.0 });
+            }
+        }
+    }
+}
