@@ -188,7 +188,7 @@ impl<T: Scalar> Gpt2Runner<T> {
         if batch.n == 0 {
             return Err(Error::Shape("gpt2: empty batch".into()));
         }
-        let k = batch.len.checked_add(1).unwrap_or(usize::MAX);
+        let k = batch.len.saturating_add(1);
         spec.check_pairs(k)?;
         let want = batch
             .n

@@ -435,6 +435,9 @@ mod tests {
 
     const TOL: f64 = 1e-6;
 
+    /// `grad(x, r)`: the gradient of `r . f(x)` at `x`.
+    type Grad<'a> = dyn Fn(&[f64], &[f64]) -> Vec<f64> + 'a;
+
     fn normals(seq: u64, n: usize) -> Vec<f64> {
         let mut r = rng::stream(11, Domain::Eval, 0, seq);
         let mut v = vec![0.0; n];
@@ -445,13 +448,7 @@ mod tests {
     /// Check an op's backward: `f(x)` is the op's output as a function of the packed inputs
     /// `x`; the scalar checked is `sum r . f(x)` for a random `r`, whose gradient `grad(x, r)`
     /// returns.
-    fn check(
-        name: &str,
-        x: &[f64],
-        n_out: usize,
-        f: &dyn Fn(&[f64]) -> Vec<f64>,
-        grad: &dyn Fn(&[f64], &[f64]) -> Vec<f64>,
-    ) {
+    fn check(name: &str, x: &[f64], n_out: usize, f: &dyn Fn(&[f64]) -> Vec<f64>, grad: &Grad<'_>) {
         let r = normals(99, n_out);
         let g = grad(x, &r);
         let mut obj = |x: &[f64]| f(x).iter().zip(&r).map(|(a, b)| a * b).sum::<f64>();

@@ -82,7 +82,7 @@ impl Gpt2Spec {
                 "gpt2: {name} = 0; every size (d, embd, layers, heads, positions) must be at least 1"
             )));
         }
-        if self.embd % self.heads != 0 {
+        if !self.embd.is_multiple_of(self.heads) {
             return Err(Error::InvalidConfig(format!(
                 "gpt2: embd = {} is not a multiple of heads = {}; choose embd = k heads (e.g. {}) or heads dividing {}",
                 self.embd,
