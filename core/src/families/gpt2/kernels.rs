@@ -28,8 +28,8 @@ pub trait Gpt2Kernels<T: Scalar>: Send {
         batch: &Batch<T>,
         grad: &mut [T],
     ) -> Result<T>;
-    /// Predictions at every position of n prompts of k pairs: `xs` [n, k, d], `ys` [n, k],
-    /// `out` [n, k] (`out[b k + i]` reads pairs 0..i-1 of prompt b and x_i).
+    /// Predictions at every position of n prompts of k pairs: `xs: [n, k, d]`, `ys: [n, k]`,
+    /// `out: [n, k]` (`out[b k + i]` reads pairs 0..i-1 of prompt b and x_i).
     #[allow(clippy::too_many_arguments)]
     fn predict(
         &mut self,
@@ -43,7 +43,7 @@ pub trait Gpt2Kernels<T: Scalar>: Send {
     ) -> Result<()>;
 }
 
-/// Sequence `b` of `batch` as a prompt of K = len + 1 pairs: `xs` [K, d], `ys` [K].
+/// Sequence `b` of `batch` as a prompt of K = len + 1 pairs: `xs: [K, d]`, `ys: [K]`.
 pub fn prompt_of_batch<T: Scalar>(batch: &Batch<T>, b: usize, xs: &mut [T], ys: &mut [T]) {
     let (d, e, len) = (batch.d, batch.e(), batch.len);
     let z = batch.seq(b);
@@ -204,8 +204,8 @@ impl<T: Scalar> Gpt2Runner<T> {
         self.engine.loss_grad(spec, params, batch, grad)
     }
 
-    /// Predictions at every position of `n` prompts of `k` pairs (`xs` [n, k, d], `ys` [n, k],
-    /// `out` [n, k]).
+    /// Predictions at every position of `n` prompts of `k` pairs (`xs: [n, k, d]`, `ys: [n, k]`,
+    /// `out: [n, k]`).
     #[allow(clippy::too_many_arguments)]
     pub fn predict(
         &mut self,

@@ -28,25 +28,25 @@
 //!
 //! | # | name | shape | PyTorch |
 //! |---|---|---|---|
-//! | 1 | `read_in.weight` | [C, d] | `_read_in.weight` |
-//! | 2 | `read_in.bias` | [C] | `_read_in.bias` |
-//! | 3 | `wpe` | [2P, C] | `_backbone.wpe.weight` |
-//! | 4 | `ln_1.weight` | [NL, C] | `_backbone.h.{l}.ln_1.weight` |
-//! | 5 | `ln_1.bias` | [NL, C] | `_backbone.h.{l}.ln_1.bias` |
-//! | 6 | `attn.c_attn.weight` | [NL, C, 3C] | `_backbone.h.{l}.attn.c_attn.weight` |
-//! | 7 | `attn.c_attn.bias` | [NL, 3C] | `_backbone.h.{l}.attn.c_attn.bias` |
-//! | 8 | `attn.c_proj.weight` | [NL, C, C] | `_backbone.h.{l}.attn.c_proj.weight` |
-//! | 9 | `attn.c_proj.bias` | [NL, C] | `_backbone.h.{l}.attn.c_proj.bias` |
-//! | 10 | `ln_2.weight` | [NL, C] | `_backbone.h.{l}.ln_2.weight` |
-//! | 11 | `ln_2.bias` | [NL, C] | `_backbone.h.{l}.ln_2.bias` |
-//! | 12 | `mlp.c_fc.weight` | [NL, C, 4C] | `_backbone.h.{l}.mlp.c_fc.weight` |
-//! | 13 | `mlp.c_fc.bias` | [NL, 4C] | `_backbone.h.{l}.mlp.c_fc.bias` |
-//! | 14 | `mlp.c_proj.weight` | [NL, 4C, C] | `_backbone.h.{l}.mlp.c_proj.weight` |
-//! | 15 | `mlp.c_proj.bias` | [NL, C] | `_backbone.h.{l}.mlp.c_proj.bias` |
-//! | 16 | `ln_f.weight` | [C] | `_backbone.ln_f.weight` |
-//! | 17 | `ln_f.bias` | [C] | `_backbone.ln_f.bias` |
-//! | 18 | `read_out.weight` | [1, C] | `_read_out.weight` |
-//! | 19 | `read_out.bias` | [1] | `_read_out.bias` |
+//! | 1 | `read_in.weight` | `[C, d]` | `_read_in.weight` |
+//! | 2 | `read_in.bias` | `[C]` | `_read_in.bias` |
+//! | 3 | `wpe` | `[2P, C]` | `_backbone.wpe.weight` |
+//! | 4 | `ln_1.weight` | `[NL, C]` | `_backbone.h.{l}.ln_1.weight` |
+//! | 5 | `ln_1.bias` | `[NL, C]` | `_backbone.h.{l}.ln_1.bias` |
+//! | 6 | `attn.c_attn.weight` | `[NL, C, 3C]` | `_backbone.h.{l}.attn.c_attn.weight` |
+//! | 7 | `attn.c_attn.bias` | `[NL, 3C]` | `_backbone.h.{l}.attn.c_attn.bias` |
+//! | 8 | `attn.c_proj.weight` | `[NL, C, C]` | `_backbone.h.{l}.attn.c_proj.weight` |
+//! | 9 | `attn.c_proj.bias` | `[NL, C]` | `_backbone.h.{l}.attn.c_proj.bias` |
+//! | 10 | `ln_2.weight` | `[NL, C]` | `_backbone.h.{l}.ln_2.weight` |
+//! | 11 | `ln_2.bias` | `[NL, C]` | `_backbone.h.{l}.ln_2.bias` |
+//! | 12 | `mlp.c_fc.weight` | `[NL, C, 4C]` | `_backbone.h.{l}.mlp.c_fc.weight` |
+//! | 13 | `mlp.c_fc.bias` | `[NL, 4C]` | `_backbone.h.{l}.mlp.c_fc.bias` |
+//! | 14 | `mlp.c_proj.weight` | `[NL, 4C, C]` | `_backbone.h.{l}.mlp.c_proj.weight` |
+//! | 15 | `mlp.c_proj.bias` | `[NL, C]` | `_backbone.h.{l}.mlp.c_proj.bias` |
+//! | 16 | `ln_f.weight` | `[C]` | `_backbone.ln_f.weight` |
+//! | 17 | `ln_f.bias` | `[C]` | `_backbone.ln_f.bias` |
+//! | 18 | `read_out.weight` | `[1, C]` | `_read_out.weight` |
+//! | 19 | `read_out.bias` | `[1]` | `_read_out.bias` |
 //!
 //! (The PyTorch model also holds `_backbone.wte.weight`, the token embedding it never uses since
 //! it is fed `inputs_embeds`; it has no place here.)

@@ -139,25 +139,25 @@ impl<'a, T> Gpt2Tensors<&'a mut [T]> {
 /// What one block keeps for the backward (T tokens, C columns, H heads).
 #[derive(Debug, Clone, Default)]
 struct BlockActs<T> {
-    /// The block's input stream h [T, C].
+    /// The block's input stream h `[T, C]`.
     h: Vec<T>,
-    /// ln_1(h) [T, C], its mean and 1/std [T].
+    /// ln_1(h) `[T, C]`, its mean and 1/std `[T]`.
     ln1: Vec<T>,
     ln1_mean: Vec<T>,
     ln1_rstd: Vec<T>,
-    /// c_attn's output q | k | v [T, 3C].
+    /// c_attn's output q | k | v `[T, 3C]`.
     qkv: Vec<T>,
-    /// Attention weights p [H, T, T].
+    /// Attention weights p `[H, T, T]`.
     att: Vec<T>,
-    /// The heads' mix, concatenated [T, C].
+    /// The heads' mix, concatenated `[T, C]`.
     atty: Vec<T>,
-    /// a = h + attention [T, C].
+    /// a = h + attention `[T, C]`.
     a: Vec<T>,
-    /// ln_2(a) [T, C], its mean and 1/std [T].
+    /// ln_2(a) `[T, C]`, its mean and 1/std `[T]`.
     ln2: Vec<T>,
     ln2_mean: Vec<T>,
     ln2_rstd: Vec<T>,
-    /// c_fc's output [T, 4C], and after GELU.
+    /// c_fc's output `[T, 4C]`, and after GELU.
     fch: Vec<T>,
     fch_gelu: Vec<T>,
 }
@@ -214,19 +214,19 @@ impl<T: Scalar> BlockActs<T> {
 /// the prompt at hand, reused across calls.
 #[derive(Debug, Clone, Default)]
 pub struct Workspace<T> {
-    /// The tokens [T, d].
+    /// The tokens `[T, d]`.
     tok: Vec<T>,
     blocks: Vec<BlockActs<T>>,
-    /// The last block's output stream [T, C], ln_f of it, its mean and 1/std [T].
+    /// The last block's output stream `[T, C]`, ln_f of it, its mean and 1/std `[T]`.
     hf: Vec<T>,
     lnf: Vec<T>,
     lnf_mean: Vec<T>,
     lnf_rstd: Vec<T>,
-    /// c_proj's output before the residual add [T, C] (both c_proj of every block).
+    /// c_proj's output before the residual add `[T, C]` (both c_proj of every block).
     proj: Vec<T>,
-    /// read_out at every token [T].
+    /// read_out at every token `[T]`.
     out: Vec<T>,
-    /// The predictions [K] (`out` at the x tokens).
+    /// The predictions `[K]` (`out` at the x tokens).
     preds: Vec<T>,
     // the backward's buffers: gradients of a block's output stream, of a, of a c_proj output
     // [T, C]; of a LayerNorm's output [T, C]; of qkv [T, 3C]; of c_fc's output before and after
@@ -248,7 +248,7 @@ impl<T: Scalar> Workspace<T> {
         Workspace::default()
     }
 
-    /// The predictions of the last [`forward`] or [`loss_grad`] ([K]).
+    /// The predictions of the last [`forward`] or [`loss_grad`] (`[K]`).
     pub fn preds(&self) -> &[T] {
         &self.preds
     }
@@ -315,7 +315,7 @@ impl<T: Scalar> Workspace<T> {
     }
 }
 
-/// Check one prompt's buffers: `xs` [K, d], `ys` [K], `1 <= K <= P`, the spec and the parameter
+/// Check one prompt's buffers: `xs: [K, d]`, `ys: [K]`, `1 <= K <= P`, the spec and the parameter
 /// count.
 fn check_prompt<T>(spec: &Gpt2Spec, params: &[T], xs: &[T], ys: &[T], k: usize) -> Result<()> {
     spec.validate()?;
@@ -333,7 +333,7 @@ fn check_prompt<T>(spec: &Gpt2Spec, params: &[T], xs: &[T], ys: &[T], k: usize) 
     Ok(())
 }
 
-/// Token 2i is x_i, token 2i + 1 is (y_i, 0, .., 0) (Garg et al.'s `_combine`): `tok` [2K, d].
+/// Token 2i is x_i, token 2i + 1 is (y_i, 0, .., 0) (Garg et al.'s `_combine`): `tok: [2K, d]`.
 pub fn write_tokens<T: Scalar>(tok: &mut [T], xs: &[T], ys: &[T], k: usize, d: usize) {
     for i in 0..k {
         tok[2 * i * d..][..d].copy_from_slice(&xs[i * d..][..d]);
@@ -611,8 +611,8 @@ fn run_backward<T: Scalar>(
     );
 }
 
-/// Predictions of one prompt of K pairs: `xs` [K, d], `ys` [K] (y_{K-1}, after the last x
-/// token, never reaches a prediction), `preds` [K] (`preds[i]` reads pairs 0..i-1 and x_i).
+/// Predictions of one prompt of K pairs: `xs: [K, d]`, `ys: [K]` (y_{K-1}, after the last x
+/// token, never reaches a prediction), `preds: [K]` (`preds[i]` reads pairs 0..i-1 and x_i).
 #[allow(clippy::too_many_arguments)]
 pub fn forward<T: Scalar>(
     spec: &Gpt2Spec,

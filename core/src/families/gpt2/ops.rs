@@ -28,8 +28,8 @@ fn axpy<T: Scalar>(y: &mut [T], a: T, x: &[T]) {
 // ---------------------------------------------------------------------------------------------
 // nn.Linear (read_in, read_out): weight [OC, IC], out = inp W^T + b
 
-/// `out[n][o] = b[o] + sum_i w[o][i] inp[n][i]`: `inp` [N, IC], `w` [OC, IC] (PyTorch's
-/// `nn.Linear` layout), `b` [OC], `out` [N, OC].
+/// `out[n][o] = b[o] + sum_i w[o][i] inp[n][i]`: `inp: [N, IC]`, `w: [OC, IC]` (PyTorch's
+/// `nn.Linear` layout), `b: [OC]`, `out: [N, OC]`.
 pub fn linear_forward<T: Scalar>(
     out: &mut [T],
     inp: &[T],
@@ -79,8 +79,8 @@ pub fn linear_backward<T: Scalar>(
 // ---------------------------------------------------------------------------------------------
 // Conv1D (every matrix inside GPT-2): weight [IC, OC], out = inp W + b
 
-/// `out[n][o] = b[o] + sum_i inp[n][i] w[i][o]`: `inp` [N, IC], `w` [IC, OC] (transformers'
-/// `Conv1D` layout), `b` [OC], `out` [N, OC].
+/// `out[n][o] = b[o] + sum_i inp[n][i] w[i][o]`: `inp: [N, IC]`, `w: [IC, OC]` (transformers'
+/// `Conv1D` layout), `b: [OC]`, `out: [N, OC]`.
 pub fn conv1d_forward<T: Scalar>(
     out: &mut [T],
     inp: &[T],
@@ -135,7 +135,7 @@ pub fn conv1d_backward<T: Scalar>(
 // LayerNorm over the C columns of every row
 
 /// `mean = sum_i x_i / C`, `var = sum_i (x_i - mean)^2 / C` (biased), `rstd = 1/sqrt(var + 1e-5)`,
-/// `out_i = (x_i - mean) rstd w_i + b_i`: `inp`, `out` [N, C], `w`, `b` [C], `mean`, `rstd` [N]
+/// `out_i = (x_i - mean) rstd w_i + b_i`: `inp`, `out: [N, C]`, `w`, `b: [C]`, `mean`, `rstd: [N]`
 /// (kept for the backward).
 #[allow(clippy::too_many_arguments)]
 pub fn layernorm_forward<T: Scalar>(
@@ -248,14 +248,14 @@ pub fn gelu_backward<T: Scalar>(dinp: &mut [T], inp: &[T], dout: &[T]) {
 // ---------------------------------------------------------------------------------------------
 // Causal multi-head self-attention with temperature
 
-/// `qkv` [N, 3C] holds `q = qkv[.., 0..C]`, `k = qkv[.., C..2C]`, `v = qkv[.., 2C..3C]`; head h
+/// `qkv: [N, 3C]` holds `q = qkv[.., 0..C]`, `k = qkv[.., C..2C]`, `v = qkv[.., 2C..3C]`; head h
 /// reads columns `h hd..(h+1) hd` of each (hd = C / H). Per head, for token t and u <= t:
 /// ```text
 /// s_tu  = (q_t . k_u) / (sqrt(hd) tau)
 /// p_tu  = softmax_u(s_tu)              (att[h][t][u]; 0 for u > t)
 /// out_t = sum_u p_tu v_u               (out[t][h hd..(h+1) hd])
 /// ```
-/// `att` [H, N, N] keeps the weights for the backward.
+/// `att: [H, N, N]` keeps the weights for the backward.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_forward<T: Scalar>(
     out: &mut [T],
@@ -374,7 +374,7 @@ pub fn residual_backward<T: Scalar>(da: &mut [T], db: &mut [T], dout: &[T]) {
 // ---------------------------------------------------------------------------------------------
 // Learned positions
 
-/// `h[t] += wpe[t]` for the N rows of `h` [N, C] (`wpe` [>= N, C]).
+/// `h[t] += wpe[t]` for the N rows of `h: [N, C]` (`wpe: [>= N, C]`).
 pub fn position_forward<T: Scalar>(h: &mut [T], wpe: &[T], n: usize, c: usize) {
     for (x, &p) in h[..n * c].iter_mut().zip(&wpe[..n * c]) {
         *x += p;
@@ -392,7 +392,7 @@ pub fn position_backward<T: Scalar>(dwpe: &mut [T], dh: &[T], n: usize, c: usize
 // The predictions: read_out's output at the x tokens
 
 /// `preds[i] = out[2 i]`: the prediction of pair i is read at its x token (token 2i) of `out`
-/// [2K] (read_out at every token, as PyTorch's `prediction[:, ::2, 0]`).
+/// `[2K]` (read_out at every token, as PyTorch's `prediction[:, ::2, 0]`).
 pub fn select_forward<T: Scalar>(preds: &mut [T], out: &[T], k: usize) {
     for i in 0..k {
         preds[i] = out[2 * i];
