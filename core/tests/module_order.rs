@@ -28,6 +28,7 @@ const ORDER: &[(u32, &str)] = &[
     // the families' definitions: specs, forward/backward pairs, kernels and their reference
     (6, "families::attention"),
     (6, "families::stack"),
+    (6, "families::gpt2"),
     (7, "families::linear_attention"),
     (7, "families::iv"),
     (8, "families"),
