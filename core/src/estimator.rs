@@ -131,7 +131,9 @@ impl Estimator {
             Estimator::Zero | Estimator::Ols | Estimator::Lstsq | Estimator::Averaging => Ok(()),
             Estimator::Knn { k } => {
                 if *k == 0 {
-                    return Err(Error::InvalidConfig("k nearest neighbours needs k >= 1".into()));
+                    return Err(Error::InvalidConfig(
+                        "k nearest neighbours needs k >= 1".into(),
+                    ));
                 }
                 Ok(())
             }
@@ -249,7 +251,8 @@ impl Estimator {
                     return Err(Error::Numerical("the SVD of X did not converge".into()));
                 };
                 let s = &svd.singular_values;
-                let cut = s.iter().fold(0.0f64, |a, &b| a.max(b)) * (l.max(d) as f64) * f64::EPSILON;
+                let cut =
+                    s.iter().fold(0.0f64, |a, &b| a.max(b)) * (l.max(d) as f64) * f64::EPSILON;
                 // v = V S^+ U^T ... applied as (x_q^T V S^+) (U^T y)
                 let xv = vt.clone() * DVector::from_column_slice(&xq);
                 for (o, v) in out.iter_mut().enumerate().take(no) {
@@ -267,7 +270,14 @@ impl Estimator {
                     return Ok(());
                 }
                 let mut by_dist: Vec<(f64, usize)> = (0..l)
-                    .map(|i| ((0..d).map(|c| (x(i, c) - xq[c]).powi(2)).sum::<f64>(), i))
+                    .map(|i| {
+                        (
+                            (0..d)
+                                .map(|c| (x(i, c) - xq[c]) * (x(i, c) - xq[c]))
+                                .sum::<f64>(),
+                            i,
+                        )
+                    })
                     .collect();
                 by_dist.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                 let near = &by_dist[..(*k).min(l)];
@@ -353,7 +363,10 @@ mod tests {
     #[test]
     fn lstsq_is_the_minimum_norm_solution() {
         // X = [e1; e2] in R^3: w = (2, 3, 0), x_q = (1, 1, 5) -> 5
-        let b = batch(&[(&[1.0, 0.0, 0.0], 2.0), (&[0.0, 1.0, 0.0], 3.0)], &[1.0, 1.0, 5.0]);
+        let b = batch(
+            &[(&[1.0, 0.0, 0.0], 2.0), (&[0.0, 1.0, 0.0], 3.0)],
+            &[1.0, 1.0, 5.0],
+        );
         assert!((pred(&Estimator::Lstsq, &b) - 5.0).abs() < 1e-12);
         // one point x = (1, 1), y = 2: w = x y / |x|^2 = (1, 1); x_q = (2, 0) -> 2
         let b = batch(&[(&[1.0, 1.0], 2.0)], &[2.0, 0.0]);

@@ -51,6 +51,8 @@ const ORDER: &[(u32, &str)] = &[
     (11, "families::stack::analysis"),
     (11, "families::iv::objective"),
     (11, "families::iv::eval"),
+    (11, "families::gpt2::objective"),
+    (11, "families::gpt2::eval"),
     (12, "engine"),
     (13, "train"),
     (14, "conformance"),

@@ -153,9 +153,9 @@ pub trait RunScalar: Scalar + icl_cpu_simd::SimdScalar + Send + Sync {
     /// The named engine's kernels for GPT-2 models (a refusal is an input error).
     fn gpt2_engine(name: &str) -> Result<Box<dyn icl_core::engine::Gpt2Kernels<Self>>> {
         Self::engine_named(name)?.gpt2().map_err(|e| match e {
-            icl_core::Error::Unsupported(m) => RunError::Refused(format!(
-                "{m}; use --engine simd or scalar for GPT-2 models"
-            )),
+            icl_core::Error::Unsupported(m) => {
+                RunError::Refused(format!("{m}; use --engine simd or scalar for GPT-2 models"))
+            }
             e => e.into(),
         })
     }

@@ -533,7 +533,11 @@ pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
     } else {
         1.0 / cfg.task.d as f64
     };
-    let mut v = vec![Estimator::Lstsq, Estimator::Knn { k: 3 }, Estimator::Averaging];
+    let mut v = vec![
+        Estimator::Lstsq,
+        Estimator::Knn { k: 3 },
+        Estimator::Averaging,
+    ];
     if cfg.task.sigma2 > 0.0 {
         v.push(Estimator::Ridge {
             lambda: cfg.task.sigma2 / prior,
@@ -547,7 +551,12 @@ pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
 pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<EvalRows> {
     check(o)?;
     let m = &o.multilayer;
-    if m.lambda_range.is_some() || m.stack.is_some() || m.layers_out || m.alignment > 0 || m.reference.is_some() {
+    if m.lambda_range.is_some()
+        || m.stack.is_some()
+        || m.layers_out
+        || m.alignment > 0
+        || m.reference.is_some()
+    {
         return Err(RunError::Refused(
             "--lambda-range, --stack, --layers-out, --alignment and --ref apply to transformer runs (model.arch = transformer or iv2stage)".into(),
         ));

@@ -1295,7 +1295,10 @@ impl Config {
     pub fn gpt2_params(&self) -> Option<u64> {
         let (d, c) = (self.task.d as u64, self.model.embd as u64);
         let (p, nl) = (self.model.positions as u64, self.model.layers as u64);
-        let layer = c.checked_mul(c)?.checked_mul(12)?.checked_add(c.checked_mul(13)?)?;
+        let layer = c
+            .checked_mul(c)?
+            .checked_mul(12)?
+            .checked_add(c.checked_mul(13)?)?;
         c.checked_mul(d + 1)?
             .checked_add(p.checked_mul(2)?.checked_mul(c)?)?
             .checked_add(nl.checked_mul(layer)?)?
@@ -1317,7 +1320,9 @@ impl Config {
         let chunks = n.div_ceil(8).min(threads.max(1).checked_mul(4)?);
         let params_b = mul(&[params, 8, chunks.checked_add(14)?])?;
         let batch = mul(&[n, toks, t.d as u64 + 1, 8 * 3])?;
-        let per_token = c.checked_mul(20)?.checked_add(h.checked_mul(toks)?.checked_mul(2)?)?;
+        let per_token = c
+            .checked_mul(20)?
+            .checked_add(h.checked_mul(toks)?.checked_mul(2)?)?;
         let per_seq = mul(&[nl.checked_add(1)?, toks, per_token, 8])?;
         let workspace = mul(&[threads.max(1), per_seq])?;
         let rows = (tr.steps / tr.log_every.max(1)).checked_add(2)?;

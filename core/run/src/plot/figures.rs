@@ -103,7 +103,10 @@ pub fn risk_vs_len(res: &EvalRows) -> Result<Figure> {
         return risk_per_position(res, d);
     }
     let series = eval_series(res, 1.0)?;
-    let title = with_shift(res, String::from("test risk against L′ (±1 standard error)"));
+    let title = with_shift(
+        res,
+        String::from("test risk against L′ (±1 standard error)"),
+    );
     let ylabel = match &res.target {
         Some(t) => format!("risk ({t} target)"),
         None => "risk".to_string(),
@@ -131,8 +134,16 @@ fn risk_per_position(res: &EvalRows, d: usize) -> Result<Figure> {
     let lens: Vec<f64> = res.rows.iter().map(|r| r.len as f64).collect();
     Ok(Figure::single(Panel {
         title,
-        x: Axis::auto("in-context examples (pairs before the prediction)", lens.iter().copied(), 20.0),
-        y: Axis::auto("squared error / d", res.rows.iter().map(|r| r.risk / df), 10.0),
+        x: Axis::auto(
+            "in-context examples (pairs before the prediction)",
+            lens.iter().copied(),
+            20.0,
+        ),
+        y: Axis::auto(
+            "squared error / d",
+            res.rows.iter().map(|r| r.risk / df),
+            10.0,
+        ),
         series,
     }))
 }

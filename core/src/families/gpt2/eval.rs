@@ -53,7 +53,14 @@ pub fn position_risks<T: Scalar>(
     while first < n {
         let m = CHUNK.min(n - first);
         let mut batch = Batch::<T>::try_zeros(m, len, d, 1)?;
-        task.sample_into(seed, Domain::Eval, len as u64, first as u64, &mut batch, &mut normals);
+        task.sample_into(
+            seed,
+            Domain::Eval,
+            len as u64,
+            first as u64,
+            &mut batch,
+            &mut normals,
+        );
         // the prompts as (x_i, y_i), i = 0..=len
         let mut xs = vec![T::zero(); m * k * d];
         let mut ys = vec![T::zero(); m * k];

@@ -57,10 +57,14 @@
 //! * [`model`]: one prompt's forward pass and loss gradient over the flat parameters;
 //! * [`init`]: transformers' `_init_weights` and PyTorch's nn.Linear default;
 //! * [`kernels`]: the operations an engine implements for this family, behind a checking runner,
-//!   and the scalar reference.
+//!   and the scalar reference;
+//! * [`objective`]: fresh data every step with Garg et al.'s curriculum;
+//! * [`eval`]: the risk at every prompt position of the model and the classical estimators.
+pub mod eval;
 pub mod init;
 pub mod kernels;
 pub mod model;
+pub mod objective;
 pub mod ops;
 pub mod spec;
 

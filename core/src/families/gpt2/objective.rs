@@ -209,7 +209,15 @@ mod tests {
         let mut yf = [0.0f64];
         let mut w = vec![0.0; d];
         let mut r = rng::stream(7, Domain::Train, 3, 1);
-        task.sample_sequence_as(&mut r, len, &mut Vec::new(), &mut full, &mut yf, TaskVector::Random, &mut w);
+        task.sample_sequence_as(
+            &mut r,
+            len,
+            &mut Vec::new(),
+            &mut full,
+            &mut yf,
+            TaskVector::Random,
+            &mut w,
+        );
         for l in 0..=len {
             let x = &full[l * (d + 1)..l * (d + 1) + d];
             let want: f64 = (0..dt).map(|i| w[i] * x[i]).sum();
