@@ -1793,6 +1793,18 @@ mod tests {
             assert!(!seen.contains(&k), "{k} twice");
             seen.push(k);
         }
+        // the keys written are every key but those at their legacy value; those read back too
+        for k in keys() {
+            let name = format!("{}.{}", k.section, k.name);
+            if seen.contains(&name) || k.section == "shift" {
+                continue;
+            }
+            let v = c.get(&name).unwrap().to_string();
+            let mut c2 = c.clone();
+            c2.set(&name, &v).unwrap();
+            assert_eq!(c2, c, "{name}");
+            seen.push(name);
+        }
         assert_eq!(seen.len(), keys().count());
     }
 
@@ -1876,5 +1888,98 @@ mod legacy_tests {
         assert_eq!(d.all_values().len(), 2);
         assert!(d.set_value("law", &Value::Integer(2)).unwrap());
         assert_eq!(d.values().len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod gpt2_tests {
+    use super::*;
+
+    fn refused(preset: &str, sets: &[(&str, &str)], says: &str) {
+        let mut c = crate::presets::preset(preset).unwrap();
+        for (k, v) in sets {
+            c.set(k, v).unwrap();
+        }
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains(says), "{sets:?}: {e}");
+    }
+
+    #[test]
+    fn gpt2_configs_are_checked_with_the_fix_named() {
+        for p in [
+            "garg-linear",
+            "garg-linear-small",
+            "garg-linear-tiny",
+            "temperature-fig6-gpt2",
+        ] {
+            crate::presets::preset(p).unwrap().validate().unwrap();
+        }
+        refused(
+            "garg-linear-tiny",
+            &[("model.embd", "63")],
+            "--set model.embd=64",
+        );
+        refused(
+            "garg-linear-tiny",
+            &[("model.positions", "11")],
+            "--set model.positions=41",
+        );
+        refused(
+            "garg-linear-tiny",
+            &[("model.looped", "false")],
+            "model.looped",
+        );
+        refused(
+            "garg-linear-tiny",
+            &[("model.init", "gaussian")],
+            "model.init",
+        );
+        refused(
+            "garg-linear-tiny",
+            &[("model.attention", "linear")],
+            "softmax",
+        );
+        refused("garg-linear-tiny", &[("task.kind", "iv")], "one output");
+        refused(
+            "he2025",
+            &[("task.curriculum", "true")],
+            "apply to model.arch = gpt2",
+        );
+        refused(
+            "he2025",
+            &[("model.embd", "32")],
+            "apply to model.arch = gpt2",
+        );
+        refused(
+            "temperature-fig6-gpt2",
+            &[("task.curriculum", "true")],
+            "isotropic or eigs",
+        );
+    }
+
+    /// The new keys are written only away from their legacy values: an old config reads back
+    /// unchanged, and a GPT-2 config keeps its shape.
+    #[test]
+    fn gpt2_keys_keep_old_bytes() {
+        let he = Config::default().to_toml();
+        assert!(!he.contains("embd") && !he.contains("curriculum"), "{he}");
+        let g = crate::presets::preset("garg-linear").unwrap();
+        let t = g.to_toml();
+        assert!(
+            t.contains("embd = 256") && t.contains("curriculum = true"),
+            "{t}"
+        );
+        assert_eq!(Config::from_toml(&t).unwrap(), g);
+    }
+
+    #[test]
+    fn gpt2_parameter_count_is_the_layouts() {
+        let g = crate::presets::preset("garg-linear").unwrap();
+        let spec = crate::model::ModelSpec::from_config(&g).unwrap();
+        assert_eq!(g.gpt2_params(), Some(spec.n_params() as u64));
+        // by hand, from transformers' GPT2Block at n_embd 256: ln_1 512, c_attn 197,376, attn
+        // c_proj 65,792, ln_2 512, c_fc 263,168, mlp c_proj 262,400 = 789,760 a layer; read-in
+        // 5,376, wpe 51,712, ln_f 512, read-out 257
+        assert_eq!(spec.n_params(), 12 * 789_760 + 5_376 + 51_712 + 512 + 257);
     }
 }

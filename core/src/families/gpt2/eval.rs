@@ -125,3 +125,60 @@ pub fn position_risks<T: Scalar>(
     }
     Ok(res)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On Garg et al.'s data (x, w ~ N(0, I_d), no noise) every estimator's error before any
+    /// example is E[y^2] = d; least squares is exact from d examples on; the averaging
+    /// estimator's error at i examples is E|(S - I) w|^2 with S = (1/i) sum x_l x_l^T, and
+    /// E[(S - I)^2] = (d + 1)/i I (Wishart moments), E|w|^2 = d: d (d + 1) / i.
+    #[test]
+    fn estimators_at_every_position_match_closed_forms() {
+        let mut cfg = crate::presets::preset("garg-linear-tiny").unwrap();
+        cfg.set("task.eigs", "1,1,1").unwrap();
+        cfg.set("task.L", "8").unwrap();
+        let task = Task::new(&cfg).unwrap();
+        let spec = Gpt2Spec {
+            d: 3,
+            embd: 8,
+            layers: 1,
+            heads: 2,
+            positions: 9,
+            tau: 1.0,
+        };
+        let params: Vec<f64> = super::super::init::init_params(&spec, 1);
+        let n = 4000;
+        let ests = [
+            Estimator::Lstsq,
+            Estimator::Knn { k: 3 },
+            Estimator::Averaging,
+        ];
+        let mut runner = Gpt2Runner::scalar();
+        let r = position_risks(&spec, &params, &task, 8, n, 5, &mut runner, &[1.0], &ests).unwrap();
+        assert_eq!(r.len(), 4);
+        assert!(r.iter().all(|per| per.len() == 9));
+        let near = |got: &RiskEstimate, want: f64, what: &str| {
+            assert!(
+                (got.risk - want).abs() < 4.0 * got.stderr + 1e-9,
+                "{what}: {} ± {} vs {want}",
+                got.risk,
+                got.stderr
+            );
+        };
+        for j in 1..4 {
+            near(&r[j][0], 3.0, "no examples");
+        }
+        for i in 3..9 {
+            assert!(r[1][i].risk < 1e-18, "lstsq at {i}: {}", r[1][i].risk);
+        }
+        for i in [1usize, 2, 4, 8] {
+            near(
+                &r[3][i],
+                3.0 * 4.0 / i as f64,
+                &alloc::format!("averaging at {i}"),
+            );
+        }
+    }
+}
