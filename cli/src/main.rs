@@ -29,6 +29,8 @@ enum Command {
     Analyze(cmd::analyze::Args),
     /// Make a run folder from a PyTorch state_dict saved as safetensors (reference-code layout).
     Import(cmd::import::Args),
+    /// A trained model's predictions on given prompts (safetensors in and out).
+    Predict(cmd::predict::Args),
     /// List presets (and with --keys every configuration key).
     Presets(cmd::presets::Args),
     /// Closed forms and dynamical systems of the four papers.
@@ -60,6 +62,7 @@ fn main() {
         Command::Eval(a) => cmd::eval::run(a),
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Import(a) => cmd::import::run(a),
+        Command::Predict(a) => cmd::predict::run(a),
         Command::Presets(a) => cmd::presets::run(a),
         Command::Theory(a) => cmd::theory::run(a),
         Command::Bench(a) => cmd::bench::run(a),

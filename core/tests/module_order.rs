@@ -53,6 +53,7 @@ const ORDER: &[(u32, &str)] = &[
     (11, "families::iv::eval"),
     (11, "families::gpt2::objective"),
     (11, "families::gpt2::eval"),
+    (11, "families::gpt2::analysis"),
     (12, "engine"),
     (13, "train"),
     (14, "conformance"),

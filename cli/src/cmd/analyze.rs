@@ -2,6 +2,8 @@
 //! writes DIR/circuits.svg (heatmaps of each head's KQ and transposed OV rows, He et al. figure 1a).
 //! For transformer runs: <u1, omega>, <u2, omega>, eta_x, eta_y and the pattern metrics per
 //! parameter set, and heatmaps of every head's Phi and Psi (multilayer paper §4.2, figs. 2, 7).
+//! For GPT-2 runs: every layer's and head's attention on one prompt, written to DIR/attention.svg,
+//! with the weight x tokens give the label tokens and tokens give themselves.
 use super::common::{out, outln};
 use crate::error::CliResult;
 use icl_core_run::analyze::analyze_run;
@@ -68,6 +70,21 @@ pub fn run(a: &Args) -> CliResult {
                     s.push_str(&format!("       head {h}: omega(Phi Sigma) {w:.4}  ||Phi Sigma - omega I||/||omega I|| {r:.3}\n"));
                 }
             }
+        }
+    }
+    if let Some(g) = &rep.gpt2 {
+        s.push_str(&format!(
+            "step {}; GPT-2 attention on one prompt of {} pairs (attention.svg)\n{:>6} {:>5} {:>14} {:>12}\n",
+            rep.step, g.prompt_pairs, "layer", "head", "x -> labels", "self"
+        ));
+        for h in &g.attention_heads {
+            s.push_str(&format!(
+                "{:>6} {:>5} {:>14.3} {:>12.3}\n",
+                h.layer + 1,
+                h.head + 1,
+                h.y_mass,
+                h.self_mass
+            ));
         }
     }
     if let Some(rep2) = &rep.attention {

@@ -5,6 +5,7 @@ pub mod common;
 pub mod embedded;
 pub mod eval;
 pub mod import;
+pub mod predict;
 pub mod presets;
 pub mod repro;
 pub mod sweep;

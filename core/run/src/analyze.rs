@@ -5,7 +5,7 @@ use crate::dispatch;
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::plot::{heatmaps_svg, Heatmap};
-use crate::summary::{Analysis, LayerPattern, TransformerAnalysis};
+use crate::summary::{Analysis, Gpt2Analysis, Gpt2Head, LayerPattern, TransformerAnalysis};
 use icl_core::config::{Config, CovFamily, TaskKind};
 use icl_core::families::attention::analysis::{analyze, Report};
 use icl_core::families::stack::analysis::{pattern, preconditioned};
@@ -128,19 +128,93 @@ pub fn stack_maps(sp: &StackSpec, c: &StackCircuits<f64>) -> Vec<Heatmap> {
     maps
 }
 
+/// Most pairs of the prompt whose attention `icl analyze` draws (2 tokens each: the maps of a
+/// 12-layer, 8-head model stay a few MB).
+pub const GPT2_PROMPT_PAIRS: usize = 10;
+
+/// A GPT-2 model's attention on prompt 0 of the evaluation stream at min(L + 1,
+/// [`GPT2_PROMPT_PAIRS`]) pairs (seed `train.seed`): per head the label and self weights, and
+/// one heatmap per layer and head (the masked future blank).
+pub fn gpt2_analysis(cfg: &Config, model: &AnyModel) -> Result<(Gpt2Analysis, Vec<Heatmap>)> {
+    let k = (cfg.task.len + 1).min(GPT2_PROMPT_PAIRS);
+    let task = icl_core::data::Task::new(cfg)?;
+    let batch = task.sample_batch::<f64>(
+        cfg.train.seed,
+        icl_core::rng::Domain::Eval,
+        k as u64 - 1,
+        1,
+        k - 1,
+    );
+    let d = cfg.task.d;
+    let mut xs = vec![0.0; k * d];
+    let mut ys = vec![0.0; k];
+    icl_core::families::gpt2::kernels::prompt_of_batch(&batch, 0, &mut xs, &mut ys);
+    let heads = dispatch!(model, m => {
+        let Net::Gpt2(sp) = &m.spec.net else {
+            return Err(RunError::Refused("not a GPT-2 model".into()));
+        };
+        let p: Vec<f64> = m.params.iter().map(|v| icl_core::Scalar::to_f64(*v)).collect();
+        icl_core::families::gpt2::analysis::attention(sp, &p, &xs, &ys, k)?
+    });
+    let t = 2 * k;
+    let maps = heads
+        .iter()
+        .map(|h| Heatmap {
+            title: format!("layer {} head {}", h.layer + 1, h.head + 1),
+            rows: t,
+            cols: t,
+            values: (0..t * t)
+                .map(|i| (i % t <= i / t).then_some(h.weights[i]))
+                .collect(),
+        })
+        .collect();
+    let a = Gpt2Analysis {
+        prompt_pairs: k,
+        attention_heads: heads
+            .iter()
+            .map(|h| Gpt2Head {
+                layer: h.layer,
+                head: h.head,
+                y_mass: h.y_mass,
+                self_mass: h.self_mass,
+            })
+            .collect(),
+    };
+    Ok((a, maps))
+}
+
 /// Analyse the run in `dir`; with `plot`, write `circuits.svg` into it (checked first: a run
 /// folder where it cannot be written, read-only say, is refused before anything is computed,
 /// and the error says how to analyse without the figure).
 pub fn analyze_run(dir: &RunDir, plot: bool) -> Result<Analysis> {
     dir.check_run()?;
+    let loaded = crate::checkpoint::load(&dir.model())?;
+    let gpt2 = matches!(loaded.model.spec().net, Net::Gpt2(_));
+    let figure = if gpt2 {
+        dir.attention_svg()
+    } else {
+        dir.circuits_svg()
+    };
     if plot {
-        crate::folder::check_output(&dir.circuits_svg()).map_err(|e| {
+        crate::folder::check_output(&figure).map_err(|e| {
             RunError::Refused(format!(
-                "{e}: the analysis writes its figure circuits.svg into the run folder; analyse without it with --no-plot (plot=False in Python)"
+                "{e}: the analysis writes its figure {} into the run folder; analyse without it with --no-plot (plot=False in Python)",
+                figure.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned())
             ))
         })?;
     }
-    let loaded = crate::checkpoint::load(&dir.model())?;
+    if gpt2 {
+        let (a, maps) = gpt2_analysis(&loaded.config, &loaded.model)?;
+        if plot {
+            heatmaps_svg(&figure, &maps)?;
+        }
+        return Ok(Analysis {
+            step: loaded.step,
+            attention: None,
+            transformer: None,
+            gpt2: Some(a),
+        });
+    }
     if let Some((a, sp, c)) = transformer_analysis(&loaded.config, &loaded.model) {
         if plot {
             heatmaps_svg(&dir.circuits_svg(), &stack_maps(&sp, &c))?;
@@ -149,6 +223,7 @@ pub fn analyze_run(dir: &RunDir, plot: bool) -> Result<Analysis> {
             step: loaded.step,
             attention: None,
             transformer: Some(a),
+            gpt2: None,
         });
     }
     let rep = report(&loaded.model)?;

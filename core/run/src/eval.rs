@@ -525,10 +525,10 @@ fn eval_run_inner(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
 
 /// The estimators beside a GPT-2 model (Garg et al. 2022, Fig. 2): minimum-norm least squares,
 /// 3 nearest neighbours, averaging, and ridge at the task's Bayes lambda (sigma^2 over the task
-/// vector's prior variance: 1 for the `eigs` task's N(0, I_d), 1/d otherwise) where it is not 0
-/// (at 0 it is least squares).
+/// vector's prior variance: 1 for the `linear`, `eigs` and `varying` tasks' N(0, I_d), 1/d for
+/// the isotropic task's N(0, I_d/d)) where it is not 0 (at 0 it is least squares).
 pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
-    let prior = if cfg.task.kind == TaskKind::Eigs {
+    let prior = if cfg.task.kind != TaskKind::Isotropic {
         1.0
     } else {
         1.0 / cfg.task.d as f64

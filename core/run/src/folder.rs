@@ -249,6 +249,10 @@ impl RunDir {
     pub fn circuits_svg(&self) -> PathBuf {
         self.file("circuits.svg")
     }
+    /// `attention.svg`: a GPT-2 run's attention maps ([`crate::analyze::analyze_run`]).
+    pub fn attention_svg(&self) -> PathBuf {
+        self.file("attention.svg")
+    }
     /// Create the folder (and parents).
     pub fn create(&self) -> Result<()> {
         std::fs::create_dir_all(&self.dir).map_err(|e| RunError::Os(self.dir.clone(), e))

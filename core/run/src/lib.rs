@@ -37,6 +37,7 @@ pub mod folder;
 pub mod options;
 pub mod outputs;
 pub mod plot;
+pub mod predict;
 pub mod repro;
 pub mod summary;
 pub mod sweep;

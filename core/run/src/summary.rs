@@ -171,6 +171,25 @@ pub struct Analysis {
     pub attention: Option<AttentionAnalysis>,
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub transformer: Option<TransformerAnalysis>,
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub gpt2: Option<Gpt2Analysis>,
+}
+
+/// What a GPT-2 model attends to on one evaluation prompt (`attention.svg` draws the weights).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gpt2Analysis {
+    /// Pairs of the prompt (2 tokens each).
+    pub prompt_pairs: usize,
+    pub attention_heads: Vec<Gpt2Head>,
+}
+
+/// One head of one layer: the weight x tokens give label tokens, and tokens give themselves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gpt2Head {
+    pub layer: usize,
+    pub head: usize,
+    pub y_mass: f64,
+    pub self_mass: f64,
 }
 
 /// The eq.-5 pattern of one parameter set (the looped block, or one layer) of a transformer.
@@ -238,6 +257,7 @@ impl Analysis {
             step,
             attention: Some(AttentionAnalysis::of(rep)),
             transformer: None,
+            gpt2: None,
         }
     }
 }

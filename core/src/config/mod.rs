@@ -467,6 +467,9 @@ choice! {
         /// In-context IV regression (eq. (8), §6.1): q = `task.iv_q` instruments, p = `task.d`
         /// regressors, noise-free query of Algorithm 2.
         Iv = "iv",
+        /// Garg et al. (2022)'s linear regression: x ~ N(0, I_d), w ~ N(0, I_d) (not scaled),
+        /// y = w.x + noise (their `LinearRegression` at task.sigma2 = 0).
+        Linear = "linear",
     }
 }
 
@@ -1396,7 +1399,7 @@ impl Config {
                     ));
                 }
             }
-            TaskKind::Isotropic => {}
+            TaskKind::Isotropic | TaskKind::Linear => {}
             TaskKind::Varying => {
                 if t.lambda_min > t.lambda_max {
                     return bad(format!(
@@ -1497,10 +1500,10 @@ impl Config {
         let bad = |m: String| Err(Error::InvalidConfig(m));
         if !matches!(
             t.kind,
-            TaskKind::Isotropic | TaskKind::Eigs | TaskKind::Varying
+            TaskKind::Linear | TaskKind::Isotropic | TaskKind::Eigs | TaskKind::Varying
         ) {
             return bad(format!(
-                "model.arch = gpt2 predicts one output: task.kind = isotropic, eigs or varying (got {})",
+                "model.arch = gpt2 predicts one output: task.kind = linear, isotropic, eigs or varying (got {})",
                 t.kind.as_str()
             ));
         }
@@ -1539,9 +1542,14 @@ impl Config {
         if t.p > 0 || t.ntp || t.icl_fraction != 1.0 {
             return bad("task.P, task.ntp and task.icl_fraction: gpt2 trains on fresh data at every position".into());
         }
-        if t.curriculum && !matches!(t.kind, TaskKind::Isotropic | TaskKind::Eigs) {
+        if t.curriculum
+            && !matches!(
+                t.kind,
+                TaskKind::Linear | TaskKind::Isotropic | TaskKind::Eigs
+            )
+        {
             return bad(format!(
-                "task.curriculum zeroes coordinates of x: task.kind = isotropic or eigs (got {})",
+                "task.curriculum zeroes coordinates of x: task.kind = linear, isotropic or eigs (got {})",
                 t.kind.as_str()
             ));
         }
@@ -1955,6 +1963,11 @@ mod gpt2_tests {
             &[("task.curriculum", "true")],
             "isotropic or eigs",
         );
+        // the example: a d = 5, L = 10 model throughout
+        let mut c = crate::presets::preset("garg-linear-tiny").unwrap();
+        c.set("task.d", "5").unwrap();
+        c.set("task.L", "10").unwrap();
+        c.validate().unwrap();
     }
 
     /// The new keys are written only away from their legacy values: an old config reads back

@@ -322,7 +322,7 @@ impl Task {
         if let Some(sh) = &self.shift {
             // the kinds `shifted` accepts: beta ~ N(0, I_d / d) in training
             sh.map_w(beta, 1.0 / libm::sqrt(d as f64));
-        } else if paper && self.kind != TaskKind::Eigs {
+        } else if paper && !matches!(self.kind, TaskKind::Eigs | TaskKind::Linear) {
             let s = 1.0 / libm::sqrt(d as f64);
             beta.iter_mut().for_each(|b| *b *= s);
         }

@@ -1,6 +1,6 @@
-//! Garg et al. (2022)'s GPT-2 in-context learner on their linear regression: x ~ N(0, I_d),
-//! w ~ N(0, I_d), y = w.x without noise (icl's `eigs` task with unit eigenvalues in the identity
-//! basis), trained with their curriculum (d from 5, L from 10, growing every 2000 steps).
+//! Garg et al. (2022)'s GPT-2 in-context learner on their linear regression (`task.kind =
+//! linear`: x ~ N(0, I_d), w ~ N(0, I_d), y = w.x without noise), trained with their curriculum
+//! (d from 5, L from 10, growing every 2000 steps).
 use super::Preset;
 
 /// Overrides of a Garg et al. preset: their data, model and training, with the size's
@@ -9,9 +9,8 @@ macro_rules! garg {
     ($layers:literal, $heads:literal, $embd:literal $(, $kv:expr)* $(,)?) => {
         &[
             ("model.arch", "gpt2"),
-            ("task.kind", "eigs"),
-            ("task.eigs", "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1"),
-            ("task.basis", "identity"),
+            ("task.kind", "linear"),
+            ("task.d", "20"),
             ("task.sigma2", "0"),
             ("task.L", "40"),
             ("task.curriculum", "true"),

@@ -137,7 +137,7 @@ mod tests {
     #[test]
     fn estimators_at_every_position_match_closed_forms() {
         let mut cfg = crate::presets::preset("garg-linear-tiny").unwrap();
-        cfg.set("task.eigs", "1,1,1").unwrap();
+        cfg.set("task.d", "3").unwrap();
         cfg.set("task.L", "8").unwrap();
         let task = Task::new(&cfg).unwrap();
         let spec = Gpt2Spec {

@@ -59,7 +59,9 @@
 //! * [`kernels`]: the operations an engine implements for this family, behind a checking runner,
 //!   and the scalar reference;
 //! * [`objective`]: fresh data every step with Garg et al.'s curriculum;
-//! * [`eval`]: the risk at every prompt position of the model and the classical estimators.
+//! * [`eval`]: the risk at every prompt position of the model and the classical estimators;
+//! * [`analysis`]: every layer's and head's attention on one prompt.
+pub mod analysis;
 pub mod eval;
 pub mod init;
 pub mod kernels;

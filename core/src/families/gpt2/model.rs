@@ -253,6 +253,12 @@ impl<T: Scalar> Workspace<T> {
         &self.preds
     }
 
+    /// The attention weights of block `layer` in the last pass, `[H, T, T]` (row t: the weights
+    /// token t gives tokens 0..=t; zero above the diagonal); empty for a layer the model lacks.
+    pub fn attention(&self, layer: usize) -> &[T] {
+        self.blocks.get(layer).map_or(&[], |b| &b.att[..])
+    }
+
     /// Values held ([`Gpt2Spec::workspace_values`] after a pass over the same K).
     pub fn len(&self) -> usize {
         let own = [

@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn truncated_sequences_are_the_first_coordinates_regression() {
         let mut cfg = crate::presets::preset("garg-linear").unwrap();
-        cfg.set("task.eigs", "1,1,1,1,1,1").unwrap();
+        cfg.set("task.d", "6").unwrap();
         cfg.set("task.L", "5").unwrap();
         let task = Task::new(&cfg).unwrap();
         let (d, len, dt) = (6, 5, 2);
