@@ -301,6 +301,9 @@ impl<T: RunScalar> Engine<T> for Engines {
     fn stack(&self) -> icl_core::Result<Box<dyn StackKernels<T>>> {
         T::stack_engine(&self.0).map_err(into_core)
     }
+    fn gpt2(&self) -> icl_core::Result<Box<dyn icl_core::engine::Gpt2Kernels<T>>> {
+        T::gpt2_engine(&self.0).map_err(into_core)
+    }
 }
 
 /// A run-layer error as the core's (the trainer speaks the core's errors).
