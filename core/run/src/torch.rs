@@ -121,7 +121,7 @@ impl Gpt2Shape {
             .fold(0usize, |n, k| n.saturating_add(k))
     }
 
-    /// Every size is at least 1 (the core's configuration checks the same).
+    /// Every size is at least 1.
     fn check(&self) -> Result<()> {
         if self.d == 0 || self.embd == 0 || self.layers == 0 || self.positions == 0 {
             return Err(RunError::Core(Error::Shape(format!(
@@ -140,16 +140,18 @@ impl Gpt2Shape {
         )
     }
 
-    /// The state_dict's tensors in buffer order: name and shape of each slice of the buffer.
+    /// The state_dict's tensors in buffer order: name and shape of each slice of the buffer
+    /// (lazily: a file that claims absurdly many layers fails at the first missing one).
     fn state_dict_tensors(&self) -> impl Iterator<Item = (String, Vec<usize>)> + '_ {
         self.slots().into_iter().flat_map(move |s| {
-            let names: Vec<String> = match s.torch {
-                Some(t) => vec![t.to_string()],
-                None => (0..self.layers)
-                    .map(|l| format!("_backbone.h.{l}.{}", s.name))
-                    .collect(),
-            };
-            names.into_iter().map(move |n| (n, s.shape.clone()))
+            let copies = if s.torch.is_some() { 1 } else { self.layers };
+            (0..copies).map(move |l| {
+                let name = match s.torch {
+                    Some(t) => t.to_string(),
+                    None => format!("_backbone.h.{l}.{}", s.name),
+                };
+                (name, s.shape.clone())
+            })
         })
     }
 }
@@ -744,6 +746,16 @@ mod tests {
         ));
         let m = refusal(&t, &SMALL, shape_err);
         assert!(m.contains("`--set model.layers=100000000000`"), "{m}");
+        // and with that many layers configured, the first missing one is refused
+        let many = Gpt2Shape {
+            layers: 100000000000,
+            ..SMALL
+        };
+        let m = refusal(&t, &many, |e| matches!(e, Error::Checkpoint(_)));
+        assert!(
+            m.contains("missing tensor `_backbone.h.2.ln_1.weight`"),
+            "{m}"
+        );
     }
 
     #[test]
