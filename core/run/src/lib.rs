@@ -11,6 +11,8 @@
 //!   the CLI's flags, the C API's keys and Python's keywords;
 //! * [`checkpoint`]: safetensors checkpoints (deterministic bytes, strict reading), PyTorch
 //!   import, KQ snapshots;
+//! * [`torch`]: Garg et al.'s GPT-2 `TransformerModel` state_dicts (safetensors) to and from the
+//!   `gpt2` family's flat buffer;
 //! * [`train`]: a training run from a config to a complete run folder;
 //! * [`summary`], [`analyze`], [`eval`]: the typed JSON contracts (`summary.json`,
 //!   `icl analyze --json`, `icl eval --json`) and the computations behind them;
@@ -42,6 +44,7 @@ pub mod repro;
 pub mod summary;
 pub mod sweep;
 pub mod theory;
+pub mod torch;
 pub mod train;
 
 pub use any::{AnyModel, AnyTrainer};
