@@ -27,8 +27,11 @@ enum Command {
     Eval(cmd::eval::Args),
     /// Per-head circuits (omega, mu, kind, pattern metrics) of a trained model; writes circuits.svg.
     Analyze(cmd::analyze::Args),
-    /// Make a run folder from a PyTorch state_dict saved as safetensors (reference-code layout).
+    /// Make a run folder from a PyTorch state_dict saved as safetensors (reference-code layout,
+    /// or Garg et al.'s TransformerModel for GPT-2 presets).
     Import(cmd::import::Args),
+    /// A GPT-2 run as a state_dict of Garg et al.'s TransformerModel (safetensors).
+    Export(cmd::export::Args),
     /// A trained model's predictions on given prompts (safetensors in and out).
     Predict(cmd::predict::Args),
     /// List presets (and with --keys every configuration key).
@@ -63,6 +66,7 @@ fn main() {
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Import(a) => cmd::import::run(a),
         Command::Predict(a) => cmd::predict::run(a),
+        Command::Export(a) => cmd::export::run(a),
         Command::Presets(a) => cmd::presets::run(a),
         Command::Theory(a) => cmd::theory::run(a),
         Command::Bench(a) => cmd::bench::run(a),

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod common;
 pub mod embedded;
 pub mod eval;
+pub mod export;
 pub mod import;
 pub mod predict;
 pub mod presets;

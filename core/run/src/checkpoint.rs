@@ -405,8 +405,12 @@ pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
 
 /// [`import_torch`] from bytes in memory (`path` names them in messages).
 pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<AnyModel> {
-    let f = File::parse(bytes).map_err(|e| from_core(path, e))?;
     let spec = ModelSpec::from_config(cfg)?;
+    if let Net::Gpt2(sp) = &spec.net {
+        let params = crate::torch::import_state_dict(bytes, &crate::torch::Gpt2Shape::from(sp))?;
+        return AnyModel::from_f64(spec, params, cfg.train.dtype);
+    }
+    let f = File::parse(bytes).map_err(|e| from_core(path, e))?;
     if spec.as_attention()?.param != icl_core::config::Param::Full {
         return Err(RunError::Core(icl_core::Error::Unsupported(
             "torch import needs model.param = full".into(),

@@ -53,6 +53,36 @@ pub struct Gpt2Shape {
     pub positions: usize,
 }
 
+impl From<&icl_core::families::gpt2::Gpt2Spec> for Gpt2Shape {
+    fn from(s: &icl_core::families::gpt2::Gpt2Spec) -> Self {
+        Gpt2Shape {
+            d: s.d,
+            embd: s.embd,
+            layers: s.layers,
+            positions: s.positions,
+        }
+    }
+}
+
+/// `icl export DIR --torch FILE`: the GPT-2 run in `dir` as a state_dict of Garg et al.'s
+/// `TransformerModel` (safetensors, f32), written atomically; `legacy_buffers` adds the
+/// per-layer mask buffers of the transformers versions they pinned (4.17).
+pub fn export_run(dir: &crate::RunDir, out: &std::path::Path, legacy_buffers: bool) -> Result<()> {
+    dir.check_run()?;
+    let loaded = crate::checkpoint::load(&dir.model())?;
+    let icl_core::model::Net::Gpt2(sp) = &loaded.model.spec().net else {
+        return Err(RunError::Refused(
+            "icl export --torch writes Garg et al.'s TransformerModel: it needs a GPT-2 run (model.arch = gpt2)".into(),
+        ));
+    };
+    let bytes = export_state_dict(
+        &loaded.model.params_f64(),
+        &Gpt2Shape::from(sp),
+        legacy_buffers,
+    )?;
+    crate::folder::atomic_write(out, &bytes)
+}
+
 /// One tensor of the flat layout: its name, the state_dict's name for it (`None`: one tensor per
 /// layer, `_backbone.h.{l}.<name>`), and its shape (of one layer's slice for those).
 struct Slot {
@@ -822,6 +852,56 @@ mod tests {
             assert_eq!(t.data(), u.data(), "{name}");
         }
         assert_eq!(a.len(), b.len());
+    }
+
+    /// The bridge's layout is the family's ([`icl_core::families::gpt2::Gpt2Spec::tensors`]).
+    #[test]
+    fn the_bridge_layout_is_the_familys() {
+        let spec = icl_core::families::gpt2::Gpt2Spec {
+            d: 3,
+            embd: 8,
+            layers: 2,
+            heads: 2,
+            positions: 4,
+            tau: 1.0,
+        };
+        let ours: Vec<(&str, Vec<usize>)> = spec
+            .tensors()
+            .into_iter()
+            .map(|t| (t.name, t.shape))
+            .collect();
+        assert_eq!(Gpt2Shape::from(&spec).tensors(), ours);
+    }
+
+    /// The imported fixture predicts what `transformers`' GPT2Model predicted in float64
+    /// (`io.safetensors`: `pred` at k = 4 pairs, `pred3` at k = 3), through the core's forward.
+    #[test]
+    fn the_imported_fixture_predicts_as_pytorch() {
+        const IO: &[u8] = include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/gpt2/io.safetensors"
+        ));
+        let spec = icl_core::families::gpt2::Gpt2Spec {
+            d: 3,
+            embd: 8,
+            layers: 2,
+            heads: 2,
+            positions: 4,
+            tau: 1.0,
+        };
+        let p = import_state_dict(FIXTURE, &FIXTURE_SHAPE).unwrap();
+        let io = icl_core::checkpoint::File::parse(IO).unwrap();
+        for (xs, ys, pred, k) in [("xs", "ys", "pred", 4), ("xs3", "ys3", "pred3", 3)] {
+            let xs = io.tensor_required(xs).unwrap().to_f64(&[2, k, 3]).unwrap();
+            let ys = io.tensor_required(ys).unwrap().to_f64(&[2, k]).unwrap();
+            let want = io.tensor_required(pred).unwrap().to_f64(&[2, k]).unwrap();
+            let mut got = vec![0.0; 2 * k];
+            let mut runner = icl_core::families::gpt2::Gpt2Runner::<f64>::scalar();
+            runner.predict(&spec, &p, &xs, &ys, 2, k, &mut got).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-12, "k = {k}: {got:?} vs {want:?}");
+            }
+        }
     }
 
     /// transformers 4.17's state_dict of the same model (make_fixture.py `--legacy`): its mask
