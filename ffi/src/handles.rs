@@ -518,6 +518,28 @@ impl icl_model {
         Ok(())
     }
 
+    /// Predictions on `n` prompts of `k` pairs (`xs` [n][k][d], `ys` [n][k]) into `out`: [n][k]
+    /// for GPT-2 models (every x position), [n][n_out] otherwise (the last x as the query).
+    pub fn predict_prompts(
+        &mut self,
+        n: usize,
+        k: usize,
+        xs: &[f64],
+        ys: &[f64],
+        out: &mut [f64],
+    ) -> FfiResult<()> {
+        let model = dispatch!(&self.inner, s => icl_core_run::any::AnyModel::from_model(&s.value));
+        let want = if matches!(model.spec().net, icl_core::model::Net::Gpt2(_)) {
+            n.saturating_mul(k)
+        } else {
+            n.saturating_mul(model.spec().n_out)
+        };
+        check_len("out", out.len(), want)?;
+        let p = icl_core_run::predict::predict_prompts(&model, self.engine_name(), xs, ys, n, k)?;
+        out.copy_from_slice(&p.values);
+        Ok(())
+    }
+
     /// Predictions ([n][n_out]) for a token-major batch `z` ([n][L+1][E], the query's y-slots ignored).
     pub fn predict_batch(
         &mut self,

@@ -42,11 +42,12 @@ pub fn predict_prompts(
         || nk.and_then(|x| x.checked_mul(d)) != Some(xs.len())
         || nk != Some(ys.len())
     {
-        return Err(RunError::Refused(format!(
+        return Err(icl_core::Error::Shape(format!(
             "prompts: xs must be [n, k, d] and ys [n, k] with n, k >= 1 and d = {d} (the model's); got {} and {} values for n = {n}, k = {k}",
             xs.len(),
             ys.len()
-        )));
+        ))
+        .into());
     }
     if let Some(i) = xs.iter().chain(ys).position(|v| !v.is_finite()) {
         return Err(RunError::Refused(format!(
@@ -75,9 +76,10 @@ fn typed<T: RunScalar>(
         });
     }
     if k < 2 {
-        return Err(RunError::Refused(
+        return Err(icl_core::Error::Shape(
             "prompts: this model reads a context before its query: k >= 2 pairs".into(),
-        ));
+        )
+        .into());
     }
     let (d, no) = (m.spec.d, m.spec.n_out);
     if no != 1 {

@@ -30,8 +30,8 @@ pub struct Tokens {
     pub single: bool,
 }
 
-/// Read `z` of shape `(n, L+1, e)` or `(L+1, e)` (one sequence).
-pub fn read_tokens(name: &str, z: &Bound<'_, PyAny>, e: usize) -> PyResult<Tokens> {
+/// A numpy array of float64 or float32, C-contiguous: its shape and its values widened to f64.
+pub fn read_floats(name: &str, z: &Bound<'_, PyAny>) -> PyResult<(Vec<usize>, Vec<f64>)> {
     let arr = z.cast::<PyUntypedArray>().map_err(|_| {
         let t = z
             .get_type()
@@ -52,27 +52,12 @@ pub fn read_tokens(name: &str, z: &Bound<'_, PyAny>, e: usize) -> PyResult<Token
             dt.str()?
         )));
     }
-    let shape = arr.shape().to_vec();
-    let single = shape.len() == 2;
-    let (n, tokens, width) = match shape[..] {
-        [t, w] => (1, t, w),
-        [n, t, w] => (n, t, w),
-        _ => {
-            return Err(shape_err(format!(
-                "{name} has shape {shape:?}; (n, L+1, {e}) or (L+1, {e}) needed (token-major: n sequences of L context tokens and the query, each [x; y])"
-            )))
-        }
-    };
-    if width != e || tokens < 2 || n == 0 {
-        return Err(shape_err(format!(
-            "{name} has shape {shape:?}; (n, L+1, {e}) or (L+1, {e}) needed with n >= 1 and L >= 1 (each token is [x; y], d + n_out = {e} values)"
-        )));
-    }
     if !arr.is_c_contiguous() {
         return Err(shape_err(format!(
             "{name} is not C-contiguous (a transposed or strided view); pass np.ascontiguousarray({name})"
         )));
     }
+    let shape = arr.shape().to_vec();
     let values = if is64 {
         let a = arr
             .cast::<PyArrayDyn<f64>>()?
@@ -92,6 +77,27 @@ pub fn read_tokens(name: &str, z: &Bound<'_, PyAny>, e: usize) -> PyResult<Token
             .map(|&x| x as f64)
             .collect()
     };
+    Ok((shape, values))
+}
+
+/// Read `z` of shape `(n, L+1, e)` or `(L+1, e)` (one sequence).
+pub fn read_tokens(name: &str, z: &Bound<'_, PyAny>, e: usize) -> PyResult<Tokens> {
+    let (shape, values) = read_floats(name, z)?;
+    let single = shape.len() == 2;
+    let (n, tokens, width) = match shape[..] {
+        [t, w] => (1, t, w),
+        [n, t, w] => (n, t, w),
+        _ => {
+            return Err(shape_err(format!(
+                "{name} has shape {shape:?}; (n, L+1, {e}) or (L+1, {e}) needed (token-major: n sequences of L context tokens and the query, each [x; y])"
+            )))
+        }
+    };
+    if width != e || tokens < 2 || n == 0 {
+        return Err(shape_err(format!(
+            "{name} has shape {shape:?}; (n, L+1, {e}) or (L+1, {e}) needed with n >= 1 and L >= 1 (each token is [x; y], d + n_out = {e} values)"
+        )));
+    }
     // finiteness is the library's check (`Batch::from_parts`), which ignores the query's y-slots
     Ok(Tokens {
         n,

@@ -2,7 +2,7 @@
 //! (`icl_core_run::train`, the one run-folder writer of `icl train`), and what a notebook does with a
 //! finished run: its summary and metrics, `analyze` (`icl_core_run::analyze`), `eval`
 //! (`icl_core_run::eval`) and `predict` (the engine's batched prediction, as `icl eval` predicts).
-use crate::arrays::{new_f64, read_tokens};
+use crate::arrays::{new_f64, read_floats, read_tokens};
 use crate::config::Config;
 use crate::errors::{input_err, py_err, OrPy};
 use crate::values::to_py;
@@ -290,6 +290,36 @@ impl Run {
         } else {
             new_f64(py, out, &[n, no])
         }
+    }
+
+    /// The model's predictions on prompts: `xs` of shape `(n, k, d)` and `ys` of shape `(n, k)`
+    /// (float64 or float32, C-contiguous). GPT-2 runs: float64 `(n, k)`, the prediction at
+    /// every x position (position i reads pairs 0..i-1 and x_i; Garg et al.'s output). Other
+    /// families: `(n, n_out)`, the prediction at the last x as the query (its y is not read).
+    #[pyo3(signature = (xs, ys, engine = None))]
+    fn predict_prompts<'py>(
+        &self,
+        py: Python<'py>,
+        xs: &Bound<'py, PyAny>,
+        ys: &Bound<'py, PyAny>,
+        engine: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (xshape, xv) = read_floats("xs", xs)?;
+        let (yshape, yv) = read_floats("ys", ys)?;
+        let d = self.model.spec().d;
+        let (n, k) = match (&xshape[..], &yshape[..]) {
+            ([n, k, dd], [n2, k2]) if *dd == d && n == n2 && k == k2 => (*n, *k),
+            _ => {
+                return Err(crate::errors::input_err(format!(
+                    "xs has shape {xshape:?} and ys {yshape:?}; (n, k, {d}) and (n, k) needed"
+                )))
+            }
+        };
+        let engine = engine.unwrap_or_else(|| icl_core_run::default_engine().to_string());
+        let p = py
+            .detach(|| icl_core_run::predict::predict_prompts(&self.model, &engine, &xv, &yv, n, k))
+            .or_py()?;
+        new_f64(py, p.values, &p.shape)
     }
 
     fn __repr__(&self) -> String {

@@ -224,6 +224,43 @@ pub unsafe extern "C" fn icl_model_predict(
     })
 }
 
+/// Predict on `n` prompts of `k` (x, y) pairs: `xs` ([n][k][d], `xs_len` values), `ys`
+/// ([n][k]). For GPT-2 models (`model.arch = gpt2`) `out` ([n][k], `out_len` values) gets the
+/// prediction at every x position (position i reads pairs 0..i-1 and x_i); for the other
+/// families `out` ([n][n_out]) gets the prediction at the last x as the query (pairs 0..k-2 are
+/// its context; the last y is not read).
+///
+/// Returns ICL_OK, or (`out` is left as it was on every failure):
+/// - ICL_ERR_SIZE / ICL_ERR_INVALID: a length differs from its shape, n or k is 0, k exceeds a
+///   GPT-2 model's positions, or (other families) k < 2;
+/// - ICL_ERR_NONFINITE: an input is NaN or infinite;
+/// - ICL_ERR_UNSUPPORTED: the IV model (it reads instruments), or an engine that does not run
+///   the model's family;
+/// - ICL_ERR_NULL: `model`, `xs`, `ys` or `out` is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn icl_model_predict_prompts(
+    model: *mut icl_model,
+    n: usize,
+    k: usize,
+    xs: *const f64,
+    xs_len: usize,
+    ys: *const f64,
+    ys_len: usize,
+    out: *mut f64,
+    out_len: usize,
+) -> icl_status {
+    guard(|| {
+        let m = hmut(model, "model")?;
+        m.predict_prompts(
+            n,
+            k,
+            slice(xs, xs_len, "xs")?,
+            slice(ys, ys_len, "ys")?,
+            slice_mut(out, out_len, "out")?,
+        )
+    })
+}
+
 /// Predict for a token-major batch `z` (the layout of `icl_task_sample`, `z_len` = n (len+1)
 /// (d+n_out); the query's y-slots are ignored) into `out` ([n][n_out]).
 ///

@@ -823,6 +823,28 @@ static void c_model_predict(void) {
     icl_model_free(m);
 }
 
+static void c_model_predict_prompts(void) {
+    icl_model *m = model();
+    batch b = sample(4);
+    double x[4 * L * D], y[4 * L], xq[4 * D], p[4], q[4] = {-7, -7, -7, -7};
+    double xs[4 * (L + 1) * D], ys[4 * (L + 1)];
+    split(&b, x, y, xq);
+    for (size_t s = 0; s < 4; s++) {
+        memcpy(xs + s * (L + 1) * D, x + s * L * D, L * D * sizeof(double));
+        memcpy(xs + (s * (L + 1) + L) * D, xq + s * D, D * sizeof(double));
+        memcpy(ys + s * (L + 1), y + s * L, L * sizeof(double));
+        ys[s * (L + 1) + L] = 123.0; /* the query's label is not read */
+    }
+    OK(icl_model_predict(m, 4, L, x, sizeof x / 8, y, sizeof y / 8, xq, sizeof xq / 8, p, 4));
+    EXPECT(ICL_ERR_SIZE, icl_model_predict_prompts(m, 4, L + 1, xs, sizeof xs / 8 - 1, ys, sizeof ys / 8, q, 4));
+    EXPECT(ICL_ERR_SIZE, icl_model_predict_prompts(m, 4, L + 1, xs, sizeof xs / 8, ys, sizeof ys / 8, q, 3));
+    EXPECT(ICL_ERR_SIZE, icl_model_predict_prompts(m, 0, L + 1, xs, 0, ys, 0, q, 0));
+    for (int i = 0; i < 4; i++) CHECK(q[i] == -7); /* untouched on failure */
+    OK(icl_model_predict_prompts(m, 4, L + 1, xs, sizeof xs / 8, ys, sizeof ys / 8, q, 4));
+    CHECK(memcmp(p, q, sizeof p) == 0);
+    icl_model_free(m);
+}
+
 static void c_model_predict_sizes(void) {
     icl_model *m = model();
     batch b = sample(4);
@@ -2539,6 +2561,7 @@ static const kase CASES[] = {
     {"icl_model_config", "copy and NULLs", c_model_config},
     {"icl_model_predict", "equals predict_batch", c_model_predict},
     {"icl_model_predict", "sizes: zero, wrong, too long, overflowing; out untouched", c_model_predict_sizes},
+    {"icl_model_predict_prompts", "the last pair as the query equals icl_model_predict; sizes", c_model_predict_prompts},
     {"icl_model_predict", "NaN, inf, f32 overflow, NULL, misaligned", c_model_predict_values},
     {"icl_model_predict_batch", "the query's y-slots are ignored", c_model_predict_batch_query_slot},
     {"icl_model_predict_batch", "sizes, wrapping product, NaN, NULL", c_model_predict_batch_bad},

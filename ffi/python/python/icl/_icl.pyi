@@ -139,6 +139,16 @@ class Run:
         C-contiguous float64/float32; returns ``(n, n_out)`` (or ``(n_out,)``). Raises
         ``TypeError`` (not an array, wrong dtype), ``icl.ShapeError`` (shape, layout),
         ``icl.InputError`` (non-finite values)."""
+    def predict_prompts(
+        self,
+        xs: npt.NDArray[Union[np.float64, np.float32]],
+        ys: npt.NDArray[Union[np.float64, np.float32]],
+        engine: Optional[str] = None,
+    ) -> npt.NDArray[np.float64]:
+        """Predictions on prompts ``xs`` ``(n, k, d)`` and ``ys`` ``(n, k)``: GPT-2 runs give
+        ``(n, k)``, the prediction at every x position (Garg et al.'s output); other families
+        ``(n, n_out)`` at the last x as the query. Raises ``icl.InputError`` (shapes, non-finite
+        values), ``TypeError`` (not an array, wrong dtype)."""
 
 def presets() -> Dict[str, str]:
     """``{name: description}`` of every preset."""
