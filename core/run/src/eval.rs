@@ -18,6 +18,11 @@ pub use icl_core::tempered::Tau;
 use icl_core::theory::he2025::Setting;
 use icl_core::{Model, Runner};
 
+/// Monte Carlo samples of a risk when none are asked for (`icl eval --samples`, the final risk in
+/// `summary.json`): the one default of every front end (declared here, below the trainer, so the
+/// options' schemas and the trainer both read it without a cycle).
+pub const MC_SAMPLES: usize = 20_000;
+
 /// Longest test length (the memory of one chunk of 1024 sequences must stay bounded).
 pub const MAX_EVAL_LEN: usize = 1 << 20;
 

@@ -32,9 +32,7 @@ use std::path::PathBuf;
 // ------------------------------------------------------------------------------------------------
 // The schemas.
 
-/// Monte Carlo samples of a risk when none are asked for (`icl eval --samples`, the final risk in
-/// `summary.json`): the one default of every front end.
-pub const MC_SAMPLES: usize = 20_000;
+pub use crate::eval::MC_SAMPLES;
 
 /// Options of a training run (`icl train`, `icl_train_run`, `icl.train`).
 #[derive(clap::Args, Serialize, Deserialize, Debug, Clone, PartialEq)]

@@ -69,7 +69,7 @@ impl Default for TrainOptions {
             engine: None,
             preset: None,
             force: false,
-            eval_samples: crate::options::MC_SAMPLES,
+            eval_samples: crate::eval::MC_SAMPLES,
             checkpoint_every: 0,
             checkpoint_seconds: 300.0,
         }

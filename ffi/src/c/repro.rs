@@ -21,7 +21,7 @@ use std::ffi::{c_char, c_void, CString};
 /// (comma-separated claim ids, e.g. `"fig13-final"`; unset or `""`: every claim; only the runs
 /// the selected claims need are trained), `jobs` (runs trained at once, `"1"` to `"256"`,
 /// default `"1"`), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset: `icl_default_engine()`),
-/// and `set.KEY` for any key `icl_config_set` takes: that override in every run the selected
+/// and `set.KEY` (or `set` = `"KEY=VALUE"`, as `--set`) for any key `icl_config_set` takes: that override in every run the selected
 /// claims train, as `icl repro --set KEY=VALUE` (e.g. `set.train.steps` = `"50000"` for runs
 /// shorter than the paper's; `report.json` then lists the overrides under `"set"`). Nothing is
 /// printed. Statuses: `ICL_ERR_UNKNOWN_NAME` (an unknown `paper` or `engine`),

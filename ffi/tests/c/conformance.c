@@ -1979,6 +1979,49 @@ static void c_eval_run(void) {
     CHECK(access(file, F_OK) != 0);
 }
 
+static void c_options_list(void) {
+    const char *names[] = {"train", "eval", "repro", "sweep_run"};
+    for (size_t i = 0; i < 4; i++) {
+        size_t need = 0;
+        EXPECT(ICL_ERR_SIZE, icl_options_list(names[i], NULL, 0, &need));
+        CHECK(need > 20);
+        char *buf = malloc(need);
+        EXPECT(ICL_ERR_SIZE, icl_options_list(names[i], buf, need - 1, NULL));
+        OK(icl_options_list(names[i], buf, need, NULL));
+        CHECK(strlen(buf) + 1 == need && buf[0] == '[' && strstr(buf, "\"name\"") != NULL);
+        free(buf);
+    }
+    char buf[64];
+    EXPECT(ICL_ERR_UNKNOWN_NAME, icl_options_list("nosuch", buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_options_list(NULL, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_UTF8, icl_options_list("\xff\xfe", buf, sizeof buf, NULL));
+}
+
+static void c_train_run(void) {
+    icl_config *cfg = config();
+    const char *dir = path("train-run");
+    const char *k[] = {"engine", "eval_samples", "steps"};
+    const char *v[] = {"scalar", "0", "4"};
+    size_t need = 0;
+    char buf[16384];
+    OK(icl_train_run(cfg, dir, k, v, 3, buf, sizeof buf, &need));
+    CHECK(strlen(buf) + 1 == need && strstr(buf, "\"steps\": 4") != NULL);
+    char file[4096];
+    snprintf(file, sizeof file, "%s/model.safetensors", dir);
+    CHECK(access(file, F_OK) == 0);
+    /* an existing run without force, an unknown key, an unknown engine: nothing trained */
+    EXPECT(ICL_ERR_ARGUMENT, icl_train_run(cfg, dir, k, v, 3, buf, sizeof buf, NULL));
+    const char *kb[] = {"colour"}, *vb[] = {"red"};
+    EXPECT(ICL_ERR_ARGUMENT, icl_train_run(cfg, path("train-run-2"), kb, vb, 1, buf, sizeof buf, NULL));
+    const char *ke[] = {"engine"}, *ve[] = {"nosuch"};
+    EXPECT(ICL_ERR_UNKNOWN_NAME, icl_train_run(cfg, path("train-run-2"), ke, ve, 1, buf, sizeof buf, NULL));
+    snprintf(file, sizeof file, "%s", path("train-run-2"));
+    CHECK(access(file, F_OK) != 0);
+    EXPECT(ICL_ERR_NULL, icl_train_run(NULL, dir, NULL, NULL, 0, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_train_run(cfg, NULL, NULL, NULL, 0, buf, sizeof buf, NULL));
+    icl_config_free(cfg);
+}
+
 static void c_eval_run_bad(void) {
     const char *dir = run_folder();
     char buf[8192];
@@ -2269,7 +2312,7 @@ static void c_repro_bad(void) {
         {"zhang2025", "set.train.steps", "many", ICL_ERR_CONFIG},
         {"zhang2025", "set.train.batch", "0", ICL_ERR_CONFIG},
         {"zhang2025", "set.train.lr", "nan", ICL_ERR_NONFINITE},
-        {"zhang2025", "set", "train.steps=1", ICL_ERR_ARGUMENT},
+        {"zhang2025", "set", "train.steps", ICL_ERR_ARGUMENT},
     };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         const char *k[] = {"only", opts[i].k};
@@ -2533,6 +2576,8 @@ static const kase CASES[] = {
     {"icl_config_to_toml", "sizing and round trip", c_to_toml},
     {"icl_config_free", "NULL and a config", c_config_free},
     {"icl_eval_run", "sizing, JSON rows, tau and shift, same bytes, nothing written", c_eval_run},
+    {"icl_options_list", "every entry point's options as JSON; sizing; unknown name, NULL, UTF-8", c_options_list},
+    {"icl_train_run", "a run folder and its summary; existing run, unknown key or engine, NULLs", c_train_run},
     {"icl_eval_run", "bad options, not a run, damaged model, NULLs, UTF-8", c_eval_run_bad},
     {"icl_eval_plot", "SVG and PNG files from icl_eval_run's rows, same bytes", c_eval_plot},
     {"icl_repro", "zhang2025 fig13-final: sizing, report.json, claim passes, complete run skipped", c_repro},
