@@ -561,6 +561,23 @@ icl_status icl_model_config(const icl_model *model, icl_config **out);
 icl_status icl_model_predict(icl_model *model, size_t n, size_t len, const double *x, size_t x_len, const double *y, size_t y_len, const double *xq, size_t xq_len, double *out, size_t out_len);
 
 /**
+ * Predict on `n` prompts of `k` (x, y) pairs: `xs` ([n][k][d], `xs_len` values), `ys`
+ * ([n][k]). For GPT-2 models (`model.arch = gpt2`) `out` ([n][k], `out_len` values) gets the
+ * prediction at every x position (position i reads pairs 0..i-1 and x_i); for the other
+ * families `out` ([n][n_out]) gets the prediction at the last x as the query (pairs 0..k-2 are
+ * its context; the last y is not read).
+ *
+ * Returns ICL_OK, or (`out` is left as it was on every failure):
+ * - ICL_ERR_SIZE / ICL_ERR_INVALID: a length differs from its shape, n or k is 0, k exceeds a
+ *   GPT-2 model's positions, or (other families) k < 2;
+ * - ICL_ERR_NONFINITE: an input is NaN or infinite;
+ * - ICL_ERR_UNSUPPORTED: the IV model (it reads instruments), or an engine that does not run
+ *   the model's family;
+ * - ICL_ERR_NULL: `model`, `xs`, `ys` or `out` is NULL.
+ */
+icl_status icl_model_predict_prompts(icl_model *model, size_t n, size_t k, const double *xs, size_t xs_len, const double *ys, size_t ys_len, double *out, size_t out_len);
+
+/**
  * Predict for a token-major batch `z` (the layout of `icl_task_sample`, `z_len` = n (len+1)
  * (d+n_out); the query's y-slots are ignored) into `out` ([n][n_out]).
  *
@@ -669,7 +686,7 @@ void icl_model_free(icl_model *model);
  * (comma-separated claim ids, e.g. `"fig13-final"`; unset or `""`: every claim; only the runs
  * the selected claims need are trained), `jobs` (runs trained at once, `"1"` to `"256"`,
  * default `"1"`), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset: `icl_default_engine()`),
- * and `set.KEY` for any key `icl_config_set` takes: that override in every run the selected
+ * and `set.KEY` (or `set` = `"KEY=VALUE"`, as `--set`) for any key `icl_config_set` takes: that override in every run the selected
  * claims train, as `icl repro --set KEY=VALUE` (e.g. `set.train.steps` = `"50000"` for runs
  * shorter than the paper's; `report.json` then lists the overrides under `"set"`). Nothing is
  * printed. Statuses: `ICL_ERR_UNKNOWN_NAME` (an unknown `paper` or `engine`),
