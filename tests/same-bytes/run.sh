@@ -14,7 +14,10 @@ if [ "${1:-}" = --write ]; then write=1; shift; fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 out="$work/hashes.txt"
-if [ $# -gt 0 ]; then presets=("$@"); else
+if [ $# -gt 0 ]; then presets=("$@"); elif [ $write = 0 ]; then
+  # the presets of the baseline (a preset added since has no hash to compare with)
+  mapfile -t presets < <(grep -v '^repro-' "$here/expected.txt" | cut -d' ' -f1 | uniq)
+else
   mapfile -t presets < <("$icl" presets --json | python3 -c 'import json,sys; [print(p["name"]) for p in json.load(sys.stdin)]')
 fi
 for p in "${presets[@]}"; do
