@@ -17,6 +17,7 @@ pub mod data;
 pub mod dispatch;
 pub mod engine;
 pub mod gauss;
+pub mod gpt2;
 pub mod kernel;
 pub mod lane;
 pub mod lanes;
@@ -25,6 +26,7 @@ pub mod wide;
 
 pub use dispatch::Level;
 pub use engine::{SimdEngine, CHUNK};
+pub use gpt2::{Gpt2Simd, GPT2_CHUNK};
 pub use lanes::{Lanes, Pack, SimdScalar};
 pub use multilayer::{MlScalar, MlSimd, ML_CHUNK};
 
@@ -56,6 +58,12 @@ impl<T: SimdScalar> icl_core::Engine<T> for Simd {
         Ok(match self.level {
             None => Box::new(MlSimd::<T>::new()),
             Some(l) => Box::new(MlSimd::<T>::with_level(l)),
+        })
+    }
+    fn gpt2(&self) -> icl_core::Result<Box<dyn icl_core::engine::Gpt2Kernels<T>>> {
+        Ok(match self.level {
+            None => Box::new(Gpt2Simd::<T>::new()),
+            Some(l) => Box::new(Gpt2Simd::<T>::with_level(l)),
         })
     }
 }
