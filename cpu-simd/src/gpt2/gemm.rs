@@ -27,6 +27,18 @@ impl<'a, T> Mat<'a, T> {
             cs: 1,
         }
     }
+    /// Columns `j0..j0 + cols` of a row-major matrix whose rows are `stride` apart (one head's
+    /// columns of q | k | v): element (i, j) at `data[i stride + j0 + j]`.
+    #[inline(always)]
+    pub fn cols_of(data: &'a [T], rows: usize, stride: usize, j0: usize, cols: usize) -> Self {
+        Mat {
+            data: &data[j0.min(data.len())..],
+            rows,
+            cols,
+            rs: stride,
+            cs: 1,
+        }
+    }
     /// The transpose, as a view.
     #[inline(always)]
     pub fn t(self) -> Self {
@@ -136,9 +148,23 @@ impl GemmScalar for f64 {
 /// `[a.rows, b.cols]`. Panics when a shape or a buffer does not match (a bug of the caller).
 #[inline]
 pub fn gemm<T: GemmScalar>(a: Mat<'_, T>, b: Mat<'_, T>, c: &mut [T], acc: bool) {
+    let n = b.cols;
+    gemm_strided(a, b, c, n, acc);
+}
+
+/// As [`gemm`], with the rows of `c` `rsc` apart (`c[i rsc + j]`: one head's columns of a wider
+/// matrix).
+#[inline]
+pub fn gemm_strided<T: GemmScalar>(
+    a: Mat<'_, T>,
+    b: Mat<'_, T>,
+    c: &mut [T],
+    rsc: usize,
+    acc: bool,
+) {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     assert_eq!(b.rows, k, "gemm: inner sizes differ");
-    assert!(c.len() >= m * n, "gemm: output too short");
+    assert!(span(m, n, rsc, 1) <= c.len(), "gemm: output too short");
     assert!(span(m, k, a.rs, a.cs) <= a.data.len(), "gemm: A too short");
     assert!(span(k, n, b.rs, b.cs) <= b.data.len(), "gemm: B too short");
     if m == 0 || n == 0 {
@@ -161,7 +187,7 @@ pub fn gemm<T: GemmScalar>(a: Mat<'_, T>, b: Mat<'_, T>, c: &mut [T], acc: bool)
             b.cs as isize,
             beta,
             c.as_mut_ptr(),
-            n as isize,
+            rsc as isize,
             1,
         )
     }

@@ -44,9 +44,10 @@ struct Block<T> {
     ln2: Vec<T>,
     ln2_mean: Vec<T>,
     ln2_rstd: Vec<T>,
-    /// c_fc's output `[N, 4C]`, and after GELU.
+    /// c_fc's output `[N, 4C]`, after GELU, and GELU's tanh.
     fch: Vec<T>,
     fch_gelu: Vec<T>,
+    fch_th: Vec<T>,
 }
 
 /// `v` with `n` values (contents left as they are: every buffer is written before it is read).
@@ -77,11 +78,8 @@ pub struct ChunkWs<T> {
     datty: Vec<T>,
     dqkv: Vec<T>,
     dfch: Vec<T>,
-    /// One head's keys or values transposed `[hd, T]`, a row of weights' gradient `[T]`, one
-    /// query's gradient `[hd]`.
-    kt: Vec<T>,
-    drow: Vec<T>,
-    dq: Vec<T>,
+    /// The gradient of one head's attention weights `[T, T]`.
+    dp: Vec<T>,
     /// One prompt: `[K, d]` and `[K]`.
     xs: Vec<T>,
     y1: Vec<T>,
@@ -91,7 +89,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
     /// Size every buffer for `nb` prompts of `k` pairs (`grad`: the backward's too).
     fn resize(&mut self, spec: &Gpt2Spec, nb: usize, k: usize, grad: bool) {
         let (d, c, nh, t) = (spec.d, spec.embd, spec.heads, 2 * k);
-        let (n, hd) = (nb * t, c / nh);
+        let n = nb * t;
         self.blocks.resize_with(spec.layers, Block::default);
         for b in &mut self.blocks {
             for (v, len) in [
@@ -108,6 +106,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
                 (&mut b.ln2_rstd, n),
                 (&mut b.fch, 4 * n * c),
                 (&mut b.fch_gelu, 4 * n * c),
+                (&mut b.fch_th, 4 * n * c),
             ] {
                 fit(v, len);
             }
@@ -127,9 +126,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
             (&mut self.datty, g(n * c)),
             (&mut self.dqkv, g(3 * n * c)),
             (&mut self.dfch, g(4 * n * c)),
-            (&mut self.kt, hd * t),
-            (&mut self.drow, t),
-            (&mut self.dq, hd),
+            (&mut self.dp, g(t * t)),
             (&mut self.xs, k * d),
             (&mut self.y1, k),
         ] {
@@ -185,7 +182,6 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
             lnf_mean,
             lnf_rstd,
             preds,
-            kt,
             ..
         } = self;
         // h = tok read_in.weight^T + (read_in.bias + wpe[t])
@@ -232,7 +228,6 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
                 ops::attention_forward(
                     &mut b.atty[j * t * c..][..t * c],
                     &mut b.att[j * nh * t * t..][..nh * t * t],
-                    kt,
                     &b.qkv[j * t * 3 * c..][..t * 3 * c],
                     t,
                     c,
@@ -266,7 +261,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
                 &mut b.fch,
                 true,
             );
-            ops::gelu_forward(&mut b.fch_gelu, &b.fch);
+            ops::gelu_forward(&mut b.fch_gelu, &mut b.fch_th, &b.fch);
             // h' = (a + mlp.c_proj.bias) + gelu_new(fch) mlp.c_proj.weight
             ops::add_rows(next, &b.a, layer(p.mlp_proj_b, l, c), n);
             gemm(
@@ -329,9 +324,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
             datty,
             dqkv,
             dfch,
-            kt,
-            drow,
-            dq,
+            dp,
             ..
         } = self;
         // pred = ln_f(h) read_out.weight^T + read_out.bias at the x tokens: the y tokens' rows
@@ -369,7 +362,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
                 false,
             );
             // fch_gelu = gelu_new(fch)
-            ops::gelu_backward(dfch, &b.fch);
+            ops::gelu_backward(dfch, &b.fch, &b.fch_th);
             // fch = ln2 W + bias
             ops::colsum(layer_mut(g.c_fc_b, l, 4 * c), dfch, n);
             gemm(
@@ -415,9 +408,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
             for j in 0..nb {
                 ops::attention_backward(
                     &mut dqkv[j * t * 3 * c..][..t * 3 * c],
-                    kt,
-                    drow,
-                    dq,
+                    dp,
                     &datty[j * t * c..][..t * c],
                     &b.qkv[j * t * 3 * c..][..t * 3 * c],
                     &b.att[j * nh * t * t..][..nh * t * t],
