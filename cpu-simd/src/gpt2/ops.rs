@@ -102,37 +102,45 @@ fn max<T: RowScalar>(x: &[T]) -> T {
     m
 }
 
-/// `y += a x` (in blocks of [`LANES`]: one or two vector operations each, however short the
-/// row).
+/// `y_k <- f(y_k, a_k, b_k)` along a row, a block of [`LANES`] at a time (one or two vector
+/// operations, however short the row). Each block's inputs are copied out before its outputs are
+/// written, so the compiler vectorises without having to prove the buffers apart (it cannot
+/// once the slices have passed through a struct).
+#[inline(always)]
+fn map3<T: RowScalar>(y: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T, T) -> T) {
+    let n = y.len().min(a.len()).min(b.len());
+    let (yb, yr) = y[..n].as_chunks_mut::<LANES>();
+    let (ab, ar) = a[..n].as_chunks::<LANES>();
+    let (bb, br) = b[..n].as_chunks::<LANES>();
+    for ((y, a), b) in yb.iter_mut().zip(ab).zip(bb) {
+        let (yv, av, bv) = (*y, *a, *b);
+        let mut r = [T::zero(); LANES];
+        for k in 0..LANES {
+            r[k] = f(yv[k], av[k], bv[k]);
+        }
+        *y = r;
+    }
+    for ((y, &a), &b) in yr.iter_mut().zip(ar).zip(br) {
+        *y = f(*y, a, b);
+    }
+}
+
+/// `y_k <- f(y_k, a_k)`, as [`map3`].
+#[inline(always)]
+fn map2<T: RowScalar>(y: &mut [T], a: &[T], f: impl Fn(T, T) -> T) {
+    map3(y, a, a, |y, a, _| f(y, a));
+}
+
+/// `y += a x`.
 #[inline(always)]
 pub fn axpy<T: RowScalar>(y: &mut [T], a: T, x: &[T]) {
-    let n = y.len().min(x.len());
-    let (yb, yr) = y[..n].as_chunks_mut::<LANES>();
-    let (xb, xr) = x[..n].as_chunks::<LANES>();
-    for (y, x) in yb.iter_mut().zip(xb) {
-        for k in 0..LANES {
-            y[k] += a * x[k];
-        }
-    }
-    for (y, x) in yr.iter_mut().zip(xr) {
-        *y += a * *x;
-    }
+    map2(y, x, |y, x| y + a * x);
 }
 
 /// `y += x`.
 #[inline(always)]
 pub fn add<T: RowScalar>(y: &mut [T], x: &[T]) {
-    let n = y.len().min(x.len());
-    let (yb, yr) = y[..n].as_chunks_mut::<LANES>();
-    let (xb, xr) = x[..n].as_chunks::<LANES>();
-    for (y, x) in yb.iter_mut().zip(xb) {
-        for k in 0..LANES {
-            y[k] += x[k];
-        }
-    }
-    for (y, x) in yr.iter_mut().zip(xr) {
-        *y += *x;
-    }
+    map2(y, x, |y, x| y + x);
 }
 
 /// `y *= a`.
@@ -140,9 +148,11 @@ pub fn add<T: RowScalar>(y: &mut [T], x: &[T]) {
 fn scale<T: RowScalar>(y: &mut [T], a: T) {
     let (yb, yr) = y.as_chunks_mut::<LANES>();
     for y in yb {
-        for v in y.iter_mut() {
+        let mut r = *y;
+        for v in r.iter_mut() {
             *v *= a;
         }
+        *y = r;
     }
     for v in yr {
         *v *= a;
@@ -152,18 +162,7 @@ fn scale<T: RowScalar>(y: &mut [T], a: T) {
 /// `out = x + v`.
 #[inline(always)]
 fn sum_into<T: RowScalar>(out: &mut [T], x: &[T], v: &[T]) {
-    let n = out.len().min(x.len()).min(v.len());
-    let (ob, or) = out[..n].as_chunks_mut::<LANES>();
-    let (xb, xr) = x[..n].as_chunks::<LANES>();
-    let (vb, vr) = v[..n].as_chunks::<LANES>();
-    for ((o, x), v) in ob.iter_mut().zip(xb).zip(vb) {
-        for k in 0..LANES {
-            o[k] = x[k] + v[k];
-        }
-    }
-    for ((o, x), v) in or.iter_mut().zip(xr).zip(vr) {
-        *o = *x + *v;
-    }
+    map3(out, x, v, |_, x, v| x + v);
 }
 
 /// `out[r] = v` for each of the `n` rows of `out: [n, v.len()]` (a bias before a product).
@@ -183,13 +182,76 @@ pub fn add_rows<T: RowScalar>(out: &mut [T], a: &[T], v: &[T], n: usize) {
     }
 }
 
+/// `acc[j] = sum_r f(r, j0 + j)` over the `n` rows, for W columns at once in registers (rows
+/// inner: no chain of stores and loads through the output from one row to the next).
+#[inline(always)]
+fn colsum_cols<T: RowScalar, const W: usize>(
+    db: &mut [T],
+    n: usize,
+    j0: usize,
+    f: impl Fn(usize, usize) -> [T; W],
+) {
+    let mut acc = [T::zero(); W];
+    for r in 0..n {
+        let v = f(r, j0);
+        for k in 0..W {
+            acc[k] += v[k];
+        }
+    }
+    let (d, _) = db[j0..].as_chunks_mut::<W>();
+    let mut dv = d[0];
+    for k in 0..W {
+        dv[k] += acc[k];
+    }
+    d[0] = dv;
+}
+
+/// `db[j] += sum_r f(r, j)` for the `n` rows, j < db.len(), each sum in order of r, added to db
+/// once; `f(r, j0)` returns columns `j0..j0 + W` of row r.
+#[inline(always)]
+fn colsum_by<T: RowScalar>(
+    db: &mut [T],
+    n: usize,
+    f4: impl Fn(usize, usize) -> [T; 4 * LANES],
+    f1: impl Fn(usize, usize) -> [T; LANES],
+    f0: impl Fn(usize, usize) -> T,
+) {
+    let c = db.len();
+    let mut j0 = 0;
+    while j0 + 4 * LANES <= c {
+        colsum_cols(db, n, j0, &f4);
+        j0 += 4 * LANES;
+    }
+    while j0 + LANES <= c {
+        colsum_cols(db, n, j0, &f1);
+        j0 += LANES;
+    }
+    for j in j0..c {
+        let mut acc = T::zero();
+        for r in 0..n {
+            acc += f0(r, j);
+        }
+        db[j] += acc;
+    }
+}
+
+/// `W` values of `x` from `at`.
+#[inline(always)]
+fn block<T: RowScalar, const W: usize>(x: &[T], at: usize) -> [T; W] {
+    x[at..].as_chunks::<W>().0[0]
+}
+
 /// `db += sum_r dout[r]` over the `n` rows of `dout: [n, db.len()]` (a bias's gradient).
 #[inline(always)]
 pub fn colsum<T: RowScalar>(db: &mut [T], dout: &[T], n: usize) {
     let c = db.len();
-    for row in dout[..n * c].chunks_exact(c) {
-        add(db, row);
-    }
+    colsum_by(
+        db,
+        n,
+        |r, j| block(dout, r * c + j),
+        |r, j| block(dout, r * c + j),
+        |r, j| dout[r * c + j],
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,9 +280,8 @@ pub fn layernorm_forward<T: RowScalar>(
         let var = sum_sq_dev(x, m) * inv_c;
         let s = T::one() / (var + eps).lane_sqrt();
         let y = &mut out[r * c..][..c];
-        for (((y, &x), &w), &b) in y.iter_mut().zip(x).zip(w).zip(b) {
-            *y = (x - m) * s * w + b;
-        }
+        map3(y, x, w, |_, x, w| (x - m) * s * w);
+        map2(y, b, |y, b| y + b);
         mean[r] = m;
         rstd[r] = s;
     }
@@ -228,11 +289,12 @@ pub fn layernorm_forward<T: RowScalar>(
 
 /// Backward of [`layernorm_forward`]: with `norm_i = (x_i - mean) rstd`, `db += dout`,
 /// `dw += norm dout`, `dinp_i += rstd (w_i dout_i - mean_j(w_j dout_j) - norm_i
-/// mean_j(w_j dout_j norm_j))`.
+/// mean_j(w_j dout_j norm_j))`; `scratch` holds C values.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub fn layernorm_backward<T: RowScalar>(
     dinp: &mut [T],
+    scratch: &mut [T],
     dw: &mut [T],
     db: &mut [T],
     dout: &[T],
@@ -245,6 +307,7 @@ pub fn layernorm_backward<T: RowScalar>(
 ) {
     let inv_c = T::one() / T::of(c as f64);
     let (w, dw, db) = (&w[..c], &mut dw[..c], &mut db[..c]);
+    let (inp, dout) = (&inp[..n * c], &dout[..n * c]);
     for r in 0..n {
         let x = &inp[r * c..][..c];
         let g = &dout[r * c..][..c];
@@ -269,24 +332,35 @@ pub fn layernorm_backward<T: RowScalar>(
             anm[k] += dnorm * ((x - m) * s);
         }
         let (gm, gnm) = (fold(am) * inv_c, fold(anm) * inv_c);
+        // norm_i = (x_i - mean) rstd, through mean and rstd:
+        // dinp_i += rstd (w_i dout_i - mean(w dout) - norm_i mean(w dout norm)); wg = w dout
+        // first (in the row's scratch), then the update
         let dx = &mut dinp[r * c..][..c];
-        for (((((dx, &x), &g), &w), dw), db) in dx
-            .iter_mut()
-            .zip(x)
-            .zip(g)
-            .zip(w)
-            .zip(dw.iter_mut())
-            .zip(db.iter_mut())
-        {
-            let norm = (x - m) * s;
-            let dnorm = w * g;
-            // out_i = norm_i w_i + b_i: db_i += dout_i, dw_i += norm_i dout_i
-            *db += g;
-            *dw += norm * g;
-            // norm_i = (x_i - mean) rstd, through mean and rstd
-            *dx += s * (dnorm - gm - norm * gnm);
-        }
+        let wg = &mut scratch[..c];
+        map3(wg, w, g, |_, w, g| w * g);
+        map3(dx, x, wg, |dx, x, wg| {
+            dx + s * (wg - gm - (x - m) * s * gnm)
+        });
     }
+    // out_i = norm_i w_i + b_i: db_i += sum_r dout_ri, dw_i += sum_r norm_ri dout_ri
+    colsum(db, dout, n);
+    let nd = |r: usize, j: usize| (inp[r * c + j] - mean[r]) * rstd[r] * dout[r * c + j];
+    colsum_by(
+        dw,
+        n,
+        |r, j| {
+            let (x, g): ([T; 4 * LANES], [T; 4 * LANES]) =
+                (block(inp, r * c + j), block(dout, r * c + j));
+            let (m, s) = (mean[r], rstd[r]);
+            core::array::from_fn(|k| (x[k] - m) * s * g[k])
+        },
+        |r, j| {
+            let (x, g): ([T; LANES], [T; LANES]) = (block(inp, r * c + j), block(dout, r * c + j));
+            let (m, s) = (mean[r], rstd[r]);
+            core::array::from_fn(|k| (x[k] - m) * s * g[k])
+        },
+        nd,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -314,14 +388,18 @@ fn tanh_block<T: RowScalar>(u: &mut [T; LANES]) {
 #[inline(always)]
 fn gelu_block<T: RowScalar>(out: &mut [T; LANES], th: &mut [T; LANES], x: &[T; LANES]) {
     let (s, a, half) = (T::of(GELU_S), T::of(GELU_A), T::of(0.5));
+    let x = *x;
+    let (mut u, mut y) = ([T::zero(); LANES], [T::zero(); LANES]);
     for k in 0..LANES {
         let x = x[k];
-        th[k] = s * (x + a * x * x * x);
+        u[k] = s * (x + a * x * x * x);
     }
-    tanh_block(th);
+    tanh_block(&mut u);
     for k in 0..LANES {
-        out[k] = half * x[k] * (T::one() + th[k]);
+        y[k] = half * x[k] * (T::one() + u[k]);
     }
+    *th = u;
+    *out = y;
 }
 
 /// `out = 0.5 x (1 + th)`, `th = tanh(sqrt(2/pi) (x + 0.044715 x^3))`, elementwise (`th` kept
@@ -352,22 +430,10 @@ pub fn gelu_forward<T: RowScalar>(out: &mut [T], th: &mut [T], inp: &[T]) {
 pub fn gelu_backward<T: RowScalar>(d: &mut [T], inp: &[T], th: &[T]) {
     let (s, a, half) = (T::of(GELU_S), T::of(GELU_A), T::of(0.5));
     let (one, three) = (T::one(), T::of(3.0));
-    let n = d.len().min(inp.len()).min(th.len());
-    let f = |g: &mut T, x: T, th: T| {
+    map3(d, inp, th, |g, x, th| {
         let du = s * (one + three * a * x * x);
-        *g = *g * (half * (one + th) + half * x * (one - th * th) * du);
-    };
-    let (db, drest) = d[..n].as_chunks_mut::<LANES>();
-    let (ib, irest) = inp[..n].as_chunks::<LANES>();
-    let (tb, trest) = th[..n].as_chunks::<LANES>();
-    for ((g, x), t) in db.iter_mut().zip(ib).zip(tb) {
-        for k in 0..LANES {
-            f(&mut g[k], x[k], t[k]);
-        }
-    }
-    for ((g, &x), &t) in drest.iter_mut().zip(irest).zip(trest) {
-        f(g, x, t);
-    }
+        g * (half * (one + th) + half * x * (one - th * th) * du)
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,16 +554,7 @@ pub fn attention_backward<T: RowScalar + GemmScalar>(
         // u > t, so ds_tu = 0 there)
         for (pr, dr) in p.chunks_exact(n).zip(dp.chunks_exact_mut(n)) {
             let tot = dot(pr, dr);
-            let (db, drest) = dr.as_chunks_mut::<LANES>();
-            let (pb, prest) = pr.as_chunks::<LANES>();
-            for (d, p) in db.iter_mut().zip(pb) {
-                for k in 0..LANES {
-                    d[k] = p[k] * (d[k] - tot) * factor;
-                }
-            }
-            for (d, &p) in drest.iter_mut().zip(prest) {
-                *d = p * (*d - tot) * factor;
-            }
+            map2(dr, pr, |d, p| p * (d - tot) * factor);
         }
         // s = q k^T factor: dq = ds k, dk = ds^T q
         let ds = Mat::rows(&*dp, n, n);

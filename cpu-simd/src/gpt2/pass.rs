@@ -78,8 +78,9 @@ pub struct ChunkWs<T> {
     datty: Vec<T>,
     dqkv: Vec<T>,
     dfch: Vec<T>,
-    /// The gradient of one head's attention weights `[T, T]`.
+    /// The gradient of one head's attention weights `[T, T]`; a LayerNorm row's scratch `[C]`.
     dp: Vec<T>,
+    lnscratch: Vec<T>,
     /// One prompt: `[K, d]` and `[K]`.
     xs: Vec<T>,
     y1: Vec<T>,
@@ -127,6 +128,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
             (&mut self.dqkv, g(3 * n * c)),
             (&mut self.dfch, g(4 * n * c)),
             (&mut self.dp, g(t * t)),
+            (&mut self.lnscratch, c),
             (&mut self.xs, k * d),
             (&mut self.y1, k),
         ] {
@@ -325,6 +327,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
             dqkv,
             dfch,
             dp,
+            lnscratch,
             ..
         } = self;
         // pred = ln_f(h) read_out.weight^T + read_out.bias at the x tokens: the y tokens' rows
@@ -341,7 +344,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
         }
         dres.iter_mut().for_each(|v| *v = T::zero());
         ops::layernorm_backward(
-            dres, g.ln_f_w, g.ln_f_b, dln, hf, p.ln_f_w, lnf_mean, lnf_rstd, n, c,
+            dres, lnscratch, g.ln_f_w, g.ln_f_b, dln, hf, p.ln_f_w, lnf_mean, lnf_rstd, n, c,
         );
         // dres holds the gradient of block l's output stream
         for l in (0..spec.layers).rev() {
@@ -380,6 +383,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
             // ln2 = ln_2(a): da += ..
             ops::layernorm_backward(
                 dres,
+                lnscratch,
                 layer_mut(g.ln_2_w, l, c),
                 layer_mut(g.ln_2_b, l, c),
                 dln,
@@ -435,6 +439,7 @@ impl<T: Gpt2Scalar> ChunkWs<T> {
             // ln1 = ln_1(h): dh += ..
             ops::layernorm_backward(
                 dres,
+                lnscratch,
                 layer_mut(g.ln_1_w, l, c),
                 layer_mut(g.ln_1_b, l, c),
                 dln,
