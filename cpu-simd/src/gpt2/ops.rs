@@ -19,14 +19,18 @@ impl<T: Scalar + LaneScalar> RowScalar for T {}
 /// Partial sums of a reduction, and the block of `e^x` and `tanh`.
 pub const LANES: usize = 16;
 
-/// The lanes of a reduction added in lane order.
+/// The lanes of a reduction added pairwise (lane k + 8 to lane k, then k + 4, k + 2, k + 1): a
+/// fixed order, four additions deep instead of sixteen.
 #[inline(always)]
-fn fold<T: RowScalar>(acc: [T; LANES]) -> T {
-    let mut s = T::zero();
-    for v in acc {
-        s += v;
+fn fold<T: RowScalar>(mut acc: [T; LANES]) -> T {
+    let mut w = LANES / 2;
+    while w > 0 {
+        for k in 0..w {
+            acc[k] += acc[k + w];
+        }
+        w /= 2;
     }
-    s
+    acc[0]
 }
 
 /// `sum_i x_i`.
@@ -102,25 +106,13 @@ fn max<T: RowScalar>(x: &[T]) -> T {
     m
 }
 
-/// `y_k <- f(y_k, a_k, b_k)` along a row, a block of [`LANES`] at a time (one or two vector
-/// operations, however short the row). Each block's inputs are copied out before its outputs are
-/// written, so the compiler vectorises without having to prove the buffers apart (it cannot
-/// once the slices have passed through a struct).
+/// `y_k <- f(y_k, a_k, b_k)` along a row: one plain loop over the row, which the compiler
+/// vectorises (checking at run time that the buffers are apart). Blocks of [`LANES`] copied into
+/// arrays vectorise worse: the compiler unrolls the block and vectorises across blocks with
+/// gathers (measured 0.5 G values/s for a LayerNorm row at AVX-512).
 #[inline(always)]
 fn map3<T: RowScalar>(y: &mut [T], a: &[T], b: &[T], f: impl Fn(T, T, T) -> T) {
-    let n = y.len().min(a.len()).min(b.len());
-    let (yb, yr) = y[..n].as_chunks_mut::<LANES>();
-    let (ab, ar) = a[..n].as_chunks::<LANES>();
-    let (bb, br) = b[..n].as_chunks::<LANES>();
-    for ((y, a), b) in yb.iter_mut().zip(ab).zip(bb) {
-        let (yv, av, bv) = (*y, *a, *b);
-        let mut r = [T::zero(); LANES];
-        for k in 0..LANES {
-            r[k] = f(yv[k], av[k], bv[k]);
-        }
-        *y = r;
-    }
-    for ((y, &a), &b) in yr.iter_mut().zip(ar).zip(br) {
+    for ((y, &a), &b) in y.iter_mut().zip(a).zip(b) {
         *y = f(*y, a, b);
     }
 }
@@ -146,15 +138,7 @@ pub fn add<T: RowScalar>(y: &mut [T], x: &[T]) {
 /// `y *= a`.
 #[inline(always)]
 fn scale<T: RowScalar>(y: &mut [T], a: T) {
-    let (yb, yr) = y.as_chunks_mut::<LANES>();
-    for y in yb {
-        let mut r = *y;
-        for v in r.iter_mut() {
-            *v *= a;
-        }
-        *y = r;
-    }
-    for v in yr {
+    for v in y {
         *v *= a;
     }
 }
