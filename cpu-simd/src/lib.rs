@@ -13,6 +13,12 @@
 //! level (fused multiply-adds only where written, rounded once at every level; the crate's own
 //! `exp`/`ln`/`sin`/`cos`). Equal to
 //! [`icl_core::AttentionReference`] up to floating-point rounding (summation order, the polynomials).
+//!
+//! GPT-2 models ([`gpt2`], [`Gpt2Simd`]) run differently: chunks of [`GPT2_CHUNK`] prompts, every
+//! weight one matrix product over a chunk's rows (the `matrixmultiply` crate), vector row
+//! operations between them. Same bits at any thread count and at every forced level on one
+//! machine; the products' micro-kernel is the CPU's choice, so other machines may round
+//! differently (see [`gpt2`]).
 pub mod data;
 pub mod dispatch;
 pub mod engine;
@@ -30,8 +36,9 @@ pub use gpt2::{Gpt2Simd, GPT2_CHUNK};
 pub use lanes::{Lanes, Pack, SimdScalar};
 pub use multilayer::{MlScalar, MlSimd, ML_CHUNK};
 
-/// The SIMD engine: one-layer attention ([`SimdEngine`]) and transformer stacks ([`MlSimd`]), at
-/// the best vector level of this CPU (or `ICL_SIMD`), or at a forced `level`.
+/// The SIMD engine: one-layer attention ([`SimdEngine`]), transformer stacks ([`MlSimd`]) and
+/// GPT-2 models ([`Gpt2Simd`]), at the best vector level of this CPU (or `ICL_SIMD`), or at a
+/// forced `level`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Simd {
     pub level: Option<Level>,

@@ -110,3 +110,27 @@ fn gpt2_same_bits_at_every_level() {
     same_bits_at_every_level::<f32>();
     same_bits_at_every_level::<f64>();
 }
+
+/// Prints a hash of [`run_bits`] at every level, f32 and f64, to compare machines and builds
+/// (equal hashes: equal bits). `matrixmultiply` reads `MMTEST_FEATURE` at compile time
+/// (`avx2,fma`, `avx`, or `none` for its portable kernel), so a build with it set shows what
+/// another CPU's matrix-product kernel does to the bits:
+///
+///     MMTEST_FEATURE=avx cargo test -p icl-cpu-simd --test gpt2 bits_hash -- --ignored --nocapture
+#[test]
+#[ignore]
+fn gpt2_bits_hash() {
+    fn hash(v: &[u64]) -> u64 {
+        v.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ b).wrapping_mul(0x100_0000_01b3)
+        })
+    }
+    for level in LEVELS {
+        println!(
+            "{}: f32 {:016x} f64 {:016x}",
+            level.as_str(),
+            hash(&run_bits::<f32>(Simd::with_level(level))),
+            hash(&run_bits::<f64>(Simd::with_level(level)))
+        );
+    }
+}

@@ -8,7 +8,20 @@
 //! end, so the result does not depend on the thread count.
 //!
 //! Equal to [`icl_core::engine::Gpt2Reference`] up to rounding (the products' summation order, the
-//! exponential's polynomial, biases and residuals added before a product instead of after).
+//! exponential's polynomial, biases and residuals added before a product instead of after):
+//! measured ~1e-15 relative (norm-wise) in f64 and ~5e-7 in f32 on the conformance suite.
+//!
+//! **Reproducibility.** On one machine the bytes do not depend on the thread count (fixed chunks,
+//! gradients added in chunk order) nor on the forced vector level (the row operations round the
+//! same way at every width; `tests/gpt2.rs` checks both). The matrix products' micro-kernel is
+//! chosen by `matrixmultiply` from the CPU at run time (AVX-512, FMA + AVX2, AVX, or portable),
+//! whatever the engine's level: kernels that fuse the multiply-add round differently from those
+//! that do not, so machines with other instruction sets can give other bits.
+//!
+//! **Memory.** Each chunk in flight (at most one per thread) holds 20 N C + H B T^2 + 4 N values
+//! a layer (N = B T rows: the reference's per-prompt workspace plus GELU's tanh) and its
+//! backward's buffers; every chunk past the first holds a gradient of the model's size until
+//! the final sum. Speed: `examples/gpt2.rs`.
 pub mod gemm;
 pub mod ops;
 pub mod pass;

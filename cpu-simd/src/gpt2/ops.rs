@@ -3,9 +3,9 @@
 //! (tokens) of one chunk, the formulas of [`icl_core::families::gpt2::ops`].
 //!
 //! Every loop is elementwise over a row, or a reduction kept in [`LANES`] interleaved partial
-//! sums added in lane order, so the compiler turns each into vector instructions of whatever
-//! width the calling entry point is compiled for ([`crate::dispatch`]) and every level gives
-//! the same bits: the lane count does not depend on the level, nothing is fused but the
+//! sums added pairwise in a fixed order, so the compiler turns each into vector instructions of
+//! whatever width the calling entry point is compiled for ([`crate::dispatch`]) and every level
+//! gives the same bits: the lane count does not depend on the level, nothing is fused but the
 //! exponential's explicit `mul_add`s, and `e^x` is [`LaneScalar::exp_lanes`].
 use super::gemm::{gemm, gemm_strided, GemmScalar, Mat};
 use crate::lane::LaneScalar;
@@ -210,12 +210,12 @@ fn colsum_by<T: RowScalar>(
         colsum_cols(db, n, j0, &f1);
         j0 += LANES;
     }
-    for j in j0..c {
+    for (j, d) in db.iter_mut().enumerate().skip(j0) {
         let mut acc = T::zero();
         for r in 0..n {
             acc += f0(r, j);
         }
-        db[j] += acc;
+        *d += acc;
     }
 }
 
@@ -434,8 +434,8 @@ fn exp_shifted<T: RowScalar>(p: &mut [T], mx: T) -> T {
             e[k] = blk[k] - mx;
         }
         T::exp_lanes(&mut e);
+        *blk = e;
         for k in 0..LANES {
-            blk[k] = e[k];
             acc[k] += e[k];
         }
     }
