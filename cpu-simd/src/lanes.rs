@@ -72,7 +72,9 @@ pub trait Lanes:
 }
 
 /// The scalars the SIMD engine runs in, with their lane type and its data generator.
-pub trait SimdScalar: Scalar + LaneScalar + crate::multilayer::MlScalar + Send + Sync {
+pub trait SimdScalar:
+    Scalar + LaneScalar + crate::multilayer::MlScalar + crate::gpt2::gemm::GemmScalar + Send + Sync
+{
     /// The vector type.
     type V: Lanes<T = Self> + SameLayout<Self::V>;
     /// The same lanes in one 512-bit register (AVX-512 only; `V` elsewhere).

@@ -13,10 +13,17 @@
 //! level (fused multiply-adds only where written, rounded once at every level; the crate's own
 //! `exp`/`ln`/`sin`/`cos`). Equal to
 //! [`icl_core::AttentionReference`] up to floating-point rounding (summation order, the polynomials).
+//!
+//! GPT-2 models ([`gpt2`], [`Gpt2Simd`]) run differently: chunks of [`GPT2_CHUNK`] prompts, every
+//! weight one matrix product over a chunk's rows (the `matrixmultiply` crate), vector row
+//! operations between them. Same bits at any thread count and at every forced level on one
+//! machine; the products' micro-kernel is the CPU's choice, so other machines may round
+//! differently (see [`gpt2`]).
 pub mod data;
 pub mod dispatch;
 pub mod engine;
 pub mod gauss;
+pub mod gpt2;
 pub mod kernel;
 pub mod lane;
 pub mod lanes;
@@ -25,11 +32,13 @@ pub mod wide;
 
 pub use dispatch::Level;
 pub use engine::{SimdEngine, CHUNK};
+pub use gpt2::{Gpt2Simd, GPT2_CHUNK};
 pub use lanes::{Lanes, Pack, SimdScalar};
 pub use multilayer::{MlScalar, MlSimd, ML_CHUNK};
 
-/// The SIMD engine: one-layer attention ([`SimdEngine`]) and transformer stacks ([`MlSimd`]), at
-/// the best vector level of this CPU (or `ICL_SIMD`), or at a forced `level`.
+/// The SIMD engine: one-layer attention ([`SimdEngine`]), transformer stacks ([`MlSimd`]) and
+/// GPT-2 models ([`Gpt2Simd`]), at the best vector level of this CPU (or `ICL_SIMD`), or at a
+/// forced `level`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Simd {
     pub level: Option<Level>,
@@ -56,6 +65,12 @@ impl<T: SimdScalar> icl_core::Engine<T> for Simd {
         Ok(match self.level {
             None => Box::new(MlSimd::<T>::new()),
             Some(l) => Box::new(MlSimd::<T>::with_level(l)),
+        })
+    }
+    fn gpt2(&self) -> icl_core::Result<Box<dyn icl_core::engine::Gpt2Kernels<T>>> {
+        Ok(match self.level {
+            None => Box::new(Gpt2Simd::<T>::new()),
+            Some(l) => Box::new(Gpt2Simd::<T>::with_level(l)),
         })
     }
 }

@@ -2,7 +2,8 @@
 //! candle's `test_device!`): each family's kernels against the scalar reference.
 //!
 //! * [`attention`]: one-layer attention;
-//! * [`stack`]: multi-layer transformer stacks.
+//! * [`stack`]: multi-layer transformer stacks;
+//! * [`gpt2`]: GPT-2 in-context learners (Garg et al. 2022).
 //!
 //! An engine crate instantiates every suite with one macro, [`crate::engine_conformance!`]:
 //!
@@ -17,6 +18,7 @@
 //! [`crate::Error::Unsupported`]. Tolerances are norm-wise relative differences
 //! ||a - b|| / ||b||; training trajectories get 100 times the tolerance.
 pub mod attention;
+pub mod gpt2;
 pub mod stack;
 
 use crate::{Error, Result};
@@ -80,6 +82,15 @@ macro_rules! engine_conformance {
             ($suite)(&make).unwrap();
         }
     }};
+    (@gpt2 $make:expr, $suite:expr) => {{
+        let engine = ($make)();
+        let first = engine.gpt2();
+        if !$crate::conformance::refused(&first).unwrap() {
+            drop(first);
+            let make = || engine.gpt2().unwrap();
+            ($suite)(&make).unwrap();
+        }
+    }};
     (@common $t:ty, $tol:expr, $make:expr) => {
         #[test]
         fn attention_matches_the_scalar_reference() {
@@ -121,6 +132,30 @@ macro_rules! engine_conformance {
         fn stack_repeatable() {
             $crate::engine_conformance!(@stack $make, |make| {
                 $crate::conformance::stack::repeatable::<$t>(make)
+            });
+        }
+        #[test]
+        fn gpt2_loss_grad_matches_reference() {
+            $crate::engine_conformance!(@gpt2 $make, |make| {
+                $crate::conformance::gpt2::loss_grad_matches::<$t>(make, $tol)
+            });
+        }
+        #[test]
+        fn gpt2_predict_matches_reference() {
+            $crate::engine_conformance!(@gpt2 $make, |make| {
+                $crate::conformance::gpt2::predict_matches::<$t>(make, $tol)
+            });
+        }
+        #[test]
+        fn gpt2_repeatable() {
+            $crate::engine_conformance!(@gpt2 $make, |make| {
+                $crate::conformance::gpt2::repeatable::<$t>(make)
+            });
+        }
+        #[test]
+        fn gpt2_refuses_bad_input() {
+            $crate::engine_conformance!(@gpt2 $make, |make| {
+                $crate::conformance::gpt2::refuses_bad_input::<$t>(make)
             });
         }
     };
