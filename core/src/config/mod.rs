@@ -1309,10 +1309,10 @@ impl Config {
     }
 
     /// [`Config::memory_terms`] of `model.arch = gpt2`: parameters with gradient, moments and
-    /// checkpoint copies (14 values each, as every family) and the engines' per-chunk gradients
-    /// (one per 8 sequences); the batch's tokens; per thread, one sequence's activations for the
-    /// backward pass (T = 2(L+1) tokens: 20 C values a token and layer, and the attention
-    /// weights, H T^2 a layer, twice).
+    /// checkpoint copies (14 values each, as every family) and the SIMD engine's gradient per
+    /// chunk of 8 prompts; the batch's tokens; per thread, one chunk's activations for the
+    /// backward pass (8 prompts of T = 2(L+1) tokens: 20 C + 4 values a token and layer, GELU's
+    /// tanh included, and the attention weights, H T^2 a prompt and layer, twice).
     fn gpt2_memory_terms(&self, threads: u64) -> Option<MemoryTerms> {
         let (t, m, tr) = (&self.task, &self.model, &self.train);
         let mul = |xs: &[u64]| xs.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
@@ -1320,14 +1320,14 @@ impl Config {
         let toks = (t.len as u64).checked_add(1)?.checked_mul(2)?;
         let (c, h, nl) = (m.embd as u64, m.heads as u64, m.layers as u64);
         let params = self.gpt2_params()?;
-        let chunks = n.div_ceil(8).min(threads.max(1).checked_mul(4)?);
-        let params_b = mul(&[params, 8, chunks.checked_add(14)?])?;
+        let params_b = mul(&[params, 8, n.div_ceil(8).checked_add(14)?])?;
         let batch = mul(&[n, toks, t.d as u64 + 1, 8 * 3])?;
         let per_token = c
             .checked_mul(20)?
+            .checked_add(4)?
             .checked_add(h.checked_mul(toks)?.checked_mul(2)?)?;
-        let per_seq = mul(&[nl.checked_add(1)?, toks, per_token, 8])?;
-        let workspace = mul(&[threads.max(1), per_seq])?;
+        let per_chunk = mul(&[nl.checked_add(1)?, 8, toks, per_token, 8])?;
+        let workspace = mul(&[threads.max(1), per_chunk])?;
         let rows = (tr.steps / tr.log_every.max(1)).checked_add(2)?;
         let log = mul(&[rows, 16 * 48 + 64])?;
         Some(MemoryTerms {
