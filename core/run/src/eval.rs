@@ -575,7 +575,19 @@ pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eval
     crate::engines::check(&engines.0, model.dtype())?;
     let task = Task::new(cfg)?.shifted(&o.temper.shift)?;
     let shift = Some(shift_json(&o.temper.shift)).filter(|m| !m.is_empty());
-    let len = o.lengths.iter().copied().max().unwrap_or(cfg.task.len);
+    // every position up to the longest length asked for, within the learned positions (the
+    // default lengths 10,20,40,100 give 0..=L of a garg-linear model)
+    let positions = match &model.spec().net {
+        Net::Gpt2(sp) => sp.positions,
+        _ => return Err(RunError::Refused("not a GPT-2 model".into())),
+    };
+    let len = o
+        .lengths
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(cfg.task.len)
+        .min(positions - 1);
     let taus: Vec<f64> = o
         .temper
         .taus

@@ -76,7 +76,8 @@ pub struct TrainArgs {
 #[derive(clap::Args, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EvalArgs {
-    /// Test context lengths L', comma-separated.
+    /// Test context lengths L', comma-separated (GPT-2 runs: every L from 0 to the longest
+    /// given, within the model's positions).
     #[arg(long, default_value = "10,20,40,100", allow_negative_numbers = true)]
     pub lengths: List,
     /// Monte Carlo samples per length (>= 2).
