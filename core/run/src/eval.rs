@@ -496,6 +496,23 @@ fn extreme_inputs(o: &EvalOptions, e: RunError) -> RunError {
     )))
 }
 
+/// Refuse the multilayer paper's options (`--lambda-range`, `--stack`, ...) for the runs of other
+/// families.
+fn no_multilayer_options(o: &EvalOptions) -> Result<()> {
+    let m = &o.multilayer;
+    if m.lambda_range.is_some()
+        || m.stack.is_some()
+        || m.layers_out
+        || m.alignment > 0
+        || m.reference.is_some()
+    {
+        return Err(RunError::Refused(
+            "--lambda-range, --stack, --layers-out, --alignment and --ref apply to transformer runs (model.arch = transformer or iv2stage)".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn eval_run_inner(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
     check(o)?;
     dir.check_run()?;
@@ -514,17 +531,7 @@ fn eval_run_inner(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
         };
         return eval_transformer(&loaded.config, &loaded.model, reference.as_ref(), o);
     }
-    let m = &o.multilayer;
-    if m.lambda_range.is_some()
-        || m.stack.is_some()
-        || m.layers_out
-        || m.alignment > 0
-        || m.reference.is_some()
-    {
-        return Err(RunError::Refused(
-            "--lambda-range, --stack, --layers-out, --alignment and --ref apply to transformer runs (model.arch = transformer or iv2stage)".into(),
-        ));
-    }
+    no_multilayer_options(o)?;
     eval_model(&loaded.config, &loaded.model, o)
 }
 
@@ -555,17 +562,7 @@ pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
 /// at each temperature and [`gpt2_baselines`]; `d` is reported for the plot's risk / d.
 pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<EvalRows> {
     check(o)?;
-    let m = &o.multilayer;
-    if m.lambda_range.is_some()
-        || m.stack.is_some()
-        || m.layers_out
-        || m.alignment > 0
-        || m.reference.is_some()
-    {
-        return Err(RunError::Refused(
-            "--lambda-range, --stack, --layers-out, --alignment and --ref apply to transformer runs (model.arch = transformer or iv2stage)".into(),
-        ));
-    }
+    no_multilayer_options(o)?;
     if o.temper.taus.contains(&Tau::Opt) {
         return Err(RunError::Refused(
             "--tau opt is not available for GPT-2 runs yet: give the temperatures (e.g. --tau 1,2,3)".into(),
