@@ -568,8 +568,8 @@ icl_status icl_model_predict(icl_model *model, size_t n, size_t len, const doubl
  * its context; the last y is not read).
  *
  * Returns ICL_OK, or (`out` is left as it was on every failure):
- * - ICL_ERR_SIZE / ICL_ERR_INVALID: a length differs from its shape, n or k is 0, k exceeds a
- *   GPT-2 model's positions, or (other families) k < 2;
+ * - ICL_ERR_SIZE: a length differs from its shape, n or k is 0, k exceeds a GPT-2 model's
+ *   positions, or (other families) k < 2;
  * - ICL_ERR_NONFINITE: an input is NaN or infinite;
  * - ICL_ERR_UNSUPPORTED: the IV model (it reads instruments), or an engine that does not run
  *   the model's family;

@@ -4,7 +4,8 @@
 #![no_main]
 use arbitrary::Arbitrary;
 use icl_fuzz::{edited, small_preset, Edit};
-use icl_core_run::checkpoint::{encode, import_torch_bytes, Raw};
+use icl_core_run::checkpoint::{encode, Raw};
+use icl_core_run::torch::import_torch_bytes;
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 

@@ -95,7 +95,7 @@ proptest! {
         let p = Path::new("random");
         prop_assert!(icl_core_run::checkpoint::decode(p, &bytes).is_err());
         let cfg = Config::default();
-        prop_assert!(icl_core_run::checkpoint::import_torch_bytes(p, &bytes, &cfg).is_err());
+        prop_assert!(icl_core_run::torch::import_torch_bytes(p, &bytes, &cfg).is_err());
     }
 
     #[test]
@@ -142,17 +142,17 @@ proptest! {
     fn damaged_torch_imports_never_panic(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8), cut in any::<usize>()) {
         let (cfg, mut b) = valid_torch();
         let p = Path::new("torch");
-        prop_assert!(icl_core_run::checkpoint::import_torch_bytes(p, &b, &cfg).is_ok());
+        prop_assert!(icl_core_run::torch::import_torch_bytes(p, &b, &cfg).is_ok());
         for (i, v) in &edits {
             let n = b.len();
             b[i % n] = *v;
         }
-        if let Ok(m) = icl_core_run::checkpoint::import_torch_bytes(p, &b, &cfg) {
+        if let Ok(m) = icl_core_run::torch::import_torch_bytes(p, &b, &cfg) {
             prop_assert_eq!(m.spec(), &icl_core::ModelSpec::from_config(&cfg).unwrap());
             prop_assert!(m.params_f64().iter().all(|x| x.is_finite()));
         }
         let n = b.len();
-        prop_assert!(icl_core_run::checkpoint::import_torch_bytes(p, &b[..cut % n], &cfg).is_err());
+        prop_assert!(icl_core_run::torch::import_torch_bytes(p, &b[..cut % n], &cfg).is_err());
     }
 
     /// Counts (n, L) and buffer lengths that disagree, overflow or cannot fit: a status, never an

@@ -110,7 +110,7 @@ fn sorted(v: serde_json::Value) -> serde_json::Value {
 }
 
 /// A core checkpoint error as this layer's (damaged files are [`RunError::Corrupt`]).
-fn from_core(path: &Path, e: icl_core::Error) -> RunError {
+pub(crate) fn from_core(path: &Path, e: icl_core::Error) -> RunError {
     match e {
         icl_core::Error::Checkpoint(m) => corrupt(path, m),
         other => RunError::Core(other),
@@ -123,7 +123,7 @@ fn number<N: std::str::FromStr>(path: &Path, f: &File, key: &str) -> Result<N> {
 }
 
 /// Values of a tensor as f64 (F32 or F64 storage), checked for shape and finiteness.
-fn tensor_f64(path: &Path, f: &File, name: &str, shape: &[usize]) -> Result<Vec<f64>> {
+pub(crate) fn tensor_f64(path: &Path, f: &File, name: &str, shape: &[usize]) -> Result<Vec<f64>> {
     f.tensor_required(name)
         .and_then(|t| t.to_f64(shape))
         .map_err(|e| from_core(path, e))
@@ -393,52 +393,6 @@ fn load_state<T: Scalar>(
         window: (window_sum, window_count),
         probes,
     })
-}
-
-/// Import a PyTorch `state_dict` saved as safetensors in the reference code's layout
-/// (`q_proj.weight` [H(d+1), d+1], `k_proj.weight`, `v_proj.weight`, `o_proj.weight` [n_out, H(d+1)]).
-/// The config must describe a full-parametrisation model of the same shape; a tensor of another
-/// name (a bias) is refused, naming it, rather than dropped.
-pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
-    import_torch_bytes(path, &read_safetensors(path)?, cfg)
-}
-
-/// [`import_torch`] from bytes in memory (`path` names them in messages).
-pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<AnyModel> {
-    let spec = ModelSpec::from_config(cfg)?;
-    if let Net::Gpt2(sp) = &spec.net {
-        let params = crate::torch::import_state_dict(bytes, &crate::torch::Gpt2Shape::from(sp))?;
-        return AnyModel::from_f64(spec, params, cfg.train.dtype);
-    }
-    let f = File::parse(bytes).map_err(|e| from_core(path, e))?;
-    if spec.as_attention()?.param != icl_core::config::Param::Full {
-        return Err(RunError::Core(icl_core::Error::Unsupported(
-            "torch import needs model.param = full".into(),
-        )));
-    }
-    let tensors = spec.tensors();
-    // a tensor the layout has no place for (a bias, a LayerNorm) would be dropped, and the
-    // imported model would not be the one that was saved
-    let extra: Vec<&str> = f
-        .tensors
-        .iter()
-        .map(|t| t.name.as_str())
-        .filter(|n| !tensors.iter().any(|t| t.name == *n))
-        .collect();
-    if !extra.is_empty() {
-        return Err(RunError::Core(icl_core::Error::Unsupported(format!(
-            "{}: unexpected tensor{} {} (the reference layout is the bias-free {}; icl's model has no place for more)",
-            path.display(),
-            if extra.len() > 1 { "s" } else { "" },
-            extra.join(", "),
-            tensors.iter().map(|t| t.name).collect::<Vec<_>>().join(", "),
-        ))));
-    }
-    let mut params = Vec::with_capacity(spec.n_params());
-    for t in tensors {
-        params.extend(tensor_f64(path, &f, t.name, &t.shape)?);
-    }
-    AnyModel::from_f64(spec, params, cfg.train.dtype)
 }
 
 /// The shape (matrices, width) of one KQ snapshot of a model of `spec`: [H, E, E] for one-layer

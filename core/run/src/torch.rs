@@ -28,11 +28,17 @@
 //! transformers before 4.31 (Garg et al. pin 4.17), each layer's causal-mask buffers
 //! `_backbone.h.{l}.attn.bias` ([1, 1, 2P, 2P] lower-triangular ones, `uint8` in 4.17, `bool`
 //! later) and `_backbone.h.{l}.attn.masked_bias` (the scalar -1e4, f32).
-use crate::checkpoint::{encode, Raw};
+use crate::any::AnyModel;
+use crate::checkpoint::{encode, from_core, tensor_f64, Raw};
 use crate::error::{Result, RunError};
+use crate::folder::read_safetensors;
+use icl_core::checkpoint::File;
+use icl_core::config::Config;
+use icl_core::model::{ModelSpec, Net};
 use icl_core::Error;
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// The rows of GPT-2's token embedding, `GPT2Config().vocab_size`: [`export_state_dict`] writes
 /// `_backbone.wte.weight` [`WTE_ROWS`, C] (zeros) so that a default `TransformerModel` loads the
@@ -81,6 +87,53 @@ pub fn export_run(dir: &crate::RunDir, out: &std::path::Path, legacy_buffers: bo
         legacy_buffers,
     )?;
     crate::folder::atomic_write(out, &bytes)
+}
+
+/// Import a PyTorch `state_dict` saved as safetensors: for a GPT-2 configuration Garg et al.'s
+/// `TransformerModel` ([`import_state_dict`]); otherwise the reference code's layout
+/// (`q_proj.weight` [H(d+1), d+1], `k_proj.weight`, `v_proj.weight`, `o_proj.weight` [n_out, H(d+1)]).
+/// The config must describe a full-parametrisation model of the same shape; a tensor of another
+/// name (a bias) is refused, naming it, rather than dropped.
+pub fn import_torch(path: &Path, cfg: &Config) -> Result<AnyModel> {
+    import_torch_bytes(path, &read_safetensors(path)?, cfg)
+}
+
+/// [`import_torch`] from bytes in memory (`path` names them in messages).
+pub fn import_torch_bytes(path: &Path, bytes: &[u8], cfg: &Config) -> Result<AnyModel> {
+    let spec = ModelSpec::from_config(cfg)?;
+    if let Net::Gpt2(sp) = &spec.net {
+        let params = import_state_dict(bytes, &Gpt2Shape::from(sp))?;
+        return AnyModel::from_f64(spec, params, cfg.train.dtype);
+    }
+    let f = File::parse(bytes).map_err(|e| from_core(path, e))?;
+    if spec.as_attention()?.param != icl_core::config::Param::Full {
+        return Err(RunError::Core(icl_core::Error::Unsupported(
+            "torch import needs model.param = full".into(),
+        )));
+    }
+    let tensors = spec.tensors();
+    // a tensor the layout has no place for (a bias, a LayerNorm) would be dropped, and the
+    // imported model would not be the one that was saved
+    let extra: Vec<&str> = f
+        .tensors
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| !tensors.iter().any(|t| t.name == *n))
+        .collect();
+    if !extra.is_empty() {
+        return Err(RunError::Core(icl_core::Error::Unsupported(format!(
+            "{}: unexpected tensor{} {} (the reference layout is the bias-free {}; icl's model has no place for more)",
+            path.display(),
+            if extra.len() > 1 { "s" } else { "" },
+            extra.join(", "),
+            tensors.iter().map(|t| t.name).collect::<Vec<_>>().join(", "),
+        ))));
+    }
+    let mut params = Vec::with_capacity(spec.n_params());
+    for t in tensors {
+        params.extend(tensor_f64(path, &f, t.name, &t.shape)?);
+    }
+    AnyModel::from_f64(spec, params, cfg.train.dtype)
 }
 
 /// One tensor of the flat layout: its name, the state_dict's name for it (`None`: one tensor per

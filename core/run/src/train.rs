@@ -640,11 +640,11 @@ fn available_bytes(path: &Path) -> Option<u64> {
     Some(s.f_bavail as u64 * s.f_frsize as u64)
 }
 
-/// A run folder from a PyTorch `state_dict` (see [`checkpoint::import_torch`]): `config.toml`,
+/// A run folder from a PyTorch `state_dict` (see [`crate::torch::import_torch`]): `config.toml`,
 /// `model.safetensors` (step 0, no trainer state) and `summary.json`, written like a trained run.
 pub fn import(torch: &Path, cfg: &Config, out: &Path, force: bool) -> Result<RunDir> {
     cfg.validate()?;
-    let model = checkpoint::import_torch(torch, cfg)?;
+    let model = crate::torch::import_torch(torch, cfg)?;
     let stage = Stage::open(out, force, false)?;
     stage.dir.write_text("config.toml", &cfg.to_toml())?;
     dispatch!(&model, m => checkpoint::save_model(&stage.dir.model(), m, cfg, 0)?);
