@@ -3,7 +3,7 @@
 //! len, i), the squared error of the prediction of y_i from the i pairs before it, for every
 //! i = 0..=len. Every estimator sees the same prompts (paired differences); the error is raw
 //! (against the label as sampled, noise included), not divided by d.
-use super::kernels::Gpt2Runner;
+use super::kernels::{prompt_of_batch, Gpt2Runner};
 use super::spec::Gpt2Spec;
 use crate::data::{Batch, Task};
 use crate::estimator::{Acc, Estimator, RiskEstimate};
@@ -65,16 +65,12 @@ pub fn position_risks<T: Scalar>(
         let mut xs = vec![T::zero(); m * k * d];
         let mut ys = vec![T::zero(); m * k];
         for b in 0..m {
-            let seq = batch.seq(b);
-            for i in 0..k {
-                xs[(b * k + i) * d..(b * k + i + 1) * d]
-                    .copy_from_slice(&seq[i * (d + 1)..i * (d + 1) + d]);
-                ys[b * k + i] = if i < len {
-                    seq[i * (d + 1) + d]
-                } else {
-                    batch.target(b)[0]
-                };
-            }
+            prompt_of_batch(
+                &batch,
+                b,
+                &mut xs[b * k * d..(b + 1) * k * d],
+                &mut ys[b * k..(b + 1) * k],
+            );
         }
         let mut pred = vec![T::zero(); m * k];
         for (j, &tau) in taus.iter().enumerate() {
