@@ -13,6 +13,7 @@ __all__ = [
     "DEFAULT_ENGINE",
     "ENGINES",
     "load",
+    "options",
     "presets",
     "repro",
     "resume",
