@@ -37,6 +37,14 @@ pub const OPT_GRID: usize = 49;
 /// Golden-section steps after the grid (the bracket shrinks by 0.618 per step).
 pub const OPT_REFINE: usize = 30;
 
+/// The [`OPT_GRID`] temperatures `opt` tries first: log-spaced from [`OPT_MIN`] to [`OPT_MAX`]
+/// (a factor of about 1.133 between neighbours).
+pub fn opt_grid() -> impl Iterator<Item = f64> {
+    let (lo, hi) = (libm::log(OPT_MIN), libm::log(OPT_MAX));
+    let h = (hi - lo) / (OPT_GRID - 1) as f64;
+    (0..OPT_GRID).map(move |i| libm::exp(lo + h * i as f64))
+}
+
 /// Check one temperature: finite and > 0.
 pub fn check_tau(tau: f64) -> Result<()> {
     if !tau.is_finite() {
@@ -101,8 +109,8 @@ pub fn select_tau(mut risk: impl FnMut(f64) -> Result<f64>) -> Result<(f64, f64)
     let (lo, hi) = (libm::log(OPT_MIN), libm::log(OPT_MAX));
     let h = (hi - lo) / (OPT_GRID - 1) as f64;
     let mut best = (0usize, f64::INFINITY);
-    for i in 0..OPT_GRID {
-        let r = risk(libm::exp(lo + h * i as f64))?;
+    for (i, tau) in opt_grid().enumerate() {
+        let r = risk(tau)?;
         if r < best.1 {
             best = (i, r);
         }

@@ -183,6 +183,16 @@ pub mod bridge {
             y: &[f64],
             xq: &[f64],
         ) -> Result<Vec<f64>>;
+        /// Predictions on n prompts of k pairs (xs [n][k][d], ys [n][k]): [n][k] for GPT-2 models
+        /// (the prediction at every x position), [n][n_out] otherwise (the last x as the query).
+        #[cxx_name = "predict_prompts"]
+        fn cpp_predict_prompts(
+            self: &mut icl_model,
+            n: usize,
+            k: usize,
+            xs: &[f64],
+            ys: &[f64],
+        ) -> Result<Vec<f64>>;
         /// Predictions [n][n_out] for a batch.
         #[cxx_name = "predict_batch"]
         fn cpp_predict_batch(self: &mut icl_model, batch: &Batch) -> Result<Vec<f64>>;
@@ -503,6 +513,19 @@ impl icl_model {
         guard_cxx(|| {
             let mut out = try_vec(n.saturating_mul(self.dims().n_out), 0.0, "predictions")?;
             self.predict(n, len, x, y, xq, &mut out)?;
+            Ok(out)
+        })
+    }
+    fn cpp_predict_prompts(
+        &mut self,
+        n: usize,
+        k: usize,
+        xs: &[f64],
+        ys: &[f64],
+    ) -> FfiResult<Vec<f64>> {
+        guard_cxx(|| {
+            let mut out = try_vec(self.prompt_outputs(n, k), 0.0, "predictions")?;
+            self.predict_prompts(n, k, xs, ys, &mut out)?;
             Ok(out)
         })
     }

@@ -518,6 +518,18 @@ impl icl_model {
         Ok(())
     }
 
+    /// The length of [`Self::predict_prompts`]' output (saturating): n k for GPT-2 models, n n_out
+    /// otherwise.
+    pub fn prompt_outputs(&self, n: usize, k: usize) -> usize {
+        let gpt2 =
+            dispatch!(self.model_any(), m => matches!(m.spec.net, icl_core::model::Net::Gpt2(_)));
+        if gpt2 {
+            n.saturating_mul(k)
+        } else {
+            n.saturating_mul(self.dims().n_out)
+        }
+    }
+
     /// Predictions on `n` prompts of `k` pairs (`xs` [n][k][d], `ys` [n][k]) into `out`: [n][k]
     /// for GPT-2 models (every x position), [n][n_out] otherwise (the last x as the query).
     pub fn predict_prompts(
@@ -528,13 +540,8 @@ impl icl_model {
         ys: &[f64],
         out: &mut [f64],
     ) -> FfiResult<()> {
+        check_len("out", out.len(), self.prompt_outputs(n, k))?;
         let model = dispatch!(&self.inner, s => icl_core_run::any::AnyModel::from_model(&s.value));
-        let want = if matches!(model.spec().net, icl_core::model::Net::Gpt2(_)) {
-            n.saturating_mul(k)
-        } else {
-            n.saturating_mul(model.spec().n_out)
-        };
-        check_len("out", out.len(), want)?;
         let p = icl_core_run::predict::predict_prompts(&model, self.engine_name(), xs, ys, n, k)?;
         out.copy_from_slice(&p.values);
         Ok(())

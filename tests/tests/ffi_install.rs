@@ -69,7 +69,7 @@ fn needed(exe: &Path) -> Vec<String> {
 }
 
 /// The checks ffi/tests/cpp/exceptions.cpp prints (`ok NAME: message`), every one of which must run.
-const EXCEPTION_CHECKS: usize = 21;
+const EXCEPTION_CHECKS: usize = 24;
 
 /// Run a built test program without any library search path of the environment and check its
 /// output: header.c / capi.cpp print the version and eta*, exceptions.cpp its checks.

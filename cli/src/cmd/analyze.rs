@@ -20,7 +20,7 @@ pub struct Args {
     /// {"u1_omega", "u2_omega", "eta_x", "eta_y", "layers": [{...}]}.
     #[arg(long)]
     pub json: bool,
-    /// Do not write circuits.svg.
+    /// Do not write the figure (circuits.svg; attention.svg for GPT-2 runs).
     #[arg(long)]
     pub no_plot: bool,
 }
@@ -111,7 +111,12 @@ pub fn run(a: &Args) -> CliResult {
         ));
     }
     if !a.no_plot {
-        s.push_str(&format!("wrote {}\n", dir.circuits_svg().display()));
+        let figure = if rep.gpt2.is_some() {
+            dir.attention_svg()
+        } else {
+            dir.circuits_svg()
+        };
+        s.push_str(&format!("wrote {}\n", figure.display()));
     }
     out(&s)
 }

@@ -63,6 +63,10 @@ pub struct BenchRow {
     /// Arithmetic of the forward + backward (`ModelSpec::step_flops`) per
     /// second, in GFLOP/s.
     pub gflops: Option<f64>,
+    /// The FLOP count of one step that `gflops` divides by the time (`ModelSpec::step_flops`
+    /// at the configuration's L and batch: the matrix products of the forward and backward).
+    #[serde(default)]
+    pub flops_per_step: Option<f64>,
     /// The stated peak for the threads used ([`peak_gflops`]).
     pub peak_gflops: Option<f64>,
 }
@@ -178,8 +182,8 @@ pub fn measure<T: RunScalar>(
         };
         let spec = &tr.model.spec;
         let simd_level = crate::engines::simd_level::<T>(engine, &spec.net);
-        let gflops =
-            Some(spec.step_flops(cfg.task.len, cfg.train.batch) * steps as f64 / secs / 1e9);
+        let flops_per_step = spec.step_flops(cfg.task.len, cfg.train.batch);
+        let gflops = Some(flops_per_step * steps as f64 / secs / 1e9);
         let peak_gflops = simd_level
             .as_deref()
             .and_then(|l| peak_gflops(threads, l, 8 * core::mem::size_of::<T>()));
@@ -187,6 +191,7 @@ pub fn measure<T: RunScalar>(
             engine: engine.to_string(),
             simd_level,
             gflops,
+            flops_per_step: Some(flops_per_step),
             peak_gflops,
             dtype: T::NAME.into(),
             heads: cfg.model.heads,

@@ -563,11 +563,6 @@ pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
 pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<EvalRows> {
     check(o)?;
     no_multilayer_options(o)?;
-    if o.temper.taus.contains(&Tau::Opt) {
-        return Err(RunError::Refused(
-            "--tau opt is not available for GPT-2 runs yet: give the temperatures (e.g. --tau 1,2,3)".into(),
-        ));
-    }
     let engines = Engines::named(o.engine.as_deref());
     crate::engines::check(&engines.0, model.dtype())?;
     let task = Task::new(cfg)?.shifted(&o.temper.shift)?;
@@ -585,41 +580,62 @@ pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eval
         .max()
         .unwrap_or(cfg.task.len)
         .min(positions - 1);
-    let taus: Vec<f64> = o
-        .temper
-        .taus
-        .iter()
-        .map(|t| match t {
-            Tau::Value(v) => *v,
-            Tau::Opt => 1.0,
-        })
-        .collect();
+    let opt = o.temper.taus.contains(&Tau::Opt);
     let ests = gpt2_baselines(cfg);
-    let res = dispatch!(model, m => {
+    // the temperatures evaluated: those given, then every one `opt` chose at some position
+    let (chosen, taus, res) = dispatch!(model, m => {
         let Net::Gpt2(sp) = &m.spec.net else {
             return Err(RunError::Refused("not a GPT-2 model".into()));
         };
         let mut runner = icl_core::engine::Gpt2Runner::new(<_ as RunScalar>::gpt2_engine(&engines.0)?);
-        icl_core::families::gpt2::eval::position_risks(sp, &m.params, &task, len, o.samples, o.seed, &mut runner, &taus, &ests)?
+        let chosen = if opt {
+            icl_core::families::gpt2::eval::select_position_taus(sp, &m.params, &task, len, o.temper.holdout, o.seed, &mut runner)?
+        } else {
+            Vec::new()
+        };
+        let mut taus: Vec<f64> = Vec::new();
+        for t in o.temper.taus.iter().filter_map(|t| match t {
+            Tau::Value(v) => Some(*v),
+            Tau::Opt => None,
+        }).chain(chosen.iter().map(|c| c.0)) {
+            if !taus.contains(&t) {
+                taus.push(t);
+            }
+        }
+        let res = icl_core::families::gpt2::eval::position_risks(sp, &m.params, &task, len, o.samples, o.seed, &mut runner, &taus, &ests)?;
+        (chosen, taus, res)
     });
-    let names = taus
-        .iter()
-        .map(|&t| ("model".to_string(), Some(t)))
-        .chain(ests.iter().map(|e| (e.name(), None)));
+    let at = |t: f64| taus.iter().position(|&x| x == t).unwrap_or(0);
+    let row =
+        |estimator: &str, i: usize, r: &RiskEstimate, tau: Option<f64>, tau_opt: bool| EvalRow {
+            estimator: estimator.to_string(),
+            len: i,
+            risk: r.risk,
+            stderr: r.stderr,
+            eta: None,
+            eta_x: None,
+            tau,
+            tau_opt,
+            shift: shift.clone(),
+        };
     let mut rows = Vec::new();
-    for ((estimator, tau), per) in names.zip(res) {
-        for (i, r) in per.iter().enumerate() {
-            rows.push(EvalRow {
-                estimator: estimator.clone(),
-                len: i,
-                risk: r.risk,
-                stderr: r.stderr,
-                eta: None,
-                eta_x: None,
-                tau,
-                tau_opt: false,
-                shift: shift.clone(),
+    for t in &o.temper.taus {
+        for i in 0..=len {
+            rows.push(match *t {
+                Tau::Value(v) => row("model", i, &res[at(v)][i], Some(v), false),
+                Tau::Opt => row(
+                    "model",
+                    i,
+                    &res[at(chosen[i].0)][i],
+                    Some(chosen[i].0),
+                    true,
+                ),
             });
+        }
+    }
+    for (e, per) in ests.iter().zip(&res[taus.len()..]) {
+        for (i, r) in per.iter().enumerate() {
+            rows.push(row(&e.name(), i, r, None, false));
         }
     }
     Ok(EvalRows {

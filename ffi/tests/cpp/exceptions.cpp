@@ -34,6 +34,31 @@ int main() {
     expect_throw("NaN context", [&] { model->predict(1, 2, sl(bad), sl(y), sl(xq)); }, "not finite");
     expect_throw("wrong size", [&] { model->predict(1, 3, sl(x), sl(y), sl(xq)); }, "needed");
     expect_throw("zero problems", [&] { model->predict(0, 2, sl(x), sl(y), sl(xq)); }, "n >= 1");
+    {
+        // prompts of k pairs: a one-layer model predicts at the last x, as predict() with the
+        // k - 1 pairs before it as the context
+        std::vector<double> xs(x), ys(y);
+        xs.insert(xs.end(), xq.begin(), xq.end());
+        ys.push_back(7.0);  // the last label is not read
+        rust::Vec<double> pp = model->predict_prompts(1, 3, sl(xs), sl(ys));
+        bool same = pp.size() == 1 && pp[0] == p[0];
+        std::printf("%s predict_prompts: as predict\n", same ? "ok" : "FAIL");
+        failures += !same;
+        // a GPT-2 model predicts at every x position
+        rust::Box<icl::Config> g = icl::config_preset("garg-linear-tiny");
+        for (auto kv : {std::pair<const char *, const char *>{"task.d", "2"}, {"task.L", "3"},
+                        {"model.positions", "4"}, {"model.embd", "8"}, {"model.layers", "1"}})
+            g->set(kv.first, kv.second);
+        rust::Box<icl::Model> gm = icl::model_new(*g);
+        std::vector<double> gx(2 * 4 * 2, 0.3), gy(2 * 4, -0.5);
+        rust::Vec<double> gp = gm->predict_prompts(2, 4, sl(gx), sl(gy));
+        bool every = gp.size() == 8;
+        for (double v : gp) every = every && std::isfinite(v);
+        std::printf("%s predict_prompts: GPT-2 at every x\n", every ? "ok" : "FAIL");
+        failures += !every;
+        expect_throw("prompts of the wrong size", [&] { gm->predict_prompts(2, 3, sl(gx), sl(gy)); },
+                     "needed");
+    }
     std::vector<double> params = {1.0, 2.0};
     expect_throw("wrong parameter count", [&] { model->set_params(sl(params)); }, "params");
     expect_throw("theory NaN", [] {

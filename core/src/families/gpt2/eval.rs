@@ -29,6 +29,73 @@ pub fn position_risks<T: Scalar>(
     taus: &[f64],
     estimators: &[Estimator],
 ) -> Result<Vec<Vec<RiskEstimate>>> {
+    risks_on(
+        spec,
+        params,
+        task,
+        (Domain::Eval, len, n, seed),
+        runner,
+        taus,
+        estimators,
+    )
+}
+
+/// The temperature `opt` of every position (Garg et al.'s model predicts at all of them in one
+/// pass): on `n` held-out prompts of `len + 1` pairs from the streams (seed, [`Domain::Tune`],
+/// len, i), the model's risk at every point of [`crate::tempered::opt_grid`]; for each position
+/// i = 0..=len the grid point of least held-out risk (the one nearest 1 on a tie). Returns (tau,
+/// held-out risk) per position. Unlike the one-layer models' `opt` there is no golden-section
+/// refinement after the grid: it would cost forward passes per position, and the grid's spacing
+/// (a factor of 1.133) moves the risk near its minimum by little.
+#[allow(clippy::too_many_arguments)]
+pub fn select_position_taus<T: Scalar>(
+    spec: &Gpt2Spec,
+    params: &[T],
+    task: &Task,
+    len: usize,
+    n: usize,
+    seed: u64,
+    runner: &mut Gpt2Runner<T>,
+) -> Result<Vec<(f64, f64)>> {
+    let grid: Vec<f64> = crate::tempered::opt_grid().collect();
+    let held = risks_on(
+        spec,
+        params,
+        task,
+        (Domain::Tune, len, n, seed),
+        runner,
+        &grid,
+        &[],
+    )?;
+    // on a tie the temperature nearest 1 in log tau (at position 0 a token attends to itself
+    // alone and every temperature ties: tau = 1)
+    let mut order: Vec<usize> = (0..grid.len()).collect();
+    order.sort_by(|&a, &b| {
+        libm::fabs(libm::log(grid[a])).total_cmp(&libm::fabs(libm::log(grid[b])))
+    });
+    Ok((0..=len)
+        .map(|i| {
+            let mut best = (f64::NAN, f64::INFINITY);
+            for &j in &order {
+                if held[j][i].risk < best.1 {
+                    best = (grid[j], held[j][i].risk);
+                }
+            }
+            best
+        })
+        .collect())
+}
+
+/// [`position_risks`] on the prompts of `(domain, len, n, seed)`.
+fn risks_on<T: Scalar>(
+    spec: &Gpt2Spec,
+    params: &[T],
+    task: &Task,
+    (domain, len, n, seed): (Domain, usize, usize, u64),
+    runner: &mut Gpt2Runner<T>,
+    taus: &[f64],
+    estimators: &[Estimator],
+) -> Result<Vec<Vec<RiskEstimate>>> {
     if n < 2 {
         return Err(Error::InvalidConfig(
             "Monte Carlo needs at least 2 samples".into(),
@@ -55,7 +122,7 @@ pub fn position_risks<T: Scalar>(
         let mut batch = Batch::<T>::try_zeros(m, len, d, 1)?;
         task.sample_into(
             seed,
-            Domain::Eval,
+            domain,
             len as u64,
             first as u64,
             &mut batch,
@@ -176,5 +243,66 @@ mod tests {
                 &alloc::format!("averaging at {i}"),
             );
         }
+    }
+
+    /// Scaling every layer's query (c_attn's q columns and bias) by c scales every logit by c,
+    /// so the model at tau c predicts as the original at tau: with c two grid steps, `opt`
+    /// picks, at every position, the grid point two steps above the original's (an independent
+    /// check of the temperature reaching every layer and head and of the per-position choice).
+    #[test]
+    fn opt_follows_a_rescaled_query() {
+        let mut cfg = crate::presets::preset("garg-linear-tiny").unwrap();
+        cfg.set("task.d", "3").unwrap();
+        cfg.set("task.L", "6").unwrap();
+        let task = Task::new(&cfg).unwrap();
+        let spec = Gpt2Spec {
+            d: 3,
+            embd: 8,
+            layers: 2,
+            heads: 2,
+            positions: 7,
+            tau: 1.0,
+        };
+        let scale_q = |params: &mut [f64], c: f64| {
+            let ts = spec.tensors();
+            let (w, b) = (
+                ts.iter().find(|t| t.name == "attn.c_attn.weight").unwrap(),
+                ts.iter().find(|t| t.name == "attn.c_attn.bias").unwrap(),
+            );
+            let e = spec.embd;
+            for l in 0..spec.layers {
+                for r in 0..e {
+                    for q in 0..e {
+                        params[w.offset + l * e * 3 * e + r * 3 * e + q] *= c;
+                    }
+                }
+                for q in 0..e {
+                    params[b.offset + l * 3 * e + q] *= c;
+                }
+            }
+        };
+        let mut base: Vec<f64> = super::super::init::init_params(&spec, 3);
+        // logits of order one, so that the temperature matters
+        scale_q(&mut base, 40.0);
+        let grid: Vec<f64> = crate::tempered::opt_grid().collect();
+        let c = grid[2] / grid[0];
+        let mut scaled = base.clone();
+        scale_q(&mut scaled, c);
+        let mut runner = Gpt2Runner::scalar();
+        let a = select_position_taus(&spec, &base, &task, 6, 300, 9, &mut runner).unwrap();
+        let b = select_position_taus(&spec, &scaled, &task, 6, 300, 9, &mut runner).unwrap();
+        assert_eq!(a.len(), 7);
+        let index = |t: f64| grid.iter().position(|&g| g == t).unwrap();
+        // position 0: one token attends to itself, no temperature changes anything
+        assert_eq!((a[0].0, b[0].0), (grid[24], grid[24]));
+        let mut moved = 0;
+        for (i, (x, y)) in a.iter().zip(&b).enumerate().skip(1) {
+            if index(x.0) < grid.len() - 2 {
+                assert_eq!(index(y.0), index(x.0) + 2, "position {i}: {a:?} {b:?}");
+                assert!((x.1 - y.1).abs() < 1e-9 * x.1, "position {i}: {x:?} {y:?}");
+                moved += 1;
+            }
+        }
+        assert!(moved >= 5, "{a:?}");
     }
 }
