@@ -112,12 +112,21 @@ fn read_pred(path: &Path) -> (Vec<usize>, Vec<u8>) {
 fn fig2_in_small_and_the_family_contracts() {
     let dir = tmp("fig2");
     let run = dir.join("run");
+    // Garg et al.'s curriculum in small: from d = 2, L = 4, one more dimension and two more pairs
+    // every 300 steps (the full size from step 900); without it this model needs about twice
+    // the steps to learn
     let mut a = vec![
         "train",
         "--preset",
         "garg-linear-tiny",
         "--steps",
-        "6000",
+        "3000",
+        "--set",
+        "task.curriculum_d=2",
+        "--set",
+        "task.curriculum_L=4",
+        "--set",
+        "task.curriculum_every=300",
         "--quiet",
         "--out",
         s(&run),
@@ -148,10 +157,10 @@ fn fig2_in_small_and_the_family_contracts() {
     assert!((model[0].0 / lstsq[0].0 - 1.0).abs() < 0.15, "{model:?}");
     assert!((lstsq[0].0 - 5.0).abs() < 4.0 * lstsq[0].1, "{lstsq:?}");
     // least squares is exact from d examples on (no noise)
-    assert!(lstsq[5..].iter().all(|r| r.0 < 1e-12), "{lstsq:?}");
+    assert!(lstsq[5..].iter().all(|r| r.0 < 1e-9), "{lstsq:?}");
     // the model's error falls with L ...
-    assert!(model[5].0 < 0.7 * model[0].0, "{model:?}");
-    assert!(model[10].0 < 0.35 * model[0].0, "{model:?}");
+    assert!(model[5].0 < 0.6 * model[0].0, "{model:?}");
+    assert!(model[10].0 < 0.55 * model[0].0, "{model:?}");
     // ... below 3-nearest neighbours' and averaging's at L = 10 (towards least squares)
     for (name, other) in [("knn3", &knn), ("averaging", &avg)] {
         let (m, o) = (model[10], other[10]);
@@ -159,6 +168,47 @@ fn fig2_in_small_and_the_family_contracts() {
             m.0 + 4.0 * (m.1 * m.1 + o.1 * o.1).sqrt() < o.0,
             "model {m:?} vs {name} {o:?}"
         );
+    }
+
+    // --tau opt under a shift: one temperature per position, chosen on held-out prompts (tau = 1
+    // at L = 0, where a token attends to itself alone), at least as good there as tau = 1 up to
+    // the noise of the two estimates
+    let ev: Value = serde_json::from_str(&ok(&[
+        "eval",
+        s(&run),
+        "--lengths",
+        "10",
+        "--samples",
+        "1000",
+        "--tau",
+        "1,opt",
+        "--tau-holdout",
+        "1000",
+        "--shift",
+        "x_cov=3",
+        "--json",
+    ]))
+    .unwrap();
+    let model_rows = |opt: bool| -> Vec<Value> {
+        ev["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["estimator"] == "model" && (r["tau_opt"] == true) == opt)
+            .cloned()
+            .collect()
+    };
+    let (one, opt) = (model_rows(false), model_rows(true));
+    assert_eq!((one.len(), opt.len()), (11, 11));
+    assert_eq!(opt[0]["tau"], 1.0);
+    for (a, b) in one.iter().zip(&opt) {
+        assert_eq!(a["L"], b["L"]);
+        assert_eq!(b["shift"]["x_cov"], 3.0, "{b}");
+        let tau = b["tau"].as_f64().unwrap();
+        assert!((0.05..=20.0).contains(&tau), "{b}");
+        let (r1, se1) = (a["risk"].as_f64().unwrap(), a["stderr"].as_f64().unwrap());
+        let (r2, se2) = (b["risk"].as_f64().unwrap(), b["stderr"].as_f64().unwrap());
+        assert!(r2 <= r1 + 4.0 * (se1 * se1 + se2 * se2).sqrt(), "{a} {b}");
     }
 
     // --plot: risk / d against L, as Garg et al.'s Fig. 2, said on the axis
@@ -229,9 +279,9 @@ fn fig2_in_small_and_the_family_contracts() {
 
 #[test]
 fn bench_states_the_flop_count() {
-    // one layer, d = 2, n_embd 4, L = 1 (K = 2 pairs, T = 4 tokens), batch 2: per sequence
-    // read_in 2 T d C = 64, the layer 24 T C^2 + 2 C T (T + 1) = 1536 + 160, read_out 2 T C = 32:
-    // 1792 forward, three times that with the backward
+    // one layer, d = 2, n_embd 4, L = 2 (K = 3 pairs, T = 6 tokens), batch 2: per sequence
+    // read_in 2 T d C = 96, the layer 24 T C^2 + 2 C T (T + 1) = 2304 + 336, read_out 2 T C = 48:
+    // 2784 forward, three times that with the backward
     let o = ok(&[
         "bench",
         "--preset",
@@ -249,9 +299,9 @@ fn bench_states_the_flop_count() {
         "--set",
         "task.d=2",
         "--set",
-        "task.L=1",
+        "task.L=2",
         "--set",
-        "model.positions=2",
+        "model.positions=3",
         "--set",
         "model.embd=4",
         "--set",
@@ -261,13 +311,13 @@ fn bench_states_the_flop_count() {
     ]);
     let b: Value = serde_json::from_str(&o).unwrap();
     let row = &b["rows"][0];
-    assert_eq!(row["flops_per_step"], 3.0 * 1792.0 * 2.0);
+    assert_eq!(row["flops_per_step"], 3.0 * 2784.0 * 2.0);
     let (gflops, steps, secs) = (
         row["gflops"].as_f64().unwrap(),
         row["steps"].as_f64().unwrap(),
         row["seconds"].as_f64().unwrap(),
     );
-    assert!((gflops * 1e9 * secs / steps / 10752.0 - 1.0).abs() < 1e-9);
+    assert!((gflops * 1e9 * secs / steps / 16704.0 - 1.0).abs() < 1e-9);
     assert!(row["steps_per_s"].as_f64().unwrap() > 0.0);
 }
 

@@ -4,8 +4,8 @@
 //! the file's size. A checkpoint that decodes is written back and reads back to the same content.
 #![no_main]
 use arbitrary::Arbitrary;
-use icl_fuzz::{checkpoints, edited, Edit};
 use icl_core_run::checkpoint::decode;
+use icl_fuzz::{checkpoints, edited, Edit};
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 

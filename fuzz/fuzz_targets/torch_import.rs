@@ -1,11 +1,13 @@
 //! PyTorch state_dicts (safetensors) imported into a model of a small config of any preset:
-//! arbitrary bytes, and valid files in the reference layout (q/k/v/o_proj.weight) with edited
-//! names, shapes, dtypes and values. An error or a model of the config's spec, never a panic.
+//! arbitrary bytes, and valid files with edited names, shapes, dtypes and values: the reference
+//! layout (q/k/v/o_proj.weight) of the one-layer models, and for Garg et al.'s GPT-2 presets the
+//! `TransformerModel.state_dict()` icl exports (with or without transformers 4.17's buffers). An
+//! error or a model of the config's spec, never a panic.
 #![no_main]
 use arbitrary::Arbitrary;
-use icl_fuzz::{edited, small_preset, Edit};
 use icl_core_run::checkpoint::{encode, Raw};
-use icl_core_run::torch::import_torch_bytes;
+use icl_core_run::torch::{export_state_dict, import_torch_bytes};
+use icl_fuzz::{edited, small_preset, Edit};
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 
@@ -22,7 +24,10 @@ fuzz_target!(|input: (u8, u8, bool, Input)| {
     if preset % 4 != 0 {
         let _ = cfg.set("model.param", "full");
     }
-    let _ = cfg.set("model.heads", &(1 + heads % 4).to_string());
+    let gpt2 = cfg.model.arch == icl_core::config::Arch::Gpt2;
+    if !gpt2 {
+        let _ = cfg.set("model.heads", &(1 + heads % 4).to_string());
+    }
     let _ = cfg.set("train.dtype", if f64 { "f64" } else { "f32" });
     if !icl_fuzz::harness_sized(&cfg) {
         return;
@@ -34,20 +39,34 @@ fuzz_target!(|input: (u8, u8, bool, Input)| {
             let Ok(spec) = icl_core::ModelSpec::from_config(&cfg) else {
                 return;
             };
-            let tensors: Vec<Raw> = spec
-                .tensors()
-                .into_iter()
-                .map(|t| {
-                    let xs: Vec<f32> = (0..t.len()).map(|i| (i as f32 * 0.37).sin()).collect();
-                    Raw::new(t.name, t.shape.clone(), &xs)
-                })
-                .collect();
-            let Ok(base) = encode(&tensors, &Default::default()) else {
-                return;
-            };
-            match edited(&base, &edits) {
-                Some(b) => b,
-                None => return,
+            if let icl_core::model::Net::Gpt2(sp) = &spec.net {
+                let params: Vec<f64> = (0..sp.n_params())
+                    .map(|i| (i as f64 * 0.37).sin())
+                    .collect();
+                let shape = icl_core_run::torch::Gpt2Shape::from(sp);
+                let Ok(base) = export_state_dict(&params, &shape, heads % 2 == 1) else {
+                    return;
+                };
+                match edited(&base, &edits) {
+                    Some(b) => b,
+                    None => return,
+                }
+            } else {
+                let tensors: Vec<Raw> = spec
+                    .tensors()
+                    .into_iter()
+                    .map(|t| {
+                        let xs: Vec<f32> = (0..t.len()).map(|i| (i as f32 * 0.37).sin()).collect();
+                        Raw::new(t.name, t.shape.clone(), &xs)
+                    })
+                    .collect();
+                let Ok(base) = encode(&tensors, &Default::default()) else {
+                    return;
+                };
+                match edited(&base, &edits) {
+                    Some(b) => b,
+                    None => return,
+                }
             }
         }
     };

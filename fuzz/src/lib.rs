@@ -30,6 +30,18 @@ pub fn small(name: &str) -> Option<Config> {
     if c.task.p > 0 {
         let _ = c.set("task.P", "16");
     }
+    if c.model.arch == icl_core::config::Arch::Gpt2 {
+        // Garg et al.'s GPT-2 at a harness size: d = 3, 2 layers, n_embd 8, positions for L = 8
+        for (k, v) in [
+            ("task.d", "3"),
+            ("model.layers", "2"),
+            ("model.embd", "8"),
+            ("model.heads", "2"),
+            ("model.positions", "9"),
+        ] {
+            let _ = c.set(k, v);
+        }
+    }
     c.validate().ok()?;
     Some(c)
 }

@@ -184,15 +184,15 @@ impl Task {
     }
 
     /// This task under the test-time shift `cfg` (temperature paper §1.3; see [`crate::data::shift`]).
-    /// Supported for the isotropic and anisotropic tasks and the multilayer paper's `varying`
-    /// regression; an empty shift returns the task unchanged (same samples, bit for bit).
+    /// Supported for the isotropic and anisotropic tasks, Garg et al.'s `linear` regression and
+    /// the multilayer paper's `varying` regression; an empty shift returns the task unchanged (same samples, bit for bit).
     pub fn shifted(&self, cfg: &crate::config::ShiftConfig) -> Result<Task> {
         let Some(s) = Shift::resolve(cfg, self.d)? else {
             return Ok(self.clone());
         };
         let mut t = self.clone();
         match (&mut t.ml, self.kind) {
-            (None, TaskKind::Isotropic | TaskKind::Anisotropic) => {
+            (None, TaskKind::Isotropic | TaskKind::Anisotropic | TaskKind::Linear) => {
                 if s.x != Factor::Train {
                     t.chol = s.x.apply_to(self.d, &self.chol);
                 }
@@ -219,7 +219,7 @@ impl Task {
             }
             _ => {
                 return Err(Error::Unsupported(format!(
-                    "test-time shifts (shift.*) apply to the isotropic, anisotropic and varying tasks, not task.kind = {}",
+                    "test-time shifts (shift.*) apply to the isotropic, anisotropic, linear and varying tasks, not task.kind = {}",
                     self.kind.as_str()
                 )))
             }
@@ -320,8 +320,14 @@ impl Task {
         let (xs, noise) = rest.split_at_mut((len + 1) * d);
         let paper = !(self.kind == TaskKind::MultiTask && self.variant == MultiTaskVariant::Code);
         if let Some(sh) = &self.shift {
-            // the kinds `shifted` accepts: beta ~ N(0, I_d / d) in training
-            sh.map_w(beta, 1.0 / libm::sqrt(d as f64));
+            // the kinds `shifted` accepts: beta ~ N(0, I_d / d) in training, N(0, I_d) for Garg
+            // et al.'s linear regression
+            let train_scale = if self.kind == TaskKind::Linear {
+                1.0
+            } else {
+                1.0 / libm::sqrt(d as f64)
+            };
+            sh.map_w(beta, train_scale);
         } else if paper && !matches!(self.kind, TaskKind::Eigs | TaskKind::Linear) {
             let s = 1.0 / libm::sqrt(d as f64);
             beta.iter_mut().for_each(|b| *b *= s);
@@ -441,6 +447,45 @@ mod tests {
         // y^2 is a product of correlated normals; sd of the mean with 40k draws (4000 betas) ~0.03
         assert!((sy / n - 1.1).abs() < 0.06, "{}", sy / n);
         assert!((sx / n - 1.0).abs() < 0.03, "{}", sx / n);
+    }
+
+    /// Garg et al.'s linear regression under a test-time shift: x_cov = 3 gives E|x|^2 = 3 d and,
+    /// with w ~ N(0, I_d) kept (not 1/d as He et al.'s tasks), E[y^2] = E[w^T x x^T w] = 3 d;
+    /// shift.w_cov = 4 scales w: E[y^2] = 4 d. Unshifted: d and d.
+    #[test]
+    fn linear_task_under_a_shift() {
+        let mut cfg = crate::presets::preset("garg-linear-tiny").unwrap();
+        cfg.set("task.d", "4").unwrap();
+        let base = Task::new(&cfg).unwrap();
+        let moments = |t: &Task| {
+            let b: Batch<f64> = t.sample_batch(5, Domain::Eval, 0, 4000, 10);
+            let e = b.e();
+            let (mut sy, mut sx, mut n) = (0.0, 0.0, 0.0);
+            for s in 0..b.n {
+                let q = b.seq(s);
+                for l in 0..b.len {
+                    sy += q[l * e + 4] * q[l * e + 4];
+                    sx += (0..4).map(|i| q[l * e + i] * q[l * e + i]).sum::<f64>();
+                    n += 1.0;
+                }
+            }
+            (sx / n, sy / n)
+        };
+        let shift = |k: &str, v: &str| {
+            let mut c = crate::config::ShiftConfig::default();
+            c.set(k, v).unwrap();
+            base.shifted(&c).unwrap()
+        };
+        // 4000 task vectors: the mean of y^2 has a relative sd of about sqrt(2 / 4000) * 1.5
+        for (t, (x2, y2)) in [
+            (base.clone(), (4.0, 4.0)),
+            (shift("x_cov", "3"), (12.0, 12.0)),
+            (shift("w_cov", "4"), (4.0, 16.0)),
+        ] {
+            let (mx, my) = moments(&t);
+            assert!((mx / x2 - 1.0).abs() < 0.02, "{mx} vs {x2}");
+            assert!((my / y2 - 1.0).abs() < 0.1, "{my} vs {y2}");
+        }
     }
 
     /// A batch whose element count fits in usize but whose bytes do not (found by the C API

@@ -246,9 +246,11 @@ mod tests {
     }
 
     /// Scaling every layer's query (c_attn's q columns and bias) by c scales every logit by c,
-    /// so the model at tau c predicts as the original at tau: with c two grid steps, `opt`
-    /// picks, at every position, the grid point two steps above the original's (an independent
-    /// check of the temperature reaching every layer and head and of the per-position choice).
+    /// so the model at tau c predicts as the original at tau: with c two grid steps, the scaled
+    /// model's held-out risk at grid point j + 2 is the original's at j, at every position (an
+    /// independent check that the temperature reaches every layer and head). `opt` takes the
+    /// held-out minimum at every position, tau = 1 at position 0 where a token attends to itself
+    /// alone and every temperature ties.
     #[test]
     fn opt_follows_a_rescaled_query() {
         let mut cfg = crate::presets::preset("garg-linear-tiny").unwrap();
@@ -283,26 +285,61 @@ mod tests {
         };
         let mut base: Vec<f64> = super::super::init::init_params(&spec, 3);
         // logits of order one, so that the temperature matters
-        scale_q(&mut base, 40.0);
+        scale_q(&mut base, 1000.0);
+        // and predictions of order one, so that the risk sees the attention
+        let ro = spec
+            .tensors()
+            .into_iter()
+            .find(|t| t.name == "read_out.weight")
+            .unwrap();
+        base[ro.offset..ro.offset + ro.len()]
+            .iter_mut()
+            .for_each(|w| *w *= 30.0);
         let grid: Vec<f64> = crate::tempered::opt_grid().collect();
-        let c = grid[2] / grid[0];
         let mut scaled = base.clone();
-        scale_q(&mut scaled, c);
+        scale_q(&mut scaled, grid[2] / grid[0]);
         let mut runner = Gpt2Runner::scalar();
-        let a = select_position_taus(&spec, &base, &task, 6, 300, 9, &mut runner).unwrap();
-        let b = select_position_taus(&spec, &scaled, &task, 6, 300, 9, &mut runner).unwrap();
-        assert_eq!(a.len(), 7);
-        let index = |t: f64| grid.iter().position(|&g| g == t).unwrap();
-        // position 0: one token attends to itself, no temperature changes anything
-        assert_eq!((a[0].0, b[0].0), (grid[24], grid[24]));
-        let mut moved = 0;
-        for (i, (x, y)) in a.iter().zip(&b).enumerate().skip(1) {
-            if index(x.0) < grid.len() - 2 {
-                assert_eq!(index(y.0), index(x.0) + 2, "position {i}: {a:?} {b:?}");
-                assert!((x.1 - y.1).abs() < 1e-9 * x.1, "position {i}: {x:?} {y:?}");
-                moved += 1;
+        let held = |params: &[f64], runner: &mut Gpt2Runner<f64>| {
+            let r = risks_on(
+                &spec,
+                params,
+                &task,
+                (Domain::Tune, 6, 300, 9),
+                runner,
+                &grid,
+                &[],
+            )
+            .unwrap();
+            r.iter()
+                .map(|per| per.iter().map(|x| x.risk).collect::<Vec<f64>>())
+                .collect::<Vec<_>>()
+        };
+        let (rb, rs) = (held(&base, &mut runner), held(&scaled, &mut runner));
+        for j in 0..grid.len() - 2 {
+            for i in 0..7 {
+                assert!(
+                    (rs[j + 2][i] - rb[j][i]).abs() <= 1e-9 * rb[j][i],
+                    "grid {j}, position {i}: {} vs {}",
+                    rs[j + 2][i],
+                    rb[j][i]
+                );
             }
         }
-        assert!(moved >= 5, "{a:?}");
+        // the temperature changes the risk somewhere
+        assert!(
+            (1..7).any(|i| (rb[0][i] - rb[48][i]).abs() > 1e-3 * rb[0][i]),
+            "{:?} {:?}",
+            rb[0],
+            rb[48]
+        );
+        let chosen = select_position_taus(&spec, &base, &task, 6, 300, 9, &mut runner).unwrap();
+        assert_eq!(chosen[0].0, grid[24]);
+        for (i, c) in chosen.iter().enumerate() {
+            let min = (0..grid.len())
+                .map(|j| rb[j][i])
+                .fold(f64::INFINITY, f64::min);
+            let j = grid.iter().position(|&g| g == c.0).unwrap();
+            assert_eq!((c.1, rb[j][i]), (min, min), "position {i}");
+        }
     }
 }

@@ -1,7 +1,9 @@
-//! Fig. 6 (paper scale only), asked of icl's own multi-layer softmax transformer: the paper's
-//! GPT-2 checkpoint of Garg et al. cannot be downloaded here, and the spec's fallback is a small
-//! model trained on eq. (2) with d = 20, l = 40 (preset `temperature-fig6`: 2-layer looped, 2
-//! heads, Σx = I, σ² = 0.01, batch 64, 40k steps).
+//! Fig. 6 (paper scale only). The paper's GPT-2 checkpoint of Garg et al. cannot be downloaded
+//! here, and the spec's fallback is a small model trained on eq. (2) with d = 20, l = 40. The
+//! four claims are asked of two models: icl's own multi-layer softmax transformer (`fig6-*`,
+//! preset `temperature-fig6`: 2-layer looped, 2 heads, Σx = I, σ² = 0.01, batch 64, 40k steps)
+//! and a small GPT-2 of Garg et al.'s architecture (`fig6-gpt2-*`, preset
+//! `temperature-fig6-gpt2`: 6 layers, 4 heads, n_embd 128, the same data, 20k steps).
 use crate::error::Result;
 use crate::eval::temper_from_text;
 use crate::plot::{curves_svg, Curve, Style};
@@ -9,7 +11,49 @@ use crate::repro::claim::{claim, ClaimDef, Reading};
 use crate::repro::{spec, RunSpec, Runs};
 use crate::summary::EvalRows;
 
-const FIG6_RUN: &str = "fig6-transformer";
+/// One model the Fig. 6 claims are asked of.
+struct Variant {
+    /// The run folder.
+    run: &'static str,
+    preset: &'static str,
+    /// The ids of the four claims: shift hurts, tau helps, non-monotone, monotone at the best tau.
+    ids: [&'static str; 4],
+    /// The claims' figure column.
+    figure: &'static str,
+    /// The title and y axis of fig6.svg.
+    title: &'static str,
+    y_label: &'static str,
+}
+
+/// icl's looped transformer.
+const LOOPED: Variant = Variant {
+    run: "fig6-transformer",
+    preset: "temperature-fig6",
+    ids: [
+        "fig6-shift-hurts",
+        "fig6-tau-helps",
+        "fig6-nonmonotone",
+        "fig6-opt-monotone",
+    ],
+    figure: "Fig. 6 (icl's transformer for GPT-2)",
+    title: "Fig. 6 on icl's transformer (d = 20, trained at l = 40): Σx = I → 3I",
+    y_label: "test error (MSE, noise-free target)",
+};
+
+/// A small GPT-2 (Garg et al.'s architecture), the spec's fallback for their checkpoint.
+const GPT2: Variant = Variant {
+    run: "fig6-gpt2",
+    preset: "temperature-fig6-gpt2",
+    ids: [
+        "fig6-gpt2-shift-hurts",
+        "fig6-gpt2-tau-helps",
+        "fig6-gpt2-nonmonotone",
+        "fig6-gpt2-opt-monotone",
+    ],
+    figure: "Fig. 6 (a small GPT-2, the spec's fallback)",
+    title: "Fig. 6 on a small GPT-2 (6 layers, 4 heads, n_embd 128; d = 20, trained at l = 40): Σx = I → 3I",
+    y_label: "test error (MSE against the label, noise σ² = 0.01 included)",
+};
 /// Test context lengths of Fig. 6.
 const FIG6_LENGTHS: [usize; 6] = [5, 10, 20, 40, 60, 80];
 /// Sequences per length (evaluation streams, seed 0).
@@ -27,10 +71,10 @@ struct Fig6 {
 impl Fig6 {
     /// Evaluate the run and write `fig6.csv` and `fig6.svg` into its folder (so the report
     /// carries the figure).
-    fn measure(r: &Runs) -> Result<Fig6> {
+    fn measure(r: &Runs, v: &Variant) -> Result<Fig6> {
         let ev = |tau: &str, shift: &[&str]| -> Result<EvalRows> {
             r.eval(
-                FIG6_RUN,
+                v.run,
                 &FIG6_LENGTHS,
                 FIG6_SAMPLES,
                 Default::default(),
@@ -59,11 +103,11 @@ impl Fig6 {
             opt: pick(&shifted, "model", true),
             ridge: two(pick(&shifted, "ridge", false)),
         };
-        f.write(&r.path(FIG6_RUN))?;
+        f.write(&r.path(v.run), v)?;
         Ok(f)
     }
 
-    fn write(&self, dir: &std::path::Path) -> Result<()> {
+    fn write(&self, dir: &std::path::Path, v: &Variant) -> Result<()> {
         let rows = FIG6_LENGTHS.iter().enumerate().map(|(i, l)| {
             let (c, t, o, g) = (self.clean[i], self.tau1[i], self.opt[i], self.ridge[i]);
             let mut row = vec![l.to_string()];
@@ -97,9 +141,9 @@ impl Fig6 {
         };
         curves_svg(
             &dir.join("fig6.svg"),
-            "Fig. 6 on icl's transformer (d = 20, trained at l = 40): Σx = I → 3I",
+            v.title,
             "l (test context length)",
-            "test error (MSE, noise-free target)",
+            v.y_label,
             &[
                 curve("no shift, τ = 1", self.clean.clone()),
                 curve("Σx = 3I, τ = 1", self.tau1.clone()),
@@ -130,10 +174,10 @@ impl Fig6 {
 /// A measurement shared by the Fig. 6 claims (the run is evaluated once per report).
 type Fig6Cell = std::rc::Rc<std::cell::OnceCell<Fig6>>;
 
-fn with_fig6<T>(cell: &Fig6Cell, r: &Runs, f: impl FnOnce(&Fig6) -> T) -> Result<T> {
+fn with_fig6<T>(cell: &Fig6Cell, r: &Runs, v: &Variant, f: impl FnOnce(&Fig6) -> T) -> Result<T> {
     if cell.get().is_none() {
-        let v = Fig6::measure(r)?;
-        let _ = cell.set(v);
+        let m = Fig6::measure(r, v)?;
+        let _ = cell.set(m);
     }
     Ok(f(cell.get().expect("set above")))
 }
@@ -142,17 +186,18 @@ fn with_fig6<T>(cell: &Fig6Cell, r: &Runs, f: impl FnOnce(&Fig6) -> T) -> Result
 /// prints no number for Fig. 6.
 fn fig6_claim(
     cell: &Fig6Cell,
-    id: &'static str,
+    v: &'static Variant,
+    which: usize,
     description: &'static str,
     tolerance: &'static str,
     m: fn(&Fig6) -> (f64, bool, String),
 ) -> ClaimDef {
     let c = cell.clone();
-    claim(id, "Fig. 6 (icl's transformer for GPT-2)", description)
-        .runs([FIG6_RUN])
+    claim(v.ids[which], v.figure, description)
+        .runs([v.run])
         .stated(tolerance)
         .measure(move |r| {
-            with_fig6(&c, r, |f| {
+            with_fig6(&c, r, v, |f| {
                 let (measured, pass, note) = m(f);
                 Reading::new(measured).and(pass).note(note)
             })
@@ -182,13 +227,21 @@ fn rise(v: &[(f64, f64)], what: &str) -> (f64, String) {
     (z, note)
 }
 
-/// The Fig. 6 run and its claims.
+/// The Fig. 6 runs (icl's transformer, then the small GPT-2) and their claims.
 pub(super) fn plan(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
-    specs.push(spec(FIG6_RUN, "temperature-fig6", &[]));
+    for v in [&LOOPED, &GPT2] {
+        specs.push(spec(v.run, v.preset, &[]));
+        plan_claims(v, defs);
+    }
+}
+
+/// The four claims of one model.
+fn plan_claims(v: &'static Variant, defs: &mut Vec<ClaimDef>) {
     let cell: Fig6Cell = Default::default();
     defs.push(fig6_claim(
         &cell,
-        "fig6-shift-hurts",
+        v,
+        0,
         "The covariance shift Σx = I → 3I degrades the trained transformer's in-context error at τ = 1 at every l (the paper: 'substantially'; no number). Measured: err(shift)/err(no shift) at the training length l = 40",
         "the ratio ≥ 2 at every l",
         |f| {
@@ -202,7 +255,8 @@ pub(super) fn plan(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
     ));
     defs.push(fig6_claim(
         &cell,
-        "fig6-tau-helps",
+        v,
+        1,
         "Under the shift, the best temperature (every layer's and head's logits divided by τ, chosen per l on held-out prompts from independent streams) improves the error at every l. Measured: err(τ = 1)/err(best τ) at l = 40; the note gives the chosen τ per l (the linearised theory's τ_opt tends to α = 3)",
         "err(best τ) below err(τ = 1) by more than 2 SE at every l",
         |f| {
@@ -218,7 +272,8 @@ pub(super) fn plan(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
     ));
     defs.push(fig6_claim(
         &cell,
-        "fig6-nonmonotone",
+        v,
+        2,
         "Under the shift the error at τ = 1 is non-monotone in l: it rises somewhere as l grows. Measured: the largest rise from one l to the next, in standard errors",
         "a rise of more than 2 SE",
         |f| {
@@ -228,7 +283,8 @@ pub(super) fn plan(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
     ));
     defs.push(fig6_claim(
         &cell,
-        "fig6-opt-monotone",
+        v,
+        3,
         "At the best τ per l the error under the shift falls with l (the optimal temperature removes the non-monotonicity). Measured: the largest rise from one l to the next, in standard errors",
         "no rise of more than 2 SE",
         |f| {
@@ -262,10 +318,39 @@ mod tests {
         let (smoke, _) = super::super::plan(Scale::Smoke);
         assert!(smoke.is_empty());
         let (specs, defs) = super::super::plan(Scale::Paper);
-        assert_eq!(specs.len(), 1);
-        assert_eq!(specs[0].preset.as_deref(), Some("temperature-fig6"));
-        icl_core::presets::preset("temperature-fig6").unwrap();
-        let fig6: Vec<&ClaimDef> = defs.iter().filter(|d| d.id.starts_with("fig6-")).collect();
+        // two models, four claims each: icl's transformer (fig6-*) and a GPT-2 (fig6-gpt2-*)
+        assert_eq!(specs.len(), 2);
+        for (s, v) in specs.iter().zip([&LOOPED, &GPT2]) {
+            assert_eq!(
+                (s.name.as_str(), s.preset.as_deref()),
+                (v.run, Some(v.preset))
+            );
+            icl_core::presets::preset(v.preset).unwrap();
+        }
+        let gpt2_ids: Vec<&str> = defs
+            .iter()
+            .filter(|d| d.id.starts_with("fig6-gpt2-"))
+            .map(|d| d.id.as_str())
+            .collect();
+        assert_eq!(
+            gpt2_ids,
+            [
+                "fig6-gpt2-shift-hurts",
+                "fig6-gpt2-tau-helps",
+                "fig6-gpt2-nonmonotone",
+                "fig6-gpt2-opt-monotone"
+            ]
+        );
+        let gpt2 = icl_core::presets::preset(GPT2.preset).unwrap();
+        assert_eq!(
+            (gpt2.model.layers, gpt2.model.heads, gpt2.model.embd),
+            (6, 4, 128)
+        );
+        assert!(gpt2.model.positions > *FIG6_LENGTHS.last().unwrap());
+        let fig6: Vec<&ClaimDef> = defs
+            .iter()
+            .filter(|d| d.id.starts_with("fig6-") && !d.id.starts_with("fig6-gpt2-"))
+            .collect();
         assert_eq!(fig6.len(), 4);
 
         let out = std::env::temp_dir().join(format!("icl-fig6-{}", std::process::id()));
@@ -280,7 +365,7 @@ mod tests {
         ] {
             cfg.set(k, v).unwrap();
         }
-        let run = out.join(FIG6_RUN);
+        let run = out.join(LOOPED.run);
         crate::train::train(&cfg, &run, &Default::default(), &mut |_, _, _| true).unwrap();
         let runs = Runs { dir: out.clone() };
         let m: Vec<Claim> = fig6.iter().map(|d| d.check(&runs).unwrap()).collect();
