@@ -315,3 +315,57 @@ fn pattern_figure_has_both_inner_products_per_layer() {
     assert_eq!(t.iter().filter(|x| *x == "looped block").count(), 2);
     assert!(!t.iter().any(|x| x == "layer 1"));
 }
+
+/// A GPT-2 evaluation (Garg et al.'s Fig. 2): risk / d against the pairs before the prediction,
+/// on a linear axis as theirs, even when least squares reaches its rounding error (1e-15) once
+/// L >= d: the axis is labelled in plain numbers, not decades down to 1e-15.
+#[test]
+fn gpt2_figure_is_risk_over_d_on_a_linear_axis() {
+    let d = 5usize;
+    let mut rows = Vec::new();
+    for (name, f) in [
+        ("model", (|l: usize| 5.0 * (1.0 - 0.07 * l as f64)) as fn(usize) -> f64),
+        ("lstsq", |l| if l < 5 { 5.0 - l as f64 } else { 1e-15 }),
+        ("averaging", |l| if l == 0 { 5.0 } else { 30.0 / l as f64 }),
+    ] {
+        for l in 0..=10 {
+            rows.push(EvalRow {
+                estimator: name.into(),
+                len: l,
+                risk: f(l),
+                stderr: 0.01,
+                eta: None,
+                eta_x: None,
+                tau: None,
+                tau_opt: false,
+                shift: None,
+            });
+        }
+    }
+    let res = EvalRows {
+        d: Some(d),
+        target: Some("label".into()),
+        rows,
+        ..rows_template()
+    };
+    let fig = figures::risk_vs_len(&res).unwrap();
+    let p = &fig.panels[0];
+    assert_eq!(p.y.scale, icl_core_run::plot::Scale::Linear);
+    assert!(p.y.label.contains("/ d"), "{}", p.y.label);
+    // the points are divided by d
+    let model = p.series.iter().find(|s| s.name == "model").unwrap();
+    assert_eq!(model.points[0], (0.0, 1.0));
+    let t = texts(&render(&fig, "gpt2-risk"));
+    assert!(t.iter().all(|x| !x.contains("e-")), "{t:?}");
+    for l in ["model", "lstsq", "averaging"] {
+        assert!(has(&t, l), "legend {l} missing in {t:?}");
+    }
+    no_float_noise(&t);
+}
+
+fn rows_template() -> EvalRows {
+    EvalRows {
+        rows: Vec::new(),
+        ..rows()
+    }
+}

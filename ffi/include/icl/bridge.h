@@ -1134,6 +1134,10 @@ struct Model final : public ::rust::Opaque {
   // Predictions [n][n_out] for contexts x [n][len][d], y [n][len][n_out], queries xq [n][d].
   ::rust::Vec<double> predict(::std::size_t n, ::std::size_t len, ::rust::Slice<double const> x, ::rust::Slice<double const> y, ::rust::Slice<double const> xq);
 
+  // Predictions on n prompts of k pairs (xs [n][k][d], ys [n][k]): [n][k] for GPT-2 models
+  // (the prediction at every x position), [n][n_out] otherwise (the last x as the query).
+  ::rust::Vec<double> predict_prompts(::std::size_t n, ::std::size_t k, ::rust::Slice<double const> xs, ::rust::Slice<double const> ys);
+
   // Predictions [n][n_out] for a batch.
   ::rust::Vec<double> predict_batch(::icl::Batch const &batch);
 

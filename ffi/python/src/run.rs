@@ -182,7 +182,8 @@ impl Run {
 
     /// Per-head analysis, the dict `icl analyze --json` prints: `{"step", "heads": [{"omega",
     /// "mu", "kind", ...}], "sign_matching", "gamma", "mu_plus", "mu_minus", "eta_eff", ...}`.
-    /// With `plot=True` it also writes `circuits.svg` into the run folder (as `icl analyze`).
+    /// With `plot=True` it also writes `circuits.svg` into the run folder (as `icl analyze`;
+    /// `attention.svg` for a GPT-2 run).
     #[pyo3(signature = (plot = false))]
     fn analyze<'py>(&self, py: Python<'py>, plot: bool) -> PyResult<Bound<'py, PyAny>> {
         let dir = RunDir::new(&self.dir);

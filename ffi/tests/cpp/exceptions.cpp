@@ -57,7 +57,7 @@ int main() {
         std::printf("%s predict_prompts: GPT-2 at every x\n", every ? "ok" : "FAIL");
         failures += !every;
         expect_throw("prompts of the wrong size", [&] { gm->predict_prompts(2, 3, sl(gx), sl(gy)); },
-                     "needed");
+                     "xs must be [n, k, d]");
     }
     std::vector<double> params = {1.0, 2.0};
     expect_throw("wrong parameter count", [&] { model->set_params(sl(params)); }, "params");

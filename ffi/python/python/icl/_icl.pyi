@@ -109,7 +109,8 @@ class Run:
         """The training log (``metrics.csv``): ``step``, ``loss``, ``omega_h``, ``mu_h``, ...;
         a DataFrame when pandas is installed (unless ``as_frame=False``), else a dict of arrays."""
     def analyze(self, plot: bool = False) -> Dict[str, Any]:
-        """The dict ``icl analyze --json`` prints; ``plot=True`` also writes ``circuits.svg``."""
+        """The dict ``icl analyze --json`` prints; ``plot=True`` also writes ``circuits.svg``
+        (``attention.svg`` for a GPT-2 run: every layer's and head's attention on one prompt)."""
     def circuits(self) -> Dict[str, npt.NDArray[np.float64]]:
         """``{"kq": (H, E, E), "ov": (H, n_out, E), "omega": (H,), "mu": (H, n_out)}``."""
     def params(self) -> Dict[str, npt.NDArray[np.float64]]:
