@@ -324,7 +324,10 @@ fn gpt2_figure_is_risk_over_d_on_a_linear_axis() {
     let d = 5usize;
     let mut rows = Vec::new();
     for (name, f) in [
-        ("model", (|l: usize| 5.0 * (1.0 - 0.07 * l as f64)) as fn(usize) -> f64),
+        (
+            "model",
+            (|l: usize| 5.0 * (1.0 - 0.07 * l as f64)) as fn(usize) -> f64,
+        ),
         ("lstsq", |l| if l < 5 { 5.0 - l as f64 } else { 1e-15 }),
         ("averaging", |l| if l == 0 { 5.0 } else { 30.0 / l as f64 }),
     ] {
