@@ -193,24 +193,30 @@ fn risks_on<T: Scalar>(
 mod tests {
     use super::*;
 
+    /// Garg et al.'s linear regression at d = 3 with prompts of up to `len` pairs before the
+    /// last, and a GPT-2 of `layers` layers, 2 heads, n_embd 8 for it.
+    fn small(len: usize, layers: usize) -> (Task, Gpt2Spec) {
+        let mut cfg = crate::presets::preset("garg-linear-tiny").unwrap();
+        cfg.set("task.d", "3").unwrap();
+        cfg.set("task.L", &alloc::format!("{len}")).unwrap();
+        let spec = Gpt2Spec {
+            d: 3,
+            embd: 8,
+            layers,
+            heads: 2,
+            positions: len + 1,
+            tau: 1.0,
+        };
+        (Task::new(&cfg).unwrap(), spec)
+    }
+
     /// On Garg et al.'s data (x, w ~ N(0, I_d), no noise) every estimator's error before any
     /// example is E[y^2] = d; least squares is exact from d examples on; the averaging
     /// estimator's error at i examples is E|(S - I) w|^2 with S = (1/i) sum x_l x_l^T, and
     /// E[(S - I)^2] = (d + 1)/i I (Wishart moments), E|w|^2 = d: d (d + 1) / i.
     #[test]
     fn estimators_at_every_position_match_closed_forms() {
-        let mut cfg = crate::presets::preset("garg-linear-tiny").unwrap();
-        cfg.set("task.d", "3").unwrap();
-        cfg.set("task.L", "8").unwrap();
-        let task = Task::new(&cfg).unwrap();
-        let spec = Gpt2Spec {
-            d: 3,
-            embd: 8,
-            layers: 1,
-            heads: 2,
-            positions: 9,
-            tau: 1.0,
-        };
+        let (task, spec) = small(8, 1);
         let params: Vec<f64> = super::super::init::init_params(&spec, 1);
         let n = 4000;
         let ests = [
@@ -253,18 +259,7 @@ mod tests {
     /// alone and every temperature ties.
     #[test]
     fn opt_follows_a_rescaled_query() {
-        let mut cfg = crate::presets::preset("garg-linear-tiny").unwrap();
-        cfg.set("task.d", "3").unwrap();
-        cfg.set("task.L", "6").unwrap();
-        let task = Task::new(&cfg).unwrap();
-        let spec = Gpt2Spec {
-            d: 3,
-            embd: 8,
-            layers: 2,
-            heads: 2,
-            positions: 7,
-            tau: 1.0,
-        };
+        let (task, spec) = small(6, 2);
         let scale_q = |params: &mut [f64], c: f64| {
             let ts = spec.tensors();
             let (w, b) = (
