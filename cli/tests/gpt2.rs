@@ -81,6 +81,13 @@ fn risks(ev: &Value, estimator: &str) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// `icl eval RUN --lengths 10 --json` with `extra` flags.
+fn eval_json(run: &Path, extra: &[&str]) -> Value {
+    let mut a = vec!["eval", s(run), "--lengths", "10", "--json"];
+    a.extend(extra);
+    serde_json::from_str(&ok(&a)).unwrap()
+}
+
 /// Prompts `xs` [n, k, d] and `ys` [n, k] (f32) as `icl predict` reads them.
 fn write_prompts(path: &Path, n: usize, k: usize, d: usize) {
     let v = |len: usize, salt: f32| -> Vec<u8> {
@@ -135,16 +142,7 @@ fn fig2_in_small_and_the_family_contracts() {
     ok(&a);
 
     // Fig. 2 in small: the error at every number of examples L before the query
-    let ev: Value = serde_json::from_str(&ok(&[
-        "eval",
-        s(&run),
-        "--lengths",
-        "10",
-        "--samples",
-        "2000",
-        "--json",
-    ]))
-    .unwrap();
+    let ev = eval_json(&run, &["--samples", "2000"]);
     assert_eq!(ev["d"], 5);
     let (model, lstsq, knn, avg) = (
         risks(&ev, "model"),
@@ -173,22 +171,19 @@ fn fig2_in_small_and_the_family_contracts() {
     // --tau opt under a shift: one temperature per position, chosen on held-out prompts (tau = 1
     // at L = 0, where a token attends to itself alone), at least as good there as tau = 1 up to
     // the noise of the two estimates
-    let ev: Value = serde_json::from_str(&ok(&[
-        "eval",
-        s(&run),
-        "--lengths",
-        "10",
-        "--samples",
-        "1000",
-        "--tau",
-        "1,opt",
-        "--tau-holdout",
-        "1000",
-        "--shift",
-        "x_cov=3",
-        "--json",
-    ]))
-    .unwrap();
+    let ev = eval_json(
+        &run,
+        &[
+            "--samples",
+            "1000",
+            "--tau",
+            "1,opt",
+            "--tau-holdout",
+            "1000",
+            "--shift",
+            "x_cov=3",
+        ],
+    );
     let model_rows = |opt: bool| -> Vec<Value> {
         ev["rows"]
             .as_array()

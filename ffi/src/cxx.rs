@@ -523,11 +523,7 @@ impl icl_model {
         xs: &[f64],
         ys: &[f64],
     ) -> FfiResult<Vec<f64>> {
-        guard_cxx(|| {
-            let mut out = try_vec(self.prompt_outputs(n, k), 0.0, "predictions")?;
-            self.predict_prompts(n, k, xs, ys, &mut out)?;
-            Ok(out)
-        })
+        guard_cxx(|| self.prompt_predictions(n, k, xs, ys))
     }
     fn cpp_predict_batch(&mut self, b: &bridge::Batch) -> FfiResult<Vec<f64>> {
         guard_cxx(|| {

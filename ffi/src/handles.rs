@@ -541,10 +541,21 @@ impl icl_model {
         out: &mut [f64],
     ) -> FfiResult<()> {
         check_len("out", out.len(), self.prompt_outputs(n, k))?;
-        let model = dispatch!(&self.inner, s => icl_core_run::any::AnyModel::from_model(&s.value));
-        let p = icl_core_run::predict::predict_prompts(&model, self.engine_name(), xs, ys, n, k)?;
-        out.copy_from_slice(&p.values);
+        out.copy_from_slice(&self.prompt_predictions(n, k, xs, ys)?);
         Ok(())
+    }
+
+    /// [`Self::predict_prompts`]' values, in a new vector.
+    pub fn prompt_predictions(
+        &self,
+        n: usize,
+        k: usize,
+        xs: &[f64],
+        ys: &[f64],
+    ) -> FfiResult<Vec<f64>> {
+        let engine = self.engine_name();
+        let p = dispatch!(self.model_any(), m => icl_core_run::predict::predict_prompts_of(m, engine, xs, ys, n, k))?;
+        Ok(p.values)
     }
 
     /// Predictions ([n][n_out]) for a token-major batch `z` ([n][L+1][E], the query's y-slots ignored).

@@ -39,18 +39,12 @@ fuzz_target!(|input: (u8, u8, bool, Input)| {
             let Ok(spec) = icl_core::ModelSpec::from_config(&cfg) else {
                 return;
             };
-            if let icl_core::model::Net::Gpt2(sp) = &spec.net {
+            let base = if let icl_core::model::Net::Gpt2(sp) = &spec.net {
                 let params: Vec<f64> = (0..sp.n_params())
                     .map(|i| (i as f64 * 0.37).sin())
                     .collect();
                 let shape = icl_core_run::torch::Gpt2Shape::from(sp);
-                let Ok(base) = export_state_dict(&params, &shape, heads % 2 == 1) else {
-                    return;
-                };
-                match edited(&base, &edits) {
-                    Some(b) => b,
-                    None => return,
-                }
+                export_state_dict(&params, &shape, heads % 2 == 1).ok()
             } else {
                 let tensors: Vec<Raw> = spec
                     .tensors()
@@ -60,13 +54,11 @@ fuzz_target!(|input: (u8, u8, bool, Input)| {
                         Raw::new(t.name, t.shape.clone(), &xs)
                     })
                     .collect();
-                let Ok(base) = encode(&tensors, &Default::default()) else {
-                    return;
-                };
-                match edited(&base, &edits) {
-                    Some(b) => b,
-                    None => return,
-                }
+                encode(&tensors, &Default::default()).ok()
+            };
+            match base.and_then(|b| edited(&b, &edits)) {
+                Some(b) => b,
+                None => return,
             }
         }
     };

@@ -35,7 +35,19 @@ pub fn predict_prompts(
     n: usize,
     k: usize,
 ) -> Result<Predictions> {
-    let d = model.spec().d;
+    dispatch!(model, m => predict_prompts_of(m, engine, xs, ys, n, k))
+}
+
+/// [`predict_prompts`] for a model of a known precision (the C/C++ handles hold one).
+pub fn predict_prompts_of<T: RunScalar>(
+    m: &Model<T>,
+    engine: &str,
+    xs: &[f64],
+    ys: &[f64],
+    n: usize,
+    k: usize,
+) -> Result<Predictions> {
+    let d = m.spec.d;
     let nk = n.checked_mul(k);
     if n == 0
         || k == 0
@@ -54,7 +66,7 @@ pub fn predict_prompts(
             "prompts: value {i} is not finite"
         )));
     }
-    dispatch!(model, m => typed(m, engine, xs, ys, n, k))
+    typed(m, engine, xs, ys, n, k)
 }
 
 fn typed<T: RunScalar>(

@@ -349,7 +349,7 @@ fn gpt2_figure_is_risk_over_d_on_a_linear_axis() {
         d: Some(d),
         target: Some("label".into()),
         rows,
-        ..rows_template()
+        ..self::rows()
     };
     let fig = figures::risk_vs_len(&res).unwrap();
     let p = &fig.panels[0];
@@ -364,11 +364,4 @@ fn gpt2_figure_is_risk_over_d_on_a_linear_axis() {
         assert!(has(&t, l), "legend {l} missing in {t:?}");
     }
     no_float_noise(&t);
-}
-
-fn rows_template() -> EvalRows {
-    EvalRows {
-        rows: Vec::new(),
-        ..rows()
-    }
 }
