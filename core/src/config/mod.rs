@@ -470,6 +470,13 @@ choice! {
         /// Garg et al. (2022)'s linear regression: x ~ N(0, I_d), w ~ N(0, I_d) (not scaled),
         /// y = w.x + noise (their `LinearRegression` at task.sigma2 = 0).
         Linear = "linear",
+        /// Garg et al.'s sparse linear functions: w with `task.sparsity` non-zero N(0, 1)
+        /// coordinates, x ~ N(0, I_d) ([`crate::data::functions`]).
+        Sparse = "sparse",
+        /// Garg et al.'s two-layer ReLU networks with `task.hidden` units, x ~ N(0, I_d).
+        Relu2nn = "relu2nn",
+        /// Garg et al.'s decision trees of depth `task.depth` on the signs of x ~ N(0, I_d).
+        Tree = "tree",
     }
 }
 
@@ -756,6 +763,10 @@ pub const MAX_L: u64 = 1 << 24;
 pub const MAX_HEADS: u64 = 1024;
 /// Most transformer layers.
 pub const MAX_LAYERS: u64 = 64;
+/// Most hidden units of the relu2nn task's networks.
+pub const MAX_HIDDEN: u64 = 4096;
+/// Deepest tree of the tree task (2^depth leaves).
+pub const MAX_DEPTH: u64 = 16;
 /// Widest GPT-2 embedding.
 pub const MAX_EMBD: u64 = 1 << 16;
 /// Largest batch (sequences per step).
@@ -833,6 +844,9 @@ section! {
         curriculum_l: usize = 10 => "curriculum_L", Range::int(1, MAX_L), "curriculum: the starting context length", legacy 10;
         curriculum_l_inc: usize = 2 => "curriculum_L_inc", Range::int(0, MAX_L), "curriculum: context pairs added at each stage", legacy 2;
         curriculum_every: u64 = 2000 => "curriculum_every", Range::int(1, MAX_STEPS), "curriculum: steps per stage", legacy 2000;
+        sparsity: usize = 3 => "sparsity", Range::int(1, MAX_D), "sparse task: non-zero coordinates k of the task vector (at most task.d)", legacy 3;
+        hidden: usize = 100 => "hidden", Range::int(1, MAX_HIDDEN), "relu2nn task: hidden units of the two-layer network", legacy 100;
+        depth: usize = 4 => "depth", Range::int(1, MAX_DEPTH), "tree task: depth of the decision tree", legacy 4;
     }
 }
 
@@ -1186,6 +1200,24 @@ impl Config {
         Some((total, key))
     }
 
+    /// The function classes' sampling scratch ([`crate::data::functions`]): per thread, the
+    /// normals of one sequence and the function drawn from them (16 bytes a parameter); 0 for
+    /// the other tasks.
+    fn function_scratch(&self, threads: u64) -> Option<u64> {
+        let t = &self.task;
+        let (d, len) = (t.d as u64, t.len as u64);
+        let f = match t.kind {
+            TaskKind::Relu2nn => d.checked_add(1)?.checked_mul(t.hidden as u64)?,
+            TaskKind::Tree => 1u64.checked_shl(t.depth as u32)?.checked_mul(2)?,
+            TaskKind::Sparse => d.checked_mul(2)?,
+            _ => return Some(0),
+        };
+        let seq = len.checked_add(1)?.checked_mul(d.checked_add(1)?)?;
+        f.checked_mul(16)?
+            .checked_add(seq.checked_mul(8)?)?
+            .checked_mul(threads.max(1))
+    }
+
     /// The terms of [`Config::memory_estimate_threads`], or `None` when a product overflows.
     pub fn memory_terms(&self, threads: u64) -> Option<MemoryTerms> {
         let (t, m, tr) = (&self.task, &self.model, &self.train);
@@ -1280,6 +1312,7 @@ impl Config {
         } else {
             0
         };
+        let batch = batch.checked_add(self.function_scratch(threads)?)?;
         Some(MemoryTerms {
             base: PROCESS_BYTES,
             batch,
@@ -1330,6 +1363,7 @@ impl Config {
         let workspace = mul(&[threads.max(1), per_chunk])?;
         let rows = (tr.steps / tr.log_every.max(1)).checked_add(2)?;
         let log = mul(&[rows, 16 * 48 + 64])?;
+        let batch = batch.checked_add(self.function_scratch(threads)?)?;
         Some(MemoryTerms {
             base: PROCESS_BYTES,
             batch,
@@ -1399,7 +1433,15 @@ impl Config {
                     ));
                 }
             }
-            TaskKind::Isotropic | TaskKind::Linear => {}
+            TaskKind::Isotropic | TaskKind::Linear | TaskKind::Relu2nn | TaskKind::Tree => {}
+            TaskKind::Sparse => {
+                if t.sparsity > t.d {
+                    return bad(format!(
+                        "task.sparsity = {} exceeds task.d = {}: a sparse task vector has at most d non-zero coordinates",
+                        t.sparsity, t.d
+                    ));
+                }
+            }
             TaskKind::Varying => {
                 if t.lambda_min > t.lambda_max {
                     return bad(format!(
@@ -1500,10 +1542,16 @@ impl Config {
         let bad = |m: String| Err(Error::InvalidConfig(m));
         if !matches!(
             t.kind,
-            TaskKind::Linear | TaskKind::Isotropic | TaskKind::Eigs | TaskKind::Varying
+            TaskKind::Linear
+                | TaskKind::Isotropic
+                | TaskKind::Eigs
+                | TaskKind::Varying
+                | TaskKind::Sparse
+                | TaskKind::Relu2nn
+                | TaskKind::Tree
         ) {
             return bad(format!(
-                "model.arch = gpt2 predicts one output: task.kind = linear, isotropic, eigs or varying (got {})",
+                "model.arch = gpt2 predicts one output: task.kind = linear, isotropic, eigs, varying, sparse, relu2nn or tree (got {})",
                 t.kind.as_str()
             ));
         }
@@ -1545,11 +1593,16 @@ impl Config {
         if t.curriculum
             && !matches!(
                 t.kind,
-                TaskKind::Linear | TaskKind::Isotropic | TaskKind::Eigs
+                TaskKind::Linear
+                    | TaskKind::Isotropic
+                    | TaskKind::Eigs
+                    | TaskKind::Sparse
+                    | TaskKind::Relu2nn
+                    | TaskKind::Tree
             )
         {
             return bad(format!(
-                "task.curriculum zeroes coordinates of x: task.kind = linear, isotropic or eigs (got {})",
+                "task.curriculum zeroes coordinates of x: task.kind = linear, isotropic, eigs, sparse, relu2nn or tree (got {})",
                 t.kind.as_str()
             ));
         }
@@ -1918,6 +1971,9 @@ mod gpt2_tests {
             "garg-linear",
             "garg-linear-small",
             "garg-linear-tiny",
+            "garg-sparse-tiny",
+            "garg-relu2nn-small",
+            "garg-tree",
             "temperature-fig6-gpt2",
         ] {
             crate::presets::preset(p).unwrap().validate().unwrap();
@@ -1961,8 +2017,19 @@ mod gpt2_tests {
         refused(
             "temperature-fig6-gpt2",
             &[("task.curriculum", "true")],
-            "isotropic or eigs",
+            "task.curriculum zeroes coordinates of x",
         );
+        // Garg et al.'s function classes: k <= d; a tree has depth >= 1; an unknown kind
+        refused(
+            "garg-sparse-tiny",
+            &[("task.sparsity", "21")],
+            "task.sparsity = 21 exceeds task.d = 20",
+        );
+        let mut c = crate::presets::preset("garg-tree-tiny").unwrap();
+        let e = c.set("task.depth", "0").unwrap_err().to_string();
+        assert!(e.contains("task.depth"), "{e}");
+        let e = c.set("task.kind", "trees").unwrap_err().to_string();
+        assert!(e.contains("linear, sparse, relu2nn, tree"), "{e}");
         // the example: a d = 5, L = 10 model throughout
         let mut c = crate::presets::preset("garg-linear-tiny").unwrap();
         c.set("task.d", "5").unwrap();

@@ -8,6 +8,7 @@
 //! vectors (query last). Fast engines reproduce this order exactly.
 use super::batch::Batch;
 use super::covariance::{cholesky, kms};
+use super::functions::{self, FunctionClass};
 use super::iv::Iv;
 use super::regression::{Cov, Regression};
 use super::shift::{Factor, Shift};
@@ -40,6 +41,8 @@ pub struct Task {
     pub w_star: Vec<f64>,
     /// The multilayer paper's samplers (`varying` and `iv` tasks), `None` otherwise.
     pub ml: Option<MlTask>,
+    /// Garg et al.'s function classes (`sparse`, `relu2nn` and `tree` tasks), `None` otherwise.
+    pub func: Option<FunctionClass>,
     /// A test-time shift of the task vector and the means ([`Task::shifted`]); the shifted
     /// covariance of x and noise are folded into `chol` / `sigma` (or the `ml` sampler).
     pub shift: Option<Shift>,
@@ -161,6 +164,12 @@ impl Task {
             TaskKind::Iv => Some(MlTask::Iv(Iv { q: t.iv_q, p: t.d })),
             _ => None,
         };
+        let func = match t.kind {
+            TaskKind::Sparse => Some(FunctionClass::Sparse { k: t.sparsity }),
+            TaskKind::Relu2nn => Some(FunctionClass::Relu2nn { hidden: t.hidden }),
+            TaskKind::Tree => Some(FunctionClass::Tree { depth: t.depth }),
+            _ => None,
+        };
         Ok(Task {
             kind: t.kind,
             d: t.d,
@@ -179,6 +188,7 @@ impl Task {
             eigs,
             basis,
             ml,
+            func,
             shift: None,
         })
     }
@@ -287,6 +297,10 @@ impl Task {
             Some(MlTask::Iv(iv)) => return iv.one_stage(&iv.draw(rng, len), len, z, y),
             None => {}
         }
+        if self.func.is_some() {
+            self.sample_function(rng, len, self.d, normals, z, y);
+            return;
+        }
         let tv = if self.w_star.is_empty() || rng::uniform(rng) < self.icl_fraction {
             TaskVector::Random
         } else if self.icl_fraction == 0.0 {
@@ -311,6 +325,13 @@ impl Task {
         tv: TaskVector,
         w_out: &mut [f64],
     ) {
+        if self.func.is_some() {
+            let f = self.sample_function(rng, len, self.d, normals, z, y);
+            if let (functions::Function::Linear { w }, true) = (&f, w_out.len() == self.d) {
+                w_out.copy_from_slice(w);
+            }
+            return;
+        }
         let (d, e, no) = (self.d, self.e(), self.n_out);
         let fixed = tv != TaskVector::Random && self.w_star.len() == d;
         normals.resize(self.normals_per_sequence(len), 0.0);
@@ -383,6 +404,33 @@ impl Task {
                 }
             }
         }
+    }
+
+    /// A sequence of the function-class task ([`crate::data::functions`]) with `dt` of the d
+    /// coordinates active; the function drawn. Not for other tasks (it samples a sparse
+    /// function of one coordinate there).
+    pub fn sample_function<T: Scalar>(
+        &self,
+        rng: &mut Rng,
+        len: usize,
+        dt: usize,
+        normals: &mut Vec<f64>,
+        z: &mut [T],
+        y: &mut [T],
+    ) -> functions::Function {
+        let class = self.func.unwrap_or(FunctionClass::Sparse { k: 1 });
+        functions::sample_sequence(
+            &class,
+            rng,
+            self.d,
+            dt.min(self.d),
+            len,
+            self.sigma,
+            self.query_noise,
+            normals,
+            z,
+            y,
+        )
     }
 
     /// Fill `batch` (shape preserved) with the sequences of (seed, domain, step), sequence b from

@@ -64,6 +64,10 @@ pub fn sample_truncated<T: Scalar>(
 ) {
     let mut r = rng::stream(seed, Domain::Train, step, b);
     let d = task.d;
+    if task.func.is_some() {
+        task.sample_function(&mut r, len, dt, normals, z, y);
+        return;
+    }
     if dt >= d {
         task.sample_sequence(&mut r, len, normals, z, y);
         return;
