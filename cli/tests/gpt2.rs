@@ -371,3 +371,77 @@ fn bad_gpt2_input_exits_2_with_nothing_written() {
     assert!(!run.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Garg et al.'s function classes through the CLI: a sparse and a tree GPT-2 train a few steps
+/// at d = 4 and their `eval --json` carries the class's baselines at every L (the Lasso over
+/// Garg et al.'s alpha grid; CART of depth 4 and unbounded, boosted trees); bad input (k > d, a
+/// tree of depth 0, an unknown task) exits 2 with nothing written.
+#[test]
+fn function_classes_train_and_evaluate_with_their_baselines() {
+    let dir = tmp("classes");
+    let tiny = [
+        "--set",
+        "task.d=4",
+        "--set",
+        "task.L=6",
+        "--set",
+        "model.positions=7",
+        "--set",
+        "model.layers=1",
+        "--set",
+        "model.embd=8",
+        "--steps",
+        "3",
+        "--eval-samples",
+        "0",
+        "-q",
+    ];
+    for (preset, ests) in [
+        (
+            "garg-sparse-tiny",
+            &["lstsq", "knn3", "averaging", "lasso_1", "lasso_0.0001"][..],
+        ),
+        (
+            "garg-tree-tiny",
+            &["tree_depth4", "tree", "boosted_trees", "knn3"][..],
+        ),
+        ("garg-relu2nn-tiny", &["lstsq", "averaging"][..]),
+    ] {
+        let run = dir.join(preset);
+        let mut a = vec!["train", "--preset", preset, "--out", s(&run)];
+        a.extend(tiny);
+        ok(&a);
+        let ev: Value = serde_json::from_str(&ok(&[
+            "eval",
+            s(&run),
+            "--lengths",
+            "6",
+            "--samples",
+            "20",
+            "--json",
+        ]))
+        .unwrap();
+        for e in ests {
+            let r = risks(&ev, e);
+            assert_eq!(r.len(), 7, "{preset} {e}");
+            assert!(r.iter().all(|(x, _)| x.is_finite()), "{preset} {e}");
+        }
+    }
+    let run = dir.join("bad");
+    for (preset, key, says) in [
+        (
+            "garg-sparse-tiny",
+            "task.sparsity=21",
+            "task.sparsity = 21 exceeds",
+        ),
+        ("garg-tree-tiny", "task.depth=0", "task.depth"),
+        ("garg-tree-tiny", "task.kind=forest", "task.kind"),
+    ] {
+        refused(
+            &["train", "--preset", preset, "--set", key, "--out", s(&run)],
+            says,
+        );
+        assert!(!run.exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

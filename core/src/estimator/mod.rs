@@ -12,6 +12,13 @@
 //! * averaging:          yhat = x_q^T (1/L) sum_l y_l x_l (0 at L = 0; Garg et al.'s `AveragingModel`)
 //! * Nadaraya–Watson:    yhat = mu sum_l y_l smax_l(omega X x_q)                            (E.3)
 //! * reduced multi-head: yhat = sum_h mu_h sum_l y_l smax_l(omega_h X x_q)                  (3.2)
+//! * Lasso(alpha):       x_q^T argmin_w (1/2L) |y - X w|^2 + alpha |w|_1 ([`lasso`]; Garg et al.'s
+//!   sparse baseline, 0 at L = 0)
+//! * decision tree:      CART of depth <= D or unbounded ([`tree`]; Garg et al.'s tree baseline)
+//! * boosted trees:      XGBoost's defaults for squared error ([`tree::boost_predict`])
+pub mod lasso;
+pub mod tree;
+
 use crate::data::Batch;
 use crate::{Error, Result, Scalar};
 use alloc::format;
@@ -93,6 +100,16 @@ pub enum Estimator {
         omega: Vec<f64>,
         mu: Vec<f64>,
     },
+    /// The Lasso without intercept at penalty `alpha` (scikit-learn's objective).
+    Lasso {
+        alpha: f64,
+    },
+    /// A CART regression tree of depth at most `max_depth` (`None`: unbounded).
+    Tree {
+        max_depth: Option<usize>,
+    },
+    /// Gradient-boosted trees with XGBoost's defaults.
+    Boost,
 }
 
 impl Estimator {
@@ -115,6 +132,10 @@ impl Estimator {
             Estimator::Averaging => "averaging".into(),
             Estimator::Nw { .. } => "nw".into(),
             Estimator::Reduced { .. } => "reduced".into(),
+            Estimator::Lasso { alpha } => format!("lasso_{alpha}"),
+            Estimator::Tree { max_depth: Some(k) } => format!("tree_depth{k}"),
+            Estimator::Tree { max_depth: None } => "tree".into(),
+            Estimator::Boost => "boosted_trees".into(),
         }
     }
 
@@ -128,7 +149,26 @@ impl Estimator {
             }
         };
         match self {
-            Estimator::Zero | Estimator::Ols | Estimator::Lstsq | Estimator::Averaging => Ok(()),
+            Estimator::Zero
+            | Estimator::Ols
+            | Estimator::Lstsq
+            | Estimator::Averaging
+            | Estimator::Boost => Ok(()),
+            Estimator::Lasso { alpha } => {
+                fin("alpha", *alpha)?;
+                if *alpha < 0.0 {
+                    return Err(Error::InvalidConfig("lasso alpha must be >= 0".into()));
+                }
+                Ok(())
+            }
+            Estimator::Tree { max_depth } => {
+                if *max_depth == Some(0) {
+                    return Err(Error::InvalidConfig(
+                        "a decision tree needs depth >= 1".into(),
+                    ));
+                }
+                Ok(())
+            }
             Estimator::Knn { k } => {
                 if *k == 0 {
                     return Err(Error::InvalidConfig(
@@ -295,6 +335,31 @@ impl Estimator {
                         .map(|i| y(i, o) * (0..d).map(|c| x(i, c) * xq[c]).sum::<f64>())
                         .sum::<f64>()
                         / lf;
+                }
+            }
+            Estimator::Lasso { .. } | Estimator::Tree { .. } | Estimator::Boost => {
+                out.iter_mut().for_each(|v| *v = 0.0);
+                if l == 0 {
+                    return Ok(());
+                }
+                let xs: Vec<f64> = (0..l * d).map(|i| x(i / d, i % d)).collect();
+                for (o, v) in out.iter_mut().enumerate().take(no) {
+                    let ys: Vec<f64> = (0..l).map(|i| y(i, o)).collect();
+                    *v = match self {
+                        Estimator::Lasso { alpha } => {
+                            let w = lasso::fit(&xs, &ys, l, d, *alpha).ok_or_else(|| {
+                                Error::Numerical(format!(
+                                    "the Lasso (alpha = {alpha}) did not converge in {} sweeps",
+                                    lasso::MAX_SWEEPS
+                                ))
+                            })?;
+                            w.iter().zip(&xq).map(|(a, b)| a * b).sum()
+                        }
+                        Estimator::Tree { max_depth } => {
+                            tree::grow(&xs, &ys, l, d, *max_depth, tree::Rule::Cart).predict(&xq)
+                        }
+                        _ => tree::boost_predict(&xs, &ys, l, d, &xq),
+                    };
                 }
             }
             Estimator::Nw { omega, mu } => nw_sum(&[*omega], &[*mu], l, d, &x, &y, &xq, out),
