@@ -405,7 +405,10 @@ fn function_classes_train_and_evaluate_with_their_baselines() {
             "garg-tree-tiny",
             &["tree_depth4", "tree", "boosted_trees", "knn3"][..],
         ),
-        ("garg-relu2nn-tiny", &["lstsq", "averaging"][..]),
+        (
+            "garg-relu2nn-tiny",
+            &["lstsq", "averaging", "relu_net_adam"][..],
+        ),
     ] {
         let run = dir.join(preset);
         let mut a = vec!["train", "--preset", preset, "--out", s(&run)];

@@ -540,8 +540,8 @@ fn eval_run_inner(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
 /// the task vector's prior variance: 1 for the `linear`, `eigs` and `varying` tasks' N(0, I_d),
 /// 1/d for the isotropic task's N(0, I_d/d)) where it is not 0 (at 0 it is least squares); on
 /// the function classes their `get_relevant_baselines`: the Lasso over their alpha grid (sparse),
-/// CART trees of depth 4 and unbounded and boosted trees (tree). (Their two-layer network
-/// trained by Adam for the relu2nn task is not built yet.)
+/// CART trees of depth 4 and unbounded and boosted trees (tree), a two-layer ReLU network fitted
+/// by Adam (relu2nn).
 pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
     match cfg.task.kind {
         TaskKind::Sparse => {
@@ -552,6 +552,14 @@ pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
             ];
             v.extend([1.0, 0.1, 0.01, 0.001, 0.0001].map(|alpha| Estimator::Lasso { alpha }));
             return v;
+        }
+        TaskKind::Relu2nn => {
+            return vec![
+                Estimator::Lstsq,
+                Estimator::Knn { k: 3 },
+                Estimator::Averaging,
+                Estimator::Mlp,
+            ]
         }
         TaskKind::Tree => {
             return vec![

@@ -16,7 +16,10 @@
 //!   sparse baseline, 0 at L = 0)
 //! * decision tree:      CART of depth <= D or unbounded ([`tree`]; Garg et al.'s tree baseline)
 //! * boosted trees:      XGBoost's defaults for squared error ([`tree::boost_predict`])
+//! * two-layer network:  100 ReLU units fitted by 100 Adam steps ([`mlp`]; Garg et al.'s baseline
+//!   on their two-layer network task)
 pub mod lasso;
+pub mod mlp;
 pub mod tree;
 
 use crate::data::Batch;
@@ -110,6 +113,8 @@ pub enum Estimator {
     },
     /// Gradient-boosted trees with XGBoost's defaults.
     Boost,
+    /// A two-layer ReLU network fitted to the context by Adam ([`mlp`]).
+    Mlp,
 }
 
 impl Estimator {
@@ -136,6 +141,7 @@ impl Estimator {
             Estimator::Tree { max_depth: Some(k) } => format!("tree_depth{k}"),
             Estimator::Tree { max_depth: None } => "tree".into(),
             Estimator::Boost => "boosted_trees".into(),
+            Estimator::Mlp => "relu_net_adam".into(),
         }
     }
 
@@ -153,11 +159,14 @@ impl Estimator {
             | Estimator::Ols
             | Estimator::Lstsq
             | Estimator::Averaging
-            | Estimator::Boost => Ok(()),
+            | Estimator::Boost
+            | Estimator::Mlp => Ok(()),
             Estimator::Lasso { alpha } => {
                 fin("alpha", *alpha)?;
-                if *alpha < 0.0 {
-                    return Err(Error::InvalidConfig("lasso alpha must be >= 0".into()));
+                if *alpha <= 0.0 {
+                    return Err(Error::InvalidConfig(
+                        "lasso alpha must be > 0 (at 0 it is least squares: lstsq)".into(),
+                    ));
                 }
                 Ok(())
             }
@@ -337,7 +346,10 @@ impl Estimator {
                         / lf;
                 }
             }
-            Estimator::Lasso { .. } | Estimator::Tree { .. } | Estimator::Boost => {
+            Estimator::Lasso { .. }
+            | Estimator::Tree { .. }
+            | Estimator::Boost
+            | Estimator::Mlp => {
                 out.iter_mut().for_each(|v| *v = 0.0);
                 if l == 0 {
                     return Ok(());
@@ -358,6 +370,7 @@ impl Estimator {
                         Estimator::Tree { max_depth } => {
                             tree::grow(&xs, &ys, l, d, *max_depth, tree::Rule::Cart).predict(&xq)
                         }
+                        Estimator::Mlp => mlp::fit_predict(&xs, &ys, l, d, &xq),
                         _ => tree::boost_predict(&xs, &ys, l, d, &xq),
                     };
                 }
