@@ -145,13 +145,19 @@ fn omega_mu_figure_has_a_panel_each_and_a_series_per_head() {
             .map(|&s| -3.5 * (1.0 - (-s / 30000.0).exp()))
             .collect(),
     ];
-    let svg = render(&figures::omega_mu(&steps, &omega, &mu), "omega_mu");
+    let refs = vec![("+μ_γ".to_string(), 3.2), ("−μ_γ".to_string(), -3.2)];
+    let svg = render(
+        &figures::omega_mu(&steps, &omega, &mu, &[], &refs).for_run("he2025-run"),
+        "omega_mu",
+    );
     let t = texts(&svg);
-    assert!(t.iter().any(|x| x.starts_with("ω per head")), "{t:?}");
-    assert!(t.iter().any(|x| x.starts_with("μ per head")), "{t:?}");
+        assert!(t.iter().any(|x| x.starts_with("μ per head")), "{t:?}");
     // each panel: a legend entry per head
+    // heads numbered from 0, as in summary.json and circuits.svg
+    assert_eq!(t.iter().filter(|x| *x == "head 0").count(), 2);
     assert_eq!(t.iter().filter(|x| *x == "head 1").count(), 2);
-    assert_eq!(t.iter().filter(|x| *x == "head 2").count(), 2);
+    assert!(has(&t, "+μ_γ") && has(&t, "−μ_γ"), "theory levels in {t:?}");
+    assert!(t.iter().any(|x| x.starts_with("he2025-run: ω per head")), "{t:?}");
     // the step axis of each panel: 1 .. 100k by decades
     assert_eq!(t.iter().filter(|x| *x == "10k").count(), 2);
     assert!(has(&t, "-3") && has(&t, "3"), "mu ticks in {t:?}");

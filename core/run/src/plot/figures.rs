@@ -7,7 +7,7 @@
 //!   (Table 1's numbers as they settle; one pair per layer of a non-looped stack);
 //! * [`risk_vs_len`]: the risk of the model and of every baseline against the test length L',
 //!   with error bars of one standard error (He et al. 2025 figure 3).
-use super::{Axis, Figure, Panel, Series};
+use super::{Axis, Dash, Figure, Panel, Series};
 use crate::error::{Result, RunError};
 use crate::summary::EvalRows;
 
@@ -22,13 +22,39 @@ pub fn loss(curve: &[(f64, f64)]) -> Figure {
 }
 
 /// Each head's omega (mean diagonal of KQ_11) and mu (OV entry of the first output) against the
-/// step, one panel each: `omega[h]` and `mu[h]` hold head h's value at every `steps` entry.
-pub fn omega_mu(steps: &[f64], omega: &[Vec<f64>], mu: &[Vec<f64>]) -> Figure {
-    let head = |h: usize| format!("head {}", h + 1);
-    Figure::stacked(vec![
-        over_steps("ω per head: mean diagonal of KQ₁₁", "ω", steps, omega, head),
-        over_steps("μ per head: OV entry (y, y)", "μ", steps, mu, head),
-    ])
+/// step, one panel each: `omega[h]` and `mu[h]` hold head h's value at every `steps` entry
+/// (heads numbered from 0, as in `summary.json` and `circuits.svg`). `omega_refs` and
+/// `mu_refs` are the theory's values, drawn as grey dashed levels (none: no reference).
+pub fn omega_mu(
+    steps: &[f64],
+    omega: &[Vec<f64>],
+    mu: &[Vec<f64>],
+    omega_refs: &[(String, f64)],
+    mu_refs: &[(String, f64)],
+) -> Figure {
+    let head = |h: usize| format!("head {h}");
+    let mut om = over_steps("ω per head: mean diagonal of KQ₁₁", "ω", steps, omega, head);
+    let mut mp = over_steps("μ per head: OV entry (y, y)", "μ", steps, mu, head);
+    with_levels(&mut om, steps, omega_refs);
+    with_levels(&mut mp, steps, mu_refs);
+    Figure::stacked(vec![om, mp])
+}
+
+/// Grey dashed levels (name, y) across the steps of `panel`, each in its own dash.
+fn with_levels(panel: &mut Panel, steps: &[f64], levels: &[(String, f64)]) {
+    let x = steps.iter().copied().filter(|s| *s > 0.0 && s.is_finite());
+    let (x0, x1) = x.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| {
+        (a.min(s), b.max(s))
+    });
+    if !(x0 <= x1) {
+        return;
+    }
+    for (k, (name, y)) in levels.iter().enumerate() {
+        let dash = [Dash::Dashed, Dash::Dotted, Dash::Long][k % 3];
+        panel
+            .series
+            .push(Series::level(name.clone(), *y, x0, x1).with_dash(dash).with_color(7));
+    }
 }
 
 /// A panel of quantities against the step (log axis): `cols[k]` holds series k's value at every
