@@ -36,7 +36,13 @@ pub fn circuit_maps(spec: &AttentionSpec, rep: &Report) -> Vec<Heatmap> {
     let mut maps = Vec::new();
     for (h, hr) in rep.heads.iter().enumerate() {
         let kq = (0..e * e)
-            .map(|k| if k % e >= d { None } else { hr.kq.get(k).copied() })
+            .map(|k| {
+                if k % e >= d {
+                    None
+                } else {
+                    hr.kq.get(k).copied()
+                }
+            })
             .collect();
         maps.push(
             Heatmap::new(format!("head {h} KQ ({})", hr.kind.as_str()), e, e, kq)
@@ -173,7 +179,11 @@ pub fn gpt2_analysis(cfg: &Config, model: &AnyModel) -> Result<(Gpt2Analysis, Ve
         .iter()
         .map(|h| {
             let values = (0..t * t)
-                .map(|i| (i % t <= i / t).then(|| h.weights.get(i).copied()).flatten())
+                .map(|i| {
+                    (i % t <= i / t)
+                        .then(|| h.weights.get(i).copied())
+                        .flatten()
+                })
                 .collect();
             let tokens: Vec<String> = (1..=k)
                 .flat_map(|i| {

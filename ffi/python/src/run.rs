@@ -248,13 +248,12 @@ impl Run {
         plot: Option<std::path::PathBuf>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let o = crate::kwargs::options::<EvalArgs>("eval", options)?
-            .options()
-            .or_py()?;
+        let args = crate::kwargs::options::<EvalArgs>("eval", options)?;
+        args.options().or_py()?;
         let dir = RunDir::new(&self.dir);
         let res = py
             .detach(|| {
-                let res = icl_core_run::eval::eval_run(&dir, &o)?;
+                let res = icl_core_run::eval::eval_args(&dir, &args)?;
                 if let Some(p) = &plot {
                     icl_core_run::eval::write_risk_plot(&res, p)?;
                 }

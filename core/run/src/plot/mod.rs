@@ -38,7 +38,12 @@ pub struct Heatmap {
 
 impl Heatmap {
     /// A map with numbered rows and columns on scale `scale`, without a note.
-    pub fn new(title: impl Into<String>, rows: usize, cols: usize, values: Vec<Option<f64>>) -> Self {
+    pub fn new(
+        title: impl Into<String>,
+        rows: usize,
+        cols: usize,
+        values: Vec<Option<f64>>,
+    ) -> Self {
         Heatmap {
             title: title.into(),
             rows,
@@ -169,7 +174,10 @@ pub fn heatmaps_text(maps: &[Heatmap]) -> Result<String> {
     let mut placed: Vec<(i32, i32)> = Vec::new();
     let (mut x, mut y, mut row_h, mut width) = (10i32, 10i32, 0i32, 0i32);
     for m in maps {
-        let (w, h) = (label_w + cell * m.cols as i32, title_h + cell * m.rows as i32);
+        let (w, h) = (
+            label_w + cell * m.cols as i32,
+            title_h + cell * m.rows as i32,
+        );
         if x > 10 && x + w > 1600 {
             x = 10;
             y += row_h + gap;
@@ -243,7 +251,11 @@ pub fn heatmaps_text(maps: &[Heatmap]) -> Result<String> {
         for (k, (name, vmax)) in scales.iter().enumerate() {
             let (bx, by, bh) = (bar_x0 + 110 * k as i32, 10 + title_h, 160i32);
             root.draw(&Text::new(
-                if name.is_empty() { "value".to_string() } else { name.clone() },
+                if name.is_empty() {
+                    "value".to_string()
+                } else {
+                    name.clone()
+                },
                 (bx, 10),
                 font(14),
             ))
@@ -258,8 +270,11 @@ pub fn heatmaps_text(maps: &[Heatmap]) -> Result<String> {
                 ))
                 .map_err(perr)?;
             }
-            root.draw(&Rectangle::new([(bx, by), (bx + 18, by + bh)], BLACK.mix(0.5)))
-                .map_err(perr)?;
+            root.draw(&Rectangle::new(
+                [(bx, by), (bx + 18, by + bh)],
+                BLACK.mix(0.5),
+            ))
+            .map_err(perr)?;
             for (v, y) in [(*vmax, by), (0.0, by + bh / 2), (-vmax, by + bh)] {
                 root.draw(&PathElement::new(vec![(bx + 18, y), (bx + 23, y)], BLACK))
                     .map_err(perr)?;
@@ -825,7 +840,14 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
             p.title
         )));
     };
-    // the y range ends on labelled ticks: its bottom and top values can be read off
+    // the y range ends on labelled ticks: its bottom and top values can be read off; a
+    // quantity never negative is not padded below 0
+    let nonneg = all.iter().flatten().all(|q| q.1 >= 0.0);
+    let yr = if nonneg && yr.0 < 0.0 {
+        (0.0, yr.1)
+    } else {
+        yr
+    };
     let yr = ticks::outer(yr.0, yr.1, p.y.scale == Scale::Log);
     let (xc, yc) = (Coord::new(&p.x, xr), Coord::new(&p.y, yr));
     let (corner, crowd) = legend_corner(p, &xc, &yc);
@@ -890,7 +912,13 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
             .map_err(perr)?;
         let bar = col.stroke_width(1);
         for &(x, y, e) in data.iter().filter(|q| q.2 > 0.0) {
-            let lo = if usable(&p.y, y - e) { y - e } else { yc.lo };
+            // clipped to the axis (a risk's bar does not reach below 0)
+            let lo = if usable(&p.y, y - e) {
+                (y - e).max(yc.lo)
+            } else {
+                yc.lo
+            };
+            let e = e.min(yc.hi - y).max(0.0);
             let cap =
                 |v: f64| EmptyElement::at((x, v)) + PathElement::new(vec![(-4, 0), (4, 0)], bar);
             chart

@@ -75,7 +75,9 @@ pub fn outer(lo: f64, hi: f64, log: bool) -> (f64, f64) {
     for _ in 0..2 {
         if log {
             let major = log_ticks(a, b).major;
-            let decades = major.iter().all(|v| (v.log10() - v.log10().round()).abs() < 1e-9);
+            let decades = major
+                .iter()
+                .all(|v| (v.log10() - v.log10().round()).abs() < 1e-9);
             let ms: &[i64] = if decades && major.len() >= 3 {
                 &[1]
             } else {
