@@ -208,36 +208,42 @@ fn display_name(column: &str) -> (String, String) {
     (short.into(), long.into())
 }
 
-/// Whether a linear x axis would crowd the trajectory's change into its leftmost tenth (nine
-/// tenths of every plotted column's total variation there) while x spans a factor 1000 or
-/// more: then the x axis is logarithmic (He et al.'s flow moves by t = 10 of 2000).
+/// Whether a linear x axis would crowd the trajectory's change into a sliver at its left (at
+/// least half of the plotted columns make half their total variation in the first 2% of x)
+/// while x spans a factor 1000 or more: then the x axis is logarithmic (He et al.'s flow moves
+/// by t = 10 of 2000, φ then drifting slowly along the manifold).
 fn early_dynamics(t: &Traj) -> bool {
     let xs: Vec<f64> = t.rows.iter().filter_map(|r| r.first().copied()).collect();
     let pos = xs.iter().copied().filter(|x| *x > 0.0 && x.is_finite());
     let (lo, hi) = pos.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
         (a.min(x), b.max(x))
     });
-    if !(lo > 0.0 && hi / lo >= 1e3) || xs.iter().any(|x| *x < 0.0) {
+    if !(lo > 0.0 && hi / lo >= 1e3) || xs.iter().any(|x| *x < 0.0) || t.plot.is_empty() {
         return false;
     }
-    let cut = xs[0] + 0.1 * (hi - xs[0]);
-    t.plot.iter().all(|&j| {
-        let (mut early, mut total) = (0.0, 0.0);
-        for w in t.rows.windows(2) {
-            let (Some(a), Some(b)) = (w[0].get(j), w[1].get(j)) else {
-                continue;
-            };
-            let dv = (b - a).abs();
-            if !dv.is_finite() {
-                continue;
+    let cut = xs[0] + 0.02 * (hi - xs[0]);
+    let early_columns = t
+        .plot
+        .iter()
+        .filter(|&&j| {
+            let (mut early, mut total) = (0.0, 0.0);
+            for w in t.rows.windows(2) {
+                let (Some(a), Some(b)) = (w[0].get(j), w[1].get(j)) else {
+                    continue;
+                };
+                let dv = (b - a).abs();
+                if !dv.is_finite() {
+                    continue;
+                }
+                total += dv;
+                if w[1][0] <= cut {
+                    early += dv;
+                }
             }
-            total += dv;
-            if w[1][0] <= cut {
-                early += dv;
-            }
-        }
-        total == 0.0 || early >= 0.9 * total
-    })
+            total > 0.0 && early >= 0.5 * total
+        })
+        .count();
+    2 * early_columns >= t.plot.len()
 }
 
 /// The plot of a trajectory (its plotted columns against column 0, reference lines dashed),
