@@ -2,7 +2,7 @@
 //! lengths L' (length generalisation, He et al. 2025 figure 3).
 use super::common::outln;
 use crate::error::CliResult;
-use icl_core_run::eval::{eval_run, write_risk_plot};
+use icl_core_run::eval::{eval_args, write_risk_plot};
 use icl_core_run::options::EvalArgs;
 use icl_core_run::summary::pretty;
 use icl_core_run::RunDir;
@@ -31,7 +31,8 @@ pub fn run(a: &Args) -> CliResult {
     if let Some(p) = &a.plot {
         icl_core_run::folder::check_output(p)?;
     }
-    let opts = a.opts.options()?;
+    // the options are checked before the run is read
+    a.opts.options()?;
     let dir = RunDir::new(&a.dir);
     // a run too wide for the SIMD kernels says so before its (slow) evaluation
     let cfg = icl_core_run::checkpoint::load_config(&dir.config()).ok();
@@ -40,7 +41,7 @@ pub fn run(a: &Args) -> CliResult {
     {
         eprintln!("icl: note: {note}");
     }
-    let res = eval_run(&dir, &opts)?;
+    let res = eval_args(&dir, &a.opts)?;
     if let Some(p) = &a.plot {
         write_risk_plot(&res, p)?;
     }

@@ -19,30 +19,46 @@ pub fn report(model: &AnyModel) -> Result<Report> {
     Ok(dispatch!(model, m => analyze(m.attention()?, &m.circuits()?)))
 }
 
-/// Heatmaps of every head: KQ (E x E; the query-side y column is masked, it multiplies z_q's 0)
-/// and OV's output rows transposed (E x n_out).
+/// Heatmaps of every head (He et al. 2025 Fig. 1a): KQ (E x E, rows the key token's
+/// components x₁ … x_d, y, columns the query's; the query-side y column is masked, it multiplies
+/// z_q's 0) and OV's output rows transposed (E x n_out, rows the value token's components).
+/// Every KQ shares one colour scale, every OV another.
 pub fn circuit_maps(spec: &AttentionSpec, rep: &Report) -> Vec<Heatmap> {
     let (e, d, no) = (spec.e(), spec.d, spec.n_out);
+    let comps = crate::plot::token_labels(d, e.saturating_sub(d));
+    let outs = if no == 1 {
+        vec!["ŷ".to_string()]
+    } else {
+        (1..=no)
+            .map(|i| format!("ŷ{}", crate::plot::subscript(i)))
+            .collect()
+    };
     let mut maps = Vec::new();
     for (h, hr) in rep.heads.iter().enumerate() {
         let kq = (0..e * e)
-            .map(|k| if k % e >= d { None } else { Some(hr.kq[k]) })
+            .map(|k| {
+                if k % e >= d {
+                    None
+                } else {
+                    hr.kq.get(k).copied()
+                }
+            })
             .collect();
-        maps.push(Heatmap {
-            title: format!("head {h} KQ ({})", hr.kind.as_str()),
-            rows: e,
-            cols: e,
-            values: kq,
-        });
+        maps.push(
+            Heatmap::new(format!("head {h} KQ ({})", hr.kind.as_str()), e, e, kq)
+                .labelled(comps.clone(), comps.clone())
+                .on_scale("KQ")
+                .noted("KQ: rows the key token, columns the query token; grey: the query's y slot (always 0, so unused)"),
+        );
         let ov = (0..e * no)
-            .map(|k| Some(hr.ov[(k % no) * e + k / no]))
+            .map(|k| hr.ov.get((k % no) * e + k / no).copied())
             .collect();
-        maps.push(Heatmap {
-            title: format!("OV^T {h}"),
-            rows: e,
-            cols: no,
-            values: ov,
-        });
+        maps.push(
+            Heatmap::new(format!("head {h} OV"), e, no, ov)
+                .labelled(comps.clone(), outs.clone())
+                .on_scale("OV")
+                .noted("OV: rows the value token, columns the prediction"),
+        );
     }
     maps
 }
@@ -103,9 +119,11 @@ pub fn transformer_analysis(
     Some((a, sp, c))
 }
 
-/// Heatmaps of every head's effective Phi (D x D) and Psi (D x D), per parameter set.
+/// Heatmaps of every head's effective Φ (D x D) and Ψ (D x D), per parameter set, rows and
+/// columns the token's components x₁ … x_d, y; every Φ shares one colour scale, every Ψ another.
 pub fn stack_maps(sp: &StackSpec, c: &StackCircuits<f64>) -> Vec<Heatmap> {
     let dd = sp.e;
+    let comps = crate::plot::token_labels(dd.saturating_sub(sp.n_out), sp.n_out);
     let mut maps = Vec::new();
     for s in 0..sp.sets() {
         let layer = if sp.looped {
@@ -115,13 +133,13 @@ pub fn stack_maps(sp: &StackSpec, c: &StackCircuits<f64>) -> Vec<Heatmap> {
         };
         for h in 0..sp.heads {
             let off = h * dd * dd;
-            for (name, m) in [("Phi", c.phi_set(s)), ("Psi", c.psi_set(s))] {
-                maps.push(Heatmap {
-                    title: format!("{layer}head {h} {name}"),
-                    rows: dd,
-                    cols: dd,
-                    values: m[off..off + dd * dd].iter().map(|x| Some(*x)).collect(),
-                });
+            for (name, m) in [("Φ", c.phi_set(s)), ("Ψ", c.psi_set(s))] {
+                let values = (off..off + dd * dd).map(|k| m.get(k).copied()).collect();
+                maps.push(
+                    Heatmap::new(format!("{layer}head {h} {name}"), dd, dd, values)
+                        .labelled(comps.clone(), comps.clone())
+                        .on_scale(name),
+                );
             }
         }
     }
@@ -159,13 +177,29 @@ pub fn gpt2_analysis(cfg: &Config, model: &AnyModel) -> Result<(Gpt2Analysis, Ve
     let t = 2 * k;
     let maps = heads
         .iter()
-        .map(|h| Heatmap {
-            title: format!("layer {} head {}", h.layer + 1, h.head + 1),
-            rows: t,
-            cols: t,
-            values: (0..t * t)
-                .map(|i| (i % t <= i / t).then_some(h.weights[i]))
-                .collect(),
+        .map(|h| {
+            let values = (0..t * t)
+                .map(|i| {
+                    (i % t <= i / t)
+                        .then(|| h.weights.get(i).copied())
+                        .flatten()
+                })
+                .collect();
+            let tokens: Vec<String> = (1..=k)
+                .flat_map(|i| {
+                    let i = crate::plot::subscript(i);
+                    [format!("x{i}"), format!("y{i}")]
+                })
+                .collect();
+            Heatmap::new(
+                format!("layer {} head {}", h.layer + 1, h.head + 1),
+                t,
+                t,
+                values,
+            )
+            .labelled(tokens.clone(), tokens)
+            .on_scale("attention weight")
+            .noted("rows the attending token, columns the attended one; grey: the masked future")
         })
         .collect();
     let a = Gpt2Analysis {

@@ -316,6 +316,8 @@ pub fn eval_model(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eva
         lambda_range: None,
         stack: None,
         d: None,
+        train_len: None,
+        log_lengths: false,
     })
 }
 
@@ -368,6 +370,8 @@ fn ml_rows(rep: ml_eval::Report, o: &EvalOptions, engine: String) -> EvalRows {
         lambda_range: o.multilayer.lambda_range,
         stack: o.multilayer.stack,
         d: None,
+        train_len: None,
+        log_lengths: false,
     }
 }
 
@@ -446,7 +450,20 @@ pub fn eval_transformer(
 /// [`eval_model`] for the run in `dir`. A numerical failure under a temperature, a shift or an
 /// eigenvalue range is an input error that names them (see [`extreme_inputs`]).
 pub fn eval_run(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
-    eval_run_inner(dir, o).map_err(|e| extreme_inputs(o, e))
+    let mut res = eval_run_inner(dir, o).map_err(|e| extreme_inputs(o, e))?;
+    res.train_len = crate::checkpoint::load_config(&dir.config())
+        .ok()
+        .map(|c| c.task.len);
+    Ok(res)
+}
+
+/// [`eval_run`] with the options as every front end takes them (`icl eval`'s flags, the C
+/// API's pairs, Python's keywords): checked ([`EvalArgs::options`]), and the plot's choices
+/// (`--log-lengths`) recorded in the rows for [`write_risk_plot`].
+pub fn eval_args(dir: &RunDir, a: &crate::options::EvalArgs) -> Result<EvalRows> {
+    let mut res = eval_run(dir, &a.options()?)?;
+    res.log_lengths = a.log_lengths;
+    Ok(res)
 }
 
 /// A numerical failure (a risk that is not finite, a singular system) of an evaluation with a
@@ -682,6 +699,8 @@ pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eval
         lambda_range: None,
         stack: None,
         d: Some(cfg.task.d),
+        train_len: None,
+        log_lengths: false,
     })
 }
 

@@ -118,6 +118,10 @@ pub struct EvalArgs {
     /// temperatures).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub tau_holdout: Option<usize>,
+    /// The plot's test-length axis (`--plot`) logarithmic (default: logarithmic only when the
+    /// lengths span a factor 20 or more).
+    #[arg(long)]
+    pub log_lengths: bool,
 }
 
 /// Options of a paper's reproduction (`icl repro`, `icl_repro`, `icl.repro`), besides the paper

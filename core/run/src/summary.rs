@@ -369,6 +369,12 @@ pub struct EvalRows {
     /// The covariate dimension (GPT-2 runs: the plot shows risk / d, Garg et al.'s Fig. 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub d: Option<usize>,
+    /// The run's training length L (`task.len`), marked in the plot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_len: Option<usize>,
+    /// The plot's L' axis is logarithmic (`--log-lengths`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub log_lengths: bool,
 }
 
 #[cfg(test)]

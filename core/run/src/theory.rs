@@ -180,33 +180,127 @@ pub fn write_csv(path: &Path, t: &Traj) -> Result<()> {
     crate::folder::atomic_write(path, csv_text(t)?.as_bytes())
 }
 
-/// The plot of a trajectory (its plotted columns against column 0, reference lines dashed).
+/// A reader's names for a trajectory column or reference line: (short, for the y label; long,
+/// for the legend). Names not listed are their own.
+fn display_name(column: &str) -> (String, String) {
+    let digits = |p: &str| column.strip_prefix(p).and_then(|k| k.parse::<usize>().ok());
+    if let Some(k) = digits("omega") {
+        let n = format!("ω{}", crate::plot::subscript(k));
+        return (n.clone(), format!("{n} (head {k})"));
+    }
+    if let Some(k) = digits("mu") {
+        let n = format!("μ{}", crate::plot::subscript(k));
+        return (n.clone(), format!("{n} (head {k})"));
+    }
+    let (short, long) = match column {
+        "phi" => ("φ", "φ (KQ scale)"),
+        "rho" => ("ρ", "ρ (OV scale)"),
+        "approx_loss" => ("L~", "approximate loss L~"),
+        "two_phi_rho" => ("2φρ", "2φρ (effective step)"),
+        "phi_star" => ("φ*", "φ*(ρ), the flow's target"),
+        "sigma" => ("σ", "σ"),
+        "eta*" => ("η*", "η*, the optimal step"),
+        "L~*" => ("L~*", "L~*, the least approximate loss"),
+        "sigma(inf)" => ("σ(∞)", "σ(∞)"),
+        "L(inf)" => ("L(∞)", "L(∞)"),
+        other => (other, other),
+    };
+    (short.into(), long.into())
+}
+
+/// Whether a linear x axis would crowd the trajectory's change into a sliver at its left (at
+/// least half of the plotted columns make half their total variation in the first 2% of x)
+/// while x spans a factor 1000 or more: then the x axis is logarithmic (He et al.'s flow moves
+/// by t = 10 of 2000, φ then drifting slowly along the manifold).
+fn early_dynamics(t: &Traj) -> bool {
+    let xs: Vec<f64> = t.rows.iter().filter_map(|r| r.first().copied()).collect();
+    let pos = xs.iter().copied().filter(|x| *x > 0.0 && x.is_finite());
+    let (lo, hi) = pos.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    if !(lo > 0.0 && hi / lo >= 1e3) || xs.iter().any(|x| *x < 0.0) || t.plot.is_empty() {
+        return false;
+    }
+    let cut = xs[0] + 0.02 * (hi - xs[0]);
+    let early_columns = t
+        .plot
+        .iter()
+        .filter(|&&j| {
+            let (mut early, mut total) = (0.0, 0.0);
+            for w in t.rows.windows(2) {
+                let (Some(a), Some(b)) = (w[0].get(j), w[1].get(j)) else {
+                    continue;
+                };
+                let dv = (b - a).abs();
+                if !dv.is_finite() {
+                    continue;
+                }
+                total += dv;
+                if w[1][0] <= cut {
+                    early += dv;
+                }
+            }
+            total > 0.0 && early >= 0.5 * total
+        })
+        .count();
+    2 * early_columns >= t.plot.len()
+}
+
+/// The plot of a trajectory (its plotted columns against column 0, reference lines dashed),
+/// the columns by their readers' names, the y axis named after them, and a log x axis where a
+/// linear one would crowd the dynamics into a sliver ([`early_dynamics`]).
 fn figure(t: &Traj) -> Result<Figure> {
-    if t.rows.is_empty() {
+    if t.rows.is_empty() || t.columns.is_empty() {
         return Err(RunError::Refused("the trajectory is empty".into()));
     }
     let mut series: Vec<Series> = t
         .plot
         .iter()
+        .filter(|&&j| j < t.columns.len())
         .map(|&j| {
             Series::line(
-                t.columns[j].clone(),
-                t.rows.iter().map(|r| (r[0], r[j])).collect(),
+                display_name(&t.columns[j]).1,
+                t.rows
+                    .iter()
+                    .filter_map(|r| Some((*r.first()?, *r.get(j)?)))
+                    .collect(),
             )
         })
         .collect();
-    if let (Some(first), Some(last)) = (t.rows.first(), t.rows.last()) {
+    let log_x = early_dynamics(t);
+    let x0 = if log_x {
+        t.rows
+            .iter()
+            .filter_map(|r| r.first().copied())
+            .find(|x| *x > 0.0)
+    } else {
+        t.rows.first().and_then(|r| r.first().copied())
+    };
+    if let (Some(x0), Some(x1)) = (x0, t.rows.last().and_then(|r| r.first().copied())) {
         for (name, y) in &t.refs {
-            series.push(Series::level(name.clone(), *y, first[0], last[0]));
+            series.push(Series::level(display_name(name).1, *y, x0, x1));
         }
     }
-    Ok(lines_figure(
+    let mut ylabel: Vec<String> = t
+        .plot
+        .iter()
+        .filter_map(|&j| t.columns.get(j))
+        .map(|c| display_name(c).0)
+        .collect();
+    ylabel.dedup();
+    let mut fig = lines_figure(
         &t.title,
-        &t.columns[0],
-        "value",
+        &display_name(&t.columns[0]).1,
+        &ylabel.join(", "),
         &series,
         t.log_y,
-    ))
+    );
+    if log_x {
+        for p in &mut fig.panels {
+            p.x.scale = crate::plot::Scale::Log;
+        }
+    }
+    Ok(fig)
 }
 
 /// Plot a trajectory as SVG (its plotted columns against column 0, reference lines dashed).

@@ -145,13 +145,22 @@ fn omega_mu_figure_has_a_panel_each_and_a_series_per_head() {
             .map(|&s| -3.5 * (1.0 - (-s / 30000.0).exp()))
             .collect(),
     ];
-    let svg = render(&figures::omega_mu(&steps, &omega, &mu), "omega_mu");
+    let refs = vec![("+μ_γ".to_string(), 3.2), ("−μ_γ".to_string(), -3.2)];
+    let svg = render(
+        &figures::omega_mu(&steps, &omega, &mu, &[], &refs).for_run("he2025-run"),
+        "omega_mu",
+    );
     let t = texts(&svg);
-    assert!(t.iter().any(|x| x.starts_with("ω per head")), "{t:?}");
     assert!(t.iter().any(|x| x.starts_with("μ per head")), "{t:?}");
     // each panel: a legend entry per head
+    // heads numbered from 0, as in summary.json and circuits.svg
+    assert_eq!(t.iter().filter(|x| *x == "head 0").count(), 2);
     assert_eq!(t.iter().filter(|x| *x == "head 1").count(), 2);
-    assert_eq!(t.iter().filter(|x| *x == "head 2").count(), 2);
+    assert!(has(&t, "+μ_γ") && has(&t, "−μ_γ"), "theory levels in {t:?}");
+    assert!(
+        t.iter().any(|x| x.starts_with("he2025-run: ω per head")),
+        "{t:?}"
+    );
     // the step axis of each panel: 1 .. 100k by decades
     assert_eq!(t.iter().filter(|x| *x == "10k").count(), 2);
     assert!(has(&t, "-3") && has(&t, "3"), "mu ticks in {t:?}");
@@ -209,6 +218,8 @@ fn rows() -> EvalRows {
         lambda_range: None,
         stack: None,
         d: None,
+        train_len: Some(40),
+        log_lengths: false,
     }
 }
 
@@ -216,15 +227,39 @@ fn rows() -> EvalRows {
 fn risk_figure_has_every_estimator_with_error_bars() {
     let res = rows();
     let fig = figures::risk_vs_len(&res).unwrap();
-    assert_eq!(fig.panels[0].series.len(), 5);
-    for s in &fig.panels[0].series {
+    // five estimators and the training length's line
+    let series = &fig.panels[0].series;
+    assert_eq!(series.len(), 6);
+    for s in &series[..5] {
         assert_eq!(s.points.len(), 5);
         assert_eq!(s.err.len(), 5);
         assert!(s.markers);
     }
+    // each estimator its own colour, and its own line style or marker from its neighbours
+    for (i, a) in series[..5].iter().enumerate() {
+        for b in &series[i + 1..5] {
+            assert_ne!(a.color, b.color, "{} / {}", a.name, b.name);
+            assert!(
+                a.dash != b.dash || a.shape != b.shape,
+                "{} / {}",
+                a.name,
+                b.name
+            );
+        }
+    }
+    let train = &series[5];
+    assert_eq!(train.name, "training length L = 40");
+    assert!(train.points.iter().all(|p| p.0 == 40.0));
     let svg = render(&fig, "risk");
     let t = texts(&svg);
-    for l in ["model", "vanilla_gd", "debiased_gd", "ridge", "nw"] {
+    for l in [
+        "model",
+        "vanilla GD (η*)",
+        "debiased GD (η*)",
+        "ridge (Bayes λ)",
+        "kernel regressor (ω*, μ*)",
+        "training length L = 40",
+    ] {
         assert!(has(&t, l), "legend {l} missing in {t:?}");
     }
     // L' = 10 .. 100 spans a factor 10: linear axis labelled at the evaluated lengths
@@ -264,8 +299,56 @@ fn tempered_rows_are_their_own_series() {
         .iter()
         .map(|s| s.name.as_str())
         .collect();
-    assert!(names.contains(&"model (τ = 0.5)"), "{names:?}");
-    assert_eq!(names.len(), 6);
+    assert!(names.contains(&"model, τ = 0.5"), "{names:?}");
+    // five estimators, the tempered model, the training length
+    assert_eq!(names.len(), 7);
+}
+
+/// `--tau 0.5,1,opt`: the model's curves in the model's colour, one line style each, the
+/// chosen temperatures in the opt curve's name; `--log-lengths` puts L' on a log axis.
+#[test]
+fn tempered_model_curves_share_a_colour_and_differ_in_style() {
+    let mut res = rows();
+    let model: Vec<EvalRow> = res
+        .rows
+        .iter()
+        .filter(|r| r.estimator == "model")
+        .cloned()
+        .collect();
+    res.rows.retain(|r| r.estimator != "model");
+    for (k, (tau, opt)) in [(0.5, false), (1.0, false), (0.0, true)]
+        .into_iter()
+        .enumerate()
+    {
+        for (i, r) in model.iter().enumerate() {
+            res.rows.push(EvalRow {
+                tau: Some(if opt { 0.4 + 0.05 * i as f64 } else { tau }),
+                tau_opt: opt,
+                risk: r.risk * (1.0 - 0.05 * k as f64),
+                ..r.clone()
+            });
+        }
+    }
+    res.log_lengths = true;
+    let fig = figures::risk_vs_len(&res).unwrap();
+    let p = &fig.panels[0];
+    assert_eq!(p.x.scale, icl_core_run::plot::Scale::Log);
+    let models: Vec<_> = p
+        .series
+        .iter()
+        .filter(|s| s.name.starts_with("model"))
+        .collect();
+    assert_eq!(models.len(), 3);
+    assert!(models.iter().all(|s| s.color == Some(0)));
+    assert!(models[0].dash != models[1].dash && models[1].dash != models[2].dash);
+    assert!(p
+        .series
+        .iter()
+        .all(|s| s.color != Some(0) || s.name.starts_with("model")));
+    let t = texts(&render(&fig, "risk-tau"));
+    for l in ["model, τ = 0.5", "model", "model, τ opt (0.4 … 0.6)"] {
+        assert!(has(&t, l), "legend {l} missing in {t:?}");
+    }
 }
 
 #[test]
@@ -347,6 +430,7 @@ fn gpt2_figure_is_risk_over_d_on_a_linear_axis() {
     }
     let res = EvalRows {
         d: Some(d),
+        train_len: None,
         target: Some("label".into()),
         rows,
         ..self::rows()
@@ -360,8 +444,298 @@ fn gpt2_figure_is_risk_over_d_on_a_linear_axis() {
     assert_eq!(model.points[0], (0.0, 1.0));
     let t = texts(&render(&fig, "gpt2-risk"));
     assert!(t.iter().all(|x| !x.contains("e-")), "{t:?}");
-    for l in ["model", "lstsq", "averaging"] {
+    for l in ["model", "least squares", "averaging"] {
         assert!(has(&t, l), "legend {l} missing in {t:?}");
     }
     no_float_noise(&t);
+}
+
+/// Render an SVG file icl wrote to PNG and check it the way [`render`] checks a figure: not
+/// blank, its text drawn.
+fn check_png_of(svg_path: &std::path::Path) -> String {
+    let svg =
+        std::fs::read_to_string(svg_path).unwrap_or_else(|e| panic!("{}: {e}", svg_path.display()));
+    let png_bytes = png::render(&svg).unwrap();
+    let out = svg_path.with_extension("png");
+    std::fs::write(&out, &png_bytes).unwrap();
+    let (w, h, _) = png::decode(&png_bytes).unwrap();
+    let ink = inked(&png_bytes);
+    assert!(
+        ink > (w * h / 100) as usize,
+        "{}: PNG nearly blank ({ink} pixels inked)",
+        svg_path.display()
+    );
+    let bare = inked(&png::render(&without_text(&svg)).unwrap());
+    assert!(ink > bare + 2000, "{}: text missing", svg_path.display());
+    svg
+}
+
+/// He et al.'s Fig. 1a: every KQ and OV heatmap labelled by the token's components (x₁ … x_d,
+/// y), one colour scale per kind with its colour bar, numbers without `-0.00`, masked cells
+/// explained in a note instead of a `*`.
+#[test]
+fn circuit_heatmaps_are_labelled_and_share_a_scale() {
+    use icl_core_run::plot::{heatmaps_text, token_labels, Heatmap};
+    let d = 3;
+    let e = d + 1;
+    let comps = token_labels(d, 1);
+    assert_eq!(comps, ["x₁", "x₂", "x₃", "y"]);
+    let kq = |w: f64| -> Vec<Option<f64>> {
+        (0..e * e)
+            .map(|k| {
+                if k % e >= d {
+                    None
+                } else if k / e == k % e {
+                    Some(w)
+                } else {
+                    Some(-0.001)
+                }
+            })
+            .collect()
+    };
+    let maps = vec![
+        Heatmap::new("head 0 KQ (positive)", e, e, kq(0.13))
+            .labelled(comps.clone(), comps.clone())
+            .on_scale("KQ")
+            .noted("KQ: rows the key token; grey: unused"),
+        Heatmap::new(
+            "head 0 OV",
+            e,
+            1,
+            vec![Some(0.0), Some(0.0), Some(0.0), Some(3.46)],
+        )
+        .labelled(comps.clone(), vec!["ŷ".into()])
+        .on_scale("OV"),
+        Heatmap::new("head 1 KQ (negative)", e, e, kq(-0.12))
+            .labelled(comps.clone(), comps.clone())
+            .on_scale("KQ"),
+        Heatmap::new(
+            "head 1 OV",
+            e,
+            1,
+            vec![Some(0.0), Some(0.0), Some(0.0), Some(-3.4)],
+        )
+        .labelled(comps.clone(), vec!["ŷ".into()])
+        .on_scale("OV"),
+    ];
+    let svg = heatmaps_text(&maps).unwrap();
+    let path = out_dir().join("circuits.svg");
+    std::fs::write(&path, &svg).unwrap();
+    check_png_of(&path);
+    let t = texts(&svg);
+    for l in [
+        "x₁", "x₃", "y", "ŷ", "KQ", "OV", "0.13", "3.46", "-3.46", "0",
+    ] {
+        assert!(has(&t, l), "{l} missing in {t:?}");
+    }
+    assert!(
+        !t.iter().any(|x| x == "*" || x == "-0.00" || x == "-0.000"),
+        "{t:?}"
+    );
+    assert!(
+        t.iter().any(|x| x.starts_with("KQ: rows the key token")),
+        "{t:?}"
+    );
+    // both KQ maps on one scale: head 1's -0.12 is nearly as deep a blue as head 0's 0.13 red
+    assert!(
+        has(&t, "0.13") && has(&t, "-0.13"),
+        "the KQ colour bar spans ±0.13"
+    );
+    // a map of nothing but masked or non-finite cells draws, and no map is refused
+    let odd = vec![Heatmap::new(
+        "empty",
+        2,
+        2,
+        vec![None, Some(f64::NAN), None, None],
+    )];
+    assert!(heatmaps_text(&odd).is_ok());
+    assert!(heatmaps_text(&[Heatmap::new("short", 2, 2, vec![Some(1.0)])]).is_ok());
+    assert!(heatmaps_text(&[]).is_err());
+}
+
+/// `icl theory he2025-flow --svg`: all the dynamics happen by t = 10 of 2000, so the time axis
+/// is logarithmic; the legend and the y label use the paper's symbols, not column names.
+#[test]
+fn he2025_flow_figure_has_a_log_time_axis_and_readable_names() {
+    let (out, _) = icl_core_run::theory::evaluate("he2025-flow", &[]).unwrap();
+    let traj = out.traj.unwrap();
+    let path = out_dir().join("he2025-flow.svg");
+    icl_core_run::theory::write_files(None, Some(&path), &traj).unwrap();
+    let t = texts(&check_png_of(&path));
+    for l in [
+        "φ (KQ scale)",
+        "ρ (OV scale)",
+        "2φρ (effective step)",
+        "η*, the optimal step",
+    ] {
+        assert!(has(&t, l), "legend {l} missing in {t:?}");
+    }
+    assert!(
+        !t.iter().any(|x| x.contains("two_phi_rho") || x == "value"),
+        "{t:?}"
+    );
+    // decades of time labelled
+    for l in ["1", "10", "100", "1k"] {
+        assert!(has(&t, l), "time label {l} missing in {t:?}");
+    }
+}
+
+/// Axes and legends stay drawable on degenerate input: a lone point, NaN values, an empty
+/// series beside a full one; a figure with nothing drawable is refused, not a panic.
+#[test]
+fn degenerate_series_draw_or_are_refused() {
+    use icl_core_run::plot::{lines_figure, Series};
+    let one = lines_figure(
+        "one point",
+        "step",
+        "loss",
+        &[Series::line("a", vec![(5.0, 0.3)])],
+        true,
+    );
+    assert!(one.svg().is_ok());
+    let nan = lines_figure(
+        "nan",
+        "x",
+        "y",
+        &[
+            Series::line(
+                "nan",
+                vec![(1.0, f64::NAN), (2.0, 1.0), (3.0, f64::INFINITY)],
+            ),
+            Series::line("empty", Vec::new()),
+        ],
+        false,
+    );
+    assert!(nan.svg().is_ok());
+    let none = lines_figure("none", "x", "y", &[Series::line("e", Vec::new())], true);
+    assert!(none.svg().is_err());
+    assert!(figures::loss(&[]).svg().is_err());
+}
+
+/// `sweep collect`'s `summary_risk.svg`: every seed drawn (a seed that did not split, risk 0.399
+/// against 0.246, stands apart from the mean), integer keys labelled at their values, the y
+/// axis named in words.
+#[test]
+fn sweep_summary_draws_every_seed() {
+    use icl_core_run::sweep::collect::{summary_figure, Metric, Row};
+    use serde_json::json;
+    let cols = vec!["model.heads".to_string(), "train.seed".to_string()];
+    let mut rows = Vec::new();
+    for h in [1, 2] {
+        for seed in 0..3 {
+            let risk = if h == 2 && seed == 1 {
+                0.399
+            } else {
+                0.246 + 0.1 * (h == 1) as i32 as f64
+            };
+            rows.push(Row {
+                run: format!("heads={h},seed={seed}"),
+                values: vec![
+                    ("model.heads".into(), json!(h)),
+                    ("train.seed".into(), json!(seed)),
+                ],
+                metric: "risk.risk".into(),
+                value: Metric::Number(risk),
+            });
+            rows.push(Row {
+                run: format!("heads={h},seed={seed}"),
+                values: vec![
+                    ("model.heads".into(), json!(h)),
+                    ("train.seed".into(), json!(seed)),
+                ],
+                metric: "heads.0.kind".into(),
+                value: Metric::Text("positive".into()),
+            });
+        }
+    }
+    let fig = summary_figure(&rows, &cols, "risk.risk", "risk at the training length").unwrap();
+    let p = &fig.panels[0];
+    let seeds = p.series.iter().find(|s| s.name == "each seed").unwrap();
+    assert_eq!(seeds.points.len(), 6);
+    assert!(seeds.points.contains(&(2.0, 0.399)));
+    let svg = render(&fig, "summary_risk");
+    let t = texts(&svg);
+    assert!(has(&t, "1") && has(&t, "2"), "{t:?}");
+    assert!(!has(&t, "1.2") && !has(&t, "1.4"), "{t:?}");
+    assert!(
+        has(&t, "risk at the training length (MSE)") && !has(&t, "risk.risk"),
+        "{t:?}"
+    );
+    assert!(has(&t, "mean over seeds") && has(&t, "each seed"), "{t:?}");
+    // a text metric has no plot
+    assert!(summary_figure(&rows, &cols, "heads.0.kind", "kind").is_none());
+}
+
+/// Every figure a run writes, from tiny real runs of each family: `loss.svg` and `omega_mu.svg`
+/// (one-layer attention), `circuits.svg` (its KQ / OV maps, and a transformer's Φ / Ψ),
+/// `pattern.svg`, zhang2025's `loss.svg` and `values.svg`, GPT-2's `attention.svg`, and
+/// `icl eval --plot`: each rendered to PNG and checked not blank.
+#[test]
+fn every_figure_of_a_run_renders() {
+    use icl_core_run::options::{EvalArgs, List};
+    use icl_core_run::train::{train, TrainOptions};
+    use icl_core_run::RunDir;
+    let root = out_dir().join("runs");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let run = |preset: &str, sets: &[(&str, &str)]| -> RunDir {
+        let mut cfg = icl_core::presets::preset(preset).unwrap();
+        for (k, v) in sets {
+            cfg.set(k, v).unwrap();
+        }
+        let out = root.join(preset);
+        let o = TrainOptions {
+            eval_samples: 0,
+            force: true,
+            ..TrainOptions::default()
+        };
+        train(&cfg, &out, &o, &mut |_, _, _| true).unwrap();
+        RunDir::new(out)
+    };
+    let check = |dir: &RunDir, files: &[&str]| {
+        for f in files {
+            check_png_of(&dir.file(f));
+        }
+    };
+    let short = [("train.steps", "60"), ("train.log_every", "20")];
+    let he = run("he2025", &short);
+    icl_core_run::analyze::analyze_run(&he, true).unwrap();
+    check(&he, &["loss.svg", "omega_mu.svg", "circuits.svg"]);
+    let t = texts(&std::fs::read_to_string(he.file("loss.svg")).unwrap());
+    assert!(
+        t.iter().any(|x| x.starts_with("he2025: ")),
+        "run in the title: {t:?}"
+    );
+    let args = EvalArgs {
+        lengths: List("10,40,100".into()),
+        samples: 200,
+        engine: Some("scalar".into()),
+        log_lengths: true,
+        ..EvalArgs::default()
+    };
+    let res = icl_core_run::eval::eval_args(&he, &args).unwrap();
+    assert_eq!(res.train_len, Some(40));
+    let plot = root.join("risk.svg");
+    icl_core_run::eval::write_risk_plot(&res, &plot).unwrap();
+    check_png_of(&plot);
+
+    let z = run(
+        "zhang2025-fig1",
+        &[("train.steps", "200"), ("train.log_every", "20")],
+    );
+    check(&z, &["loss.svg", "values.svg"]);
+    // fig. 1's twin is dashed, so the loss under it still shows
+    let t = texts(&std::fs::read_to_string(z.file("loss.svg")).unwrap());
+    assert!(has(&t, "cubic-feature MLP (twin, dashed)"), "{t:?}");
+
+    let ml = run("multilayer-t2", &short);
+    icl_core_run::analyze::analyze_run(&ml, true).unwrap();
+    check(&ml, &["loss.svg", "pattern.svg", "circuits.svg"]);
+
+    let g = run(
+        "garg-linear-tiny",
+        &[("train.steps", "20"), ("train.log_every", "10")],
+    );
+    icl_core_run::analyze::analyze_run(&g, true).unwrap();
+    check(&g, &["loss.svg", "attention.svg"]);
 }

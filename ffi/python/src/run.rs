@@ -235,8 +235,8 @@ impl Run {
     /// `icl eval --shift`), and for transformer runs `lambda_range`, `stack`, `layers_out`,
     /// `alignment`, `ref`. A pandas DataFrame when pandas is installed (and `as_frame` is not
     /// False), else a list of dicts. `plot`: a file to draw the risks against L' in
-    /// (`icl eval --plot`; PNG if it ends in `.png`, SVG otherwise). The GIL is released while it
-    /// runs.
+    /// (`icl eval --plot`; PNG if it ends in `.png`, SVG otherwise; `log_lengths=True` for a
+    /// log L' axis). The GIL is released while it runs.
     #[pyo3(
         signature = (*, as_frame = None, plot = None, **options),
         text_signature = "($self, *, as_frame=None, plot=None, **options)"
@@ -248,13 +248,12 @@ impl Run {
         plot: Option<std::path::PathBuf>,
         options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let o = crate::kwargs::options::<EvalArgs>("eval", options)?
-            .options()
-            .or_py()?;
+        let args = crate::kwargs::options::<EvalArgs>("eval", options)?;
+        args.options().or_py()?;
         let dir = RunDir::new(&self.dir);
         let res = py
             .detach(|| {
-                let res = icl_core_run::eval::eval_run(&dir, &o)?;
+                let res = icl_core_run::eval::eval_args(&dir, &args)?;
                 if let Some(p) = &plot {
                     icl_core_run::eval::write_risk_plot(&res, p)?;
                 }

@@ -61,14 +61,15 @@ pub unsafe extern "C" fn icl_eval_run(
 /// `icl eval DIR --json` with the options as text pairs: the body of [`icl_eval_run`] and of
 /// C++'s `icl::eval_run`.
 pub(crate) fn eval_json(dir: &str, a: &EvalArgs) -> FfiResult<String> {
-    let o = a.options()?;
+    // the options are checked before the folder
+    a.options()?;
     let run = icl_core_run::RunDir::new(dir);
     // A folder that is not a run cannot be read as one: an I/O status, like a missing file.
     run.check_run().map_err(|e| match e {
         icl_core_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
         other => other.into(),
     })?;
-    let res = icl_core_run::eval::eval_run(&run, &o)?;
+    let res = icl_core_run::eval::eval_args(&run, a)?;
     serde_json::to_string(&res).map_err(|e| FfiError::argument(e.to_string()))
 }
 

@@ -72,5 +72,63 @@ fn omega_mu_plot<T: Scalar>(t: &Trainer<T>, dir: &RunDir) -> Result<()> {
     if omega.is_empty() || mu.is_empty() {
         return Ok(());
     }
-    figures::omega_mu(&steps, &omega, &mu).write(&dir.file("omega_mu.svg"))
+    let (om_refs, mu_refs) = theory_levels(&t.cfg, &omega, &mu);
+    figures::omega_mu(&steps, &omega, &mu, &om_refs, &mu_refs)
+        .for_run(&super::run_name(dir))
+        .write(&dir.file("omega_mu.svg"))
+}
+
+/// The theory's (omega, mu) for `omega_mu.svg` where He et al. (2025) has them (softmax
+/// attention on the isotropic task, one output): for one head the kernel regressor's optimum
+/// omega* = 1/sqrt(d), mu* (Chen et al. 2024a); for several, ±mu_gamma (eq. 4.5) at the learned
+/// scale gamma, the mean final |omega| of the heads that are not dummy (|omega| above a quarter of
+/// the largest). Empty lists elsewhere.
+fn theory_levels(
+    cfg: &icl_core::config::Config,
+    omega: &[Vec<f64>],
+    _mu: &[Vec<f64>],
+) -> (Vec<(String, f64)>, Vec<(String, f64)>) {
+    use icl_core::config::{Activation, AttentionKind, TaskKind};
+    let none = (Vec::new(), Vec::new());
+    let m = &cfg.model;
+    if cfg.task.kind != TaskKind::Isotropic
+        || m.attention != AttentionKind::Softmax
+        || m.activation != Activation::Exp
+        || cfg.n_out() != 1
+    {
+        return none;
+    }
+    let Ok(s) = icl_core::theory::he2025::Setting::new(cfg.task.d, cfg.task.len, cfg.task.sigma2)
+    else {
+        return none;
+    };
+    if omega.len() == 1 {
+        let (w, u) = s.nw_optimum();
+        return (
+            vec![("ω* = 1/√d (Chen et al.)".into(), w)],
+            vec![(format!("μ* = {u:.3}"), u)],
+        );
+    }
+    let last: Vec<f64> = omega
+        .iter()
+        .filter_map(|c| c.last().copied())
+        .filter(|v| v.is_finite())
+        .map(f64::abs)
+        .collect();
+    let big = last.iter().fold(0.0f64, |a, &v| a.max(v));
+    let active: Vec<f64> = last.into_iter().filter(|&v| v > 0.25 * big).collect();
+    if active.is_empty() || !(big > 0.0) {
+        return none;
+    }
+    let gamma = active.iter().sum::<f64>() / active.len() as f64;
+    match s.mu_gamma(gamma) {
+        Ok(u) if u.is_finite() => (
+            Vec::new(),
+            vec![
+                (format!("+μ_γ = {u:.3} (eq. 4.5, γ = {gamma:.3})"), u),
+                (format!("−μ_γ"), -u),
+            ],
+        ),
+        _ => none,
+    }
 }

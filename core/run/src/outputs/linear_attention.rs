@@ -3,7 +3,7 @@
 use crate::csv_text::{csv_text, group_csv, metrics_row};
 use crate::error::Result;
 use crate::folder::RunDir;
-use crate::plot::{lines_svg, Series};
+use crate::plot::{lines_figure, Series};
 use crate::summary::{LinattnSummary, PlateauSummary};
 use icl_core::config::LinNorm;
 use icl_core::families::linear_attention::metrics::{
@@ -87,8 +87,9 @@ pub fn write<T: Scalar>(
         ));
     }
     if let Some(tw) = &twin {
-        series.push(Series::line(
-            "cubic-feature MLP",
+        // dashed: it lies on the loss (the twin of eqs. 6-7), and a solid line would hide it
+        series.push(Series::dashed(
+            "cubic-feature MLP (twin, dashed)",
             t.log
                 .iter()
                 .zip(tw)
@@ -100,14 +101,9 @@ pub fn write<T: Scalar>(
         series.push(Series::level(format!("L(M_{m}) = {l:.4}"), *l, 0.0, x_end));
     }
     if curve.len() >= 2 {
-        lines_svg(
-            &dir.file("loss.svg"),
-            "loss and theory plateaus",
-            "step",
-            "loss",
-            &series,
-            false,
-        )?;
+        lines_figure("loss and theory plateaus", "step", "loss", &series, false)
+            .for_run(&super::run_name(dir))
+            .write(&dir.file("loss.svg"))?;
         let mut vs: Vec<Series> = (0..t.model.attention()?.heads)
             .map(|h| {
                 Series::line(
@@ -129,14 +125,9 @@ pub fn write<T: Scalar>(
                 ));
             }
         }
-        lines_svg(
-            &dir.file("values.svg"),
-            "value weights v_h(t)",
-            "step",
-            "v",
-            &vs,
-            false,
-        )?;
+        lines_figure("value weights v_h(t)", "step", "v", &vs, false)
+            .for_run(&super::run_name(dir))
+            .write(&dir.file("values.svg"))?;
     }
     let final_values = last.map(|r| t.group(r, "values"));
     Ok(LinattnSummary {

@@ -37,10 +37,38 @@ pub fn write<T: RunScalar>(
     }
 }
 
-/// `loss.svg`: the training loss curve (log step and loss axes).
+/// The run's name for its figures' titles: the folder's name (without the staging folder's
+/// `.` and `.partial` while the trainer writes it).
+fn run_name(dir: &RunDir) -> String {
+    let name = dir
+        .dir
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    match name
+        .strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".partial"))
+    {
+        Some(n) => n.to_string(),
+        None => name,
+    }
+}
+
+/// `loss.svg`: the training loss curve (log step and loss axes), titled with the run's name.
 fn loss_plot(dir: &RunDir, curve: &[(f64, f64)]) -> Result<()> {
     if curve.len() >= 2 {
-        figures::loss(curve).write(&dir.file("loss.svg"))?;
+        figures::loss(curve)
+            .for_run(&run_name(dir))
+            .write(&dir.file("loss.svg"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_staging_folder_is_named_as_its_run() {
+        use super::{run_name, RunDir};
+        assert_eq!(run_name(&RunDir::new("/x/.he2025.partial")), "he2025");
+        assert_eq!(run_name(&RunDir::new("/x/run1")), "run1");
+    }
 }

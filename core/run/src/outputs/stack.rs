@@ -64,5 +64,7 @@ fn pattern_plot<T: Scalar>(t: &Trainer<T>, dir: &RunDir) -> Result<()> {
     let col = |j: usize| -> Vec<f64> { rows.iter().map(|r| r[j]).collect() };
     let u1: Vec<Vec<f64>> = (0..cols / 2).map(|k| col(2 * k)).collect();
     let u2: Vec<Vec<f64>> = (0..cols / 2).map(|k| col(2 * k + 1)).collect();
-    figures::pattern(&steps, &u1, &u2).write(&dir.file("pattern.svg"))
+    figures::pattern(&steps, &u1, &u2)
+        .for_run(&super::run_name(dir))
+        .write(&dir.file("pattern.svg"))
 }

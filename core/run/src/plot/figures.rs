@@ -7,7 +7,7 @@
 //!   (Table 1's numbers as they settle; one pair per layer of a non-looped stack);
 //! * [`risk_vs_len`]: the risk of the model and of every baseline against the test length L',
 //!   with error bars of one standard error (He et al. 2025 figure 3).
-use super::{Axis, Figure, Panel, Series};
+use super::{Axis, Dash, Figure, Panel, Series};
 use crate::error::{Result, RunError};
 use crate::summary::EvalRows;
 
@@ -22,13 +22,41 @@ pub fn loss(curve: &[(f64, f64)]) -> Figure {
 }
 
 /// Each head's omega (mean diagonal of KQ_11) and mu (OV entry of the first output) against the
-/// step, one panel each: `omega[h]` and `mu[h]` hold head h's value at every `steps` entry.
-pub fn omega_mu(steps: &[f64], omega: &[Vec<f64>], mu: &[Vec<f64>]) -> Figure {
-    let head = |h: usize| format!("head {}", h + 1);
-    Figure::stacked(vec![
-        over_steps("ω per head: mean diagonal of KQ₁₁", "ω", steps, omega, head),
-        over_steps("μ per head: OV entry (y, y)", "μ", steps, mu, head),
-    ])
+/// step, one panel each: `omega[h]` and `mu[h]` hold head h's value at every `steps` entry
+/// (heads numbered from 0, as in `summary.json` and `circuits.svg`). `omega_refs` and
+/// `mu_refs` are the theory's values, drawn as grey dashed levels (none: no reference).
+pub fn omega_mu(
+    steps: &[f64],
+    omega: &[Vec<f64>],
+    mu: &[Vec<f64>],
+    omega_refs: &[(String, f64)],
+    mu_refs: &[(String, f64)],
+) -> Figure {
+    let head = |h: usize| format!("head {h}");
+    let mut om = over_steps("ω per head: mean diagonal of KQ₁₁", "ω", steps, omega, head);
+    let mut mp = over_steps("μ per head: OV entry (y, y)", "μ", steps, mu, head);
+    with_levels(&mut om, steps, omega_refs);
+    with_levels(&mut mp, steps, mu_refs);
+    Figure::stacked(vec![om, mp])
+}
+
+/// Grey dashed levels (name, y) across the steps of `panel`, each in its own dash.
+fn with_levels(panel: &mut Panel, steps: &[f64], levels: &[(String, f64)]) {
+    let x = steps.iter().copied().filter(|s| *s > 0.0 && s.is_finite());
+    let (x0, x1) = x.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| {
+        (a.min(s), b.max(s))
+    });
+    if !(x0 <= x1) {
+        return;
+    }
+    for (k, (name, y)) in levels.iter().enumerate() {
+        let dash = [Dash::Dashed, Dash::Dotted, Dash::Long][k % 3];
+        panel.series.push(
+            Series::level(name.clone(), *y, x0, x1)
+                .with_dash(dash)
+                .with_color(7),
+        );
+    }
 }
 
 /// A panel of quantities against the step (log axis): `cols[k]` holds series k's value at every
@@ -86,18 +114,54 @@ pub fn pattern(steps: &[f64], u1: &[Vec<f64>], u2: &[Vec<f64>]) -> Figure {
     ])
 }
 
-/// The name of an estimator row in the legend: `model (τ = 0.5)` for tempered model rows.
-fn row_label(estimator: &str, tau: Option<f64>, tau_opt: bool) -> String {
-    match tau {
-        Some(_) if tau_opt => format!("{estimator} (τ opt)"),
-        Some(t) if t != 1.0 => format!("{estimator} (τ = {t})"),
-        _ => estimator.to_string(),
+/// A reader's name for an estimator of an evaluation (`vanilla_gd` -> `vanilla GD (η*)`); an
+/// unknown one with its underscores as spaces.
+pub fn estimator_name(id: &str) -> String {
+    let layer = |prefix: &str| {
+        id.strip_prefix(prefix)
+            .and_then(|k| k.parse::<usize>().ok())
+    };
+    if let Some(k) = layer("model_t") {
+        return format!("model after layer {k}");
+    }
+    if let Some(k) = layer("alg1_t") {
+        return format!("Algorithm 1 after layer {k}");
+    }
+    if let Some(k) = layer("knn") {
+        return format!("{k} nearest neighbours");
+    }
+    match id {
+        "model" => "model".into(),
+        "vanilla_gd" => "vanilla GD (η*)".into(),
+        "debiased_gd" => "debiased GD (η*)".into(),
+        "ridge" => "ridge (Bayes λ)".into(),
+        "ols" => "OLS".into(),
+        "nw" => "kernel regressor (ω*, μ*)".into(),
+        "lstsq" => "least squares".into(),
+        "averaging" => "averaging".into(),
+        "zero" => "zero predictor".into(),
+        "precond_gd" => "preconditioned GD".into(),
+        "precond_debiased_gd" => "preconditioned debiased GD".into(),
+        "alg1" => "Algorithm 1".into(),
+        "2sls" => "2SLS".into(),
+        "alg1_ideal_2stage" => "Algorithm 1, ideal two stages".into(),
+        "alg1_1stage" => "Algorithm 1, one stage".into(),
+        "tf_ref" => "one-stage transformer (ref)".into(),
+        other => other.replace('_', " "),
     }
 }
 
+/// A temperature as a legend prints it (two decimals at most: `0.45`, `1`).
+fn tau_text(t: f64) -> String {
+    super::ticks::number((t * 100.0).round() / 100.0, None)
+}
+
 /// Risk against the test length L' of every estimator of `res` (one series each, in row
-/// order), with error bars of one standard error. L' is on a log axis when it spans a factor
-/// 20 or more, the risk when it spans a factor 10 or more.
+/// order), with error bars of one standard error, each estimator in its own colour, line style
+/// and marker (so that one under another still shows), the model's temperatures in the model's
+/// colour, one line style each; the training length marked by a dotted grey line. L' is on a
+/// log axis when `res.log_lengths` or it spans a factor 20 or more, the risk when it spans a
+/// factor 10 or more.
 pub fn risk_vs_len(res: &EvalRows) -> Result<Figure> {
     if let Some(d) = res.d {
         return risk_per_position(res, d);
@@ -112,11 +176,14 @@ pub fn risk_vs_len(res: &EvalRows) -> Result<Figure> {
         None => "risk".to_string(),
     };
     let lens: Vec<f64> = res.rows.iter().map(|r| r.len as f64).collect();
+    let x = if res.log_lengths {
+        Axis::log("test length L′")
+    } else {
+        Axis::auto("test length L′", lens.iter().copied(), 20.0)
+    };
     Ok(Figure::single(Panel {
         title,
-        x: Axis::auto("test length L′", lens.iter().copied(), 20.0)
-            .steps()
-            .with_ticks(lens.clone()),
+        x: x.steps().with_ticks(lens.clone()),
         y: Axis::auto(&ylabel, res.rows.iter().map(|r| r.risk), 10.0),
         series,
     }))
@@ -146,23 +213,80 @@ fn risk_per_position(res: &EvalRows, d: usize) -> Result<Figure> {
     }))
 }
 
-/// One line per estimator (and temperature) of `res`, risks and errors divided by `scale`.
+/// One line per estimator (and temperature) of `res`, risks and errors divided by `scale`, and
+/// the training length's line.
 fn eval_series(res: &EvalRows, scale: f64) -> Result<Vec<Series>> {
-    let mut series: Vec<Series> = Vec::new();
+    // (estimator, temperature key) -> points, errors, chosen temperatures
+    type Group = ((String, String), Vec<(f64, f64)>, Vec<f64>, Vec<f64>);
+    let mut groups: Vec<Group> = Vec::new();
     for r in &res.rows {
-        let name = row_label(&r.estimator, r.tau, r.tau_opt);
-        let i = match series.iter().position(|s| s.name == name) {
+        let tau = match r.tau {
+            Some(_) if r.tau_opt => "opt".to_string(),
+            Some(t) if t != 1.0 => format!("{t}"),
+            _ => String::new(),
+        };
+        let key = (r.estimator.clone(), tau);
+        let i = match groups.iter().position(|g| g.0 == key) {
             Some(i) => i,
             None => {
-                series.push(Series::line(name, Vec::new()).with_errors(Vec::new()));
-                series.len() - 1
+                groups.push((key, Vec::new(), Vec::new(), Vec::new()));
+                groups.len() - 1
             }
         };
-        series[i].points.push((r.len as f64, r.risk / scale));
-        series[i].err.push(r.stderr / scale);
+        let g = &mut groups[i];
+        g.1.push((r.len as f64, r.risk / scale));
+        g.2.push(r.stderr / scale);
+        g.3.extend(r.tau);
     }
-    if series.is_empty() {
+    if groups.is_empty() {
         return Err(RunError::Refused("no evaluation rows to plot".into()));
+    }
+    let (mut models, mut others) = (0usize, 0usize);
+    let mut series: Vec<Series> = Vec::new();
+    for ((est, tau), pts, err, taus) in groups {
+        let mut name = estimator_name(&est);
+        if tau == "opt" {
+            let (lo, hi) = taus
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &t| {
+                    (a.min(t), b.max(t))
+                });
+            name = if lo == hi {
+                format!("{name}, τ opt = {}", tau_text(lo))
+            } else {
+                format!("{name}, τ opt ({} … {})", tau_text(lo), tau_text(hi))
+            };
+        } else if !tau.is_empty() {
+            name = format!("{name}, τ = {tau}");
+        }
+        let s = Series::line(name, pts).with_errors(err);
+        series.push(if est == "model" {
+            // the model's temperatures: its colour, a line style and marker each
+            models += 1;
+            s.styled(models - 1).with_color(0)
+        } else {
+            others += 1;
+            s.styled(others).with_color(others)
+        });
+    }
+    if let Some(l) = res.train_len {
+        let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+        let ys: Vec<f64> = ys.filter(|y| y.is_finite() && *y > 0.0).collect();
+        let (lo, hi) = ys
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &y| {
+                (a.min(y), b.max(y))
+            });
+        if lo <= hi {
+            series.push(
+                Series::line(
+                    format!("training length L = {l}"),
+                    vec![(l as f64, lo), (l as f64, hi)],
+                )
+                .with_dash(super::Dash::Dotted)
+                .with_color(7),
+            );
+        }
     }
     Ok(series)
 }

@@ -20,12 +20,87 @@ fn perr<E: std::fmt::Display>(e: E) -> RunError {
 }
 
 /// A matrix to draw as a heatmap: title, rows, cols, row-major values; `None` cells are masked
-/// (drawn grey: the ineffective "*" blocks).
+/// (drawn light grey, without a number; `note` says why).
 pub struct Heatmap {
     pub title: String,
     pub rows: usize,
     pub cols: usize,
     pub values: Vec<Option<f64>>,
+    /// A label per row, a label per column (shorter lists: the rest numbered from 1).
+    pub row_labels: Vec<String>,
+    pub col_labels: Vec<String>,
+    /// The colour scale: maps with the same scale name share one symmetric scale and one
+    /// colour bar, named so.
+    pub scale: String,
+    /// What the rows, columns and masked cells are, printed once under the figure.
+    pub note: String,
+}
+
+impl Heatmap {
+    /// A map with numbered rows and columns on scale `scale`, without a note.
+    pub fn new(
+        title: impl Into<String>,
+        rows: usize,
+        cols: usize,
+        values: Vec<Option<f64>>,
+    ) -> Self {
+        Heatmap {
+            title: title.into(),
+            rows,
+            cols,
+            values,
+            row_labels: Vec::new(),
+            col_labels: Vec::new(),
+            scale: String::new(),
+            note: String::new(),
+        }
+    }
+    /// The same map with these row and column labels.
+    pub fn labelled(mut self, rows: Vec<String>, cols: Vec<String>) -> Self {
+        self.row_labels = rows;
+        self.col_labels = cols;
+        self
+    }
+    /// The same map on the colour scale named `scale`.
+    pub fn on_scale(mut self, scale: impl Into<String>) -> Self {
+        self.scale = scale.into();
+        self
+    }
+    /// The same map with a note under the figure.
+    pub fn noted(mut self, note: impl Into<String>) -> Self {
+        self.note = note.into();
+        self
+    }
+    fn value(&self, r: usize, c: usize) -> Option<f64> {
+        self.values
+            .get(r * self.cols + c)
+            .copied()
+            .flatten()
+            .filter(|v| v.is_finite())
+    }
+    fn label(list: &[String], i: usize) -> String {
+        list.get(i).cloned().unwrap_or_else(|| (i + 1).to_string())
+    }
+}
+
+/// The labels of a token's components: `x₁ … x_d`, then `y` (or `y₁ … y_n` for several
+/// outputs), as the papers write them.
+pub fn token_labels(d: usize, n_out: usize) -> Vec<String> {
+    let mut v: Vec<String> = (1..=d).map(|i| format!("x{}", subscript(i))).collect();
+    if n_out == 1 {
+        v.push("y".into());
+    } else {
+        v.extend((1..=n_out).map(|i| format!("y{}", subscript(i))));
+    }
+    v
+}
+
+/// `i` in subscript digits (`12` -> `₁₂`).
+pub fn subscript(i: usize) -> String {
+    i.to_string()
+        .chars()
+        .map(|c| char::from_u32(0x2080 + c.to_digit(10).unwrap_or(0)).unwrap_or(c))
+        .collect()
 }
 
 fn color(v: f64, vmax: f64) -> RGBColor {
@@ -39,59 +114,185 @@ fn color(v: f64, vmax: f64) -> RGBColor {
     RGBColor(r as u8, g as u8, b as u8)
 }
 
-/// Draw heatmaps side by side, each with its own symmetric colour scale and the numbers printed.
+/// A cell's number with the decimals its scale needs; one that rounds to zero is `0` (never
+/// `-0.00`).
+fn cell_text(v: f64, vmax: f64) -> String {
+    let dec = if vmax >= 10.0 {
+        1
+    } else if vmax >= 0.1 {
+        2
+    } else {
+        3
+    };
+    let s = format!("{v:.dec$}");
+    if s.parse::<f64>().is_ok_and(|x| x == 0.0) {
+        "0".into()
+    } else {
+        s
+    }
+}
+
+/// The symmetric colour range of each scale of `maps` (largest |value|), in first-use order.
+fn heat_scales(maps: &[Heatmap]) -> Vec<(String, f64)> {
+    let mut scales: Vec<(String, f64)> = Vec::new();
+    for m in maps {
+        let vmax = (0..m.rows * m.cols)
+            .filter_map(|k| m.value(k / m.cols.max(1), k % m.cols.max(1)))
+            .fold(0.0f64, |a, v| a.max(v.abs()));
+        match scales.iter_mut().find(|s| s.0 == m.scale) {
+            Some(s) => s.1 = s.1.max(vmax),
+            None => scales.push((m.scale.clone(), vmax)),
+        }
+    }
+    for s in &mut scales {
+        if !(s.1 > 0.0) {
+            s.1 = 1.0;
+        }
+    }
+    scales
+}
+
+/// Draw heatmaps in rows (a new row when the next would pass 1600 pixels): each with its title,
+/// row and column labels and its numbers (matrices up to 12 x 12); maps of the same scale share
+/// one symmetric blue-white-red scale, shown by a labelled colour bar at the right; the notes
+/// of the maps under the figure.
 pub fn heatmaps_svg(path: &Path, maps: &[Heatmap]) -> Result<()> {
-    let cell = 44u32;
-    let width: u32 = maps.iter().map(|m| m.cols as u32 * cell + 40).sum::<u32>() + 20;
-    let height: u32 = maps.iter().map(|m| m.rows as u32).max().unwrap_or(1) * cell + 70;
+    write_svg_text(path, &heatmaps_text(maps)?)
+}
+
+/// The SVG text of [`heatmaps_svg`].
+pub fn heatmaps_text(maps: &[Heatmap]) -> Result<String> {
+    if maps.is_empty() {
+        return Err(RunError::Refused("no heatmap to draw".into()));
+    }
+    let big = maps.iter().any(|m| m.rows.max(m.cols) > 12);
+    let cell: i32 = if big { 22 } else { 44 };
+    let (label_w, title_h, gap) = (34i32, 48i32, 28i32);
+    let scales = heat_scales(maps);
+    let bar_w = 110i32 * scales.len() as i32;
+    // lay the maps out in rows
+    let mut placed: Vec<(i32, i32)> = Vec::new();
+    let (mut x, mut y, mut row_h, mut width) = (10i32, 10i32, 0i32, 0i32);
+    for m in maps {
+        let (w, h) = (
+            label_w + cell * m.cols as i32,
+            title_h + cell * m.rows as i32,
+        );
+        if x > 10 && x + w > 1600 {
+            x = 10;
+            y += row_h + gap;
+            row_h = 0;
+        }
+        placed.push((x, y));
+        x += w + gap;
+        width = width.max(x);
+        row_h = row_h.max(h);
+    }
+    let mut notes: Vec<&str> = Vec::new();
+    for m in maps {
+        if !m.note.is_empty() && !notes.contains(&m.note.as_str()) {
+            notes.push(&m.note);
+        }
+    }
+    let maps_h = y + row_h;
+    let height = (maps_h.max(240) + 20 + 20 * notes.len() as i32) as u32;
+    let width = (width + bar_w + 10) as u32;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(perr)?;
-        let mut x0 = 20i32;
-        for m in maps {
-            let vmax = m
-                .values
-                .iter()
-                .flatten()
-                .fold(1e-12f64, |a, v| a.max(v.abs()));
-            root.draw(&Text::new(
-                m.title.clone(),
-                (x0, 10),
-                ("sans-serif", 14).into_font(),
-            ))
-            .map_err(perr)?;
+        let font = |px: u32| ("sans-serif", px).into_font();
+        for (m, &(x0, y0)) in maps.iter().zip(&placed) {
+            let vmax = scales.iter().find(|s| s.0 == m.scale).map_or(1.0, |s| s.1);
+            root.draw(&Text::new(m.title.clone(), (x0, y0), font(15)))
+                .map_err(perr)?;
+            let (gx, gy) = (x0 + label_w, y0 + title_h);
+            let small = font(if big { 10 } else { 13 });
+            for c in 0..m.cols {
+                root.draw(&Text::new(
+                    Heatmap::label(&m.col_labels, c),
+                    (gx + c as i32 * cell + cell / 2 - 6, gy - 18),
+                    small.clone(),
+                ))
+                .map_err(perr)?;
+            }
             for r in 0..m.rows {
+                root.draw(&Text::new(
+                    Heatmap::label(&m.row_labels, r),
+                    (x0 + 2, gy + r as i32 * cell + cell / 2 - 7),
+                    small.clone(),
+                ))
+                .map_err(perr)?;
                 for c in 0..m.cols {
-                    let (x, y) = (x0 + (c as u32 * cell) as i32, 40 + (r as u32 * cell) as i32);
-                    let v = m.values[r * m.cols + c];
-                    let fill = v.map(|v| color(v, vmax)).unwrap_or(RGBColor(200, 200, 200));
-                    root.draw(&Rectangle::new(
-                        [(x, y), (x + cell as i32, y + cell as i32)],
-                        fill.filled(),
-                    ))
-                    .map_err(perr)?;
-                    root.draw(&Rectangle::new(
-                        [(x, y), (x + cell as i32, y + cell as i32)],
-                        BLACK.stroke_width(1),
-                    ))
-                    .map_err(perr)?;
-                    let label = v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "*".into());
-                    let dark = v.map(|v| v.abs() > 0.6 * vmax).unwrap_or(false);
-                    let ink = if dark { &WHITE } else { &BLACK };
-                    root.draw(&Text::new(
-                        label,
-                        (x + 4, y + cell as i32 / 2 - 5),
-                        ("sans-serif", 11).into_font().color(ink),
-                    ))
-                    .map_err(perr)?;
+                    let (x, y) = (gx + c as i32 * cell, gy + r as i32 * cell);
+                    let v = m.value(r, c);
+                    let fill = v.map_or(RGBColor(225, 225, 225), |v| color(v, vmax));
+                    let rect = [(x, y), (x + cell, y + cell)];
+                    root.draw(&Rectangle::new(rect, fill.filled()))
+                        .map_err(perr)?;
+                    root.draw(&Rectangle::new(rect, BLACK.mix(0.3).stroke_width(1)))
+                        .map_err(perr)?;
+                    if let (Some(v), false) = (v, big) {
+                        let ink = if v.abs() > 0.6 * vmax { &WHITE } else { &BLACK };
+                        let t = cell_text(v, vmax);
+                        let tw = 7 * t.chars().count() as i32;
+                        root.draw(&Text::new(
+                            t,
+                            (x + (cell - tw) / 2, y + cell / 2 - 7),
+                            font(12).color(ink),
+                        ))
+                        .map_err(perr)?;
+                    }
                 }
             }
-            x0 += (m.cols as u32 * cell + 40) as i32;
+        }
+        // one colour bar per scale
+        let bar_x0 = width as i32 - bar_w;
+        for (k, (name, vmax)) in scales.iter().enumerate() {
+            let (bx, by, bh) = (bar_x0 + 110 * k as i32, 10 + title_h, 160i32);
+            root.draw(&Text::new(
+                if name.is_empty() {
+                    "value".to_string()
+                } else {
+                    name.clone()
+                },
+                (bx, 10),
+                font(14),
+            ))
+            .map_err(perr)?;
+            let steps = 40;
+            for i in 0..steps {
+                let t = 1.0 - 2.0 * (i as f64 + 0.5) / steps as f64;
+                let y = by + bh * i / steps;
+                root.draw(&Rectangle::new(
+                    [(bx, y), (bx + 18, by + bh * (i + 1) / steps)],
+                    color(t * vmax, *vmax).filled(),
+                ))
+                .map_err(perr)?;
+            }
+            root.draw(&Rectangle::new(
+                [(bx, by), (bx + 18, by + bh)],
+                BLACK.mix(0.5),
+            ))
+            .map_err(perr)?;
+            for (v, y) in [(*vmax, by), (0.0, by + bh / 2), (-vmax, by + bh)] {
+                root.draw(&PathElement::new(vec![(bx + 18, y), (bx + 23, y)], BLACK))
+                    .map_err(perr)?;
+                root.draw(&Text::new(cell_text(v, *vmax), (bx + 26, y - 7), font(12)))
+                    .map_err(perr)?;
+            }
+        }
+        for (i, n) in notes.iter().enumerate() {
+            root.draw(&Text::new(
+                n.to_string(),
+                (10, maps_h.max(240) + 4 + 20 * i as i32),
+                font(13),
+            ))
+            .map_err(perr)?;
         }
         root.present().map_err(perr)?;
     }
-    write_svg_text(path, &svg)
+    Ok(svg)
 }
 
 /// Write SVG text to `path`, or its PNG rendering when `path` ends in `.png`.
@@ -174,17 +375,100 @@ impl Axis {
     }
 }
 
+/// How a series' line is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dash {
+    Solid,
+    /// Short dashes (a reference level, a closed form beside a measurement).
+    Dashed,
+    /// Dots.
+    Dotted,
+    /// Long dashes.
+    Long,
+}
+
+impl Dash {
+    /// Every style, in the order [`Series::styled`] cycles through them.
+    pub const ALL: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::Long];
+    /// Dash and gap lengths in pixels (`None`: solid).
+    fn pattern(self) -> Option<(u32, u32)> {
+        match self {
+            Dash::Solid => None,
+            Dash::Dashed => Some((7, 4)),
+            Dash::Dotted => Some((2, 3)),
+            Dash::Long => Some((14, 4)),
+        }
+    }
+    /// The pieces of a 22-pixel legend line.
+    fn legend_pieces(self) -> &'static [(i32, i32)] {
+        match self {
+            Dash::Solid => &[(0, 22)],
+            Dash::Dashed => &[(0, 6), (9, 14), (17, 22)],
+            Dash::Dotted => &[(0, 2), (5, 7), (10, 12), (15, 17), (20, 22)],
+            Dash::Long => &[(0, 9), (13, 22)],
+        }
+    }
+}
+
+/// The shape of a series' point markers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+    /// A triangle pointing down.
+    Down,
+}
+
+impl Shape {
+    /// Every shape, in the order [`Series::styled`] cycles through them.
+    pub const ALL: [Shape; 5] = [
+        Shape::Circle,
+        Shape::Square,
+        Shape::Triangle,
+        Shape::Diamond,
+        Shape::Down,
+    ];
+    /// The outline, in pixels around the point (about 8 pixels across).
+    fn outline(self) -> Vec<(i32, i32)> {
+        match self {
+            Shape::Circle => vec![
+                (4, 0),
+                (3, 3),
+                (0, 4),
+                (-3, 3),
+                (-4, 0),
+                (-3, -3),
+                (0, -4),
+                (3, -3),
+            ],
+            Shape::Square => vec![(-3, -3), (3, -3), (3, 3), (-3, 3)],
+            Shape::Triangle => vec![(0, -5), (4, 3), (-4, 3)],
+            Shape::Diamond => vec![(0, -5), (4, 0), (0, 5), (-4, 0)],
+            Shape::Down => vec![(0, 5), (4, -3), (-4, -3)],
+        }
+    }
+}
+
 /// A named series of (x, y) points.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
-    /// Draw as a dashed line (a reference level) instead of a solid one.
-    pub dashed: bool,
+    /// How the line is drawn.
+    pub dash: Dash,
     /// Error bars: half-widths, one per point (empty: none).
     pub err: Vec<f64>,
-    /// Mark every point with a dot.
+    /// Mark every point (otherwise only points far from their neighbours are marked, so a
+    /// sparse stretch of a curve shows where its points are).
     pub markers: bool,
+    /// The markers' shape.
+    pub shape: Shape,
+    /// The colour (an index into the palette); `None`: the series' own index.
+    pub color: Option<usize>,
+    /// Draw the points only, without a line between them.
+    pub scatter: bool,
 }
 
 impl Series {
@@ -193,27 +477,57 @@ impl Series {
         Series {
             name: name.into(),
             points,
-            dashed: false,
+            dash: Dash::Solid,
             err: Vec::new(),
             markers: false,
+            shape: Shape::Circle,
+            color: None,
+            scatter: false,
         }
     }
     /// A dashed line.
     pub fn dashed(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-        Series {
-            dashed: true,
-            ..Series::line(name, points)
-        }
+        Series::line(name, points).with_dash(Dash::Dashed)
     }
     /// A horizontal dashed reference at `y` from `x0` to `x1`.
     pub fn level(name: impl Into<String>, y: f64, x0: f64, x1: f64) -> Series {
         Series::dashed(name, vec![(x0, y), (x1, y)])
     }
-    /// Points with dots and error bars of half-width `err` (one per point).
+    /// Points only (every point marked, no line), e.g. one per seed.
+    pub fn points(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            scatter: true,
+            markers: true,
+            ..Series::line(name, points)
+        }
+    }
+    /// Points with markers and error bars of half-width `err` (one per point).
     pub fn with_errors(mut self, err: Vec<f64>) -> Series {
         self.err = err;
         self.markers = true;
         self
+    }
+    /// The same series drawn with `dash`.
+    pub fn with_dash(mut self, dash: Dash) -> Series {
+        self.dash = dash;
+        self
+    }
+    /// The same series in palette colour `i`.
+    pub fn with_color(mut self, i: usize) -> Series {
+        self.color = Some(i);
+        self
+    }
+    /// The same series with every point marked by `shape`.
+    pub fn with_shape(mut self, shape: Shape) -> Series {
+        self.shape = shape;
+        self.markers = true;
+        self
+    }
+    /// The `k`-th of several series that may lie on top of each other: its own line style and
+    /// marker shape, so that one hidden under another still shows.
+    pub fn styled(self, k: usize) -> Series {
+        self.with_dash(Dash::ALL[k % Dash::ALL.len()])
+            .with_shape(Shape::ALL[k % Shape::ALL.len()])
     }
 }
 
@@ -235,7 +549,8 @@ pub struct Figure {
     pub height: u32,
 }
 
-/// Colour-blind-friendly (Tableau 10), in series order.
+/// Colour-blind-friendly (Tableau 10, its light yellow darkened to olive for contrast on white),
+/// in series order.
 const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -245,7 +560,7 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
     RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
+    RGBColor(128, 128, 0),
     RGBColor(23, 190, 207),
 ];
 
@@ -320,6 +635,8 @@ impl Coord {
         match self.labels {
             Labels::Steps => ticks::si(v),
             Labels::Number if self.log => ticks::number(v, None),
+            // a whole number without decimals (`1`, not `1.0`, beside `0.8`)
+            Labels::Number if v.fract() == 0.0 => ticks::number(v, Some(0)),
             Labels::Number => ticks::number(v, Some(self.decimals)),
         }
     }
@@ -423,37 +740,37 @@ fn legend_corner(p: &Panel, xc: &Coord, yc: &Coord) -> (SeriesLabelPosition, usi
 /// Series at most this many get their legend inside the plot (in an empty corner).
 const INSIDE_LEGEND: usize = 4;
 
-/// The legend beside the plot (right of it): a line (with its dot) and the name per series.
-fn draw_side_legend(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
-    for (i, s) in p.series.iter().enumerate() {
-        let col = PALETTE[i % PALETTE.len()];
-        let y = 64 + 24 * i as i32;
-        let style = col.stroke_width(2);
-        let pieces: &[(i32, i32)] = if s.dashed {
-            &[(6, 12), (16, 22), (26, 30)]
-        } else {
-            &[(6, 30)]
-        };
-        for &(a, b) in pieces {
-            area.draw(&PathElement::new(vec![(a, y), (b, y)], style))
-                .map_err(perr)?;
+/// The colour of series `i` of a panel.
+fn series_color(s: &Series, i: usize) -> RGBColor {
+    PALETTE[s.color.unwrap_or(i) % PALETTE.len()]
+}
+
+/// The legend's line for a series: its dash pieces and, where its points are marked, its
+/// marker, drawn from (x, y) 22 pixels to the right.
+fn draw_legend_glyph(
+    area: &DrawingArea<SVGBackend, Shift>,
+    (x, y): (i32, i32),
+    s: &Series,
+    col: RGBColor,
+) -> Result<()> {
+    if !s.scatter {
+        for &(a, b) in s.dash.legend_pieces() {
+            area.draw(&PathElement::new(
+                vec![(x + a, y), (x + b, y)],
+                col.stroke_width(2),
+            ))
+            .map_err(perr)?;
         }
-        if s.markers {
-            area.draw(&Circle::new((18, y), 3, col.filled()))
-                .map_err(perr)?;
-        }
-        area.draw(&Text::new(
-            s.name.clone(),
-            (36, y - 8),
-            ("sans-serif", 14).into_font(),
-        ))
-        .map_err(perr)?;
+    }
+    if s.markers || s.scatter {
+        area.draw(&(EmptyElement::at((x + 11, y)) + Polygon::new(s.shape.outline(), col.filled())))
+            .map_err(perr)?;
     }
     Ok(())
 }
 
-/// Pixels the side legend needs (about 7.5 per character of the longest name).
-fn side_legend_width(p: &Panel) -> u32 {
+/// Pixels a legend needs across (about 7.5 per character of the longest name).
+fn legend_width(p: &Panel) -> u32 {
     let chars = p
         .series
         .iter()
@@ -461,6 +778,51 @@ fn side_legend_width(p: &Panel) -> u32 {
         .max()
         .unwrap_or(0) as u32;
     (44 + chars * 15 / 2).min(320)
+}
+
+/// A legend with its top left corner at `(x, y)` of `area`: per series its line and name, on
+/// a white box when `boxed`.
+fn draw_legend(
+    area: &DrawingArea<SVGBackend, Shift>,
+    p: &Panel,
+    (x, y): (i32, i32),
+    boxed: bool,
+) -> Result<()> {
+    if boxed {
+        let (w, h) = (legend_width(p) as i32, 22 * p.series.len() as i32 + 8);
+        area.draw(&Rectangle::new(
+            [(x, y), (x + w, y + h)],
+            WHITE.mix(0.85).filled(),
+        ))
+        .map_err(perr)?;
+        area.draw(&Rectangle::new([(x, y), (x + w, y + h)], BLACK.mix(0.5)))
+            .map_err(perr)?;
+    }
+    for (i, s) in p.series.iter().enumerate() {
+        let row = y + 15 + 22 * i as i32;
+        draw_legend_glyph(area, (x + 8, row), s, series_color(s, i))?;
+        area.draw(&Text::new(
+            s.name.clone(),
+            (x + 36, row - 8),
+            ("sans-serif", 14).into_font(),
+        ))
+        .map_err(perr)?;
+    }
+    Ok(())
+}
+
+/// The indices of the points of `data` (sorted by x) to mark although the series is not marked
+/// throughout: those at least 5% of the axis from each neighbour (a sparse stretch, e.g. the
+/// first logged steps on a log step axis), and a lone point.
+fn sparse_points(data: &[(f64, f64, f64)], xc: &Coord) -> Vec<usize> {
+    let f: Vec<f64> = data.iter().map(|q| xc.frac(q.0)).collect();
+    (0..f.len())
+        .filter(|&i| {
+            let before = i == 0 || (f[i] - f[i - 1]).abs() >= 0.05;
+            let after = i + 1 == f.len() || (f[i + 1] - f[i]).abs() >= 0.05;
+            before && after
+        })
+        .collect()
 }
 
 fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
@@ -478,6 +840,15 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
             p.title
         )));
     };
+    // the y range ends on labelled ticks: its bottom and top values can be read off; a
+    // quantity never negative is not padded below 0
+    let nonneg = all.iter().flatten().all(|q| q.1 >= 0.0);
+    let yr = if nonneg && yr.0 < 0.0 {
+        (0.0, yr.1)
+    } else {
+        yr
+    };
+    let yr = ticks::outer(yr.0, yr.1, p.y.scale == Scale::Log);
     let (xc, yc) = (Coord::new(&p.x, xr), Coord::new(&p.y, yr));
     let (corner, crowd) = legend_corner(p, &xc, &yc);
     let inside = p.series.len() <= INSIDE_LEGEND && crowd == 0;
@@ -485,18 +856,18 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
         (area.clone(), None)
     } else {
         let w = area.dim_in_pixel().0;
-        let (a, b) = area.split_horizontally(w.saturating_sub(side_legend_width(p)));
+        let (a, b) = area.split_horizontally(w.saturating_sub(legend_width(p)));
         (a, Some(b))
     };
     if let Some(side) = &side {
-        draw_side_legend(side, p)?;
+        draw_legend(side, p, (0, 49), false)?;
     }
     let mut chart = ChartBuilder::on(&plot)
         .caption(&p.title, ("sans-serif", 19))
         .margin(14)
         .x_label_area_size(50)
         .y_label_area_size(74)
-        .build_cartesian_2d(xc, yc.clone())
+        .build_cartesian_2d(xc.clone(), yc.clone())
         .map_err(perr)?;
     chart
         .configure_mesh()
@@ -512,42 +883,42 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
         .draw()
         .map_err(perr)?;
     for (i, (s, data)) in p.series.iter().zip(all).enumerate() {
-        let col = PALETTE[i % PALETTE.len()];
+        let col = series_color(s, i);
         let style = col.stroke_width(2);
         let xy: Vec<(f64, f64)> = data.iter().map(|q| (q.0, q.1)).collect();
-        let anno = if s.dashed {
-            chart
-                .draw_series(DashedLineSeries::new(xy, 7, 4, style))
-                .map_err(perr)?
-        } else {
-            chart
-                .draw_series(LineSeries::new(xy, style))
-                .map_err(perr)?
-        };
-        let dots = s.markers;
-        let dashed = s.dashed;
-        anno.label(s.name.clone()).legend(move |(x, y)| {
-            // three pieces: apart for a dashed line, touching for a solid one
-            let [a, b, c] = if dashed {
-                [(0, 6), (9, 14), (17, 22)]
-            } else {
-                [(0, 8), (8, 16), (16, 22)]
+        if !s.scatter {
+            match s.dash.pattern() {
+                Some((on, off)) => chart
+                    .draw_series(DashedLineSeries::new(xy, on, off, style))
+                    .map_err(perr)?,
+                None => chart
+                    .draw_series(LineSeries::new(xy, style))
+                    .map_err(perr)?,
             };
-            let piece = |(p, q): (i32, i32)| PathElement::new(vec![(x + p, y), (x + q, y)], style);
-            let dot = Circle::new((x + 11, y), if dots { 3 } else { 0 }, col.filled());
-            EmptyElement::at((0, 0)) + piece(a) + piece(b) + piece(c) + dot
-        });
-        if s.markers {
-            chart
-                .draw_series(
-                    data.iter()
-                        .map(|&(x, y, _)| Circle::new((x, y), 3, col.filled())),
-                )
-                .map_err(perr)?;
         }
+        // every point of a marked series; the sparse stretches of a measured (solid) one
+        let marked: Vec<usize> = if s.markers || s.scatter {
+            (0..data.len()).collect()
+        } else if s.dash == Dash::Solid {
+            sparse_points(&data, &xc)
+        } else {
+            Vec::new()
+        };
+        chart
+            .draw_series(marked.iter().map(|&k| {
+                EmptyElement::at((data[k].0, data[k].1))
+                    + Polygon::new(s.shape.outline(), col.filled())
+            }))
+            .map_err(perr)?;
         let bar = col.stroke_width(1);
         for &(x, y, e) in data.iter().filter(|q| q.2 > 0.0) {
-            let lo = if usable(&p.y, y - e) { y - e } else { yc.lo };
+            // clipped to the axis (a risk's bar does not reach below 0)
+            let lo = if usable(&p.y, y - e) {
+                (y - e).max(yc.lo)
+            } else {
+                yc.lo
+            };
+            let e = e.min(yc.hi - y).max(0.0);
             let cap =
                 |v: f64| EmptyElement::at((x, v)) + PathElement::new(vec![(-4, 0), (4, 0)], bar);
             chart
@@ -556,21 +927,34 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
             chart.draw_series([cap(lo), cap(y + e)]).map_err(perr)?;
         }
     }
-    if !inside {
-        return Ok(());
+    if inside {
+        let pa = chart.plotting_area().strip_coord_spec();
+        let (w, h) = pa.dim_in_pixel();
+        let (lw, lh) = (legend_width(p) as i32, 22 * p.series.len() as i32 + 8);
+        let (w, h) = (w as i32, h as i32);
+        let at = match corner {
+            SeriesLabelPosition::UpperLeft => (10, 10),
+            SeriesLabelPosition::LowerRight => (w - lw - 10, h - lh - 10),
+            SeriesLabelPosition::LowerLeft => (10, h - lh - 10),
+            _ => (w - lw - 10, 10),
+        };
+        draw_legend(&pa, p, at, true)?;
     }
-    chart
-        .configure_series_labels()
-        .position(corner)
-        .label_font(("sans-serif", 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.5))
-        .draw()
-        .map_err(perr)?;
     Ok(())
 }
 
 impl Figure {
+    /// The same figure with `run` (the run's name) before its first panel's title, so that a
+    /// figure copied out of its folder still says which run it shows.
+    pub fn for_run(mut self, run: &str) -> Figure {
+        if let Some(p) = self.panels.first_mut() {
+            if !run.is_empty() {
+                p.title = format!("{run}: {}", p.title);
+            }
+        }
+        self
+    }
+
     /// One panel, 800 x 500.
     pub fn single(panel: Panel) -> Figure {
         Figure {

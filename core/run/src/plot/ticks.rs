@@ -60,6 +60,55 @@ pub fn log_ticks(lo: f64, hi: f64) -> Ticks {
     Ticks { major, minor }
 }
 
+/// `[lo, hi]` widened to the labelled ticks just outside it, so that the bottom and the top
+/// of the axis carry a label (a curve's lowest value is read off its own tick, not guessed
+/// below the lowest label). Log axes (`log`) widen to the next value of their labels' family
+/// (decades, or the 1-2-5 multiples), linear ones to the next multiple of their step. A range
+/// whose ticks cannot be made (empty, not finite, not positive on a log axis) is returned as
+/// given.
+pub fn outer(lo: f64, hi: f64, log: bool) -> (f64, f64) {
+    if !(lo.is_finite() && hi.is_finite() && hi > lo) || (log && lo <= 0.0) {
+        return (lo, hi);
+    }
+    let (mut a, mut b) = (lo, hi);
+    // twice: widening may change the family (1-2-5 to decades) or the step
+    for _ in 0..2 {
+        if log {
+            let major = log_ticks(a, b).major;
+            let decades = major
+                .iter()
+                .all(|v| (v.log10() - v.log10().round()).abs() < 1e-9);
+            let ms: &[i64] = if decades && major.len() >= 3 {
+                &[1]
+            } else {
+                &[1, 2, 5]
+            };
+            let k0 = a.log10().floor() as i32 - 1;
+            let k1 = b.log10().ceil() as i32 + 1;
+            let family: Vec<f64> = (k0..=k1)
+                .flat_map(|k| ms.iter().map(move |&m| dec(m, k)))
+                .collect();
+            let tol = 1e-9;
+            if let Some(&v) = family.iter().rev().find(|&&v| v <= a * (1.0 + tol)) {
+                a = v;
+            }
+            if let Some(&v) = family.iter().find(|&&v| v >= b * (1.0 - tol)) {
+                b = v;
+            }
+        } else {
+            let (m, k) = nice_step(b - a, 6.0);
+            let step = dec(m, k);
+            let (i0, i1) = ((a / step + 1e-9).floor(), (b / step - 1e-9).ceil());
+            let (na, nb) = (i0 * step, i1 * step);
+            if na.is_finite() && nb.is_finite() && nb > na {
+                a = dec(i0 as i64 * m, k).min(a);
+                b = dec(i1 as i64 * m, k).max(b);
+            }
+        }
+    }
+    (a, b)
+}
+
 /// The 1-2-5 step giving about `n` intervals over `span`, as (mantissa, exponent).
 fn nice_step(span: f64, n: f64) -> (i64, i32) {
     let raw = (span / n).max(f64::MIN_POSITIVE);
@@ -80,7 +129,11 @@ pub fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
     }
     let (m, k) = nice_step(hi - lo, 6.0);
     let step = dec(m, k);
-    let (i0, i1) = ((lo / step).ceil() as i64, (hi / step).floor() as i64);
+    // (a tolerance: -0.6 / 0.2 is -2.9999999999999996)
+    let (i0, i1) = (
+        (lo / step - 1e-9).ceil() as i64,
+        (hi / step + 1e-9).floor() as i64,
+    );
     (i0..=i1)
         .map(|i| dec(i * m, k))
         .filter(|&v| inside(v, lo, hi))

@@ -2,7 +2,7 @@
 //!
 //! `results.csv` / `results.json`: one row per run and metric, with the run's name, its grid
 //! values and seed as columns (`run, <grid keys...>, train.seed, metric, value`). The metrics are
-//! every number of the run's `summary.json` (dotted paths: `final_loss`, `risk.risk`,
+//! every number and text (a head's `kind`) of the run's `summary.json` (dotted paths: `final_loss`, `risk.risk`,
 //! `heads.0.omega`, `risks.ols.risk`, ...) except the config and the timing, so the table depends
 //! on the configs only: the same sweep run anywhere (locally, on Slurm, with any `--jobs`) gives
 //! the same bytes. The timing goes to `runs.csv` (`run, state, steps, seconds, steps_per_s`).
@@ -11,7 +11,7 @@ use crate::checkpoint::load_config;
 use crate::csv_text::csv_text;
 use crate::error::{Result, RunError};
 use crate::folder::{atomic_write, read_text, RunDir};
-use crate::plot::{lines_svg, Series};
+use crate::plot::{Axis, Figure, Panel, Series, Shape};
 use crate::summary::Summary;
 use crate::train::staging_path;
 use serde_json::Value;
@@ -142,11 +142,45 @@ const NOT_METRICS: &[&str] = &[
     "steps_per_second",
     "resumed_from",
     "total_seconds",
+    "simd_level",
+    "imported_from",
 ];
 
-/// Every number of a summary's JSON as (dotted path, value); booleans as 0 / 1. Array entries
-/// are named by their `estimator` where every entry has a distinct one, by index otherwise.
-pub fn metrics(summary: &Value) -> Vec<(String, f64)> {
+/// A metric's value: a number, or a text (a head's `kind`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Metric {
+    Number(f64),
+    Text(String),
+}
+
+impl Metric {
+    /// The number (`None` for a text).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Metric::Number(x) => Some(*x),
+            Metric::Text(_) => None,
+        }
+    }
+    /// As `results.csv` writes it.
+    fn text(&self) -> String {
+        match self {
+            Metric::Number(x) => x.to_string(),
+            Metric::Text(t) => t.clone(),
+        }
+    }
+    fn json(&self) -> Value {
+        match self {
+            Metric::Number(x) => Value::from(*x),
+            Metric::Text(t) => Value::from(t.clone()),
+        }
+    }
+}
+
+/// Every number and text of a summary's JSON as (dotted path, value); booleans as 0 / 1. Array
+/// entries are named by their `estimator` where every entry has a distinct one, by index
+/// otherwise.
+pub fn metrics(summary: &Value) -> Vec<(String, Metric)> {
     let mut out = Vec::new();
     if let Value::Object(m) = summary {
         for (k, v) in m {
@@ -158,16 +192,21 @@ pub fn metrics(summary: &Value) -> Vec<(String, f64)> {
     out
 }
 
-fn flatten(path: &str, v: &Value, out: &mut Vec<(String, f64)>) {
+fn flatten(path: &str, v: &Value, out: &mut Vec<(String, Metric)>) {
     match v {
         Value::Number(n) => {
             if let Some(x) = n.as_f64() {
-                out.push((path.to_string(), x));
+                out.push((path.to_string(), Metric::Number(x)));
             }
         }
-        Value::Bool(b) => out.push((path.to_string(), if *b { 1.0 } else { 0.0 })),
+        Value::Bool(b) => out.push((path.to_string(), Metric::Number(if *b { 1.0 } else { 0.0 }))),
+        Value::String(t) => out.push((path.to_string(), Metric::Text(t.clone()))),
         Value::Object(m) => {
             for (k, x) in m {
+                // an array entry's estimator names its rows already
+                if k == "estimator" && x.is_string() {
+                    continue;
+                }
                 flatten(&format!("{path}.{k}"), x, out);
             }
         }
@@ -187,7 +226,7 @@ fn flatten(path: &str, v: &Value, out: &mut Vec<(String, f64)>) {
                 flatten(&format!("{path}.{key}"), x, out);
             }
         }
-        Value::Null | Value::String(_) => {}
+        Value::Null => {}
     }
 }
 
@@ -198,7 +237,7 @@ pub struct Row {
     /// The grid values and the seed, in the manifest's order.
     pub values: Vec<(String, Value)>,
     pub metric: String,
-    pub value: f64,
+    pub value: Metric,
 }
 
 /// What [`collect`] wrote.
@@ -325,10 +364,10 @@ pub fn collect(dir: &Path, partial: bool) -> Result<Collected> {
             fields.push(value_text(v));
             obj.insert(k.clone(), v.clone());
         }
-        fields.extend([row.metric.clone(), row.value.to_string()]);
+        fields.extend([row.metric.clone(), row.value.text()]);
         csv_rows.push(fields);
         obj.insert("metric".into(), Value::from(row.metric.clone()));
-        obj.insert("value".into(), Value::from(row.value));
+        obj.insert("value".into(), row.value.json());
         json_rows.push(Value::Object(obj));
     }
     let json = serde_json::json!({ "columns": cols, "rows": json_rows });
@@ -370,9 +409,16 @@ pub fn collect(dir: &Path, partial: bool) -> Result<Collected> {
     })
 }
 
-/// A summary plot of `metric`: its mean over seeds against the first numeric grid key (the seed
-/// when nothing else varies), one line per combination of the other grid keys. `false` when no
-/// run has the metric.
+/// The y label of a summary plot's metric.
+fn metric_label(metric: &str) -> String {
+    match metric {
+        "final_loss" => "final training loss (MSE)".into(),
+        "risk.risk" => "risk at the training length (MSE)".into(),
+        other => other.into(),
+    }
+}
+
+/// Write [`summary_figure`] to `path`; `false` when no run has the metric as a number.
 fn summary_plot(
     path: &Path,
     rows: &[Row],
@@ -380,15 +426,34 @@ fn summary_plot(
     metric: &str,
     title: &str,
 ) -> Result<bool> {
-    let rows: Vec<&Row> = rows.iter().filter(|r| r.metric == metric).collect();
+    match summary_figure(rows, cols, metric, title) {
+        Some(f) => f.write(path).map(|_| true),
+        None => Ok(false),
+    }
+}
+
+/// A summary plot of `metric` against the first numeric grid key (the seed when nothing else
+/// varies), one colour per combination of the other grid keys: every seed's value as a point
+/// and, where several seeds share an x, their mean as a line (a seed that did not learn what
+/// the others did stands apart). An integer key is labelled at its values. `None` when no run
+/// has the metric as a number.
+pub fn summary_figure(rows: &[Row], cols: &[String], metric: &str, title: &str) -> Option<Figure> {
+    let rows: Vec<(&Row, f64)> = rows
+        .iter()
+        .filter(|r| r.metric == metric)
+        .filter_map(|r| Some((r, r.value.as_f64()?)))
+        .collect();
     if rows.is_empty() {
-        return Ok(false);
+        return None;
     }
     let numeric = |c: &String| {
         rows.iter()
-            .all(|r| lookup(r, c).is_some_and(|v| v.is_number()))
+            .all(|(r, _)| lookup(r, c).is_some_and(|v| v.is_number()))
     };
-    let varies = |c: &String| rows.iter().any(|r| lookup(r, c) != lookup(rows[0], c));
+    let varies = |c: &String| {
+        rows.iter()
+            .any(|(r, _)| lookup(r, c) != lookup(rows[0].0, c))
+    };
     let x_key = cols
         .iter()
         .find(|c| c.as_str() != SEED_KEY && numeric(c) && varies(c))
@@ -396,15 +461,14 @@ fn summary_plot(
         .cloned()
         .unwrap_or_else(|| SEED_KEY.into());
     let averaged = x_key != SEED_KEY;
-    // series: the other grid keys (not the seed, which is averaged over)
+    // series: the other grid keys (not the seed, whose values are all drawn)
     let others: Vec<&String> = cols
         .iter()
         .filter(|c| **c != x_key && c.as_str() != SEED_KEY && varies(c))
         .collect();
-    // per series: (x, sum of the metric, count)
-    type Sums = Vec<(f64, f64, usize)>;
-    let mut series: Vec<(String, Sums)> = Vec::new();
-    for r in &rows {
+    // per series: every (x, value)
+    let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for (r, value) in &rows {
         let label: Vec<String> = others
             .iter()
             .map(|c| {
@@ -415,45 +479,104 @@ fn summary_plot(
                 )
             })
             .collect();
-        let label = if label.is_empty() {
-            if averaged {
-                format!("{metric} (mean over seeds)")
-            } else {
-                metric.to_string()
-            }
-        } else {
-            label.join(", ")
-        };
+        let label = label.join(", ");
         let x = lookup(r, &x_key)
             .and_then(Value::as_f64)
             .unwrap_or(f64::NAN);
-        let s = match series.iter_mut().find(|(l, _)| *l == label) {
-            Some(s) => s,
-            None => {
-                series.push((label, Vec::new()));
-                series.last_mut().expect("just pushed")
-            }
-        };
-        match s.1.iter_mut().find(|p| p.0 == x) {
-            Some(p) => {
-                p.1 += r.value;
-                p.2 += 1;
-            }
-            None => s.1.push((x, r.value, 1)),
+        match groups.iter_mut().find(|(l, _)| *l == label) {
+            Some(g) => g.1.push((x, *value)),
+            None => groups.push((label, vec![(x, *value)])),
         }
     }
-    let log_y = rows.iter().all(|r| r.value > 0.0);
-    let series: Vec<Series> = series
-        .into_iter()
-        .map(|(name, mut pts)| {
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series::line(name, pts.iter().map(|p| (p.0, p.1 / p.2 as f64)).collect())
-        })
+    let mut series: Vec<Series> = Vec::new();
+    for (k, (label, mut pts)) in groups.into_iter().enumerate() {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let named = |what: &str| {
+            if label.is_empty() {
+                what.to_string()
+            } else {
+                format!("{label}: {what}")
+            }
+        };
+        let mut means: Vec<(f64, f64, usize)> = Vec::new();
+        for &(x, v) in &pts {
+            match means.iter_mut().find(|m| m.0 == x) {
+                Some(m) => {
+                    m.1 += v;
+                    m.2 += 1;
+                }
+                None => means.push((x, v, 1)),
+            }
+        }
+        let several = means.iter().any(|m| m.2 > 1);
+        if averaged && several {
+            series.push(
+                Series::line(
+                    named("mean over seeds"),
+                    means.iter().map(|m| (m.0, m.1 / m.2 as f64)).collect(),
+                )
+                .with_color(k),
+            );
+            series.push(
+                Series::points(named("each seed"), pts)
+                    .with_color(k)
+                    .with_shape(Shape::Diamond),
+            );
+        } else if averaged {
+            series.push(
+                Series::line(named("one seed"), pts)
+                    .with_color(k)
+                    .with_shape(Shape::Circle),
+            );
+        } else {
+            series.push(Series::points(named("each seed"), pts).with_color(k));
+        }
+    }
+    let xs: Vec<f64> = rows
+        .iter()
+        .filter_map(|(r, _)| lookup(r, &x_key).and_then(Value::as_f64))
+        .filter(|x| x.is_finite())
         .collect();
-    lines_svg(path, title, &x_key, metric, &series, log_y)?;
-    Ok(true)
+    let mut x = Axis::auto(&x_key, xs.iter().copied(), 20.0).with_ticks(xs.clone());
+    if xs.iter().all(|v| v.fract() == 0.0) {
+        x = x.steps();
+    }
+    let y = if rows.iter().all(|(_, v)| *v > 0.0) {
+        Axis::log(&metric_label(metric))
+    } else {
+        Axis::linear(&metric_label(metric))
+    };
+    Some(Figure::single(Panel {
+        title: title.into(),
+        x,
+        y,
+        series,
+    }))
 }
 
 fn lookup<'a>(r: &'a Row, c: &str) -> Option<&'a Value> {
     r.values.iter().find(|(k, _)| k == c).map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{metrics, Metric};
+
+    /// A head's `kind` is a metric (a text); the machine's SIMD level and the estimator names
+    /// that already name their rows are not.
+    #[test]
+    fn text_metrics_are_kept() {
+        let s = serde_json::json!({
+            "final_loss": 0.25,
+            "simd_level": "avx2",
+            "heads": [{"omega": 0.1, "kind": "positive"}],
+            "risks": [{"estimator": "ols", "risk": 0.5}, {"estimator": "nw", "risk": 0.7}],
+        });
+        let m = metrics(&s);
+        assert!(m.contains(&("heads.0.kind".into(), Metric::Text("positive".into()))));
+        assert!(m.contains(&("risks.ols.risk".into(), Metric::Number(0.5))));
+        assert!(!m
+            .iter()
+            .any(|(k, _)| k == "simd_level" || k.ends_with(".estimator")));
+    }
 }
