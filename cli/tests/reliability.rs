@@ -1402,7 +1402,8 @@ fn class11_what_a_run_says_and_refuses() {
         err.contains("trained steps 201-300 (100 steps, resumed at 200) in "),
         "{err}"
     );
-    // a run killed before its first checkpoint (its staging folder holds only the config)
+    // a run killed before its first checkpoint (its staging folder holds only the config: the
+    // extended run's, 300 steps)
     let early = d.join("early");
     let staging = d.join(".early.partial");
     std::fs::create_dir_all(&staging).unwrap();
@@ -1412,11 +1413,11 @@ fn class11_what_a_run_says_and_refuses() {
     assert!(o.status.success(), "{err}");
     assert!(
         err.contains(
-            "from step 0 of 200: it was stopped before its first checkpoint, so it starts over"
+            "from step 0 of 300: it was stopped before its first checkpoint, so it starts over"
         ),
         "{err}"
     );
-    assert!(err.contains("trained 200 steps in "), "{err}");
+    assert!(err.contains("trained 300 steps in "), "{err}");
     // refusals: one line, exit 2, nothing written
     let bad = d.join("bad");
     for (args, want) in [

@@ -77,7 +77,6 @@ pub fn progress(start: u64, total: u64, quiet: bool) -> indicatif::ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    use std::fmt::Write as _;
     let pb = indicatif::ProgressBar::new(total.saturating_sub(start));
     let step = move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
         let _ = write!(w, "{}/{}", start + s.pos(), total);

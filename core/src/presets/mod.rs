@@ -86,7 +86,7 @@ mod tests {
             super::preset(n).unwrap();
         }
         assert!(super::preset("nope").is_err());
-        let e = super::preset("he2052").unwrap_err().to_string();
+        let e = alloc::format!("{}", super::preset("he2052").unwrap_err());
         assert!(e.contains("did you mean he2025?"), "{e}");
     }
 
