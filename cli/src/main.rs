@@ -25,7 +25,8 @@ enum Command {
     Train(cmd::train::Args),
     /// Monte Carlo risk of a trained model and the classical baselines at several test lengths.
     Eval(cmd::eval::Args),
-    /// Per-head circuits (omega, mu, kind, pattern metrics) of a trained model; writes circuits.svg.
+    /// Per-head circuits (omega, mu, kind, pattern metrics) of a trained model; writes
+    /// circuits.svg (the table's columns: docs/cli.md, "The icl analyze table").
     Analyze(cmd::analyze::Args),
     /// Make a run folder from a PyTorch state_dict saved as safetensors (reference-code layout,
     /// or Garg et al.'s TransformerModel for GPT-2 presets).

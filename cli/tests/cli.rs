@@ -85,10 +85,19 @@ fn train_writes_run_folder_and_prints_summary_path_last() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["steps"], 300);
     assert_eq!(s["heads"].as_array().unwrap().len(), 2);
-    // metrics.csv: header + a row at step 1 and every 100 steps
+    // metrics.csv: header + a row at step 1 and every 100 steps, and the early rows at 2, 5, 10,
+    // 20, 50 (below train.log_every = 100), by step
     let csv = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
     assert!(csv.starts_with("step,loss,omega_0,omega_1,mu_0,mu_1"));
-    assert_eq!(csv.lines().count(), 1 + 4);
+    let steps: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        ["1", "2", "5", "10", "20", "50", "100", "200", "300"]
+    );
 
     // analyze --json contract
     let o = icl(&["analyze", out.to_str().unwrap(), "--json"]);

@@ -1331,3 +1331,129 @@ fn class10_overflows_and_refused_resumes_are_input_errors() {
     assert_eq!(entries(&d), ["run"]);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// What a researcher is told: a fresh run names its preset (the default too) and its steps; a
+/// resumed one the step it takes up (0 for a run stopped before its first checkpoint: it starts
+/// over) and the steps of this session; the final loss says which steps it averages.
+/// `--steps` reads what `--set train.steps=` reads; `--steps 0`, eigenvalues on a task that does
+/// not read them, a misspelt preset or paper are one-line refusals that write nothing.
+#[test]
+fn class11_what_a_run_says_and_refuses() {
+    let d = tmp("c11");
+    let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).to_string();
+    // the default preset, said before training: he2025, 5 steps (as a number --set reads)
+    let def = d.join("default");
+    let o = icl(&[
+        "train",
+        "--steps",
+        "5e0",
+        "--eval-samples",
+        "0",
+        "--out",
+        s(&def),
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "icl: training preset he2025 (the default; --preset NAME picks another): 5 steps\n"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("trained 5 steps in "), "{err}");
+    assert!(err.contains("final loss"), "{err}");
+    // a named preset at its own length; the final loss's window
+    let run = d.join("run");
+    let o = icl(&[
+        "train",
+        "--preset",
+        "quick",
+        "--set",
+        "train.steps=2e2",
+        "--eval-samples",
+        "0",
+        "--out",
+        s(&run),
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("icl: training preset quick: 200 steps (--steps N sets another length)\n"),
+        "{err}"
+    );
+    assert!(err.contains("(mean batch loss of steps 101-200)"), "{err}");
+    // extending it: the session's steps, not the restored ones
+    let o = icl(&[
+        "train",
+        "--resume",
+        s(&run),
+        "--steps",
+        "3e2",
+        "--eval-samples",
+        "0",
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("icl: resuming {} from step 200 of 300\n", s(&run))),
+        "{err}"
+    );
+    assert!(
+        err.contains("trained steps 201-300 (100 steps, resumed at 200) in "),
+        "{err}"
+    );
+    // a run killed before its first checkpoint (its staging folder holds only the config: the
+    // extended run's, 300 steps)
+    let early = d.join("early");
+    let staging = d.join(".early.partial");
+    std::fs::create_dir_all(&staging).unwrap();
+    std::fs::copy(run.join("config.toml"), staging.join("config.toml")).unwrap();
+    let o = icl(&["train", "--resume", s(&early), "--eval-samples", "0"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "from step 0 of 300: it was stopped before its first checkpoint, so it starts over"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("trained 300 steps in "), "{err}");
+    // refusals: one line, exit 2, nothing written
+    let bad = d.join("bad");
+    for (args, want) in [
+        (vec!["--steps", "0"], "train.steps = 0"),
+        (vec!["--set", "train.steps=0"], "train.steps = 0"),
+        (vec!["--steps", "1.5"], "--steps"),
+        (
+            vec!["--set", "task.eigs=0.5,0.3"],
+            "not by task.kind = isotropic",
+        ),
+        (vec!["--preset", "he2052"], "did you mean he2025?"),
+    ] {
+        let mut a = vec!["train", "--out", s(&bad)];
+        if args[0] != "--preset" {
+            a.extend(["--preset", "quick"]);
+        }
+        a.extend(args.iter().copied());
+        let e = one_line_error(&icl(&a), 2, &format!("{args:?}"));
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(
+            !bad.exists() && !d.join(".bad.partial").exists(),
+            "{args:?}"
+        );
+    }
+    let e = one_line_error(
+        &icl(&["repro", "he2024", "--out", s(&bad)]),
+        2,
+        "repro he2024",
+    );
+    assert!(
+        e.contains("unknown paper \"he2024\"; did you mean he2025?"),
+        "{e}"
+    );
+    assert!(!bad.exists());
+    // the default checkpoint cadence, declared once, is what --help says
+    let help = String::from_utf8_lossy(&icl(&["train", "--help"]).stdout).to_string();
+    assert!(help.contains("[default: 0.5]"), "{help}");
+    let _ = std::fs::remove_dir_all(&d);
+}

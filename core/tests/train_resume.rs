@@ -28,6 +28,7 @@ fn check<T: Scalar>(cfg: &Config, n: u64, m: u64) {
     assert!(a.params == b.params, "{}: parameters differ", T::NAME);
     assert!(a.opt == b.opt, "optimiser state differs");
     assert_eq!(a.log, b.log, "logs differ");
+    assert_eq!(a.early, b.early, "early rows differ");
     assert_eq!(a.snapshots, b.snapshots);
     assert_eq!(a.probes, b.probes, "probe states differ");
     assert!(!a.log.is_empty());
@@ -157,4 +158,55 @@ fn the_final_full_batch_row_does_not_depend_on_grouping() {
     assert_eq!(stepped.log[..4], run.log[..], "rows of steps 0..=5");
     let steps: Vec<u64> = stepped.log.iter().map(|r| r.step).collect();
     assert_eq!(steps, [0, 2, 4, 5, 6], "an extended run goes on logging");
+}
+
+/// Early rows: the 1-2-5 steps below `train.log_every`, apart from the regular rows, which keep
+/// their steps and values (plateau detection and the outputs read only them).
+#[test]
+fn early_rows_fill_the_first_decades_and_leave_the_regular_rows_alone() {
+    use icl_core::train::early_row;
+    let every: Vec<u64> = (0..2000)
+        .filter(|&s| early_row(s, 1000, 2000, false))
+        .collect();
+    assert_eq!(every, [2, 5, 10, 20, 50, 100, 200, 500]);
+    let full: Vec<u64> = (0..2000)
+        .filter(|&s| early_row(s, 1000, 2000, true))
+        .collect();
+    assert_eq!(full, [1, 2, 5, 10, 20, 50, 100, 200, 500]);
+    assert!(!early_row(5, 5, 100, false) && !early_row(20, 1000, 20, false));
+    // online: the early rows change no regular row (the window of the mean loss included)
+    let mut cfg = preset("quick").unwrap();
+    cfg.set("train.batch", "8").unwrap();
+    cfg.set("train.steps", "120").unwrap();
+    cfg.set("train.log_every", "60").unwrap();
+    let opts = Options::default();
+    let mut run =
+        Trainer::<f64>::with_model(&cfg, Model::init(&cfg).unwrap(), &ScalarEngine, &opts).unwrap();
+    let mut losses = Vec::new();
+    run.run(&mut |_, l| {
+        losses.push(l);
+        true
+    })
+    .unwrap();
+    let steps =
+        |rows: &[icl_core::train::LogRow]| -> Vec<u64> { rows.iter().map(|r| r.step).collect() };
+    assert_eq!(steps(&run.log), [1, 60, 120]);
+    assert_eq!(steps(&run.early), [2, 5, 10, 20, 50]);
+    let all: Vec<u64> = run.rows().iter().map(|r| r.step).collect();
+    assert_eq!(all, [1, 2, 5, 10, 20, 50, 60, 120]);
+    // an early row's loss is its step's batch loss; the regular row of step 60 the mean of 2..=60
+    assert_eq!(run.early[1].loss, losses[4]);
+    let mean = losses[1..60].iter().sum::<f64>() / 59.0;
+    assert!((run.log[1].loss - mean).abs() <= 1e-12 * mean.abs());
+    assert_eq!(run.curve().len(), 3, "the curve is the regular rows'");
+    use icl_core::train::row_window;
+    assert_eq!(
+        [
+            row_window(1, 60),
+            row_window(60, 60),
+            row_window(120, 60),
+            row_window(130, 60)
+        ],
+        [(1, 1), (2, 60), (61, 120), (121, 130)]
+    );
 }

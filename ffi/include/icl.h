@@ -753,7 +753,7 @@ icl_status icl_sweep_plan(const char *file, const char *out_dir, char *buf, size
  * once, `"0"` (one per core) to `"256"`, default `"1"`), `index` (train only that run, from
  * `"0"`; not with `jobs`), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset:
  * `icl_default_engine()`), `eval_samples` (Monte Carlo samples for the final risk in each
- * `summary.json`, default `"20000"`, `"0"`: none), `checkpoint_minutes` (default `"5"`, `"0"`:
+ * `summary.json`, default `"20000"`, `"0"`: none), `checkpoint_minutes` (default `"0.5"`, `"0"`:
  * off), `checkpoint_every` (steps, default `"0"`: off) and `force` (`"true"`: retrain
  * complete runs too, replacing their folders; default `"false"`). Statuses:
  * `ICL_ERR_ARGUMENT` (an unknown or repeated key, a value not of its kind, `jobs` over 256,
@@ -934,7 +934,7 @@ icl_status icl_theory_value(const char *name, const char *const *keys, const cha
  * (`"simd"`, `"scalar"` or `"vulkan"`; unset: `icl_default_engine()`), `force` (`"true"`:
  * replace an existing run in `out_dir`; default `"false"`), `eval_samples` (Monte Carlo samples
  * of the risk at the training length in `summary.json`, default `"20000"`, `"0"`: none),
- * `checkpoint_every` (steps, default `"0"`: off) and `checkpoint_minutes` (default `"5"`,
+ * `checkpoint_every` (steps, default `"0"`: off) and `checkpoint_minutes` (default `"0.5"`,
  * `"0"`: off); `icl_options_list` lists them. Blocks until the run is done; prints nothing.
  * Statuses: `ICL_ERR_ARGUMENT` (an unknown or repeated key, a value not of its kind, a negative
  * or non-finite `checkpoint_minutes`, `out_dir` `""` or holding a run or other files without
@@ -1085,14 +1085,16 @@ icl_status icl_trainer_save(const icl_trainer *trainer, const char *path_);
  * writes for the same steps, however the steps are split into calls (with fresh data a row after
  * step 1, every `train.log_every` steps and at step `train.steps`; full batch (`eigs` with
  * `task.P` > 0) a row at steps 0, `train.log_every`, ... before their update and one after the
- * update that completes `train.steps`). Steps of `icl_trainer_step_batch` are not logged.
+ * update that completes `train.steps`; both also at the early steps 2, 5, 10, 20, 50, ... below
+ * `train.log_every`, 1 too full batch), by step. Steps of `icl_trainer_step_batch` are not
+ * logged.
  *
  * Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
  */
 icl_status icl_trainer_log_len(const icl_trainer *trainer, size_t *out);
 
 /**
- * Row `i` (0-based) of the training log: the step, the mean training loss since the previous row,
+ * Row `i` (0-based) of the training log: the step, the training loss (as in `metrics.csv`),
  * and the per-head omega and mu (first output) columns of the log. `omega_len` and `mu_len` must
  * equal the number of those columns: H (`icl_trainer_dims`' heads) for one-layer attention on
  * every task but `eigs`, and 0 for the `eigs` task and for multi-layer models (`model.arch` =

@@ -758,7 +758,7 @@ impl icl_trainer {
 
     /// Number of log rows.
     pub fn log_len(&self) -> usize {
-        dispatch!(&self.inner, s => s.value.log.len())
+        dispatch!(&self.inner, s => s.value.log.len() + s.value.early.len())
     }
 
     /// The log's column names: the header of `metrics.csv` ("step", "loss", then the probes').
@@ -774,8 +774,9 @@ impl icl_trainer {
     pub fn log_values(&self, i: usize) -> FfiResult<Vec<f64>> {
         dispatch!(&self.inner, s => {
             let t = &s.value;
-            let r = t.log.get(i).ok_or_else(|| {
-                FfiError::size(format!("log row {i} of {}", t.log.len()))
+            let rows = t.rows();
+            let r = rows.get(i).ok_or_else(|| {
+                FfiError::size(format!("log row {i} of {}", rows.len()))
             })?;
             Ok([r.step as f64, r.loss].into_iter().chain(r.values.iter().copied()).collect())
         })
@@ -786,8 +787,9 @@ impl icl_trainer {
     pub fn log_row(&self, i: usize) -> FfiResult<LogEntry> {
         dispatch!(&self.inner, s => {
             let t = &s.value;
-            let r = t.log.get(i).ok_or_else(|| {
-                FfiError::size(format!("log row {i} of {}", t.log.len()))
+            let rows = t.rows();
+            let r = rows.get(i).ok_or_else(|| {
+                FfiError::size(format!("log row {i} of {}", rows.len()))
             })?;
             Ok(LogEntry { step: r.step, loss: r.loss, omega: t.group(r, "omega"), mu: t.group(r, "mu") })
         })

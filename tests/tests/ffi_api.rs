@@ -274,7 +274,9 @@ fn trainer_equals_the_core_trainer_from_any_thread() {
     let mut core = Trainer::<f32>::new(&cfg, &ScalarEngine).unwrap();
     core.run(&mut |_, _| true).unwrap();
     let want: Vec<f64> = core.model.params.iter().map(|&x| x as f64).collect();
-    let want_log: Vec<(u64, f64)> = core.log.iter().map(|r| (r.step, r.loss)).collect();
+    // the rows of metrics.csv: the regular and the early ones, by step
+    let want_log: Vec<(u64, f64)> = core.rows().iter().map(|r| (r.step, r.loss)).collect();
+    assert_eq!(core.early.len(), 2, "the early rows of steps 2 and 5");
     let (p, log) = api_train(&sets, 40);
     assert_eq!(p, want);
     assert_eq!(log, want_log);

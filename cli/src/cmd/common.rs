@@ -7,9 +7,9 @@ use std::path::PathBuf;
 /// Flags that select and modify a configuration.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ConfigArgs {
-    /// Preset to start from (`icl presets` lists them).
-    #[arg(long, default_value = "he2025")]
-    pub preset: String,
+    /// Preset to start from (`icl presets` lists them; default he2025).
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
     /// A config.toml to start from instead of a preset.
     #[arg(long, value_name = "FILE", conflicts_with = "preset")]
     pub config: Option<PathBuf>,
@@ -23,7 +23,7 @@ impl ConfigArgs {
     pub fn build(&self) -> CliResult<Config> {
         let mut cfg = match &self.config {
             Some(p) => icl_core_run::checkpoint::load_config(p)?,
-            None => icl_core::presets::preset(&self.preset)?,
+            None => icl_core::presets::preset(self.preset())?,
         };
         apply_sets(&mut cfg, &self.sets)?;
         cfg.validate()?;
@@ -31,7 +31,23 @@ impl ConfigArgs {
     }
     /// The preset name, when the config came from one.
     pub fn preset_name(&self) -> Option<String> {
-        self.config.is_none().then(|| self.preset.clone())
+        self.config.is_none().then(|| self.preset().to_string())
+    }
+    /// The preset named, or the default one.
+    pub fn preset(&self) -> &str {
+        self.preset.as_deref().unwrap_or(icl_core::presets::DEFAULT)
+    }
+    /// What the config starts from, for a note before training: "preset quick", "preset he2025
+    /// (the default; --preset NAME picks another)", "config FILE".
+    pub fn describe(&self) -> String {
+        match (&self.config, &self.preset) {
+            (Some(p), _) => format!("config {}", p.display()),
+            (None, Some(n)) => format!("preset {n}"),
+            (None, None) => format!(
+                "preset {} (the default; --preset NAME picks another)",
+                icl_core::presets::DEFAULT
+            ),
+        }
     }
 }
 
@@ -53,17 +69,28 @@ pub fn split_set(s: &str) -> CliResult<(&str, &str)> {
     })
 }
 
-/// A progress bar on stderr when it is a terminal (hidden otherwise, and when `quiet`).
-pub fn progress(total: u64, quiet: bool) -> indicatif::ProgressBar {
+/// A progress bar on stderr when it is a terminal (hidden otherwise, and when `quiet`) over the
+/// `total - start` steps of this session (a resumed run starts at `start`): its rate and ETA count
+/// only the steps this process trains. The bar shows the run's step (`start` + position) and
+/// the rate in whole steps per second; the message is the caller's (the loss, labelled).
+pub fn progress(start: u64, total: u64, quiet: bool) -> indicatif::ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    let pb = indicatif::ProgressBar::new(total);
+    let pb = indicatif::ProgressBar::new(total.saturating_sub(start));
+    let step = move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+        let _ = write!(w, "{}/{}", start + s.pos(), total);
+    };
+    let rate = |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+        let _ = write!(w, "{:.0}", s.per_sec());
+    };
     pb.set_style(
         indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {pos}/{len} steps {per_sec} eta {eta} {msg}",
+            "{elapsed_precise} [{bar:40}] step {step} {rate} steps/s eta {eta} {msg}",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .with_key("step", step)
+        .with_key("rate", rate)
         .progress_chars("=> "),
     );
     pb

@@ -1,7 +1,7 @@
 //! `icl train`: train a model into a run folder (see `icl_core_run::train` for the folder's guarantees:
 //! complete or absent, checkpointed, resumable). Prints the path of `summary.json` last.
 use super::common::{outln, progress, ConfigArgs};
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::signals;
 use icl_core_run::options::TrainArgs;
 use icl_core_run::train::Outcome;
@@ -44,13 +44,71 @@ pub fn run(a: &Args) -> CliResult {
     // unarmed until the first step is done: a signal while the config is read and checked and
     // the run set up ends the process at once (nothing to checkpoint yet)
     signals::install();
+    // the config: a fresh run's from the flags, a resumed one's from its folder
+    let cfg = match &a.resume {
+        Some(dir) => {
+            let cfg = icl_core_run::train::resume_config(dir);
+            if let Some(c) = &cfg {
+                icl_core_run::train::check_engine_choice(c, a.opts.engine.as_deref())?;
+            }
+            cfg
+        }
+        None => {
+            let mut cfg = a.cfg.build()?;
+            a.opts.apply(&mut cfg)?;
+            icl_core_run::train::check_engine_choice(&cfg, a.opts.engine.as_deref())?;
+            Some(cfg)
+        }
+    };
+    if !a.quiet {
+        if let Some(note) = cfg
+            .as_ref()
+            .and_then(|c| icl_core_run::engines::simd_fallback_note(c, opts.engine.as_deref()))
+        {
+            eprintln!("icl: note: {note}");
+        }
+    }
+    // what a fresh run trains, said once it has started (a refusal before stays one line)
+    let starting = match (&a.resume, &cfg) {
+        (None, Some(c)) => Some(format!(
+            "icl: training {}: {} steps{}",
+            a.cfg.describe(),
+            c.train.steps,
+            if a.opts.steps.is_none() {
+                " (--steps N sets another length)"
+            } else {
+                ""
+            }
+        )),
+        _ => None,
+    };
     let mut pb = None;
     let mut last = 0u64;
     let mut report = |step: u64, total: u64, loss: f64| {
-        let bar = pb.get_or_insert_with(|| progress(total, a.quiet));
+        let (start, bar) = pb.get_or_insert_with(|| {
+            // the first call comes after this session's first step
+            let start = step - 1;
+            if !a.quiet {
+                if let Some(line) = &starting {
+                    eprintln!("{line}");
+                }
+                if let Some(dir) = &a.resume {
+                    if start == 0 {
+                        eprintln!(
+                            "icl: resuming {} from step 0 of {total}: it was stopped before its first checkpoint, so it starts over",
+                            dir.display()
+                        );
+                    } else {
+                        eprintln!("icl: resuming {} from step {start} of {total}", dir.display());
+                    }
+                }
+            }
+            last = start;
+            (start, progress(start, total, a.quiet))
+        });
         if step - last >= 500 || step == total {
-            bar.set_position(step);
-            bar.set_message(format!("loss {loss:.4}"));
+            bar.set_position(step - *start);
+            bar.set_message(format!("loss {loss:.4} (this step's batch)"));
             last = step;
         }
         if signals::interrupted() {
@@ -66,50 +124,53 @@ pub fn run(a: &Args) -> CliResult {
         }
         true
     };
-    let (outcome, dir) = match &a.resume {
-        Some(dir) => {
-            if let Some(c) = icl_core_run::train::resume_config(dir) {
-                icl_core_run::train::check_engine_choice(&c, a.opts.engine.as_deref())?;
-            }
-            if !a.quiet {
-                if let Some(note) = icl_core_run::train::resume_config(dir).and_then(|c| {
-                    icl_core_run::engines::simd_fallback_note(&c, opts.engine.as_deref())
-                }) {
-                    eprintln!("icl: note: {note}");
-                }
-            }
-            (
-                icl_core_run::train::resume(dir, a.opts.steps, &opts, &mut report)?,
-                dir.clone(),
-            )
-        }
-        None => {
-            let mut cfg = a.cfg.build()?;
-            a.opts.apply(&mut cfg)?;
-            icl_core_run::train::check_engine_choice(&cfg, a.opts.engine.as_deref())?;
-            if !a.quiet {
-                if let Some(note) =
-                    icl_core_run::engines::simd_fallback_note(&cfg, opts.engine.as_deref())
-                {
-                    eprintln!("icl: note: {note}");
-                }
-            }
+    let (outcome, dir) = match (&a.resume, &cfg) {
+        (Some(dir), _) => (
+            icl_core_run::train::resume(dir, a.opts.steps, &opts, &mut report)?,
+            dir.clone(),
+        ),
+        (None, Some(c)) => {
             let out = a.out.clone().unwrap_or_default();
             (
-                icl_core_run::train::train(&cfg, &out, &opts, &mut report)?,
+                icl_core_run::train::train(c, &out, &opts, &mut report)?,
                 out,
             )
         }
+        (None, None) => return Err(CliError::input("no config to train")),
     };
-    if let Some(bar) = pb {
+    if let Some((_, bar)) = pb {
         bar.finish_and_clear();
     }
     match outcome {
         Outcome::Finished { dir, summary } => {
             if !a.quiet {
+                let from = summary.resumed_from.unwrap_or(0);
+                let done = summary.steps - from;
+                let which = if from > 0 {
+                    format!(
+                        "steps {}-{} ({done} steps, resumed at {from})",
+                        from + 1,
+                        summary.steps
+                    )
+                } else {
+                    format!("{done} steps")
+                };
+                let window = match &cfg {
+                    Some(c) if icl_core::train::objective::full_batch(c) => {
+                        " (full-batch loss on the training set)".to_string()
+                    }
+                    Some(c) => {
+                        let (f, l) = icl_core::train::row_window(summary.steps, c.train.log_every);
+                        if f == l {
+                            format!(" (batch loss of step {l})")
+                        } else {
+                            format!(" (mean batch loss of steps {f}-{l})")
+                        }
+                    }
+                    None => String::new(),
+                };
                 eprintln!(
-                    "trained {} steps in {:.2} s ({:.0} steps/s, engine {}); final loss {:.6}",
-                    summary.steps,
+                    "trained {which} in {:.2} s ({:.0} steps/s, engine {}); final loss {:.6}{window}",
                     summary.seconds,
                     summary.steps_per_second,
                     summary.engine,

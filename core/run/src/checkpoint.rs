@@ -176,7 +176,7 @@ pub fn save_model<T: Scalar>(path: &Path, model: &Model<T>, cfg: &Config, step: 
 
 /// Save a model with the trainer state that continues it: the optimiser buffers
 /// (`train.opt.<name>`, the model's dtype), the log (`train.log` [rows, 2 + columns] f64: step,
-/// loss, values), the snapshots (`train.snapshots` [n, 1 + H E E] f64: step, KQ), each probe's
+/// loss, values; its early rows `train.early` alike, where there are any), the snapshots (`train.snapshots` [n, 1 + H E E] f64: step, KQ), each probe's
 /// state (`train.probe.<i>` f64), and metadata `train.opt_counter`, `train.window_sum`,
 /// `train.window_count`, `train.columns`, `train.probes`, and `train.seconds` (training seconds
 /// so far, over every session) when `seconds` is given.
@@ -198,18 +198,31 @@ pub fn save<T: Scalar>(
         tensors.push(Raw::new(format!("train.opt.{name}"), vec![n], buf));
     }
     let width = 2 + columns.len();
-    let mut log = Vec::with_capacity(state.log.len() * width);
-    for r in &state.log {
-        if r.values.len() != columns.len() {
-            return Err(RunError::Refused(
-                "log rows do not match the columns".into(),
-            ));
+    let rows = |rows: &[LogRow]| -> Result<Vec<f64>> {
+        let mut flat = Vec::with_capacity(rows.len() * width);
+        for r in rows {
+            if r.values.len() != columns.len() {
+                return Err(RunError::Refused(
+                    "log rows do not match the columns".into(),
+                ));
+            }
+            flat.push(r.step as f64);
+            flat.push(r.loss);
+            flat.extend(&r.values);
         }
-        log.push(r.step as f64);
-        log.push(r.loss);
-        log.extend(&r.values);
-    }
+        Ok(flat)
+    };
+    let log = rows(&state.log)?;
     tensors.push(Raw::new("train.log", vec![state.log.len(), width], &log));
+    // only where there are early rows: a run without them keeps the bytes of older versions
+    if !state.early.is_empty() {
+        let early = rows(&state.early)?;
+        tensors.push(Raw::new(
+            "train.early",
+            vec![state.early.len(), width],
+            &early,
+        ));
+    }
     let kq = state.snapshots.first().map(|s| s.kq.len()).unwrap_or(0);
     let mut snaps = Vec::with_capacity(state.snapshots.len() * (1 + kq));
     for s in &state.snapshots {
@@ -325,16 +338,36 @@ fn load_state<T: Scalar>(
     if ls.len() != 2 || ls[1] != 2 + ncols {
         return Err(corrupt(path, format!("train.log has shape {ls:?}")));
     }
-    let flat = tensor_f64(path, f, "train.log", &ls)?;
-    let log: Vec<LogRow> = flat
-        .chunks_exact(2 + ncols)
-        .map(|r| LogRow {
-            step: r[0] as u64,
-            loss: r[1],
-            values: r[2..].to_vec(),
-        })
-        .collect();
+    let to_rows = |flat: Vec<f64>| -> Vec<LogRow> {
+        flat.chunks_exact(2 + ncols)
+            .map(|r| LogRow {
+                step: r[0] as u64,
+                loss: r[1],
+                values: r[2..].to_vec(),
+            })
+            .collect()
+    };
+    let log = to_rows(tensor_f64(path, f, "train.log", &ls)?);
     known.push("train.log".into());
+    // the early rows (absent: none, as in a checkpoint of an older version)
+    let early = match f.tensor("train.early") {
+        None => Vec::new(),
+        Some(t) => {
+            let es = t.shape.clone();
+            if es.len() != 2 || es[1] != 2 + ncols {
+                return Err(corrupt(path, format!("train.early has shape {es:?}")));
+            }
+            let early = to_rows(tensor_f64(path, f, "train.early", &es)?);
+            if let Some(r) = early.iter().find(|r| r.step > step) {
+                return Err(corrupt(
+                    path,
+                    format!("train.early has a row of step {}, past step {step}", r.step),
+                ));
+            }
+            known.push("train.early".into());
+            early
+        }
+    };
     let ss = shape_of("train.snapshots")?;
     if ss.len() != 2 || ss[1] < 1 {
         return Err(corrupt(path, format!("train.snapshots has shape {ss:?}")));
@@ -389,6 +422,7 @@ fn load_state<T: Scalar>(
         params: model.params.clone(),
         opt,
         log,
+        early,
         snapshots,
         window: (window_sum, window_count),
         probes,

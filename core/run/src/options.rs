@@ -34,15 +34,22 @@ use std::path::PathBuf;
 
 pub use crate::eval::MC_SAMPLES;
 
+/// Minutes of training between two checkpoints, by default (`--checkpoint-minutes`, C/C++
+/// `checkpoint_minutes`, Python `checkpoint_minutes=`): a `kill -9` loses at most this much
+/// work. A checkpoint of a one-layer model is a few kB and takes milliseconds, so half a minute
+/// costs nothing measurable; a GPT-2 run's (MBs) well under 1% of its time.
+pub const CHECKPOINT_MINUTES: f64 = 0.5;
+
 /// Options of a training run (`icl train`, `icl_train_run`, `icl.train`).
 #[derive(clap::Args, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainArgs {
-    /// Number of optimiser steps (overrides train.steps; with --resume, extends a finished run).
-    #[arg(long, allow_negative_numbers = true)]
+    /// Number of optimiser steps, >= 1 (overrides train.steps, read as `--set train.steps=N`
+    /// reads it: 10000, 1e4; with --resume, extends a finished run).
+    #[arg(long, allow_negative_numbers = true, value_parser = steps_flag)]
     pub steps: Option<u64>,
-    /// Random seed (overrides train.seed).
-    #[arg(long, allow_negative_numbers = true)]
+    /// Random seed (overrides train.seed, read as `--set train.seed=N` reads it).
+    #[arg(long, allow_negative_numbers = true, value_parser = seed_flag)]
     pub seed: Option<u64>,
     /// Engine: simd (default, the fastest built in), scalar or vulkan (see `icl bench`).
     #[arg(long)]
@@ -58,11 +65,11 @@ pub struct TrainArgs {
         allow_negative_numbers = true
     )]
     pub checkpoint_every: u64,
-    /// Checkpoint every M minutes of training (0: off).
+    /// Checkpoint every M minutes of training (0: off): a kill loses at most M minutes.
     #[arg(
         long,
         value_name = "M",
-        default_value_t = 5.0,
+        default_value_t = CHECKPOINT_MINUTES,
         allow_negative_numbers = true
     )]
     pub checkpoint_minutes: f64,
@@ -167,11 +174,12 @@ pub struct SweepRunArgs {
     /// at least 2).
     #[arg(long, default_value_t = MC_SAMPLES, allow_negative_numbers = true)]
     pub eval_samples: usize,
-    /// Checkpoint every M minutes of training (0: off; Ctrl-C / SIGTERM always checkpoint).
+    /// Checkpoint every M minutes of training (0: off; Ctrl-C / SIGTERM always checkpoint): a
+    /// kill loses at most M minutes of a run.
     #[arg(
         long,
         value_name = "M",
-        default_value_t = 5.0,
+        default_value_t = CHECKPOINT_MINUTES,
         allow_negative_numbers = true
     )]
     pub checkpoint_minutes: f64,
@@ -247,6 +255,27 @@ macro_rules! clap_defaults {
 }
 
 clap_defaults!(TrainArgs, EvalArgs, ReproArgs, SweepRunArgs);
+
+/// The value of the integer config key `key` (`train.steps`, `train.seed`) from a flag's text,
+/// read by the one parser of `--set KEY=TEXT` ([`icl_core::Config::set`]: `10000`, `1e4`), so
+/// a flag and its key accept the same forms.
+fn config_u64(
+    key: &str,
+    text: &str,
+    read: fn(&icl_core::Config) -> u64,
+) -> std::result::Result<u64, String> {
+    let mut c = icl_core::Config::default();
+    c.set(key, text).map_err(|e| e.to_string())?;
+    Ok(read(&c))
+}
+
+fn steps_flag(text: &str) -> std::result::Result<u64, String> {
+    config_u64("train.steps", text, |c| c.train.steps)
+}
+
+fn seed_flag(text: &str) -> std::result::Result<u64, String> {
+    config_u64("train.seed", text, |c| c.train.seed)
+}
 
 /// One `KEY=VALUE` item of `--set` or `--shift` as (KEY, VALUE).
 pub fn split_set(s: &str) -> Result<(&str, &str)> {
@@ -850,6 +879,46 @@ impl<'de> de::Deserializer<'de> for TextValue {
 mod tests {
     use super::*;
 
+    /// The default checkpoint cadence is declared once ([`CHECKPOINT_MINUTES`], at most half a
+    /// minute, so a kill loses at most 30 s of work); the docs of every front end say its value.
+    #[test]
+    fn the_checkpoint_default_is_what_every_front_end_documents() {
+        assert!(CHECKPOINT_MINUTES > 0.0 && CHECKPOINT_MINUTES <= 0.5);
+        assert_eq!(
+            TrainOptions::default().checkpoint_seconds,
+            60.0 * CHECKPOINT_MINUTES
+        );
+        assert_eq!(
+            SweepRunArgs::default().checkpoint_minutes,
+            CHECKPOINT_MINUTES
+        );
+        let m = CHECKPOINT_MINUTES;
+        for (file, text, want) in [
+            (
+                "docs/run-folders.md",
+                include_str!("../../../docs/run-folders.md"),
+                format!("`--checkpoint-minutes` (default {m}"),
+            ),
+            (
+                "ffi/src/c/train.rs",
+                include_str!("../../../ffi/src/c/train.rs"),
+                format!("`checkpoint_minutes` (default `\"{m}\"`"),
+            ),
+            (
+                "ffi/src/c/sweep.rs",
+                include_str!("../../../ffi/src/c/sweep.rs"),
+                format!("`checkpoint_minutes` (default `\"{m}\"`"),
+            ),
+            (
+                "ffi/python/README.md",
+                include_str!("../../../ffi/python/README.md"),
+                format!("checkpoint_minutes={m}"),
+            ),
+        ] {
+            assert!(text.contains(&want), "{file} does not say {want}");
+        }
+    }
+
     #[test]
     fn defaults_are_the_clis() {
         let e = EvalArgs::default();
@@ -858,7 +927,7 @@ mod tests {
         assert!(e.shift.is_empty() && e.tau.is_none() && !e.layers_out);
         let t = TrainArgs::default();
         assert_eq!((t.eval_samples, t.checkpoint_every), (20_000, 0));
-        assert_eq!(t.checkpoint_minutes, 5.0);
+        assert_eq!(t.checkpoint_minutes, CHECKPOINT_MINUTES);
         let r = ReproArgs::default();
         assert_eq!((r.scale.as_str(), r.jobs), ("smoke", 1));
         let s = SweepRunArgs::default();

@@ -71,7 +71,7 @@ impl Default for TrainOptions {
             force: false,
             eval_samples: crate::eval::MC_SAMPLES,
             checkpoint_every: 0,
-            checkpoint_seconds: 300.0,
+            checkpoint_seconds: 60.0 * crate::options::CHECKPOINT_MINUTES,
         }
     }
 }
@@ -107,6 +107,7 @@ pub fn check_engine_choice(cfg: &Config, engine: Option<&str>) -> Result<()> {
 pub fn train(cfg: &Config, out: &Path, o: &TrainOptions, progress: Progress) -> Result<Outcome> {
     o.check()?;
     cfg.validate()?;
+    check_steps(cfg)?;
     check_memory(cfg)?;
     let engines = Engines::named(o.engine.as_deref());
     crate::engines::check(&engines.0, cfg.train.dtype)?;
@@ -121,6 +122,17 @@ pub fn train(cfg: &Config, out: &Path, o: &TrainOptions, progress: Progress) -> 
         run(stage, tr, o, None, setup, progress)
     })();
     res.map_err(|e| abandoned(e, out, &staging, &ckpt))
+}
+
+/// A run needs at least one step: `train.steps = 0` would write a model that never trained,
+/// with no loss (refused before anything is written).
+fn check_steps(cfg: &Config) -> Result<()> {
+    if cfg.train.steps == 0 {
+        return Err(RunError::Refused(
+            "train.steps = 0: a run needs at least one step (give --steps N, N >= 1)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A fresh run that failed: with no checkpoint there is nothing to keep, so its staging folder
@@ -216,6 +228,7 @@ fn resume_staged(
             cfg.train.steps = s;
         }
         cfg.validate()?;
+        check_steps(&cfg)?;
         check_memory(&cfg)?;
         let engines = Engines::named(o.engine.as_deref());
         crate::engines::check(&engines.0, cfg.train.dtype)?;
@@ -383,13 +396,14 @@ fn train_loop<T: Scalar>(
     Ok(true)
 }
 
-/// `metrics.csv`: step, loss and every probe column.
+/// `metrics.csv`: step, loss and every probe column; the regular rows and the early ones
+/// ([`icl_core::train::early_row`]), by step.
 fn metrics_csv<T: Scalar>(t: &Trainer<T>) -> Result<String> {
     let mut header = vec!["step", "loss"];
     header.extend(t.columns().iter().map(|c| c.name.as_str()));
     let rows = t
-        .log
-        .iter()
+        .rows()
+        .into_iter()
         .map(|r| metrics_row(r.step, r.loss, &r.values, true));
     csv_text(&header, rows)
 }
@@ -586,7 +600,8 @@ impl Stage {
     fn check_space(&self, cfg: &Config) -> Result<()> {
         let spec = icl_core::ModelSpec::from_config(cfg)?;
         let params = spec.n_params() as u64 * 8 * 3;
-        let rows = cfg.train.steps / cfg.train.log_every.max(1) + 2;
+        // the regular rows, and at most 3 early ones a decade
+        let rows = cfg.train.steps / cfg.train.log_every.max(1) + 2 + 40;
         // heads and token width as configured (a bound for every family)
         let (heads, e) = (cfg.model.heads, spec.d + spec.n_out);
         let cols = 2 + 2 * heads as u64 + (spec.d * spec.d) as u64;

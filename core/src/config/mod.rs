@@ -980,6 +980,19 @@ fn distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// "; did you mean NAME?" for the name of `names` nearest to `given` (within 3 edits, ignoring
+/// case), or "" (the one "did you mean" of keys, presets and papers).
+pub fn did_you_mean<'a>(given: &str, names: impl IntoIterator<Item = &'a str>) -> String {
+    let given = given.to_lowercase();
+    names
+        .into_iter()
+        .map(|n| (distance(&n.to_lowercase(), &given), n))
+        .min_by_key(|(d, _)| *d)
+        .filter(|(d, _)| *d <= 3)
+        .map(|(_, n)| format!("; did you mean {n}?"))
+        .unwrap_or_default()
+}
+
 fn unknown_key(dotted: &str) -> Error {
     let best = keys()
         .map(|k| {
@@ -1390,6 +1403,17 @@ impl Config {
                 "task.eigs has {} values but task.d = {} (set task.eigs to [] to clear it)",
                 t.eigs.len(),
                 t.d
+            ));
+        }
+        // eigenvalues only where the task reads them: elsewhere setting them would change d to
+        // their count and nothing else (`--set task.eigs=0.5,0.3` on he2025 training at d = 2)
+        let reads_eigs = t.kind == TaskKind::Eigs
+            || (t.kind == TaskKind::Varying && t.covariance == CovFamily::Rotated);
+        if !t.eigs.is_empty() && !reads_eigs {
+            return bad(format!(
+                "task.eigs is read by task.kind = eigs (and varying with task.covariance = rotated), not by task.kind = {}: it would only set task.d to its {} values (set task.kind = eigs to train on them, or task.d for another dimension)",
+                t.kind.as_str(),
+                t.eigs.len()
             ));
         }
         match t.kind {
@@ -1910,6 +1934,15 @@ mod tests {
         assert!(
             matches!(c.validate(), Err(Error::InvalidConfig(m)) if m.contains("task.eigs has 3 values"))
         );
+        c.set("task.d", "3").unwrap();
+        assert!(
+            matches!(c.validate(), Err(Error::InvalidConfig(m)) if m.contains("not by task.kind = isotropic")),
+            "eigenvalues on a task that does not read them"
+        );
+        c.set("task.kind", "eigs").unwrap();
+        c.validate().unwrap();
+        c.set("task.kind", "isotropic").unwrap();
+        c.set("task.d", "7").unwrap();
         c.set("task.eigs", "").unwrap();
         assert_eq!(
             c.task.d, 7,

@@ -61,12 +61,15 @@ const ALL: [Preset; count(LISTS)] = concat(LISTS);
 /// `he2025`).
 pub const PRESETS: &[Preset] = &ALL;
 
+/// The preset a front end trains when none is named ([`crate::Config::default`] is it).
+pub const DEFAULT: &str = "he2025";
+
 /// The config of a preset.
 pub fn preset(name: &str) -> Result<Config> {
-    let (_, _, sets) = PRESETS
-        .iter()
-        .find(|(n, _, _)| *n == name)
-        .ok_or_else(|| Error::UnknownPreset(format!("{name} (see `icl presets`)")))?;
+    let (_, _, sets) = PRESETS.iter().find(|(n, _, _)| *n == name).ok_or_else(|| {
+        let hint = crate::config::did_you_mean(name, PRESETS.iter().map(|(n, _, _)| *n));
+        Error::UnknownPreset(format!("{name}{hint} (see `icl presets`)"))
+    })?;
     let mut c = Config::default();
     for (k, v) in sets.iter() {
         c.set(k, v)?;
@@ -83,6 +86,8 @@ mod tests {
             super::preset(n).unwrap();
         }
         assert!(super::preset("nope").is_err());
+        let e = alloc::format!("{}", super::preset("he2052").unwrap_err());
+        assert!(e.contains("did you mean he2025?"), "{e}");
     }
 
     /// Every paper's list is in [`super::PRESETS`] once, and the names are unique.

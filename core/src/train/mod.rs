@@ -12,6 +12,13 @@
 //!   loss of the parameters before update t and the probes at those parameters; the step that
 //!   completes `train.steps` adds a final row for the parameters after that update.
 //!
+//! These are the regular rows ([`Trainer::log`]), which everything that needs an even spacing
+//! reads (plateau detection, the curves of the outputs). Besides them, early rows
+//! ([`Trainer::early`], [`early_row`]) at steps 1, 2, 5, 10, 20, 50, ... below `train.log_every`
+//! give a log step axis points in its first decades; an early row's loss is that one step's (the
+//! batch loss of step s online, the full-batch loss before update t on a fixed set), with the
+//! probes as a regular row of that step would have them. `metrics.csv` lists both, by step.
+//!
 //! A step is all or nothing: one that diverges (a loss, gradient or update that is not finite)
 //! fails with [`Error::Numerical`] and leaves the trainer exactly as the previous step left it.
 //!
@@ -45,6 +52,32 @@ pub struct LogRow {
     pub values: Vec<f64>,
 }
 
+/// Whether step `step` gets an early row ([`Trainer::early`]): a step of the 1-2-5 sequence (1,
+/// 2, 5, 10, 20, 50, 100, ...) below `every` (`train.log_every`) where the regular rule logs no
+/// row (online: not step 1 nor `steps`; full batch: not a multiple of `every`, which step 0 is).
+/// The one rule of the early rows.
+pub fn early_row(step: u64, every: u64, steps: u64, full_batch: bool) -> bool {
+    if step >= every || step == 0 || (!full_batch && (step == 1 || step == steps)) {
+        return false;
+    }
+    let mut p = 1u64;
+    while p <= step / 10 {
+        p *= 10;
+    }
+    step.is_multiple_of(p) && matches!(step / p, 1 | 2 | 5)
+}
+
+/// The steps whose batch losses the regular row of step `step` averages on fresh data (see the
+/// module's logging conventions): `(first, last)`, from the step after the previous regular row
+/// through `step`.
+pub fn row_window(step: u64, every: u64) -> (u64, u64) {
+    if step <= 1 {
+        return (step, step);
+    }
+    let prev = ((step - 1) / every.max(1) * every.max(1)).max(1);
+    (prev + 1, step)
+}
+
 /// The effective KQ of every head after `step` steps ([H, E, E]; for transformers Phi of every
 /// parameter set and head, [sets H, D, D], of stage 2 for the IV model).
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +93,8 @@ pub struct TrainState<T> {
     pub params: Vec<T>,
     pub opt: Optimizer<T>,
     pub log: Vec<LogRow>,
+    /// The early rows ([`early_row`]), by step.
+    pub early: Vec<LogRow>,
     pub snapshots: Vec<Snapshot>,
     /// Sum and count of the batch losses since the last row (online objectives).
     pub window: (f64, u64),
@@ -97,7 +132,10 @@ pub struct Trainer<T: Scalar> {
     pub opt: Optimizer<T>,
     /// Steps completed.
     pub step: u64,
+    /// The regular rows (see the module's logging conventions).
     pub log: Vec<LogRow>,
+    /// The early rows ([`early_row`]), by step.
+    pub early: Vec<LogRow>,
     pub snapshots: Vec<Snapshot>,
     columns: Vec<Column>,
     objective: Box<dyn Objective<T>>,
@@ -147,6 +185,7 @@ impl<T: Scalar> Trainer<T> {
             model,
             step: 0,
             log: Vec::new(),
+            early: Vec::new(),
             snapshots: Vec::new(),
             columns,
             objective,
@@ -188,6 +227,7 @@ impl<T: Scalar> Trainer<T> {
         tr.opt = state.opt;
         tr.step = state.step;
         tr.log = state.log;
+        tr.early = state.early;
         tr.snapshots = state.snapshots;
         tr.window = state.window;
         Ok(tr)
@@ -200,6 +240,7 @@ impl<T: Scalar> Trainer<T> {
             params: self.model.params.clone(),
             opt: self.opt.clone(),
             log: self.log.clone(),
+            early: self.early.clone(),
             snapshots: self.snapshots.clone(),
             window: self.window,
             probes: self.probes.iter().map(|p| p.state()).collect(),
@@ -276,15 +317,19 @@ impl<T: Scalar> Trainer<T> {
             })?;
         let full = self.objective.full_batch();
         let every = self.cfg.train.log_every.max(1);
-        let rows = self.log.len();
+        let rows = (self.log.len(), self.early.len());
         if full && t.is_multiple_of(every) {
             self.push_row(loss)?;
+        } else if full && early_row(t, every, self.cfg.train.steps, true) {
+            let row = self.row(loss)?;
+            self.early.push(row);
         }
         // probes that train alongside (the cubic twin) step now; each is all or nothing, and
         // they are the last thing that can fail before the update is written
         for p in self.probes.iter_mut() {
             if let Err(e) = p.after_step(t) {
-                self.log.truncate(rows);
+                self.log.truncate(rows.0);
+                self.early.truncate(rows.1);
                 return Err(e);
             }
         }
@@ -299,6 +344,9 @@ impl<T: Scalar> Trainer<T> {
                 let mean = self.window.0 / self.window.1.max(1) as f64;
                 self.window = (0.0, 0);
                 self.push_row(mean)?;
+            } else if early_row(s, every, self.cfg.train.steps, false) {
+                let row = self.row(loss)?;
+                self.early.push(row);
             }
         }
         let snap = self.cfg.train.snapshot_every;
@@ -339,17 +387,31 @@ impl<T: Scalar> Trainer<T> {
         Ok(loss)
     }
 
-    fn push_row(&mut self, loss: f64) -> Result<()> {
+    /// A row of the current step: `loss` and the probes at the current parameters.
+    fn row(&mut self, loss: f64) -> Result<LogRow> {
         let mut values = Vec::with_capacity(self.columns.len());
         for p in self.probes.iter_mut() {
             p.record(&self.model, &mut values)?;
         }
-        self.log.push(LogRow {
+        Ok(LogRow {
             step: self.step,
             loss,
             values,
-        });
+        })
+    }
+
+    fn push_row(&mut self, loss: f64) -> Result<()> {
+        let row = self.row(loss)?;
+        self.log.push(row);
         Ok(())
+    }
+
+    /// Every row, regular and early, by step (what `metrics.csv` lists; an early row's step is
+    /// never a regular row's).
+    pub fn rows(&self) -> Vec<&LogRow> {
+        let mut out: Vec<&LogRow> = self.log.iter().chain(&self.early).collect();
+        out.sort_by_key(|r| r.step);
+        out
     }
 
     /// The loss of the current parameters on the training objective (full batch), or `None`
@@ -381,7 +443,7 @@ impl<T: Scalar> Trainer<T> {
         Ok(())
     }
 
-    /// The loss curve (step, loss) of the log.
+    /// The loss curve (step, loss) of the regular rows.
     pub fn curve(&self) -> Vec<(f64, f64)> {
         self.log.iter().map(|r| (r.step as f64, r.loss)).collect()
     }

@@ -36,6 +36,15 @@ pub fn by_moments(cfg: &Config) -> bool {
         && cfg.model.attention == AttentionKind::Linear
 }
 
+/// Whether `cfg` trains full batch on a fixed set (one-layer attention on the `eigs` task with
+/// `task.P > 0`; its rows log the loss of the whole set) rather than on fresh data every step:
+/// the decision [`build`] makes, for front ends that describe a run's loss before or after it.
+pub fn full_batch(cfg: &Config) -> bool {
+    cfg.model.arch == crate::config::Arch::Attention
+        && cfg.task.kind == TaskKind::Eigs
+        && cfg.task.p > 0
+}
+
 /// The objective and probes of a configuration: the one place that decides the protocol.
 #[allow(clippy::type_complexity)]
 pub fn build<T: Scalar>(
@@ -136,6 +145,7 @@ mod tests {
             cfg.set("train.batch", "2").unwrap();
             let tr = Trainer::<f64>::new(&cfg, &ScalarEngine).unwrap();
             assert_eq!(by_moments(&cfg), tr.engine_name() == "moments", "{name}");
+            assert_eq!(full_batch(&cfg), tr.full_batch(), "{name}");
         }
         let mut ml = crate::presets::preset("multilayer-t2").unwrap();
         ml.set("task.L", "8").unwrap();

@@ -392,7 +392,10 @@ fn run_training(
     let mut last_line = Instant::now();
     let mut stop: Option<PyErr> = None;
     let mut printed = false;
+    // the step this session started from (a resumed run's first call is after its step + 1)
+    let mut start: Option<u64> = None;
     let mut progress = |step: u64, total: u64, loss: f64| -> bool {
+        let from = *start.get_or_insert(step.saturating_sub(1));
         if step < total && last_check.elapsed() < Duration::from_millis(100) {
             return true;
         }
@@ -407,10 +410,13 @@ fn run_training(
                 Report::Line => {
                     if step == total || last_line.elapsed() >= Duration::from_millis(500) {
                         last_line = Instant::now();
-                        let rate = step as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+                        // this session's steps only: a resumed run's restored ones took no time
+                        let rate = (step - from) as f64 / t0.elapsed().as_secs_f64().max(1e-9);
                         stderr_write(
                             py,
-                            &format!("\rstep {step}/{total}  loss {loss:.6}  {rate:.0} steps/s  "),
+                            &format!(
+                                "\rstep {step}/{total}  batch loss {loss:.6}  {rate:.0} steps/s  "
+                            ),
                         );
                         printed = true;
                     }

@@ -53,7 +53,7 @@ pub unsafe extern "C" fn icl_sweep_plan(
 /// once, `"0"` (one per core) to `"256"`, default `"1"`), `index` (train only that run, from
 /// `"0"`; not with `jobs`), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset:
 /// `icl_default_engine()`), `eval_samples` (Monte Carlo samples for the final risk in each
-/// `summary.json`, default `"20000"`, `"0"`: none), `checkpoint_minutes` (default `"5"`, `"0"`:
+/// `summary.json`, default `"20000"`, `"0"`: none), `checkpoint_minutes` (default `"0.5"`, `"0"`:
 /// off), `checkpoint_every` (steps, default `"0"`: off) and `force` (`"true"`: retrain
 /// complete runs too, replacing their folders; default `"false"`). Statuses:
 /// `ICL_ERR_ARGUMENT` (an unknown or repeated key, a value not of its kind, `jobs` over 256,

@@ -19,7 +19,7 @@ use std::path::Path;
 /// (`"simd"`, `"scalar"` or `"vulkan"`; unset: `icl_default_engine()`), `force` (`"true"`:
 /// replace an existing run in `out_dir`; default `"false"`), `eval_samples` (Monte Carlo samples
 /// of the risk at the training length in `summary.json`, default `"20000"`, `"0"`: none),
-/// `checkpoint_every` (steps, default `"0"`: off) and `checkpoint_minutes` (default `"5"`,
+/// `checkpoint_every` (steps, default `"0"`: off) and `checkpoint_minutes` (default `"0.5"`,
 /// `"0"`: off); `icl_options_list` lists them. Blocks until the run is done; prints nothing.
 /// Statuses: `ICL_ERR_ARGUMENT` (an unknown or repeated key, a value not of its kind, a negative
 /// or non-finite `checkpoint_minutes`, `out_dir` `""` or holding a run or other files without

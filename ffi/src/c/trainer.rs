@@ -215,7 +215,9 @@ pub unsafe extern "C" fn icl_trainer_save(
 /// writes for the same steps, however the steps are split into calls (with fresh data a row after
 /// step 1, every `train.log_every` steps and at step `train.steps`; full batch (`eigs` with
 /// `task.P` > 0) a row at steps 0, `train.log_every`, ... before their update and one after the
-/// update that completes `train.steps`). Steps of `icl_trainer_step_batch` are not logged.
+/// update that completes `train.steps`; both also at the early steps 2, 5, 10, 20, 50, ... below
+/// `train.log_every`, 1 too full batch), by step. Steps of `icl_trainer_step_batch` are not
+/// logged.
 ///
 /// Returns ICL_OK, or ICL_ERR_NULL (`trainer` or `out` is NULL).
 #[no_mangle]
@@ -226,7 +228,7 @@ pub unsafe extern "C" fn icl_trainer_log_len(
     guard(|| put(out, href(trainer, "trainer")?.log_len(), "out"))
 }
 
-/// Row `i` (0-based) of the training log: the step, the mean training loss since the previous row,
+/// Row `i` (0-based) of the training log: the step, the training loss (as in `metrics.csv`),
 /// and the per-head omega and mu (first output) columns of the log. `omega_len` and `mu_len` must
 /// equal the number of those columns: H (`icl_trainer_dims`' heads) for one-layer attention on
 /// every task but `eigs`, and 0 for the `eigs` task and for multi-layer models (`model.arch` =

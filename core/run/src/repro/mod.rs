@@ -94,7 +94,11 @@ impl Paper {
             .map(Paper)
             .ok_or_else(|| {
                 let names: Vec<&str> = PAPERS.iter().map(|p| p.name).collect();
-                RunError::UnknownName(format!("paper {s:?} ({})", names.join(", ")))
+                let hint = icl_core::config::did_you_mean(s, names.iter().copied());
+                RunError::UnknownName(format!(
+                    "unknown paper {s:?}{hint} (the papers are {})",
+                    names.join(", ")
+                ))
             })
     }
     pub fn name(self) -> &'static str {
