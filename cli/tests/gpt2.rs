@@ -424,6 +424,10 @@ fn function_classes_train_and_evaluate_with_their_baselines() {
             "--json",
         ]))
         .unwrap();
+        // a figure is .svg or .png: a .pdf is refused before the Monte Carlo, nothing written
+        let pdf = dir.join("risk.pdf");
+        refused(&["eval", s(&run), "--plot", s(&pdf)], ".svg or .png");
+        assert!(!pdf.exists());
         for e in ests {
             let r = risks(&ev, e);
             assert_eq!(r.len(), 7, "{preset} {e}");

@@ -29,6 +29,7 @@ pub struct Args {
 pub fn run(a: &Args) -> CliResult {
     // a figure that cannot be written is refused before the Monte Carlo runs
     if let Some(p) = &a.plot {
+        icl_core_run::plot::check_figure_path(p)?;
         icl_core_run::folder::check_output(p)?;
     }
     // the options are checked before the run is read

@@ -300,9 +300,23 @@ pub fn write_svg_text(path: &Path, svg: &str) -> Result<()> {
     crate::folder::atomic_write(path, &file_bytes(path, svg)?)
 }
 
+/// A figure's file name must end in `.svg` or `.png` (any case): icl writes those two formats
+/// and nothing else (a `.pdf` would get SVG text inside).
+pub fn check_figure_path(path: &Path) -> Result<()> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if ext.eq_ignore_ascii_case("svg") || ext.eq_ignore_ascii_case("png") {
+        return Ok(());
+    }
+    Err(crate::error::RunError::Refused(format!(
+        "{}: a figure is written as .svg or .png (for a PDF convert the SVG, e.g. `rsvg-convert -f pdf`)",
+        path.display()
+    )))
+}
+
 /// The bytes [`write_svg_text`] writes to `path`: the SVG text, or its PNG rendering when
-/// `path` ends in `.png`.
+/// `path` ends in `.png`; other names are refused ([`check_figure_path`]).
 pub fn file_bytes(path: &Path, svg: &str) -> Result<Vec<u8>> {
+    check_figure_path(path)?;
     if path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("png"))
@@ -992,7 +1006,8 @@ impl Figure {
         Ok(svg)
     }
 
-    /// Write the figure to `path`: PNG if it ends in `.png`, SVG otherwise.
+    /// Write the figure to `path`: PNG if it ends in `.png`, SVG if in `.svg`; other names are
+    /// refused.
     pub fn write(&self, path: &Path) -> Result<()> {
         write_svg_text(path, &self.svg()?)
     }
