@@ -883,7 +883,7 @@ mod tests {
     /// minute, so a kill loses at most 30 s of work); the docs of every front end say its value.
     #[test]
     fn the_checkpoint_default_is_what_every_front_end_documents() {
-        assert!(CHECKPOINT_MINUTES > 0.0 && CHECKPOINT_MINUTES <= 0.5);
+        const { assert!(CHECKPOINT_MINUTES > 0.0 && CHECKPOINT_MINUTES <= 0.5) };
         assert_eq!(
             TrainOptions::default().checkpoint_seconds,
             60.0 * CHECKPOINT_MINUTES

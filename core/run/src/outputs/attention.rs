@@ -78,6 +78,9 @@ fn omega_mu_plot<T: Scalar>(t: &Trainer<T>, dir: &RunDir) -> Result<()> {
         .write(&dir.file("omega_mu.svg"))
 }
 
+/// Reference levels of a figure: (legend, value).
+type Levels = Vec<(String, f64)>;
+
 /// The theory's (omega, mu) for `omega_mu.svg` where He et al. (2025) has them (softmax
 /// attention on the isotropic task, one output): for one head the kernel regressor's optimum
 /// omega* = 1/sqrt(d), mu* (Chen et al. 2024a); for several, ±mu_gamma (eq. 4.5) at the learned
@@ -87,7 +90,7 @@ fn theory_levels(
     cfg: &icl_core::config::Config,
     omega: &[Vec<f64>],
     _mu: &[Vec<f64>],
-) -> (Vec<(String, f64)>, Vec<(String, f64)>) {
+) -> (Levels, Levels) {
     use icl_core::config::{Activation, AttentionKind, TaskKind};
     let none = (Vec::new(), Vec::new());
     let m = &cfg.model;
@@ -126,7 +129,7 @@ fn theory_levels(
             Vec::new(),
             vec![
                 (format!("+μ_γ = {u:.3} (eq. 4.5, γ = {gamma:.3})"), u),
-                (format!("−μ_γ"), -u),
+                ("−μ_γ".to_string(), -u),
             ],
         ),
         _ => none,
