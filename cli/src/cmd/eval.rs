@@ -17,7 +17,8 @@ pub struct Args {
     #[command(flatten)]
     pub opts: EvalArgs,
     /// Also write the figure of the risks against L' (model and every baseline, error bars of
-    /// one standard error) to FILE: PNG if it ends in .png, SVG otherwise.
+    /// one standard error) to FILE: PNG if it ends in .png, SVG if in .svg (other names are
+    /// refused).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Print JSON: {"rows": [{"estimator", "L", "risk", "stderr", "tau", "shift"}], ...} ("tau"

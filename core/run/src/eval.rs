@@ -705,7 +705,8 @@ pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eval
 }
 
 /// Write the figure of `res` (risk against L' of the model and every baseline, error bars of one
-/// standard error; He et al. 2025 figure 3) to `path`: PNG if it ends in `.png`, SVG otherwise.
+/// standard error; He et al. 2025 figure 3) to `path`: PNG if it ends in `.png`, SVG if in
+/// `.svg` (other names are refused).
 pub fn write_risk_plot(res: &EvalRows, path: &std::path::Path) -> Result<()> {
     crate::plot::figures::risk_vs_len(res)?.write(path)
 }

@@ -220,24 +220,12 @@ impl Estimator {
         let x = |i: usize, k: usize| seq[i * e + k].to_f64();
         let y = |i: usize, o: usize| seq[i * e + d + o].to_f64();
         let xq: Vec<f64> = (0..d).map(|k| x(l, k)).collect();
-        let lf = l as f64;
+        let (lf, nout) = (l as f64, out.len());
         match self {
             Estimator::Zero => out.iter_mut().for_each(|v| *v = 0.0),
             Estimator::VanillaGd { eta } | Estimator::DebiasedGd { eta } => {
                 let debias = matches!(self, Estimator::DebiasedGd { .. });
-                let xbar: Vec<f64> = (0..d)
-                    .map(|k| (0..l).map(|i| x(i, k)).sum::<f64>() / lf)
-                    .collect();
-                for (o, v) in out.iter_mut().enumerate().take(no) {
-                    let mut acc = 0.0;
-                    for i in 0..l {
-                        let dot: f64 = (0..d)
-                            .map(|k| (x(i, k) - if debias { xbar[k] } else { 0.0 }) * xq[k])
-                            .sum();
-                        acc += y(i, o) * dot;
-                    }
-                    *v = eta * acc / lf;
-                }
+                gd_sum(*eta, debias, &xq, l, d, &x, &y, &mut out[..no.min(nout)]);
             }
             Estimator::PrecondGd {
                 eta,
@@ -247,19 +235,7 @@ impl Estimator {
                 let gq: Vec<f64> = (0..d)
                     .map(|r| (0..d).map(|c| gamma_inv[r * d + c] * xq[c]).sum())
                     .collect();
-                let xbar: Vec<f64> = (0..d)
-                    .map(|k| (0..l).map(|i| x(i, k)).sum::<f64>() / lf)
-                    .collect();
-                for (o, v) in out.iter_mut().enumerate().take(no) {
-                    let mut acc = 0.0;
-                    for i in 0..l {
-                        let dot: f64 = (0..d)
-                            .map(|k| (x(i, k) - if *debiased { xbar[k] } else { 0.0 }) * gq[k])
-                            .sum();
-                        acc += y(i, o) * dot;
-                    }
-                    *v = eta * acc / lf;
-                }
+                gd_sum(*eta, *debiased, &gq, l, d, &x, &y, &mut out[..no.min(nout)]);
             }
             Estimator::Ridge { .. } | Estimator::Ols => {
                 let lambda = if let Estimator::Ridge { lambda } = self {
@@ -379,6 +355,35 @@ impl Estimator {
             Estimator::Reduced { omega, mu } => nw_sum(omega, mu, l, d, &x, &y, &xq, out),
         }
         Ok(())
+    }
+}
+
+/// One gradient step from 0 read along `dir`: `out_o = eta / L sum_l y_lo (x_l - [xbar])^T dir`
+/// (`dir` = x_q for vanilla and debiased GD, Gamma^-1 x_q preconditioned).
+#[allow(clippy::too_many_arguments)]
+fn gd_sum(
+    eta: f64,
+    debias: bool,
+    dir: &[f64],
+    l: usize,
+    d: usize,
+    x: &dyn Fn(usize, usize) -> f64,
+    y: &dyn Fn(usize, usize) -> f64,
+    out: &mut [f64],
+) {
+    let lf = l as f64;
+    let xbar: Vec<f64> = (0..d)
+        .map(|k| (0..l).map(|i| x(i, k)).sum::<f64>() / lf)
+        .collect();
+    for (o, v) in out.iter_mut().enumerate() {
+        let mut acc = 0.0;
+        for i in 0..l {
+            let dot: f64 = (0..d)
+                .map(|k| (x(i, k) - if debias { xbar[k] } else { 0.0 }) * dir[k])
+                .sum();
+            acc += y(i, o) * dot;
+        }
+        *v = eta * acc / lf;
     }
 }
 

@@ -235,7 +235,7 @@ impl Run {
     /// `icl eval --shift`), and for transformer runs `lambda_range`, `stack`, `layers_out`,
     /// `alignment`, `ref`. A pandas DataFrame when pandas is installed (and `as_frame` is not
     /// False), else a list of dicts. `plot`: a file to draw the risks against L' in
-    /// (`icl eval --plot`; PNG if it ends in `.png`, SVG otherwise; `log_lengths=True` for a
+    /// (`icl eval --plot`; PNG if it ends in `.png`, SVG if in `.svg`; `log_lengths=True` for a
     /// log L' axis). The GIL is released while it runs.
     #[pyo3(
         signature = (*, as_frame = None, plot = None, **options),

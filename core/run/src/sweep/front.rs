@@ -226,7 +226,10 @@ mod tests {
         let o = from_pairs(&[]).unwrap();
         assert_eq!((o.jobs, o.index), (1, None));
         assert_eq!(o.train.eval_samples, 20_000);
-        assert_eq!(o.train.checkpoint_seconds, 300.0);
+        assert_eq!(
+            o.train.checkpoint_seconds,
+            crate::options::CHECKPOINT_MINUTES * 60.0
+        );
         assert!(!o.train.force);
         let o = from_pairs(&[
             ("index", "3"),
