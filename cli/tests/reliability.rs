@@ -1047,7 +1047,10 @@ fn class6_sigterm_and_sigint_checkpoint_and_the_minute_cadence_survives_kill_9()
 #[test]
 fn class7_same_seed_same_bytes() {
     let d = tmp("c7");
-    let (a, b) = (d.join("a"), d.join("b"));
+    // the same folder name under two parents: figures are titled with the run's name
+    let (a, b) = (d.join("a").join("run"), d.join("b").join("run"));
+    std::fs::create_dir_all(d.join("a")).unwrap();
+    std::fs::create_dir_all(d.join("b")).unwrap();
     assert!(train(&a, &["--steps", "300"]).status.success());
     assert!(train(&b, &["--steps", "300"]).status.success());
     for f in [
