@@ -155,13 +155,14 @@ fn train_writes_run_folder_and_prints_summary_path_last() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = svg_texts(&std::fs::read_to_string(out.join("risk.svg")).unwrap());
+    // the legend in words, not identifiers
     for n in [
         "model",
-        "vanilla_gd",
-        "debiased_gd",
-        "ridge",
-        "ols",
-        "nw",
+        "vanilla GD (η*)",
+        "debiased GD (η*)",
+        "ridge (Bayes λ)",
+        "OLS",
+        "kernel regressor (ω*, μ*)",
         "10",
         "50",
     ] {
