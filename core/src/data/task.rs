@@ -297,10 +297,7 @@ impl Task {
             Some(MlTask::Iv(iv)) => return iv.one_stage(&iv.draw(rng, len), len, z, y),
             None => {}
         }
-        if self.func.is_some() {
-            self.sample_function(rng, len, self.d, normals, z, y);
-            return;
-        }
+        // (function-class tasks have no w*: `sample_sequence_as` draws their function)
         let tv = if self.w_star.is_empty() || rng::uniform(rng) < self.icl_fraction {
             TaskVector::Random
         } else if self.icl_fraction == 0.0 {
