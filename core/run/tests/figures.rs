@@ -575,7 +575,7 @@ fn he2025_flow_figure_has_a_log_time_axis_and_readable_names() {
         "{t:?}"
     );
     // decades of time labelled
-    for l in ["1", "10", "100", "1k"] {
+    for l in ["1", "10", "100", "1000"] {
         assert!(has(&t, l), "time label {l} missing in {t:?}");
     }
 }
