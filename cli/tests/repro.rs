@@ -489,3 +489,27 @@ fn slurm_writes_the_array_and_the_report_job() {
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&theory);
 }
+
+/// `icl repro garg --scale smoke`: Garg et al.'s four function classes, each model below the
+/// classical learners its claim names (the orderings of Figs. 2 and 4), every claim stating its
+/// reduction, and each run's risk figure (squared error / E y² at every L) in the report.
+#[test]
+fn garg_smoke_passes_with_its_baselines() {
+    let (out, j) = report("garg", "2");
+    check_claims(&j, "garg", 4);
+    let claims = j["claims"].as_array().unwrap();
+    for c in claims {
+        let note = c["note"].as_str().unwrap();
+        assert!(note.contains("smoke: 2 layers"), "{c}");
+        let run = c["runs"][0].as_str().unwrap();
+        let svg = std::fs::read_to_string(out.join("runs").join(run).join("risk.svg")).unwrap();
+        assert!(svg.contains("squared error /"), "{run}");
+    }
+    let tree = claims.iter().find(|c| c["id"] == "tree-smoke").unwrap();
+    for e in ["tree_depth4", "boosted_trees"] {
+        assert!(tree["note"].as_str().unwrap().contains(e), "{tree}");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("sparse-smoke") && html.contains("<svg"));
+    let _ = std::fs::remove_dir_all(&out);
+}

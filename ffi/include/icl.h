@@ -672,7 +672,7 @@ icl_status icl_model_risk(icl_model *model, const icl_task *task, size_t len, si
 void icl_model_free(icl_model *model);
 
 /**
- * Reproduce the paper `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"` or `"temperature"`)
+ * Reproduce the paper `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"`, `"temperature"` or `"garg"`)
  * into the folder `out_dir` like `icl repro PAPER --out OUT_DIR --json`, and copy the text of
  * the `report.json` it writes into `buf` (capacity `cap`, NUL included; `needed`, optional,
  * receives the size required): `{"paper", "scale", "version", "machine", "claims": [{"id",

@@ -304,7 +304,7 @@ pub mod bridge {
         /// `path`: PNG if it ends in `.png`, SVG otherwise (`icl eval --plot`). Throws where
         /// `icl_eval_plot` returns a status.
         fn eval_plot(rows_json: &str, path: &str) -> Result<()>;
-        /// Reproduce `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"`, `"temperature"`) into
+        /// Reproduce `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"`, `"temperature"`, `"garg"`) into
         /// `out_dir` like `icl repro PAPER --out OUT_DIR --json` and return `report.json`'s text;
         /// options as `icl_repro` in `icl.h` takes them (`scale`, `only`, `jobs`, `engine`,
         /// `set.KEY`). Runs already complete under `OUT_DIR/runs/` are skipped, interrupted ones

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 /// Arguments of `icl repro`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The paper: he2025, zhang2025, multilayer or temperature.
+    /// The paper: he2025, zhang2025, multilayer, temperature or garg.
     pub paper: String,
     /// Output folder: runs/ (ordinary run folders), report.json, report.md, report.html.
     #[arg(long)]

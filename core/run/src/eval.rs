@@ -316,6 +316,7 @@ pub fn eval_model(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eva
         lambda_range: None,
         stack: None,
         d: None,
+        normalization: None,
         train_len: None,
         log_lengths: false,
     })
@@ -370,6 +371,7 @@ fn ml_rows(rep: ml_eval::Report, o: &EvalOptions, engine: String) -> EvalRows {
         lambda_range: o.multilayer.lambda_range,
         stack: o.multilayer.stack,
         d: None,
+        normalization: None,
         train_len: None,
         log_lengths: false,
     }
@@ -608,9 +610,30 @@ pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
     v
 }
 
+/// E y² of a GPT-2 run's task, what Garg et al.'s figures divide the squared error by
+/// (`plot_utils.collect_results`): k for sparse linear functions, 1 for decision trees, d
+/// otherwise (linear functions, E (w·x)² = d; two-layer networks, whose scaling gives d too).
+pub fn normalization(cfg: &Config) -> f64 {
+    match cfg.task.kind {
+        TaskKind::Sparse => cfg.task.sparsity as f64,
+        TaskKind::Tree => 1.0,
+        _ => cfg.task.d as f64,
+    }
+}
+
 /// Risks of a GPT-2 run at every prompt position 0..=L (L the longest of `o.lengths`): the model
 /// at each temperature and [`gpt2_baselines`]; `d` is reported for the plot's risk / d.
 pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<EvalRows> {
+    eval_gpt2_with(cfg, model, o, &gpt2_baselines(cfg))
+}
+
+/// [`eval_gpt2`] with the baselines `ests` (the end of training leaves out the fitted ones).
+pub fn eval_gpt2_with(
+    cfg: &Config,
+    model: &AnyModel,
+    o: &EvalOptions,
+    ests: &[Estimator],
+) -> Result<EvalRows> {
     check(o)?;
     no_multilayer_options(o)?;
     let engines = Engines::named(o.engine.as_deref());
@@ -631,7 +654,6 @@ pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eval
         .unwrap_or(cfg.task.len)
         .min(positions - 1);
     let opt = o.temper.taus.contains(&Tau::Opt);
-    let ests = gpt2_baselines(cfg);
     // the temperatures evaluated: those given, then every one `opt` chose at some position
     let (chosen, taus, res) = dispatch!(model, m => {
         let Net::Gpt2(sp) = &m.spec.net else {
@@ -652,7 +674,7 @@ pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eval
                 taus.push(t);
             }
         }
-        let res = icl_core::families::gpt2::eval::position_risks(sp, &m.params, &task, len, o.samples, o.seed, &mut runner, &taus, &ests)?;
+        let res = icl_core::families::gpt2::eval::position_risks(sp, &m.params, &task, len, o.samples, o.seed, &mut runner, &taus, ests)?;
         (chosen, taus, res)
     });
     let at = |t: f64| taus.iter().position(|&x| x == t).unwrap_or(0);
@@ -699,6 +721,7 @@ pub fn eval_gpt2(cfg: &Config, model: &AnyModel, o: &EvalOptions) -> Result<Eval
         lambda_range: None,
         stack: None,
         d: Some(cfg.task.d),
+        normalization: Some(normalization(cfg)),
         train_len: None,
         log_lengths: false,
     })

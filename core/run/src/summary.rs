@@ -369,6 +369,10 @@ pub struct EvalRows {
     /// The covariate dimension (GPT-2 runs: the plot shows risk / d, Garg et al.'s Fig. 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub d: Option<usize>,
+    /// What the GPT-2 plot divides the squared error by: E y² of the task, as Garg et al.'s
+    /// figures (d for linear functions and two-layer networks, k for sparse ones, 1 for trees).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalization: Option<f64>,
     /// The run's training length L (`task.len`), marked in the plot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub train_len: Option<usize>,

@@ -218,6 +218,7 @@ fn rows() -> EvalRows {
         lambda_range: None,
         stack: None,
         d: None,
+        normalization: None,
         train_len: Some(40),
         log_lengths: false,
     }
@@ -448,6 +449,17 @@ fn gpt2_figure_is_risk_over_d_on_a_linear_axis() {
         assert!(has(&t, l), "legend {l} missing in {t:?}");
     }
     no_float_noise(&t);
+    // a sparse task's figure divides by E y² = k, as Garg et al.'s, and says so
+    let sparse = EvalRows {
+        normalization: Some(3.0),
+        ..res.clone()
+    };
+    let fig = figures::risk_vs_len(&sparse).unwrap();
+    let p = &fig.panels[0];
+    assert_eq!(p.y.label, "squared error / 3");
+    assert!(p.title.contains("E y² = 3"), "{}", p.title);
+    let model = p.series.iter().find(|s| s.name == "model").unwrap();
+    assert_eq!(model.points[0], (0.0, d as f64 / 3.0));
 }
 
 /// Render an SVG file icl wrote to PNG and check it the way [`render`] checks a figure: not

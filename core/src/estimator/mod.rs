@@ -117,7 +117,21 @@ pub enum Estimator {
     Mlp,
 }
 
+/// The prompts a fitted baseline ([`Estimator::fitted`]) is evaluated on at most: Garg et al.'s
+/// `num_eval_examples` (their `src/eval.py`), the first of the prompts every estimator sees.
+pub const FIT_PROMPTS: usize = 1280;
+
 impl Estimator {
+    /// Whether it fits the context by an optimisation (the Lasso, trees, boosted trees, the
+    /// two-layer network): thousands of times a closed form's cost, so a GPT-2 evaluation runs it
+    /// on the first [`FIT_PROMPTS`] prompts only.
+    pub fn fitted(&self) -> bool {
+        matches!(
+            self,
+            Estimator::Lasso { .. } | Estimator::Tree { .. } | Estimator::Boost | Estimator::Mlp
+        )
+    }
+
     /// Stable short name used in reports (`vanilla_gd`, `debiased_gd`, `ridge`, `ols`, `nw`, ...).
     pub fn name(&self) -> String {
         match self {

@@ -1288,7 +1288,7 @@ private:
 // `icl_eval_plot` returns a status.
 void eval_plot(::rust::Str rows_json, ::rust::Str path);
 
-// Reproduce `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"`, `"temperature"`) into
+// Reproduce `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"`, `"temperature"`, `"garg"`) into
 // `out_dir` like `icl repro PAPER --out OUT_DIR --json` and return `report.json`'s text;
 // options as `icl_repro` in `icl.h` takes them (`scale`, `only`, `jobs`, `engine`,
 // `set.KEY`). Runs already complete under `OUT_DIR/runs/` are skipped, interrupted ones

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 /// "paper_value", "measured", "stderr", "tolerance", "pass", "runs", ...}], "runs": [{"name",
 /// "seconds", "steps_per_s"}]}` (`None` where the JSON has `null`).
 ///
-/// * `paper`: `"he2025"`, `"zhang2025"`, `"multilayer"` or `"temperature"`;
+/// * `paper`: `"he2025"`, `"zhang2025"`, `"multilayer"`, `"temperature"` or `"garg"`;
 /// * the options of `icl repro`'s flags, with its defaults (`icl.options("repro")` lists them):
 ///   `scale`: `"smoke"` (minutes on 2 cores, with the reductions each claim states) or
 ///   `"paper"` (the paper's sizes);

@@ -7,7 +7,7 @@ use icl_core_run::options::ReproArgs;
 use icl_core_run::repro::ReproOptions;
 use std::ffi::{c_char, c_void, CString};
 
-/// Reproduce the paper `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"` or `"temperature"`)
+/// Reproduce the paper `paper` (`"he2025"`, `"zhang2025"`, `"multilayer"`, `"temperature"` or `"garg"`)
 /// into the folder `out_dir` like `icl repro PAPER --out OUT_DIR --json`, and copy the text of
 /// the `report.json` it writes into `buf` (capacity `cap`, NUL included; `needed`, optional,
 /// receives the size required): `{"paper", "scale", "version", "machine", "claims": [{"id",

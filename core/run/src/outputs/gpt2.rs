@@ -1,6 +1,7 @@
 //! GPT-2 runs (Garg et al. 2022): the risk at every prompt position of the model and the
-//! classical estimators ([`crate::eval::eval_gpt2`]), the risk at the training length L in the
-//! summary, and `loss.svg`.
+//! classical estimators ([`crate::eval::eval_gpt2`]; the fitted ones, such as the two-layer
+//! network trained per prompt and position, are left to `icl eval`: at L = 100 they would cost
+//! hours), the risk at the training length L in the summary, and `loss.svg`.
 use super::loss_plot;
 use crate::engines::RunScalar;
 use crate::error::Result;
@@ -30,7 +31,11 @@ pub fn write<T: RunScalar>(
             multilayer: Default::default(),
             temper: Default::default(),
         };
-        let rows = crate::eval::eval_gpt2(cfg, &model, &eo)?.rows;
+        let direct: Vec<_> = crate::eval::gpt2_baselines(cfg)
+            .into_iter()
+            .filter(|e| !e.fitted())
+            .collect();
+        let rows = crate::eval::eval_gpt2_with(cfg, &model, &eo, &direct)?.rows;
         if let Some(r) = rows
             .iter()
             .find(|r| r.estimator == "model" && r.len == cfg.task.len)

@@ -189,16 +189,26 @@ pub fn risk_vs_len(res: &EvalRows) -> Result<Figure> {
     }))
 }
 
-/// A GPT-2 evaluation (Garg et al. 2022, Fig. 2): squared error / d against the number of
-/// in-context examples, one line per estimator (±1 standard error, also / d), on a linear axis
-/// as theirs (a log axis would spend most of its height on least squares' rounding error,
-/// 1e-15 once L >= d without noise).
+/// A GPT-2 evaluation (Garg et al. 2022, Figs. 2 and 4): squared error / E y² against the
+/// number of in-context examples, one line per estimator (±1 standard error, also divided), on a
+/// linear axis as theirs (a log axis would spend most of its height on least squares' rounding
+/// error, 1e-15 once L >= d without noise). E y² is `res.normalization`, Garg et al.'s: d for
+/// linear functions and two-layer networks (the axis says "/ d"), k for sparse ones, 1 for trees.
 fn risk_per_position(res: &EvalRows, d: usize) -> Result<Figure> {
     let df = d.max(1) as f64;
-    let series = eval_series(res, df)?;
+    let norm = res.normalization.filter(|n| *n > 0.0).unwrap_or(df);
+    let (ylabel, what) = if norm == df {
+        ("squared error / d".to_string(), format!("d = {d}"))
+    } else {
+        (
+            format!("squared error / {}", super::ticks::number(norm, None)),
+            format!("d = {d}, E y² = {}", super::ticks::number(norm, None)),
+        )
+    };
+    let series = eval_series(res, norm)?;
     let title = with_shift(
         res,
-        format!("squared error / d (d = {d}) against in-context examples (±1 standard error)"),
+        format!("{ylabel} ({what}) against in-context examples (±1 standard error)"),
     );
     let lens: Vec<f64> = res.rows.iter().map(|r| r.len as f64).collect();
     Ok(Figure::single(Panel {
@@ -208,7 +218,7 @@ fn risk_per_position(res: &EvalRows, d: usize) -> Result<Figure> {
             lens.iter().copied(),
             20.0,
         ),
-        y: Axis::linear("squared error / d"),
+        y: Axis::linear(&ylabel),
         series,
     }))
 }

@@ -142,6 +142,9 @@ pub struct ClaimDef {
     pub paper: f64,
     /// `None`: the measuring function gives it ([`Reading::tolerance`]).
     pub tolerance: Option<Tolerance>,
+    /// How the runs it is measured on differ from the paper's at this scale (fewer steps, a
+    /// smaller model), added to the note of the report ([`ClaimDef::reduced`]); empty: none.
+    pub reduction: String,
     measure: Measure,
 }
 
@@ -219,12 +222,22 @@ impl ClaimBuilder {
             runs: self.runs,
             paper: self.paper,
             tolerance: self.tolerance,
+            reduction: String::new(),
             measure: Box::new(f),
         }
     }
 }
 
 impl ClaimDef {
+    /// The claim, its runs reduced from the paper's as `words` say (a claim measured on no run,
+    /// a closed form's, keeps no reduction).
+    pub fn reduced(mut self, words: impl Into<String>) -> ClaimDef {
+        if !self.runs.is_empty() {
+            self.reduction = words.into();
+        }
+        self
+    }
+
     /// Measure the claim on the finished runs: the report's entry with its verdict.
     pub fn check(&self, runs: &Runs) -> Result<Claim> {
         let r = (self.measure)(runs)?;
@@ -243,7 +256,11 @@ impl ClaimDef {
             paper_form: r.paper_form,
             tolerance: tolerance.text(),
             pass: tolerance.holds(r.value) && r.pass,
-            note: r.note,
+            note: match (r.note.is_empty(), self.reduction.is_empty()) {
+                (_, true) => r.note,
+                (true, false) => self.reduction.clone(),
+                (false, false) => format!("{}; {}", r.note, self.reduction),
+            },
             runs: self.runs.clone(),
         })
     }
@@ -347,6 +364,18 @@ mod tests {
             .measure(|_| Ok(Reading::new(1.0)))
             .check(&runs)
             .is_err());
+        // a reduction is stated after the reading's note, on claims measured on runs only
+        let c = claim("r", "", "")
+            .runs(["a"])
+            .stated("s")
+            .measure(|_| Ok(Reading::new(1.0).note("n")))
+            .reduced("smoke: 4e4 steps");
+        assert_eq!(c.check(&runs).unwrap().note, "n; smoke: 4e4 steps");
+        let c = claim("t", "", "")
+            .stated("s")
+            .measure(|_| Ok(Reading::new(1.0)))
+            .reduced("smoke: 4e4 steps");
+        assert_eq!(c.check(&runs).unwrap().note, "");
         // no paper number: NaN (null in report.json)
         let c = claim("v", "", "")
             .stated("s")

@@ -6,7 +6,7 @@
 //! activation of Table 1, and (one seed each) H = 3, 4, 8, the anisotropic task, the two-task
 //! model with H = 1, 2, and linear attention with its length sweep.
 use super::claim::{claim, fmt_list, mean_se, ClaimDef, Reading, Tolerance};
-use super::{model_risks, spec, theory, RunSpec, Runs, Scale};
+use super::{model_risks, risk_se, spec, theory, RunSpec, Runs, Scale};
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::summary::{HeadSummary, Summary};
@@ -59,6 +59,10 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
             .paper(1.0)
             .stated("at least one seed splits (the paper shows one run)")
             .measure(move |r| {
+                // Fig. 1a: each seed's KQ and OV heatmaps (`circuits.svg`), in the report
+                for name in h2_names(seeds) {
+                    crate::analyze::analyze_run(&RunDir::new(r.path(&name)), true)?;
+                }
                 let ss = summaries(r, &h2_names(seeds))?;
                 let split: Vec<&Summary> = ss.iter().filter(|s| is_split(s)).collect();
                 let same: Vec<&Summary> = ss.iter().filter(|s| !is_split(s)).collect();
@@ -137,20 +141,33 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
             .paper(0.0)
             .stated("≤ 0.01 + 2 SE at each L'")
             .measure(|r| {
-                let rs = model_risks(r, "h2-seed1", &LENGTHS, 20_000)?;
+                // Fig. 3: the model and the baselines against L' (`risk.svg`), in the report
+                let rows = r.eval("h2-seed1", &LENGTHS, 20_000, Default::default(), Default::default())?;
+                crate::eval::write_risk_plot(&rows, &r.path("h2-seed1").join("risk.svg"))?;
+                let rs: Vec<(f64, f64)> = LENGTHS.iter().map(|&l| risk_se(&rows, "model", l)).collect();
                 let v: Vec<f64> = rs.iter().map(|x| x.0).collect();
                 let dev = v.iter().zip(TWO_HEAD_RISK).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
                 let each = rs.iter().zip(TWO_HEAD_RISK).all(|(&(a, se), b)| (a - b).abs() <= 0.01 + 2.0 * se);
                 let monotone = v.windows(2).all(|w| w[1] < w[0]);
+                let se: Vec<f64> = rs.iter().map(|x| x.1).collect();
                 Ok(Reading::new(dev).and(each && monotone).note(format!(
-                    "risks {}{}",
+                    "risks {} (Monte Carlo SE {}) at L' = 10, 20, 40, 60, 100{}",
                     fmt_list(&v),
+                    fmt_list(&se),
                     if monotone { "" } else { "; not monotone" }
                 )))
             }),
     ];
     if scale == Scale::Paper {
         paper_only(&st, &mut specs, &mut defs);
+    }
+    if scale == Scale::Smoke {
+        defs = defs
+            .into_iter()
+            .map(|d| {
+                d.reduced("smoke: 4e4 steps instead of the paper's 5e5 (the heads have split and ω has nearly settled), 3 seeds of H = 2")
+            })
+            .collect();
     }
     (specs, defs)
 }

@@ -13,6 +13,7 @@
 //! trains, and its core part (the theory quantities it registers, its presets).
 mod claim;
 pub mod experiment;
+mod garg;
 mod he2025;
 mod multilayer;
 pub mod report;
@@ -79,6 +80,13 @@ pub const PAPERS: &[PaperDef] = &[
         plan: temperature::plan,
         experiments: Some(temperature::figures::EXPERIMENTS),
     },
+    PaperDef {
+        name: "garg",
+        quantities: garg::quantities,
+        presets: &[presets::garg::PRESETS],
+        plan: garg::plan,
+        experiments: None,
+    },
 ];
 
 /// A paper of [`PAPERS`].
@@ -86,7 +94,7 @@ pub const PAPERS: &[PaperDef] = &[
 pub struct Paper(&'static PaperDef);
 
 impl Paper {
-    /// Parse a paper name (`he2025`, `zhang2025`, `multilayer`, `temperature`).
+    /// Parse a paper name (`he2025`, `zhang2025`, `multilayer`, `temperature`, `garg`).
     pub fn parse(s: &str) -> Result<Paper> {
         PAPERS
             .iter()
@@ -858,8 +866,6 @@ mod tests {
         all.sort();
         quantities.sort();
         assert_eq!(quantities, all);
-        // Garg et al.'s presets have no report yet (`icl repro garg` comes with their function classes)
-        names.extend(presets::garg::PRESETS.iter().map(|x| x.0));
         let mut all: Vec<&str> = presets::PRESETS.iter().map(|x| x.0).collect();
         all.sort();
         names.sort();

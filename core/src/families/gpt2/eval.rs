@@ -1,12 +1,13 @@
 //! Risk at every prompt position of a GPT-2 model and of the classical estimators (Garg et al.
 //! 2022, Fig. 2): on `n` prompts of `len + 1` pairs from the streams (seed, [`Domain::Eval`],
 //! len, i), the squared error of the prediction of y_i from the i pairs before it, for every
-//! i = 0..=len. Every estimator sees the same prompts (paired differences); the error is raw
-//! (against the label as sampled, noise included), not divided by d.
+//! i = 0..=len. Every estimator sees the same prompts (paired differences), a fitted one
+//! ([`Estimator::fitted`]) the first [`FIT_PROMPTS`] of them; the error is raw (against the label
+//! as sampled, noise included), not divided by d.
 use super::kernels::{prompt_of_batch, Gpt2Runner};
 use super::spec::Gpt2Spec;
 use crate::data::{Batch, Task};
-use crate::estimator::{Acc, Estimator, RiskEstimate};
+use crate::estimator::{Acc, Estimator, RiskEstimate, FIT_PROMPTS};
 use crate::rng::Domain;
 use crate::{Error, Result, Scalar};
 use alloc::vec;
@@ -167,7 +168,12 @@ fn risks_on<T: Scalar>(
                 pre.y[b] = ys[b * k + i].to_f64();
             }
             for (j, est) in estimators.iter().enumerate() {
-                for b in 0..m {
+                let upto = if est.fitted() {
+                    FIT_PROMPTS.saturating_sub(first).min(m)
+                } else {
+                    m
+                };
+                for b in 0..upto {
                     est.predict(&pre, b, &mut out)?;
                     let e = out[0] - pre.y[b];
                     accs[taus.len() + j][i].push(e * e);
