@@ -276,6 +276,9 @@ fn existing_run_is_not_overwritten_without_force() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// `icl import --torch` of a state_dict in the reference code's layout: the run holds its
+/// tensors, and `icl analyze` reads the circuits the file's tensors give; a wrong shape or a bias
+/// is refused.
 #[test]
 fn import_torch_state_dict() {
     use safetensors::tensor::{Dtype, TensorView};
@@ -286,7 +289,7 @@ fn import_torch_state_dict() {
             .flat_map(|i| ((i as f32 * 0.37 + salt).sin() * 0.4).to_le_bytes())
             .collect()
     };
-    let (q, k, v, o) = (
+    let (q, k, v, o_w) = (
         mk(h * e * e, 0.1),
         mk(h * e * e, 0.2),
         mk(h * e * e, 0.3),
@@ -307,7 +310,7 @@ fn import_torch_state_dict() {
         ),
         (
             "o_proj.weight",
-            TensorView::new(Dtype::F32, vec![1, h * e], &o).unwrap(),
+            TensorView::new(Dtype::F32, vec![1, h * e], &o_w).unwrap(),
         ),
     ];
     let dir = tmp("import");
@@ -325,10 +328,73 @@ fn import_torch_state_dict() {
         run.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // the run's model holds the file's tensors, bit for bit
+    let model = std::fs::read(run.join("model.safetensors")).unwrap();
+    let model = safetensors::SafeTensors::deserialize(&model).unwrap();
+    for (name, view) in &views {
+        let t = model.tensor(name).unwrap();
+        assert_eq!(t.dtype(), Dtype::F32, "{name}");
+        assert_eq!(t.shape(), view.shape(), "{name}");
+        assert!(t.data() == view.data(), "{name}: other values");
+    }
+    // the circuits `icl analyze` reads off it are the file's, computed here from the reference
+    // code's formulas: head h's score z_l^T K_h^T Q_h z_q / sqrt(E), so KQ_h = K_h^T Q_h / sqrt(E)
+    // (key side rows); OV_h = O[:, hE..(h+1)E] V_h; K_h, Q_h, V_h rows hE..(h+1)E
     let o = icl(&["analyze", run.to_str().unwrap(), "--json", "--no-plot"]);
     assert!(o.status.success());
     let a: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(a["heads"].as_array().unwrap().len(), 2);
+    let heads = a["heads"].as_array().unwrap();
+    assert_eq!(heads.len(), 2);
+    let f = |b: &[u8]| -> Vec<f64> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
+            .collect()
+    };
+    let (qf, kf, vf, of) = (f(&q), f(&k), f(&v), f(&o_w));
+    let d = e - 1;
+    let close = |got: f64, want: f64, what: String| {
+        assert!(
+            (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+            "{what}: analyze says {got}, the file gives {want}"
+        );
+    };
+    let num = |x: &serde_json::Value| x.as_f64().unwrap();
+    for (hh, head) in heads.iter().enumerate() {
+        let kq = |i: usize, j: usize| -> f64 {
+            (0..e)
+                .map(|r| kf[(hh * e + r) * e + i] * qf[(hh * e + r) * e + j])
+                .sum::<f64>()
+                / (e as f64).sqrt()
+        };
+        let ov = |c: usize| -> f64 {
+            (0..e)
+                .map(|r| of[hh * e + r] * vf[(hh * e + r) * e + c])
+                .sum()
+        };
+        let diag: Vec<f64> = (0..d).map(|i| kq(i, i)).collect();
+        let omega_diag = head["omega_diag"].as_array().unwrap();
+        assert_eq!(omega_diag.len(), d);
+        for (i, w) in diag.iter().enumerate() {
+            close(num(&omega_diag[i]), *w, format!("head {hh} KQ[{i}][{i}]"));
+        }
+        close(
+            num(&head["omega"]),
+            diag.iter().sum::<f64>() / d as f64,
+            format!("head {hh} omega"),
+        );
+        close(num(&head["mu"]), ov(d), format!("head {hh} mu = OV[0][d]"));
+        let norm = |v: Vec<f64>| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        close(
+            num(&head["kq21_norm"]),
+            norm((0..d).map(|j| kq(d, j)).collect()),
+            format!("head {hh} ||KQ_21||"),
+        );
+        close(
+            num(&head["ov21_norm"]),
+            norm((0..d).map(ov).collect()),
+            format!("head {hh} ||OV_21||"),
+        );
+    }
     // the wrong head count is a shape error, exit 2
     let run2 = dir.join("run2");
     let o = icl(&[

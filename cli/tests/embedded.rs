@@ -77,11 +77,95 @@ fn embedded_equals_icl_train_with_the_scalar_engine() {
     let e: Value = serde_json::from_str(&text).unwrap();
     same_training(&e, &full);
     same_training(&e["reduced"], &reduced);
-    // predictions of the checkpoint (the full model): 8 values and their targets
+    // predictions of the checkpoint (the full model) on the first 8 sequences of its evaluation
+    // stream: the host's `icl predict` on those sequences gives the same values
     assert_eq!(e["checkpoint_step"].as_u64(), Some(200));
-    assert_eq!(floats(&e["predictions"]).len(), 8);
-    assert_eq!(floats(&e["targets"]).len(), 8);
+    same_predictions_as_the_host(&e, &base.join("full"));
     std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// `icl embedded`'s predictions and targets for the run in `run` equal the host's: the targets are
+/// the first sequences of the run's evaluation stream (drawn here with the core's sampler) and
+/// the predictions `icl predict`'s on those sequences, bit for bit with the scalar engine (the
+/// same f32 code) and within 1e-5 (norm-wise) with the default engine.
+fn same_predictions_as_the_host(e: &Value, run: &Path) {
+    use icl_core::rng::Domain;
+    use safetensors::tensor::{Dtype, TensorView};
+    // the embedded line prints f32 values in their shortest round-trip form
+    let f32s = |v: &Value| -> Vec<f32> { floats(v).iter().map(|&x| x as f32).collect() };
+    let (pred, targets) = (f32s(&e["predictions"]), f32s(&e["targets"]));
+    let n = pred.len();
+    assert_eq!(n, 8);
+    let cfg =
+        icl_core::Config::from_toml(&std::fs::read_to_string(run.join("config.toml")).unwrap())
+            .unwrap();
+    let task = icl_core::data::Task::new(&cfg).unwrap();
+    let (len, d) = (cfg.task.len, task.d);
+    let batch = task.sample_batch::<f32>(cfg.train.seed, Domain::Eval, len as u64, n, len);
+    assert_eq!(targets, batch.y, "the targets are the evaluation stream's");
+    // xs [n, len + 1, d] and ys [n, len + 1]: the context pairs, then the query and its target
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for b in 0..n {
+        for i in 0..=len {
+            let tok = &batch.z[(b * (len + 1) + i) * (d + 1)..][..d + 1];
+            xs.extend_from_slice(&tok[..d]);
+            ys.push(if i < len { tok[d] } else { batch.y[b] });
+        }
+    }
+    let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let (xb, yb) = (bytes(&xs), bytes(&ys));
+    let input = run.with_file_name("prompts.safetensors");
+    let views = vec![
+        (
+            "xs",
+            TensorView::new(Dtype::F32, vec![n, len + 1, d], &xb).unwrap(),
+        ),
+        (
+            "ys",
+            TensorView::new(Dtype::F32, vec![n, len + 1], &yb).unwrap(),
+        ),
+    ];
+    std::fs::write(&input, safetensors::serialize(views, &None).unwrap()).unwrap();
+    let host = |engine: Option<&str>| -> Vec<f64> {
+        let out = run.with_file_name("pred.safetensors");
+        let (input, out_s) = (input.to_str().unwrap(), out.to_str().unwrap());
+        let mut args = vec![
+            "predict",
+            run.to_str().unwrap(),
+            "--input",
+            input,
+            "--out",
+            out_s,
+        ];
+        if let Some(engine) = engine {
+            args.extend(["--engine", engine]);
+        }
+        let o = icl(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let bytes = std::fs::read(&out).unwrap();
+        let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        let t = st.tensor("pred").unwrap();
+        assert_eq!(t.shape(), [n, 1]);
+        t.data()
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let scalar: Vec<f32> = host(Some("scalar")).iter().map(|&x| x as f32).collect();
+    assert_eq!(pred, scalar, "embedded vs icl predict --engine scalar");
+    assert!(pred.iter().any(|&p| p != 0.0), "all predictions zero");
+    let default = host(None);
+    let (num, den) = pred
+        .iter()
+        .zip(&default)
+        .fold((0.0, 0.0), |(a, b), (&p, &q)| {
+            (a + (p as f64 - q).powi(2), b + q * q)
+        });
+    let rel = (num / den).sqrt();
+    assert!(
+        rel < 1e-5,
+        "embedded vs icl predict (default engine): {rel:e}"
+    );
 }
 
 #[test]

@@ -616,17 +616,36 @@ fn class4_output_errors_are_reported() {
     );
 }
 
+/// The quick preset: what `train`, `train_lasting` and `train_with_kills` run unless told otherwise.
+const QUICK: &[&str] = &["--preset", "quick"];
+/// A small looped two-layer transformer (multilayer paper).
+const MULTILAYER: &[&str] = &[
+    "--preset",
+    "multilayer-t2",
+    "--set",
+    "task.L=8",
+    "--set",
+    "train.batch=4",
+];
+/// A small two-block IV model (multilayer paper §5).
+const IV: &[&str] = &[
+    "--preset",
+    "iv-2stage",
+    "--set",
+    "task.L=8",
+    "--set",
+    "train.batch=4",
+];
+
 fn train(out: &Path, extra: &[&str]) -> Output {
-    let mut a = vec![
-        "train",
-        "--preset",
-        "quick",
-        "--eval-samples",
-        "0",
-        "-q",
-        "--out",
-        s(out),
-    ];
+    train_as(QUICK, out, extra)
+}
+
+/// Train `what` (a preset and its `--set`s) into `out`, quietly, without the final evaluation.
+fn train_as(what: &[&str], out: &Path, extra: &[&str]) -> Output {
+    let mut a = vec!["train"];
+    a.extend_from_slice(what);
+    a.extend(["--eval-samples", "0", "-q", "--out", s(out)]);
     a.extend_from_slice(extra);
     icl(&a)
 }
@@ -636,15 +655,21 @@ fn train(out: &Path, extra: &[&str]) -> Output {
 /// `base` times the shortfall into a fresh folder. Returns the steps of the run in `out`. The tests
 /// that kill or signal a run mid-way need it to last longer than their delays.
 fn train_lasting(out: &Path, base: u64, secs: f64) -> u64 {
+    train_lasting_as(QUICK, out, base, secs)
+}
+
+/// [`train_lasting`] of `what`.
+fn train_lasting_as(what: &[&str], out: &Path, base: u64, secs: f64) -> u64 {
     let t0 = Instant::now();
-    assert!(train(out, &["--steps", &base.to_string()]).status.success());
+    let o = train_as(what, out, &["--steps", &base.to_string()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let t = t0.elapsed().as_secs_f64();
     if t >= secs {
         return base;
     }
     let steps = base * (secs / t).ceil() as u64;
     std::fs::remove_dir_all(out).unwrap();
-    assert!(train(out, &["--steps", &steps.to_string()])
+    assert!(train_as(what, out, &["--steps", &steps.to_string()])
         .status
         .success());
     steps
@@ -699,14 +724,13 @@ fn class5_run_folders_are_transactional() {
     assert!(!both.exists(), "a killed run leaves no half folder");
 }
 
-/// Train into `out`, killing the process (SIGKILL) after each of `kills` delays and continuing
-/// with `--resume` (or afresh when the kill came before anything was written), until done.
-/// Returns how many kills hit a running process.
-fn train_with_kills(out: &Path, steps: &str, kills: &[u64]) -> usize {
-    let fresh = vec![
-        "train",
-        "--preset",
-        "quick",
+/// Train `what` into `out`, killing the process (SIGKILL) after each of `kills` delays and
+/// continuing with `--resume` (or afresh when the kill came before anything was written), until
+/// done. Returns how many kills hit a running process.
+fn train_with_kills(what: &[&str], out: &Path, steps: &str, kills: &[u64]) -> usize {
+    let mut fresh = vec!["train"];
+    fresh.extend_from_slice(what);
+    fresh.extend([
         "--steps",
         steps,
         "--eval-samples",
@@ -716,7 +740,7 @@ fn train_with_kills(out: &Path, steps: &str, kills: &[u64]) -> usize {
         "37",
         "--out",
         s(out),
-    ];
+    ]);
     let resume = vec![
         "train",
         "--resume",
@@ -759,6 +783,27 @@ fn train_with_kills(out: &Path, steps: &str, kills: &[u64]) -> usize {
     hits
 }
 
+/// The files of finished runs in `a` and `b` are the same, and equal byte for byte but for the
+/// summary (its timings) and the figures (titled with the run's folder); `what` names the case.
+fn same_run_files(a: &Path, b: &Path, what: &str) {
+    let files = entries(a);
+    assert_eq!(files, entries(b), "{what}: other files");
+    let data: Vec<String> = files
+        .into_iter()
+        .filter(|f| f != "summary.json" && !f.ends_with(".svg"))
+        .collect();
+    for f in ["model.safetensors", "metrics.csv", "config.toml"] {
+        assert!(data.iter().any(|d| d == f), "{what}: no {f} in {data:?}");
+    }
+    for f in data {
+        assert_eq!(
+            std::fs::read(a.join(&f)).unwrap(),
+            std::fs::read(b.join(&f)).unwrap(),
+            "{what}: {f} differs"
+        );
+    }
+}
+
 #[test]
 fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
     let d = tmp("c6");
@@ -776,7 +821,7 @@ fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
     for trial in 0..3 {
         let out = d.join(format!("killed{trial}"));
         let kills: Vec<u64> = (0..3).map(|_| next()).collect();
-        let hits = train_with_kills(&out, &steps, &kills);
+        let hits = train_with_kills(QUICK, &out, &steps, &kills);
         let temps: Vec<String> = entries(&out)
             .into_iter()
             .filter(|e| e.contains(".tmp-"))
@@ -821,6 +866,36 @@ fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
         std::fs::read(longer.join("model.safetensors")).unwrap(),
         std::fs::read(straight.join("model.safetensors")).unwrap()
     );
+    let hidden: Vec<String> = entries(&d)
+        .into_iter()
+        .filter(|e| e.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "left behind: {hidden:?}");
+}
+
+/// Multi-layer transformers and the IV model survive kill -9 too: killed at fixed instants,
+/// then resumed, a small looped transformer and a small two-block IV model end with the bytes of
+/// the uninterrupted run (parameters, optimiser state through the trajectory, metrics).
+#[test]
+fn class6_multilayer_and_iv_runs_survive_kill_9() {
+    let d = tmp("c6ml");
+    for (name, what) in [("multilayer", MULTILAYER), ("iv", IV)] {
+        let straight = d.join(format!("{name}-straight"));
+        // the kills come after 150 and 450 ms
+        let steps = train_lasting_as(what, &straight, 400, 1.0).to_string();
+        let out = d.join(format!("{name}-killed"));
+        let hits = train_with_kills(what, &out, &steps, &[150, 450]);
+        assert!(hits >= 1, "{name}: no kill hit a running process");
+        let temps: Vec<String> = entries(&out)
+            .into_iter()
+            .filter(|e| e.contains(".tmp-"))
+            .collect();
+        assert!(
+            temps.is_empty(),
+            "{name}: temporaries in the run: {temps:?}"
+        );
+        same_run_files(&straight, &out, name);
+    }
     let hidden: Vec<String> = entries(&d)
         .into_iter()
         .filter(|e| e.starts_with('.'))
@@ -1042,6 +1117,104 @@ fn class6_sigterm_and_sigint_checkpoint_and_the_minute_cadence_survives_kill_9()
             "minute cadence: {f} differs after resume"
         );
     }
+}
+
+/// A second signal while the run stops (the first asks it to checkpoint at the next step) ends
+/// the process at once, by the signal, not by exit 130 after the checkpoint; what it leaves is
+/// complete or absent: `--resume` continues from the last cadence checkpoint to the bytes of the
+/// uninterrupted run. The two signals are SIGINT and SIGTERM sent back to back (two of one kind
+/// pending together would merge into one); a run that finished its checkpoint and exited in the
+/// microseconds between them is tried again, up to three times.
+#[test]
+fn class6_a_second_signal_ends_the_process_at_once() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tmp("c6twice");
+    let straight = d.join("straight");
+    // the signals come after 0.7 s
+    let steps = train_lasting(&straight, 20000, 2.0).to_string();
+    let out = d.join("run");
+    let mut outcome = Vec::new();
+    let mut by_signal = false;
+    for _ in 0..3 {
+        let _ = std::fs::remove_dir_all(&out);
+        let _ = std::fs::remove_dir_all(d.join(".run.partial"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_icl"))
+            .args([
+                "train",
+                "--preset",
+                "quick",
+                "--steps",
+                &steps,
+                "--eval-samples",
+                "0",
+                "-q",
+                "--checkpoint-every",
+                "37",
+                "--out",
+                s(&out),
+            ])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(700));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run finished before the signals (make it longer)"
+        );
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: signalling our own child process (not yet waited for, so the pid is its).
+        unsafe {
+            libc::kill(pid, libc::SIGINT);
+            libc::kill(pid, libc::SIGTERM);
+        }
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                panic!("still running 10 s after the second signal");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        outcome.push(format!("{status:?} after {:?}", t0.elapsed()));
+        if let Some(sig) = status.signal() {
+            assert!(sig == libc::SIGINT || sig == libc::SIGTERM, "{status:?}");
+            // at once: no step, checkpoint or output after the second signal
+            assert!(
+                t0.elapsed() < Duration::from_secs(2),
+                "ended {:?} after the signals",
+                t0.elapsed()
+            );
+            by_signal = true;
+            break;
+        }
+        assert_eq!(status.code(), Some(130), "{status:?}");
+    }
+    assert!(
+        by_signal,
+        "three runs checkpointed and exited 130 despite a second signal: {outcome:?}"
+    );
+    assert!(!out.exists(), "a killed run leaves no half folder");
+    // the staging folder's checkpoint (the cadence's, every 37 steps) is whole
+    let bytes = std::fs::read(d.join(".run.partial").join("checkpoint.safetensors"))
+        .expect("a checkpoint of the 37-step cadence");
+    let (_, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    let step: u64 = meta.metadata().as_ref().unwrap()["step"].parse().unwrap();
+    assert!(step > 0, "checkpoint at step {step}");
+    let r = icl(&["train", "--resume", s(&out), "-q", "--eval-samples", "0"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let temps: Vec<String> = entries(&out)
+        .into_iter()
+        .filter(|e| e.contains(".tmp-"))
+        .collect();
+    assert!(temps.is_empty(), "temporaries in the run: {temps:?}");
+    same_run_files(&straight, &out, "after two signals");
+    let hidden: Vec<String> = entries(&d)
+        .into_iter()
+        .filter(|e| e.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "left behind: {hidden:?}");
 }
 
 #[test]

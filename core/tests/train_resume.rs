@@ -1,6 +1,7 @@
 //! The one trainer resumes bit for bit: N steps, take the state, rebuild a trainer from it and run
 //! M more, and the parameters, optimiser state and log equal N + M uninterrupted steps. Online
-//! (he2025) and full-batch (zhang2025, with the cubic twin) objectives, f32 and f64.
+//! (he2025) and full-batch (zhang2025, with the cubic twin) objectives, multi-layer transformers
+//! (looped and not, softmax and linear) and the IV models (two-block and TF Ref), f32 and f64.
 use icl_core::presets::preset;
 use icl_core::train::{Options, Trainer};
 use icl_core::{Config, Model, Scalar, ScalarEngine};
@@ -57,6 +58,40 @@ fn fixed_set_zhang2025_resumes_bit_for_bit() {
     cfg.set("task.P", "40").unwrap();
     cfg.set("train.log_every", "3").unwrap();
     check::<f64>(&cfg, 5, 4);
+}
+
+/// `preset` at a small size: L = 8, batch 4, logs every 3 steps, snapshots every 4.
+fn small(name: &str, sets: &[(&str, &str)]) -> Config {
+    let mut cfg = preset(name).unwrap();
+    for (k, v) in [
+        ("task.L", "8"),
+        ("train.batch", "4"),
+        ("train.log_every", "3"),
+        ("train.snapshot_every", "4"),
+    ]
+    .iter()
+    .chain(sets)
+    {
+        cfg.set(k, v).unwrap();
+    }
+    cfg
+}
+
+#[test]
+fn multilayer_transformers_resume_bit_for_bit() {
+    let looped = small("multilayer-t2", &[]);
+    check::<f32>(&looped, 7, 6);
+    check::<f64>(&looped, 7, 6);
+    check::<f32>(&small("multilayer-nonlooped-t2", &[]), 5, 4);
+    check::<f32>(&small("multilayer-linear-t2", &[]), 5, 4);
+}
+
+#[test]
+fn iv_models_resume_bit_for_bit() {
+    let two_stage = small("iv-2stage", &[]);
+    check::<f32>(&two_stage, 7, 6);
+    check::<f64>(&two_stage, 7, 6);
+    check::<f32>(&small("iv-tf-ref", &[]), 5, 4);
 }
 
 #[test]

@@ -19,6 +19,9 @@ pub enum Level {
 }
 
 impl Level {
+    /// Every level, lowest first.
+    pub const ALL: [Level; 3] = [Level::Base, Level::Avx2, Level::Avx512];
+
     /// `sse2` (`base` off x86-64), `avx2`, `avx512`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -50,6 +53,87 @@ pub fn detected() -> Level {
         }
     }
     Level::Base
+}
+
+/// Whether this CPU runs `level` (an engine asked for a level above [`detected`] runs at
+/// [`detected`] instead).
+pub fn has(level: Level) -> bool {
+    level <= detected_cached()
+}
+
+/// The levels a test of every level ran, reported so that a machine without a level says so
+/// (on a CPU without AVX-512, an engine asked for AVX-512 runs AVX2 and would pass silently).
+/// A test loops over [`LevelsRun::levels`] (those of its levels this CPU has), records with
+/// [`LevelsRun::ran`] the level each engine says it runs at, and ends with
+/// [`LevelsRun::finish`], which prints one line, `simd levels run by TEST: sse2 avx2` with
+/// `; skipped: avx512 (CPU lacks it)` where the CPU lacks one, and panics when the CPU has a
+/// level the test did not run. The line goes to stderr past the test harness's capture, so CI
+/// logs show it for passing tests too.
+#[derive(Debug)]
+pub struct LevelsRun {
+    test: &'static str,
+    wanted: Vec<Level>,
+    ran: Vec<Level>,
+}
+
+impl LevelsRun {
+    /// A test of every level.
+    pub fn new(test: &'static str) -> Self {
+        Self::of(test, &Level::ALL)
+    }
+
+    /// A test of the levels `wanted` only.
+    pub fn of(test: &'static str, wanted: &[Level]) -> Self {
+        LevelsRun {
+            test,
+            wanted: wanted.to_vec(),
+            ran: Vec::new(),
+        }
+    }
+
+    /// The test's levels this CPU has, lowest first.
+    pub fn levels(&self) -> Vec<Level> {
+        self.wanted.iter().copied().filter(|&l| has(l)).collect()
+    }
+
+    /// An engine ran at `level` (the level it reports, not the one it was asked for).
+    pub fn ran(&mut self, level: Level) {
+        if !self.ran.contains(&level) {
+            self.ran.push(level);
+        }
+    }
+
+    /// Print which levels ran and which were skipped; panic when the CPU has one of the test's
+    /// levels that did not run.
+    pub fn finish(mut self) {
+        use std::io::Write;
+        self.ran.sort();
+        let names = |ls: &[Level]| {
+            if ls.is_empty() {
+                "none".to_string()
+            } else {
+                ls.iter().map(|l| l.as_str()).collect::<Vec<_>>().join(" ")
+            }
+        };
+        let lacking: Vec<Level> = self.wanted.iter().copied().filter(|&l| !has(l)).collect();
+        let mut line = format!("simd levels run by {}: {}", self.test, names(&self.ran));
+        if !lacking.is_empty() {
+            line += &format!("; skipped: {} (CPU lacks it)", names(&lacking));
+        }
+        // past the harness's capture of print!/eprint!
+        let _ = writeln!(std::io::stderr(), "{line}");
+        let missed: Vec<Level> = self
+            .levels()
+            .into_iter()
+            .filter(|l| !self.ran.contains(l))
+            .collect();
+        assert!(
+            missed.is_empty(),
+            "{}: the CPU has {} but the test did not run it",
+            self.test,
+            names(&missed)
+        );
+    }
 }
 
 /// The level `ICL_SIMD` asks for: `Ok(None)` when it is unset (or empty), `Err(value)` when it

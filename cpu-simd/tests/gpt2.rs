@@ -1,12 +1,12 @@
 //! The GPT-2 engine: the family's conformance suite at every vector level (f64 to 1e-10
 //! relative, f32 to 1e-5, norm-wise; `icl-tests` runs it again through `engine_conformance!`),
-//! and the same bits at 1, 2 and 16 threads and at every level.
+//! and the same bits at 1, 2 and 16 threads and at every level this CPU has (each test prints
+//! which levels ran and which the CPU lacks, and fails when it skipped one the CPU has).
 use icl_core::conformance::gpt2::{self, Shape};
 use icl_core::engine::{Engine, Gpt2Runner};
 use icl_core::families::gpt2::Gpt2Spec;
-use icl_cpu_simd::{Level, Simd, SimdScalar};
-
-const LEVELS: [Level; 3] = [Level::Base, Level::Avx2, Level::Avx512];
+use icl_cpu_simd::dispatch::LevelsRun;
+use icl_cpu_simd::{Gpt2Simd, Level, Simd, SimdScalar};
 
 fn suite<T: SimdScalar>(level: Level, tol: f64) {
     let engine = Simd::with_level(level);
@@ -24,10 +24,14 @@ fn suite<T: SimdScalar>(level: Level, tol: f64) {
 
 #[test]
 fn gpt2_conformance_at_every_level() {
-    for level in LEVELS {
+    let mut report = LevelsRun::new("gpt2_conformance_at_every_level");
+    for level in report.levels() {
         suite::<f64>(level, 1e-10);
         suite::<f32>(level, 1e-5);
+        report.ran(Gpt2Simd::<f32>::with_level(level).level());
+        report.ran(Gpt2Simd::<f64>::with_level(level).level());
     }
+    report.finish();
 }
 
 /// Loss, gradient and predictions of a Garg-like model on a batch of 37 prompts (five chunks,
@@ -93,9 +97,10 @@ fn gpt2_same_bits_at_1_2_16_threads() {
 
 /// On one machine the level changes the row operations' vector width only (the matrix products'
 /// kernel is the CPU's), and those give the same bits at every width.
-fn same_bits_at_every_level<T: SimdScalar>() {
+fn same_bits_at_every_level<T: SimdScalar>(report: &mut LevelsRun) {
     let best = run_bits::<T>(Simd::default());
-    for level in LEVELS {
+    for level in report.levels() {
+        report.ran(Gpt2Simd::<T>::with_level(level).level());
         assert!(
             run_bits::<T>(Simd::with_level(level)) == best,
             "{}: {} differs from the best level",
@@ -107,8 +112,10 @@ fn same_bits_at_every_level<T: SimdScalar>() {
 
 #[test]
 fn gpt2_same_bits_at_every_level() {
-    same_bits_at_every_level::<f32>();
-    same_bits_at_every_level::<f64>();
+    let mut report = LevelsRun::new("gpt2_same_bits_at_every_level");
+    same_bits_at_every_level::<f32>(&mut report);
+    same_bits_at_every_level::<f64>(&mut report);
+    report.finish();
 }
 
 /// Prints a hash of [`run_bits`] at every level, f32 and f64, to compare machines and builds
@@ -125,7 +132,7 @@ fn gpt2_bits_hash() {
             (h ^ b).wrapping_mul(0x100_0000_01b3)
         })
     }
-    for level in LEVELS {
+    for level in Level::ALL {
         println!(
             "{}: f32 {:016x} f64 {:016x}",
             level.as_str(),

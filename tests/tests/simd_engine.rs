@@ -2,16 +2,48 @@
 //! against the scalar reference (f64 to 1e-10 relative, f32 to 1e-5, norm-wise), plus what is particular to it: the fused data generator
 //! reproduces the reference streams, and results are bit-identical for 1, 2 and 16 threads and
 //! for every dispatch level. The suite runs at the process's level (the best the CPU has, or
-//! `ICL_SIMD`) and again at each level forced (levels above the CPU's run at the CPU's best).
+//! `ICL_SIMD`) and again at each level forced; a level the CPU lacks is skipped, not run at the
+//! CPU's best in its place, and every test of the levels prints which ran and which were skipped
+//! (`simd levels run by ...`), failing when the CPU has a level it did not run.
 use icl_core::conformance::attention::config;
 use icl_core::data::Task;
 use icl_core::engine::{Engine, Runner, Sampling};
 use icl_core::model::{Circuits, Model};
 use icl_core::rng::{self, Domain};
-use icl_core::Config;
+use icl_core::{Config, Scalar};
+use icl_cpu_simd::dispatch::{self, LevelsRun};
 use icl_cpu_simd::gauss::{fill_normal_f32, fill_normal_f64, Xoshiro};
-use icl_cpu_simd::{Level, Simd, SimdEngine, SimdScalar};
+use icl_cpu_simd::{Level, MlSimd, Simd, SimdEngine, SimdScalar};
 use rand_core::RngCore;
+
+/// The conformance suite's engine at a forced `level`: the SIMD engine where this CPU has the
+/// level, else an engine that runs no family (each test then checks only the refusal), and a line
+/// saying the level was skipped (`conformance_levels` prints which ran).
+fn at<T: SimdScalar>(level: Level) -> Box<dyn Engine<T>> {
+    if dispatch::has(level) {
+        return Box::new(Simd::with_level(level));
+    }
+    // once per level and process, past the harness's capture
+    static SAID: [std::sync::Once; 3] = [const { std::sync::Once::new() }; 3];
+    SAID[level as usize].call_once(|| {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "simd conformance suite: skipped {} (CPU lacks it)",
+            level.as_str()
+        );
+    });
+    Box::new(Skipped)
+}
+
+/// The engine in place of a level the CPU lacks: it refuses every family.
+struct Skipped;
+
+impl<T: Scalar> Engine<T> for Skipped {
+    fn name(&self) -> &str {
+        "simd at a level this CPU lacks"
+    }
+}
 
 icl_core::engine_conformance!(simd_f64, f64, 1e-10, || -> Box<dyn Engine<f64>> {
     Box::new(Simd::default())
@@ -19,24 +51,37 @@ icl_core::engine_conformance!(simd_f64, f64, 1e-10, || -> Box<dyn Engine<f64>> {
 icl_core::engine_conformance!(simd_f32, f32, 1e-5, || -> Box<dyn Engine<f32>> {
     Box::new(Simd::default())
 });
-icl_core::engine_conformance!(simd_f64_sse2, f64, 1e-10, || -> Box<dyn Engine<f64>> {
-    Box::new(Simd::with_level(Level::Base))
-});
-icl_core::engine_conformance!(simd_f32_sse2, f32, 1e-5, || -> Box<dyn Engine<f32>> {
-    Box::new(Simd::with_level(Level::Base))
-});
-icl_core::engine_conformance!(simd_f64_avx2, f64, 1e-10, || -> Box<dyn Engine<f64>> {
-    Box::new(Simd::with_level(Level::Avx2))
-});
-icl_core::engine_conformance!(simd_f32_avx2, f32, 1e-5, || -> Box<dyn Engine<f32>> {
-    Box::new(Simd::with_level(Level::Avx2))
-});
-icl_core::engine_conformance!(simd_f64_avx512, f64, 1e-10, || -> Box<dyn Engine<f64>> {
-    Box::new(Simd::with_level(Level::Avx512))
-});
-icl_core::engine_conformance!(simd_f32_avx512, f32, 1e-5, || -> Box<dyn Engine<f32>> {
-    Box::new(Simd::with_level(Level::Avx512))
-});
+icl_core::engine_conformance!(simd_f64_sse2, f64, 1e-10, || at::<f64>(Level::Base));
+icl_core::engine_conformance!(simd_f32_sse2, f32, 1e-5, || at::<f32>(Level::Base));
+icl_core::engine_conformance!(simd_f64_avx2, f64, 1e-10, || at::<f64>(Level::Avx2));
+icl_core::engine_conformance!(simd_f32_avx2, f32, 1e-5, || at::<f32>(Level::Avx2));
+icl_core::engine_conformance!(simd_f64_avx512, f64, 1e-10, || at::<f64>(Level::Avx512));
+icl_core::engine_conformance!(simd_f32_avx512, f32, 1e-5, || at::<f32>(Level::Avx512));
+
+/// The levels the `simd_*_{sse2,avx2,avx512}` instances above ran at: each level this CPU has is
+/// handed to the suite, and the kernels of the families it runs (one-layer attention, stacks,
+/// GPT-2) report that level, not a lower one.
+#[test]
+fn conformance_levels() {
+    let mut report = LevelsRun::new("the conformance suite (simd_*_<level>)");
+    for level in Level::ALL {
+        let runs = !icl_core::conformance::refused(&at::<f32>(level).attention()).unwrap();
+        assert_eq!(runs, dispatch::has(level), "{}", level.as_str());
+        if runs {
+            let levels = [
+                SimdEngine::<f32>::with_level(level).level(),
+                SimdEngine::<f64>::with_level(level).level(),
+                MlSimd::<f32>::with_level(level).level(),
+                MlSimd::<f64>::with_level(level).level(),
+                icl_cpu_simd::Gpt2Simd::<f32>::with_level(level).level(),
+                icl_cpu_simd::Gpt2Simd::<f64>::with_level(level).level(),
+            ];
+            assert!(levels.iter().all(|&l| l == level), "{levels:?}");
+            report.ran(level);
+        }
+    }
+    report.finish();
+}
 
 #[test]
 #[allow(clippy::needless_range_loop)] // lane k of every vector
@@ -160,9 +205,7 @@ fn bit_identical_for_1_2_16_threads() {
     check_threads::<f64>();
 }
 
-fn check_levels<T: SimdScalar>() {
-    let best = icl_cpu_simd::dispatch::detected();
-    eprintln!("levels up to {} present", best.as_str());
+fn check_levels<T: SimdScalar>(report: &mut LevelsRun) {
     for sets in [
         vec![("model.heads", "2")],
         vec![("model.heads", "3"), ("model.activation", "tanh")],
@@ -173,13 +216,15 @@ fn check_levels<T: SimdScalar>() {
         let cfg = config(&sets).unwrap();
         for n in [256, 37] {
             let base = run_at::<T>(Level::Base, 1, &cfg, n);
-            for level in [Level::Avx2, Level::Avx512] {
+            report.ran(SimdEngine::<T>::with_level(Level::Base).level());
+            for level in report.levels().into_iter().filter(|&l| l != Level::Base) {
                 let r = run_at::<T>(level, 2, &cfg, n);
+                report.ran(SimdEngine::<T>::with_level(level).level());
                 assert!(
                     r.0 == base.0 && r.1 == base.1 && r.2 == base.2,
                     "{} {sets:?} n={n}: {} differs from sse2",
                     T::NAME,
-                    level.min(best).as_str()
+                    level.as_str()
                 );
             }
         }
@@ -188,19 +233,22 @@ fn check_levels<T: SimdScalar>() {
 
 #[test]
 fn bit_identical_at_every_dispatch_level() {
-    check_levels::<f32>();
-    check_levels::<f64>();
+    let mut report = LevelsRun::new("bit_identical_at_every_dispatch_level");
+    check_levels::<f32>(&mut report);
+    check_levels::<f64>(&mut report);
+    report.finish();
 }
 
 /// An engine reused across steps and batch sizes computes each step as a fresh engine does (the
 /// per-chunk gradient accumulators start every step from zero), at every level.
-fn check_reuse<T: SimdScalar>() {
+fn check_reuse<T: SimdScalar>(report: &mut LevelsRun) {
     let cfg = config(&[("model.heads", "2")]).unwrap();
     let task = Task::new(&cfg).unwrap();
     let model = Model::<T>::init(&cfg).unwrap();
     let circ = model.circuits().unwrap();
     let len = cfg.task.len;
-    for level in [Level::Base, Level::Avx2, Level::Avx512] {
+    for level in report.levels() {
+        report.ran(SimdEngine::<T>::with_level(level).level());
         let mut reused = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
         for (step, n) in [(1, 256), (2, 100), (3, 256), (3, 256)] {
             let s = Sampling {
@@ -230,10 +278,14 @@ fn check_reuse<T: SimdScalar>() {
 
 #[test]
 fn a_reused_engine_computes_each_step_afresh() {
-    check_reuse::<f32>();
-    check_reuse::<f64>();
+    let mut report = LevelsRun::new("a_reused_engine_computes_each_step_afresh");
+    check_reuse::<f32>(&mut report);
+    check_reuse::<f64>(&mut report);
+    report.finish();
 }
 
+/// Level names, and the cap: an engine asked for a level this CPU has runs at it, one asked for
+/// a level above runs at the CPU's best.
 #[test]
 fn level_names_and_detection() {
     assert_eq!(
@@ -244,10 +296,11 @@ fn level_names_and_detection() {
             "base"
         }
     );
-    let e = SimdEngine::<f32>::with_level(Level::Avx512);
-    assert!(e.level() <= icl_cpu_simd::dispatch::detected());
-    assert_eq!(
-        SimdEngine::<f64>::with_level(Level::Base).level(),
-        Level::Base
-    );
+    let best = dispatch::detected();
+    for level in Level::ALL {
+        let want = if dispatch::has(level) { level } else { best };
+        assert_eq!(SimdEngine::<f32>::with_level(level).level(), want);
+        assert_eq!(SimdEngine::<f64>::with_level(level).level(), want);
+    }
+    assert!(dispatch::has(Level::Base) && dispatch::has(best));
 }

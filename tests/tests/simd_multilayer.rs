@@ -1,9 +1,10 @@
 //! The SIMD transformer engine (its conformance suite runs with every family's in
-//! `simd_engine.rs`) gives the same bits at every level and thread count, and trains a run
+//! `simd_engine.rs`) gives the same bits at every level this CPU has (printing which ran) and
+//! thread count, and trains a run
 //! bit-identically at 1 and 2 threads.
 use icl_core::conformance::stack::{inputs, specs};
 use icl_core::families::stack::{StackCircuits, StackKernels};
-use icl_cpu_simd::dispatch::Level;
+use icl_cpu_simd::dispatch::{Level, LevelsRun};
 use icl_cpu_simd::MlSimd;
 
 fn grads(level: Level, threads: usize) -> Vec<(u32, Vec<u32>)> {
@@ -32,7 +33,9 @@ fn grads(level: Level, threads: usize) -> Vec<(u32, Vec<u32>)> {
 #[test]
 fn same_bits_at_every_level_and_thread_count() {
     let base = grads(Level::Base, 1);
-    for level in [Level::Base, Level::Avx2, Level::Avx512] {
+    let mut report = LevelsRun::new("same_bits_at_every_level_and_thread_count (stacks)");
+    for level in report.levels() {
+        report.ran(MlSimd::<f32>::with_level(level).level());
         for threads in [1, 2, 3] {
             assert!(
                 grads(level, threads) == base,
@@ -40,6 +43,7 @@ fn same_bits_at_every_level_and_thread_count() {
             );
         }
     }
+    report.finish();
 }
 
 /// Parameters and per-step losses after `steps` training steps of the reduced `preset` on
