@@ -469,7 +469,11 @@ fn keep_prefix(dir: &Path, from: &Path, rows: &[&LogRow]) -> Result<usize> {
 fn new_name(dir: &Path) -> Result<String> {
     let secs_of = |p: &PathBuf| -> Option<u64> {
         let name = p.file_name()?.to_str()?;
-        name.strip_prefix(FILE_PREFIX)?.split('.').next()?.parse().ok()
+        name.strip_prefix(FILE_PREFIX)?
+            .split('.')
+            .next()?
+            .parse()
+            .ok()
     };
     let latest = event_files(dir)?.iter().filter_map(secs_of).max();
     let secs = (now() as u64).max(latest.map_or(0, |s| s + 1));
@@ -524,7 +528,10 @@ mod tests {
         two.extend(&bytes);
         let (recs, stop) = records(&two);
         assert_eq!(stop, None);
-        let back: Vec<Event> = recs.iter().map(|(d, _)| Event::decode(d).unwrap()).collect();
+        let back: Vec<Event> = recs
+            .iter()
+            .map(|(d, _)| Event::decode(d).unwrap())
+            .collect();
         assert_eq!(back, [head, row]);
         assert_eq!(recs[1].1, two.len());
     }

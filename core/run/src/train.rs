@@ -824,9 +824,17 @@ mod tests {
         let evs = row_events(dir);
         let steps: Vec<i64> = evs.iter().map(|e| e.step).collect();
         let want: Vec<i64> = rows.iter().map(|r| r[0] as i64).collect();
-        assert_eq!(steps, want, "{}: event steps against metrics.csv", dir.display());
+        assert_eq!(
+            steps,
+            want,
+            "{}: event steps against metrics.csv",
+            dir.display()
+        );
         for (e, r) in evs.iter().zip(&rows) {
-            assert!(same_f32(e.value("train/loss").unwrap(), r[1]), "{e:?} {r:?}");
+            assert!(
+                same_f32(e.value("train/loss").unwrap(), r[1]),
+                "{e:?} {r:?}"
+            );
             assert_eq!(e.value("train/lr"), Some(lr as f32));
             for (name, x) in header.iter().zip(r).skip(2) {
                 let tagged: Vec<_> = e
@@ -837,7 +845,10 @@ mod tests {
                 assert_eq!(tagged.len(), 1, "column {name} in {e:?}");
                 assert!(same_f32(tagged[0].1, *x), "{name}: {e:?} {r:?}");
             }
-            assert_eq!(e.values.len(), header.len() + e.value("train/steps_per_second").map_or(0, |_| 1));
+            assert_eq!(
+                e.values.len(),
+                header.len() + e.value("train/steps_per_second").map_or(0, |_| 1)
+            );
         }
         evs
     }
@@ -868,7 +879,12 @@ mod tests {
         let mut live = None;
         train(&cfg, &straight, &o, &mut |step, _, _| {
             if step == 155 {
-                live = Some(row_events(&staging).iter().map(|e| e.step).collect::<Vec<_>>());
+                live = Some(
+                    row_events(&staging)
+                        .iter()
+                        .map(|e| e.step)
+                        .collect::<Vec<_>>(),
+                );
             }
             true
         })
@@ -877,11 +893,16 @@ mod tests {
         want.extend((1..=15).map(|k| k * 10));
         assert_eq!(live, Some(want));
         let evs = check_events(&straight, lr);
-        assert!(evs.iter().all(|e| e.value("train/steps_per_second").is_some_and(|x| x > 0.0)));
+        assert!(evs
+            .iter()
+            .all(|e| e.value("train/steps_per_second").is_some_and(|x| x > 0.0)));
         let files = crate::tensorboard::event_files(&straight).unwrap();
         assert_eq!(files.len(), 1);
         let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
-        assert!(name.starts_with("events.out.tfevents.") && name.ends_with(".icl"), "{name}");
+        assert!(
+            name.starts_with("events.out.tfevents.") && name.ends_with(".icl"),
+            "{name}"
+        );
 
         // a kill at step 195: the last checkpoint is at step 160, the events go to step 190
         // and end with half a record
@@ -907,11 +928,15 @@ mod tests {
         let before = crate::tensorboard::event_files(&staging).unwrap();
         assert_eq!(row_events(&staging).last().unwrap().step, 190);
         let torn = std::fs::read(&before[0]).unwrap();
-        let mut f = std::fs::OpenOptions::new().append(true).open(&before[0]).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&before[0])
+            .unwrap();
         use std::io::Write;
         f.write_all(&torn[torn.len() - 30..]).unwrap();
         drop(f);
-        let Outcome::Finished { .. } = resume(&killed, None, &o, &mut |_, _, _| true).unwrap() else {
+        let Outcome::Finished { .. } = resume(&killed, None, &o, &mut |_, _, _| true).unwrap()
+        else {
             panic!("not finished")
         };
         let evs = check_events(&killed, lr);
@@ -919,7 +944,10 @@ mod tests {
         assert_eq!(files.len(), 2);
         let first = crate::tensorboard::read_events(&files[0]).unwrap();
         assert_eq!(first.last().unwrap().step, 160);
-        assert_eq!(first.len(), 1 + evs.iter().filter(|e| e.step <= 160).count());
+        assert_eq!(
+            first.len(),
+            1 + evs.iter().filter(|e| e.step <= 160).count()
+        );
         assert_eq!(
             std::fs::read(killed.join("metrics.csv")).unwrap(),
             std::fs::read(straight.join("metrics.csv")).unwrap()
@@ -944,10 +972,7 @@ mod tests {
         fixed.set("train.log_every", "10").unwrap();
         fixed.set("task.P", "64").unwrap();
         let full = base.join("full");
-        let o = TrainOptions {
-            engine: None,
-            ..o
-        };
+        let o = TrainOptions { engine: None, ..o };
         train(&fixed, &full, &o, &mut |_, _, _| true).unwrap();
         let evs = check_events(&full, fixed.train.lr);
         assert_eq!(evs[0].step, 0);
