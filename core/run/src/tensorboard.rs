@@ -65,7 +65,8 @@ pub const MAX_FILE: u64 = 1 << 30;
 /// `mask(crc32c(data))` (see the module's documentation).
 pub fn masked_crc32c(data: &[u8]) -> u32 {
     let c = crc32c::crc32c(data);
-    ((c >> 15) | (c << 17)).wrapping_add(0xa282_ead8)
+    // (c >> 15) | (c << 17)
+    c.rotate_right(15).wrapping_add(0xa282_ead8)
 }
 
 /// One TFRecord: the length, its masked CRC, `data` and its masked CRC.
