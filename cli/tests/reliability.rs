@@ -724,6 +724,38 @@ fn class5_run_folders_are_transactional() {
     assert!(!both.exists(), "a killed run leaves no half folder");
 }
 
+/// The TensorBoard event files of the run in `out` hold each `metrics.csv` row once, in step
+/// order, with its loss (as f32); their wall times differ between runs, so no test compares
+/// their bytes (they are outside the same-bytes guarantee).
+fn events_match_metrics(out: &Path, what: &str) {
+    let csv = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
+    let rows: Vec<(i64, f64)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut f = l.split(',');
+            let step = f.next().unwrap().parse().unwrap();
+            (step, f.next().unwrap().parse().unwrap())
+        })
+        .collect();
+    let events: Vec<(i64, f32)> = icl_core_run::tensorboard::read_run(out)
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .into_iter()
+        .filter_map(|e| Some((e.step, e.value("train/loss")?)))
+        .collect();
+    assert_eq!(
+        events.iter().map(|e| e.0).collect::<Vec<_>>(),
+        rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        "{what}: the event steps are not metrics.csv's"
+    );
+    for ((step, x), (_, loss)) in events.iter().zip(&rows) {
+        assert!(
+            (f64::from(*x) - loss).abs() <= 1e-6 * loss.abs(),
+            "{what}: step {step}: loss {x} in the events, {loss} in metrics.csv"
+        );
+    }
+}
+
 /// Train `what` into `out`, killing the process (SIGKILL) after each of `kills` delays and
 /// continuing with `--resume` (or afresh when the kill came before anything was written), until
 /// done. Returns how many kills hit a running process.
@@ -786,8 +818,17 @@ fn train_with_kills(what: &[&str], out: &Path, steps: &str, kills: &[u64]) -> us
 /// The files of finished runs in `a` and `b` are the same, and equal byte for byte but for the
 /// summary (its timings) and the figures (titled with the run's folder); `what` names the case.
 fn same_run_files(a: &Path, b: &Path, what: &str) {
-    let files = entries(a);
-    assert_eq!(files, entries(b), "{what}: other files");
+    // TensorBoard event files carry wall times and one file per session (their names differ):
+    // outside the same-bytes guarantee, their rows are checked against metrics.csv instead
+    let data_files = |p: &Path| -> Vec<String> {
+        entries(p)
+            .into_iter()
+            .filter(|f| !f.starts_with(icl_core_run::tensorboard::FILE_PREFIX))
+            .collect()
+    };
+    let files = data_files(a);
+    assert_eq!(files, data_files(b), "{what}: other files");
+    events_match_metrics(b, what);
     let data: Vec<String> = files
         .into_iter()
         .filter(|f| f != "summary.json" && !f.ends_with(".svg"))
@@ -846,6 +887,8 @@ fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
                 "trial {trial} (kills after {kills:?} ms): {f} differs"
             );
         }
+        // the event files are not compared byte for byte (wall times): their rows are checked
+        events_match_metrics(&out, &format!("trial {trial} (kills after {kills:?} ms)"));
     }
     // extending a finished run equals training the longer run at once
     let longer = d.join("longer");
@@ -866,6 +909,7 @@ fn class6_kill_9_at_random_instants_then_resume_gives_the_same_bytes() {
         std::fs::read(longer.join("model.safetensors")).unwrap(),
         std::fs::read(straight.join("model.safetensors")).unwrap()
     );
+    events_match_metrics(&straight, "the extended run");
     let hidden: Vec<String> = entries(&d)
         .into_iter()
         .filter(|e| e.starts_with('.'))

@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=target/pyvenv
 python3 -m venv --clear "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy pytest pandas matplotlib mypy
+# tensorboard (pinned) reads the run folders' event files back in test_tensorboard.py
+"$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy pytest pandas matplotlib mypy \
+  tensorboard==2.21.0
 rm -f target/wheels/icl-*.whl
 "$venv/bin/maturin" build --release --locked -m ffi/python/Cargo.toml -o target/wheels \
   --interpreter "$venv/bin/python"

@@ -14,6 +14,8 @@
 //! * [`torch`]: Garg et al.'s GPT-2 `TransformerModel` state_dicts (safetensors) to and from the
 //!   `gpt2` family's flat buffer;
 //! * [`train`]: a training run from a config to a complete run folder;
+//! * [`tensorboard`]: the run's TensorBoard event files (a small writer and reader of the
+//!   record format);
 //! * [`summary`], [`analyze`], [`eval`]: the typed JSON contracts (`summary.json`,
 //!   `icl analyze --json`, `icl eval --json`) and the computations behind them;
 //! * [`plot`]: the figures (SVG);
@@ -43,6 +45,7 @@ pub mod predict;
 pub mod repro;
 pub mod summary;
 pub mod sweep;
+pub mod tensorboard;
 pub mod theory;
 pub mod torch;
 pub mod train;

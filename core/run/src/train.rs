@@ -8,6 +8,11 @@
 //! when the caller interrupts (its progress callback returns `false`, e.g. on SIGINT); a killed or
 //! interrupted run continues with [`resume`] to the same bytes as an uninterrupted one. A finished
 //! run keeps its optimiser state in `model.safetensors`, so [`resume`] can also extend it.
+//!
+//! The one exception to "complete or not at all" is the TensorBoard event file of a session
+//! ([`crate::tensorboard`]): an append log in the staging folder, written row by row while the run
+//! trains so that TensorBoard shows it live; its events carry wall times, outside the same-bytes
+//! guarantee, and a resumed session continues its stream from the checkpoint.
 use crate::any::{AnyTrainer, Start};
 use crate::checkpoint;
 use crate::csv_text::{csv_text, metrics_row};
@@ -16,6 +21,7 @@ use crate::engines::{Engines, RunScalar};
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::summary::{config_json, pretty, Summary};
+use crate::tensorboard::EventLog;
 use icl_core::config::Config;
 use icl_core::train::{Options, Trainer};
 use icl_core::Scalar;
@@ -295,15 +301,19 @@ fn resume_staged(
     let from = Resumed {
         step: loaded.step,
         seconds,
+        finished,
     };
     run(stage, tr, &o, Some(from), setup, progress)
 }
 
-/// Where a resumed run took up: the checkpoint's step and its clock (training seconds so far).
+/// Where a resumed run took up: the checkpoint's step and its clock (training seconds so far),
+/// and whether it extends a finished run (whose event files are in the run folder, not the
+/// staging folder).
 #[derive(Debug, Clone, Copy)]
 struct Resumed {
     step: u64,
     seconds: Option<f64>,
+    finished: bool,
 }
 
 /// The training clock of one session: seconds before it (`None`: unknown, a checkpoint that kept
@@ -337,7 +347,23 @@ fn run(
         before: resumed.map_or(Some(0.0), |r| r.seconds),
         t0: Instant::now(),
     };
-    let finished = dispatch!(&mut tr, t => train_loop(t, &stage, o, &clock, progress)?);
+    // the TensorBoard stream continues from the staging folder's event files, or from the
+    // finished run's when this session extends it
+    let from = match resumed {
+        Some(r) if r.finished => stage.out.clone(),
+        _ => stage.dir.dir.clone(),
+    };
+    let mut events = dispatch!(&tr, t => EventLog::open(
+        &stage.dir.dir,
+        &from,
+        &t.rows(),
+        t.columns(),
+        t.cfg.train.lr,
+        t.step,
+        clock.t0,
+    )?);
+    let finished =
+        dispatch!(&mut tr, t => train_loop(t, &stage, o, &clock, &mut events, progress)?);
     if !finished {
         return Ok(Outcome::Interrupted {
             step: tr.step(),
@@ -368,31 +394,46 @@ fn save_checkpoint<T: Scalar>(t: &Trainer<T>, stage: &Stage, clock: &Clock) -> R
     )
 }
 
-/// Steps to the end (`true`) or until the caller interrupts (`false`, after a checkpoint).
+/// Steps to the end (`true`) or until the caller interrupts (`false`, after a checkpoint). Each
+/// row the trainer logs goes to the TensorBoard event file at once, and the file is flushed to
+/// the disk with every checkpoint (its events past the checkpoint are dropped on resume).
 fn train_loop<T: Scalar>(
     t: &mut Trainer<T>,
     stage: &Stage,
     o: &TrainOptions,
     clock: &Clock,
+    events: &mut EventLog,
     progress: Progress,
 ) -> Result<bool> {
     let total = t.cfg.train.steps;
     let mut last_ckpt = Instant::now();
+    let logged = |t: &Trainer<T>| t.log.len() + t.early.len();
+    let mut seen = logged(t);
+    let checkpoint = |t: &Trainer<T>, events: &EventLog| -> Result<()> {
+        events.sync()?;
+        save_checkpoint(t, stage, clock)
+    };
     while t.step < total {
         let loss = t.step()?;
+        if logged(t) != seen {
+            events.rows(&t.rows(), t.step)?;
+            seen = logged(t);
+        }
         let by_steps = o.checkpoint_every > 0 && t.step.is_multiple_of(o.checkpoint_every);
         let by_time =
             o.checkpoint_seconds > 0.0 && last_ckpt.elapsed().as_secs_f64() >= o.checkpoint_seconds;
         if (by_steps || by_time) && t.step < total {
-            save_checkpoint(t, stage, clock)?;
+            checkpoint(t, events)?;
             last_ckpt = Instant::now();
         }
         if !progress(t.step, total, loss) {
-            save_checkpoint(t, stage, clock)?;
+            checkpoint(t, events)?;
             return Ok(false);
         }
     }
     t.finish()?;
+    events.rows(&t.rows(), t.step)?;
+    events.sync()?;
     Ok(true)
 }
 
@@ -747,6 +788,194 @@ mod tests {
             s.seconds,
             e.seconds
         );
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// `metrics.csv` of a run folder: its header and rows of numbers.
+    fn metrics(dir: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+        let text = std::fs::read_to_string(dir.join("metrics.csv")).unwrap();
+        let mut lines = text.lines();
+        let header = lines.next().unwrap().split(',').map(String::from).collect();
+        let rows = lines
+            .map(|l| l.split(',').map(|x| x.parse().unwrap()).collect())
+            .collect();
+        (header, rows)
+    }
+
+    /// The row events (those with a summary) of a folder's event files, in reading order.
+    fn row_events(dir: &Path) -> Vec<crate::tensorboard::Event> {
+        let mut evs = crate::tensorboard::read_run(dir).unwrap();
+        evs.retain(|e| !e.values.is_empty());
+        evs
+    }
+
+    /// Equal in f32: the event's value is the f64 rounded to f32, the CSV's the f64 in 9
+    /// significant digits.
+    fn same_f32(event: f32, csv: f64) -> bool {
+        (event.is_nan() && csv.is_nan())
+            || (f64::from(event) - csv).abs() <= 1e-6 * csv.abs() + f64::from(f32::MIN_POSITIVE)
+    }
+
+    /// The event files of a finished run hold each `metrics.csv` row once, in step order: the
+    /// loss as `train/loss`, every probe column as `<group>/<column>`, `train/lr`; returns the
+    /// events.
+    fn check_events(dir: &Path, lr: f64) -> Vec<crate::tensorboard::Event> {
+        let (header, rows) = metrics(dir);
+        let evs = row_events(dir);
+        let steps: Vec<i64> = evs.iter().map(|e| e.step).collect();
+        let want: Vec<i64> = rows.iter().map(|r| r[0] as i64).collect();
+        assert_eq!(
+            steps,
+            want,
+            "{}: event steps against metrics.csv",
+            dir.display()
+        );
+        for (e, r) in evs.iter().zip(&rows) {
+            assert!(
+                same_f32(e.value("train/loss").unwrap(), r[1]),
+                "{e:?} {r:?}"
+            );
+            assert_eq!(e.value("train/lr"), Some(lr as f32));
+            for (name, x) in header.iter().zip(r).skip(2) {
+                let tagged: Vec<_> = e
+                    .values
+                    .iter()
+                    .filter(|(t, _)| t.rsplit('/').next() == Some(name) && !t.starts_with("train/"))
+                    .collect();
+                assert_eq!(tagged.len(), 1, "column {name} in {e:?}");
+                assert!(same_f32(tagged[0].1, *x), "{name}: {e:?} {r:?}");
+            }
+            assert_eq!(
+                e.values.len(),
+                header.len() + e.value("train/steps_per_second").map_or(0, |_| 1)
+            );
+        }
+        evs
+    }
+
+    /// Every run writes its `metrics.csv` rows as TensorBoard events, live into its staging
+    /// folder; a run killed after writing rows its checkpoint does not hold (and in the middle
+    /// of a record) continues the stream from the checkpoint; extending a finished run keeps its
+    /// events (bytes and wall times) and adds the new steps; a full-batch run's step-0 row is
+    /// there too.
+    #[test]
+    fn runs_write_tensorboard_events_and_resumes_continue_the_stream() {
+        let base = std::env::temp_dir().join(format!("icl-tb-run-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let mut cfg = icl_core::presets::preset("quick").unwrap();
+        cfg.set("train.steps", "300").unwrap();
+        cfg.set("train.log_every", "10").unwrap();
+        let lr = cfg.train.lr;
+        let o = TrainOptions {
+            eval_samples: 0,
+            engine: Some("scalar".into()),
+            checkpoint_every: 40,
+            checkpoint_seconds: 0.0,
+            ..TrainOptions::default()
+        };
+        // live: at step 155 the staging folder's event file holds the rows so far
+        let straight = base.join("straight");
+        let staging = staging_path(&straight).unwrap();
+        let mut live = None;
+        train(&cfg, &straight, &o, &mut |step, _, _| {
+            if step == 155 {
+                live = Some(
+                    row_events(&staging)
+                        .iter()
+                        .map(|e| e.step)
+                        .collect::<Vec<_>>(),
+                );
+            }
+            true
+        })
+        .unwrap();
+        let mut want = vec![1, 2, 5];
+        want.extend((1..=15).map(|k| k * 10));
+        assert_eq!(live, Some(want));
+        let evs = check_events(&straight, lr);
+        assert!(evs
+            .iter()
+            .all(|e| e.value("train/steps_per_second").is_some_and(|x| x > 0.0)));
+        let files = crate::tensorboard::event_files(&straight).unwrap();
+        assert_eq!(files.len(), 1);
+        let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("events.out.tfevents.") && name.ends_with(".icl"),
+            "{name}"
+        );
+
+        // a kill at step 195: the last checkpoint is at step 160, the events go to step 190
+        // and end with half a record
+        let killed = base.join("killed");
+        let staging = staging_path(&killed).unwrap();
+        let snapshot = base.join("snapshot");
+        let stopped = train(&cfg, &killed, &o, &mut |step, _, _| {
+            if step == 195 {
+                std::fs::create_dir_all(&snapshot).unwrap();
+                for f in std::fs::read_dir(&staging).unwrap() {
+                    let f = f.unwrap().path();
+                    std::fs::copy(&f, snapshot.join(f.file_name().unwrap())).unwrap();
+                }
+            }
+            step < 195
+        })
+        .unwrap();
+        assert!(matches!(stopped, Outcome::Interrupted { step: 195, .. }));
+        std::fs::remove_dir_all(&staging).unwrap();
+        std::fs::rename(&snapshot, &staging).unwrap();
+        let ckpt = checkpoint::load(&staging.join("checkpoint.safetensors")).unwrap();
+        assert_eq!(ckpt.step, 160);
+        let before = crate::tensorboard::event_files(&staging).unwrap();
+        assert_eq!(row_events(&staging).last().unwrap().step, 190);
+        let torn = std::fs::read(&before[0]).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&before[0])
+            .unwrap();
+        use std::io::Write;
+        f.write_all(&torn[torn.len() - 30..]).unwrap();
+        drop(f);
+        let Outcome::Finished { .. } = resume(&killed, None, &o, &mut |_, _, _| true).unwrap()
+        else {
+            panic!("not finished")
+        };
+        let evs = check_events(&killed, lr);
+        let files = crate::tensorboard::event_files(&killed).unwrap();
+        assert_eq!(files.len(), 2);
+        let first = crate::tensorboard::read_events(&files[0]).unwrap();
+        assert_eq!(first.last().unwrap().step, 160);
+        assert_eq!(
+            first.len(),
+            1 + evs.iter().filter(|e| e.step <= 160).count()
+        );
+        assert_eq!(
+            std::fs::read(killed.join("metrics.csv")).unwrap(),
+            std::fs::read(straight.join("metrics.csv")).unwrap()
+        );
+
+        // extending the finished run to 350 steps keeps its event file as it was
+        let kept = std::fs::read(&crate::tensorboard::event_files(&straight).unwrap()[0]).unwrap();
+        let Outcome::Finished { .. } =
+            resume(&straight, Some(350), &o, &mut |_, _, _| true).unwrap()
+        else {
+            panic!("not finished")
+        };
+        let evs = check_events(&straight, lr);
+        assert_eq!(evs.last().unwrap().step, 350);
+        let files = crate::tensorboard::event_files(&straight).unwrap();
+        assert_eq!(files.len(), 2);
+        assert_eq!(std::fs::read(&files[0]).unwrap(), kept);
+
+        // full batch on a fixed set: a row at step 0
+        let mut fixed = icl_core::presets::preset("zhang2025-fig1").unwrap();
+        fixed.set("train.steps", "30").unwrap();
+        fixed.set("train.log_every", "10").unwrap();
+        fixed.set("task.P", "64").unwrap();
+        let full = base.join("full");
+        let o = TrainOptions { engine: None, ..o };
+        train(&fixed, &full, &o, &mut |_, _, _| true).unwrap();
+        let evs = check_events(&full, fixed.train.lr);
+        assert_eq!(evs[0].step, 0);
         let _ = std::fs::remove_dir_all(&base);
     }
 
