@@ -267,7 +267,9 @@ def test_eval_plot_writes_the_figure_cli_writes(runs, cli_json, tmp_path):
     svg = (tmp_path / "py.svg").read_text()
     assert svg == (tmp_path / "cli.svg").read_text()
     texts = [t.strip() for t in re.findall(r"<text[^>]*>(.*?)</text>", svg, re.S)]
-    for r in rows:
-        assert r["estimator"] in texts
+    # the legend names the estimators in words ("vanilla GD (η*)"), not by their ids
+    assert {r["estimator"] for r in rows} >= {"model", "vanilla_gd"}
+    assert "model" in texts and "vanilla GD (η*)" in texts, texts
+    assert not any("_" in t for t in texts), texts
     runs["py"].eval(lengths=[10, 40], samples=300, plot=str(tmp_path / "py.png"))
     assert (tmp_path / "py.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
