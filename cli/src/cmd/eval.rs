@@ -2,7 +2,7 @@
 //! lengths L' (length generalisation, He et al. 2025 figure 3).
 use super::common::outln;
 use crate::error::CliResult;
-use icl_core_run::eval::{eval_args, write_risk_plot};
+use icl_core_run::eval::write_risk_plot;
 use icl_core_run::options::EvalArgs;
 use icl_core_run::summary::pretty;
 use icl_core_run::RunDir;
@@ -43,7 +43,7 @@ pub fn run(a: &Args) -> CliResult {
     {
         eprintln!("icl: note: {note}");
     }
-    let res = eval_args(&dir, &a.opts)?;
+    let res = a.opts.eval(&dir)?;
     if let Some(p) = &a.plot {
         write_risk_plot(&res, p)?;
     }

@@ -459,15 +459,6 @@ pub fn eval_run(dir: &RunDir, o: &EvalOptions) -> Result<EvalRows> {
     Ok(res)
 }
 
-/// [`eval_run`] with the options as every front end takes them (`icl eval`'s flags, the C
-/// API's pairs, Python's keywords): checked ([`EvalArgs::options`]), and the plot's choices
-/// (`--log-lengths`) recorded in the rows for [`write_risk_plot`].
-pub fn eval_args(dir: &RunDir, a: &crate::options::EvalArgs) -> Result<EvalRows> {
-    let mut res = eval_run(dir, &a.options()?)?;
-    res.log_lengths = a.log_lengths;
-    Ok(res)
-}
-
 /// A numerical failure (a risk that is not finite, a singular system) of an evaluation with a
 /// temperature other than 1, a test-time shift or an eigenvalue range is those values' doing:
 /// a checkpoint's parameters are finite, and f64 cannot evaluate with, say, `tau = 1e-300` or a

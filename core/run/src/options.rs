@@ -337,6 +337,16 @@ impl TrainArgs {
 }
 
 impl EvalArgs {
+    /// [`crate::eval::eval_run`] of the run in `dir` with these options, as every front end
+    /// takes them (`icl eval`'s flags, the C API's pairs, Python's keywords): checked
+    /// ([`EvalArgs::options`]), and the plot's choices (`--log-lengths`) recorded in the rows for
+    /// [`crate::eval::write_risk_plot`].
+    pub fn eval(&self, dir: &crate::folder::RunDir) -> Result<crate::summary::EvalRows> {
+        let mut res = crate::eval::eval_run(dir, &self.options()?)?;
+        res.log_lengths = self.log_lengths;
+        Ok(res)
+    }
+
     /// The checked evaluation options: lengths in 1..=2^20, samples >= 2, temperatures and
     /// shifts as [`temper_from_text`] reads them.
     pub fn options(&self) -> Result<EvalOptions> {

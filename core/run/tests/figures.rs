@@ -725,7 +725,7 @@ fn every_figure_of_a_run_renders() {
         log_lengths: true,
         ..EvalArgs::default()
     };
-    let res = icl_core_run::eval::eval_args(&he, &args).unwrap();
+    let res = args.eval(&he).unwrap();
     assert_eq!(res.train_len, Some(40));
     let plot = root.join("risk.svg");
     icl_core_run::eval::write_risk_plot(&res, &plot).unwrap();

@@ -253,7 +253,7 @@ impl Run {
         let dir = RunDir::new(&self.dir);
         let res = py
             .detach(|| {
-                let res = icl_core_run::eval::eval_args(&dir, &args)?;
+                let res = args.eval(&dir)?;
                 if let Some(p) = &plot {
                     icl_core_run::eval::write_risk_plot(&res, p)?;
                 }

@@ -69,7 +69,7 @@ pub(crate) fn eval_json(dir: &str, a: &EvalArgs) -> FfiResult<String> {
         icl_core_run::RunError::Refused(m) => FfiError::new(icl_status::ICL_ERR_IO, m),
         other => other.into(),
     })?;
-    let res = icl_core_run::eval::eval_args(&run, a)?;
+    let res = a.eval(&run)?;
     serde_json::to_string(&res).map_err(|e| FfiError::argument(e.to_string()))
 }
 

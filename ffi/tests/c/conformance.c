@@ -1761,8 +1761,10 @@ static void c_trainer_log_split(void) {
     const char *sets[][2] = {{"train.steps", "5"}, {"task.kind", "eigs"}, {"task.eigs", "[0.4,0.3,0.2,0.1,0.05]"}, {"task.P", "6"}};
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) OK(icl_config_set(cfg, sets[i][0], sets[i][1]));
     size_t splits[][3] = {{7, 0, 0}, {5, 2, 0}, {3, 4, 0}, {1, 1, 5}};
-    uint64_t want[] = {0, 2, 4, 5, 6};
-    double first[5][64];
+    /* step 0, the early row of step 1 (rows at 1, 2, 5 x 10^k below log_every), every
+     * log_every = 2 steps, and the final row of train.steps = 5 */
+    uint64_t want[] = {0, 1, 2, 4, 5, 6};
+    double first[6][64];
     size_t width = 0;
     for (size_t k = 0; k < 4; k++) {
         icl_trainer *t = NULL;
@@ -1771,8 +1773,8 @@ static void c_trainer_log_split(void) {
             if (splits[k][j]) OK(icl_trainer_train(t, splits[k][j], NULL, 0, NULL));
         size_t rows = 0;
         OK(icl_trainer_log_len(t, &rows));
-        if (rows != 5) FAIL("split %zu: %zu rows, 5 expected", k, rows);
-        for (size_t i = 0; i < rows && i < 5; i++) {
+        if (rows != 6) FAIL("split %zu: %zu rows, 6 expected", k, rows);
+        for (size_t i = 0; i < rows && i < 6; i++) {
             uint64_t step = 0;
             double row[64];
             size_t count = 0;
@@ -2117,7 +2119,11 @@ static void c_eval_plot_bad(void) {
     EXPECT(ICL_ERR_ARGUMENT, icl_eval_plot("{\"rows\":[{\"L\":\"x\"}]}", out));
     CHECK(access(out, F_OK) != 0);
     EXPECT(ICL_ERR_IO, icl_eval_plot(rows, path("no/such/folder/risk.svg")));
-    EXPECT(ICL_ERR_IO, icl_eval_plot(rows, g_dir));
+    /* a name without .svg or .png (a folder's) is refused; a folder named like a figure cannot be written */
+    EXPECT(ICL_ERR_ARGUMENT, icl_eval_plot(rows, g_dir));
+    const char *folder = path("folder.svg");
+    mkdir(folder, 0755);
+    EXPECT(ICL_ERR_IO, icl_eval_plot(rows, folder));
     EXPECT(ICL_ERR_NULL, icl_eval_plot(NULL, out));
     EXPECT(ICL_ERR_NULL, icl_eval_plot(rows, NULL));
     EXPECT(ICL_ERR_UTF8, icl_eval_plot("\xff\xfe", out));
