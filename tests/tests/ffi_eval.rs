@@ -102,8 +102,9 @@ fn c_eval_is_the_run_layer_eval_with_tau_and_shift() {
         icl_status::ICL_OK
     );
     let text = std::fs::read_to_string(out.join("risk.svg")).unwrap();
+    // each estimator in the legend by its reader's name ("vanilla GD (η*)", not vanilla_gd)
     for r in v["rows"].as_array().unwrap() {
-        let name = r["estimator"].as_str().unwrap();
+        let name = icl_core_run::plot::figures::estimator_name(r["estimator"].as_str().unwrap());
         assert!(
             text.contains(&format!("\n{name}")),
             "{name} not in the figure"
