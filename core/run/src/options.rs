@@ -34,11 +34,8 @@ use std::path::PathBuf;
 
 pub use crate::eval::MC_SAMPLES;
 
-/// Minutes of training between two checkpoints, by default (`--checkpoint-minutes`, C/C++
-/// `checkpoint_minutes`, Python `checkpoint_minutes=`): a `kill -9` loses at most this much
-/// work. A checkpoint of a one-layer model is a few kB and takes milliseconds, so half a minute
-/// costs nothing measurable; a GPT-2 run's (MBs) well under 1% of its time.
-pub const CHECKPOINT_MINUTES: f64 = 0.5;
+/// The default checkpoint cadence, declared with the trainer (which reads it too).
+pub use crate::train::CHECKPOINT_MINUTES;
 
 /// Options of a training run (`icl train`, `icl_train_run`, `icl.train`).
 #[derive(clap::Args, Serialize, Deserialize, Debug, Clone, PartialEq)]

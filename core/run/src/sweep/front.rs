@@ -228,7 +228,7 @@ mod tests {
         assert_eq!(o.train.eval_samples, 20_000);
         assert_eq!(
             o.train.checkpoint_seconds,
-            crate::options::CHECKPOINT_MINUTES * 60.0
+            crate::train::CHECKPOINT_MINUTES * 60.0
         );
         assert!(!o.train.force);
         let o = from_pairs(&[
