@@ -46,22 +46,28 @@ struct Rule {
     shown: &'static [&'static str],
 }
 
+/// The same claim at both scales.
+const LINEAR: Rule = Rule {
+    description: "Trained on linear functions, the transformer's error at L = 2d examples is below 3-nearest neighbours' and averaging's, on its way to least squares (exact from L = d on); measured: the model's squared error / d at L = 2d",
+    at: |d, _| 2 * d,
+    below: &["knn3", "averaging"],
+    shown: &["lstsq"],
+};
+
+/// The same claim at both scales.
+const TREE: Rule = Rule {
+    description: "On depth-4 decision trees the transformer is below greedy tree learning (depth 4 and unbounded) and XGBoost-style boosted trees at the longest prompt; measured: the model's squared error at L",
+    at: |_, l| l,
+    below: &["tree_depth4", "tree", "boosted_trees"],
+    shown: &["knn3"],
+};
+
 static CLASSES: &[Class] = &[
     Class {
         task: "linear",
         figure: "Fig. 2",
-        paper: Rule {
-            description: "Trained on linear functions, the transformer's error at L = 2d examples is below 3-nearest neighbours' and averaging's, on its way to least squares (exact from L = d on); measured: the model's squared error / d at L = 2d",
-            at: |d, _| 2 * d,
-            below: &["knn3", "averaging"],
-            shown: &["lstsq"],
-        },
-        smoke: Rule {
-            description: "Trained on linear functions, the transformer's error at L = 2d examples is below 3-nearest neighbours' and averaging's, on its way to least squares (exact from L = d on); measured: the model's squared error / d at L = 2d",
-            at: |d, _| 2 * d,
-            below: &["knn3", "averaging"],
-            shown: &["lstsq"],
-        },
+        paper: LINEAR,
+        smoke: LINEAR,
     },
     Class {
         task: "sparse",
@@ -98,18 +104,8 @@ static CLASSES: &[Class] = &[
     Class {
         task: "tree",
         figure: "Fig. 4 (decision trees)",
-        paper: Rule {
-            description: "On depth-4 decision trees the transformer is below greedy tree learning (depth 4 and unbounded) and XGBoost-style boosted trees at the longest prompt; measured: the model's squared error at L",
-            at: |_, l| l,
-            below: &["tree_depth4", "tree", "boosted_trees"],
-            shown: &["knn3"],
-        },
-        smoke: Rule {
-            description: "On depth-4 decision trees the transformer is below greedy tree learning (depth 4 and unbounded) and XGBoost-style boosted trees at the longest prompt; measured: the model's squared error at L",
-            at: |_, l| l,
-            below: &["tree_depth4", "tree", "boosted_trees"],
-            shown: &["knn3"],
-        },
+        paper: TREE,
+        smoke: TREE,
     },
 ];
 
@@ -118,7 +114,7 @@ struct Size {
     name: &'static str,
     preset: &'static str,
     steps: u64,
-    /// (d, L) of each class: the task's (the presets': d = 20, L = 40 or 100).
+    /// The smoke scale's reduced model and data ([`SMOKE`]); otherwise the presets' sizes.
     smoke: bool,
 }
 
