@@ -88,10 +88,15 @@ fn cli_run(
     }
     ffi_common::run(&mut cmd);
     let l = icl_core_run::checkpoint::load(&out.join("model.safetensors")).unwrap();
-    let (log, params) = match l.state.expect("a trained run keeps its trainer state") {
-        icl_core_run::any::Either::F32(s) => (s.log, s.params.iter().map(|&x| x as f64).collect()),
-        icl_core_run::any::Either::F64(s) => (s.log, s.params),
+    // the C log lists every row, the regular ones and the early ones, by step (as metrics.csv)
+    let (mut log, params) = match l.state.expect("a trained run keeps its trainer state") {
+        icl_core_run::any::Either::F32(s) => (
+            [s.log, s.early].concat(),
+            s.params.iter().map(|&x| x as f64).collect(),
+        ),
+        icl_core_run::any::Either::F64(s) => ([s.log, s.early].concat(), s.params),
     };
+    log.sort_by_key(|r| r.step);
     (log.iter().map(|r| (r.step, r.loss)).collect(), params)
 }
 
