@@ -265,7 +265,24 @@ fn fig2_in_small_and_the_family_contracts() {
     let out = ok(&["analyze", s(&run)]);
     let fig = run.join("attention.svg");
     assert!(out.contains(s(&fig)), "{out}");
-    assert!(std::fs::read_to_string(&fig).unwrap().contains("<svg"));
+    let svg = std::fs::read_to_string(&fig).unwrap();
+    assert!(svg.contains("<svg"));
+    // layers counted from 1, heads from 0, as in every other figure
+    for title in [
+        "layer 1 head 0",
+        "layer 1 head 1",
+        "layer 2 head 0",
+        "layer 2 head 1",
+    ] {
+        assert!(
+            svg.contains(&format!(">{title}<")),
+            "attention.svg lacks {title}"
+        );
+    }
+    assert!(
+        !svg.contains("head 2<"),
+        "attention.svg counts heads from 1"
+    );
     let an: Value =
         serde_json::from_str(&ok(&["analyze", s(&run), "--json", "--no-plot"])).unwrap();
     assert_eq!(an["attention_heads"].as_array().unwrap().len(), 4);

@@ -192,7 +192,7 @@ pub fn gpt2_analysis(cfg: &Config, model: &AnyModel) -> Result<(Gpt2Analysis, Ve
                 })
                 .collect();
             Heatmap::new(
-                format!("layer {} head {}", h.layer + 1, h.head + 1),
+                format!("layer {} head {}", h.layer + 1, h.head),
                 t,
                 t,
                 values,

@@ -277,7 +277,28 @@ fn risk_figure_has_every_estimator_with_error_bars() {
         svg.matches("<polyline").count() >= 25 * 3,
         "error bars missing"
     );
+    // markers are outlines, not filled shapes: where two estimators agree (ridge and OLS), the
+    // marker drawn first still shows inside the other
+    assert!(!svg.contains("<polygon"), "a filled marker");
     no_float_noise(&t);
+}
+
+#[test]
+fn styled_series_have_a_marker_shape_each_for_six_estimators() {
+    // six estimators (the he2025 risk figure's model and five baselines) get six shapes
+    let shapes: Vec<_> = (0..6)
+        .map(|k| {
+            icl_core_run::plot::Series::line("s", vec![(1.0, 1.0)])
+                .styled(k)
+                .shape
+        })
+        .collect();
+    for (i, a) in shapes.iter().enumerate() {
+        assert!(
+            !shapes[i + 1..].contains(a),
+            "shape {a:?} twice in {shapes:?}"
+        );
+    }
 }
 
 #[test]
@@ -713,10 +734,39 @@ fn every_figure_of_a_run_renders() {
     let he = run("he2025", &short);
     icl_core_run::analyze::analyze_run(&he, true).unwrap();
     check(&he, &["loss.svg", "omega_mu.svg", "circuits.svg"]);
-    let t = texts(&std::fs::read_to_string(he.file("loss.svg")).unwrap());
+    let loss_svg = std::fs::read_to_string(he.file("loss.svg")).unwrap();
+    let t = texts(&loss_svg);
     assert!(
         t.iter().any(|x| x.starts_with("he2025: ")),
         "run in the title: {t:?}"
+    );
+    // the curve has a point per metrics.csv row, the early rows (2, 5, 10) with the regular ones
+    // (1, 20, 40, 60): the first decades of the log step axis are drawn, not one straight line
+    let rows = std::fs::read_to_string(he.file("metrics.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().to_string())
+        .collect::<Vec<_>>();
+    assert_eq!(rows, ["1", "2", "5", "10", "20", "40", "60"]);
+    // (a line of n points is a polyline of n points; the markers' outlines have 4, 5, 9 or 13)
+    let lines = |svg: &str| -> Vec<usize> {
+        svg.split("points=\"")
+            .skip(1)
+            .map(|p| p.split('"').next().unwrap().split_whitespace().count())
+            .collect()
+    };
+    assert!(
+        lines(&loss_svg).contains(&rows.len()),
+        "loss.svg's curve: {:?}",
+        lines(&loss_svg)
+    );
+    // omega_mu.svg too: each head's line through every row
+    let om = std::fs::read_to_string(he.file("omega_mu.svg")).unwrap();
+    assert!(
+        lines(&om).contains(&rows.len()),
+        "omega_mu.svg's lines: {:?}",
+        lines(&om)
     );
     let args = EvalArgs {
         lengths: List("10,40,100".into()),

@@ -57,12 +57,14 @@ pub fn write<T: RunScalar>(
 /// `omega_mu.svg`: each head's omega and mu over training, from the `omega` and `mu` columns of
 /// the log (one-layer attention runs).
 fn omega_mu_plot<T: Scalar>(t: &Trainer<T>, dir: &RunDir) -> Result<()> {
-    if t.log.len() < 2 {
+    // every row, the early ones too (points in the first decades of the log step axis)
+    let all = t.rows();
+    if all.len() < 2 {
         return Ok(());
     }
-    let steps: Vec<f64> = t.log.iter().map(|r| r.step as f64).collect();
+    let steps: Vec<f64> = all.iter().map(|r| r.step as f64).collect();
     let per_head = |group: &str| -> Vec<Vec<f64>> {
-        let rows: Vec<Vec<f64>> = t.log.iter().map(|r| t.group(r, group)).collect();
+        let rows: Vec<Vec<f64>> = all.iter().map(|r| t.group(r, group)).collect();
         let heads = rows.first().map_or(0, |r| r.len());
         (0..heads)
             .map(|h| rows.iter().map(|r| r[h]).collect())

@@ -25,11 +25,13 @@ pub fn write<T: RunScalar>(
     eval_samples: usize,
     summary: &mut Summary,
 ) -> Result<()> {
-    let curve = t.curve();
+    // every row, the early ones too: the figures' log step axes get points in their first decades
+    let curve: Vec<(f64, f64)> = t.rows().iter().map(|r| (r.step as f64, r.loss)).collect();
     match &t.model.spec.net {
         Net::Stack(_) | Net::Iv(_) => stack::write(t, dir, engine, eval_samples, summary, &curve),
         Net::Attention(_) if t.cfg.task.kind == TaskKind::Eigs => {
-            summary.linattn = Some(linear_attention::write(t, dir, &curve)?);
+            // the plateau detection reads the regular rows (equal windows)
+            summary.linattn = Some(linear_attention::write(t, dir, &t.curve())?);
             Ok(())
         }
         Net::Attention(_) => attention::write(t, dir, engine, eval_samples, summary, &curve),

@@ -433,17 +433,27 @@ pub enum Shape {
     Diamond,
     /// A triangle pointing down.
     Down,
+    /// A plus sign.
+    Plus,
 }
 
 impl Shape {
     /// Every shape, in the order [`Series::styled`] cycles through them.
-    pub const ALL: [Shape; 5] = [
+    pub const ALL: [Shape; 6] = [
         Shape::Circle,
         Shape::Square,
         Shape::Triangle,
         Shape::Diamond,
         Shape::Down,
+        Shape::Plus,
     ];
+    /// The marker: the closed outline, unfilled, so that markers of several series on one point
+    /// all show (ridge's under OLS's where the two agree).
+    fn marker(self, col: RGBColor) -> PathElement<(i32, i32)> {
+        let mut pts = self.outline();
+        pts.push(pts[0]);
+        PathElement::new(pts, col.stroke_width(2))
+    }
     /// The outline, in pixels around the point (about 8 pixels across).
     fn outline(self) -> Vec<(i32, i32)> {
         match self {
@@ -461,6 +471,20 @@ impl Shape {
             Shape::Triangle => vec![(0, -5), (4, 3), (-4, 3)],
             Shape::Diamond => vec![(0, -5), (4, 0), (0, 5), (-4, 0)],
             Shape::Down => vec![(0, 5), (4, -3), (-4, -3)],
+            Shape::Plus => vec![
+                (-1, -5),
+                (1, -5),
+                (1, -1),
+                (5, -1),
+                (5, 1),
+                (1, 1),
+                (1, 5),
+                (-1, 5),
+                (-1, 1),
+                (-5, 1),
+                (-5, -1),
+                (-1, -1),
+            ],
         }
     }
 }
@@ -777,7 +801,7 @@ fn draw_legend_glyph(
         }
     }
     if s.markers || s.scatter {
-        area.draw(&(EmptyElement::at((x + 11, y)) + Polygon::new(s.shape.outline(), col.filled())))
+        area.draw(&(EmptyElement::at((x + 11, y)) + s.shape.marker(col)))
             .map_err(perr)?;
     }
     Ok(())
@@ -919,10 +943,11 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
             Vec::new()
         };
         chart
-            .draw_series(marked.iter().map(|&k| {
-                EmptyElement::at((data[k].0, data[k].1))
-                    + Polygon::new(s.shape.outline(), col.filled())
-            }))
+            .draw_series(
+                marked
+                    .iter()
+                    .map(|&k| EmptyElement::at((data[k].0, data[k].1)) + s.shape.marker(col)),
+            )
             .map_err(perr)?;
         let bar = col.stroke_width(1);
         for &(x, y, e) in data.iter().filter(|q| q.2 > 0.0) {
