@@ -312,21 +312,21 @@ fn paper_only(steps: &str, specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
         );
         let n = name.clone();
         defs.push(
-            claim(format!("h{h}-risk"), "Fig. 3, §5", "More heads do not lower the risk: at L' = 40 it is within 0.006 of the two-head model's (measured here, mean over the split H = 2 seeds)")
+            claim(format!("h{h}-risk"), "Fig. 3, §5", "More heads give the same risk as two (the paper's statement, no number: the H ≥ 2 curves of Fig. 3 coincide): at L' = 40 the H-head risk is within 0.006 of the two-head model's, both measured here (spec §5.1). Measured: risk(H) − risk(2), risk(2) the mean over the split H = 2 seeds; its SE joins both Monte Carlo SEs and the seed spread")
                 .runs([name, "h2-seed1".into()])
-                .paper(0.2435)
+                .within(0.0, 0.006)
                 .measure(move |r| {
                     let s = r.summary(&n)?;
-                    let m = s.risk.as_ref().map_or(f64::NAN, |x| x.risk);
+                    let (m, m_se) = s.risk.as_ref().map_or((f64::NAN, f64::NAN), |x| (x.risk, x.stderr));
                     let h2: Vec<f64> = (1..=5u64)
                         .filter_map(|k| r.summary(&format!("h2-seed{k}")).ok())
                         .filter(is_split)
                         .filter_map(|x| x.risk.as_ref().map(|x| x.risk))
                         .collect();
-                    let (t, _) = mean_se(&h2);
-                    Ok(Reading::new(m)
-                        .tolerance(Tolerance::Stated(format!("the H = 2 risk {t:.4} ± 0.006")))
-                        .and((m - t).abs() <= 0.006))
+                    let (t, t_se) = mean_se(&h2);
+                    Ok(Reading::new(m - t)
+                        .stderr(Some((m_se * m_se + t_se * t_se).sqrt()))
+                        .note(format!("risk(H = {h}) {m:.4} ± {m_se:.4}; risk(2) {t:.4} ± {t_se:.4} over {} split seeds", h2.len())))
                 }),
         );
     }
@@ -418,15 +418,15 @@ fn paper_only(steps: &str, specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
             }),
     );
     // Two tasks (§B.4): the single head weights the shared support S* = {3, 4} above the rest
-    for (h, name, lo, hi, desc) in [
-        ("1", "multitask-h1", 1.1, 1.3, "Two tasks (S₁ = {1..4}, S₂ = {3..6}): a single head weights the shared support S* = {3, 4} above the rest, ω_{S*}/ω_{Sᶜ} ≈ 1.2 (0.5/0.42)"),
-        ("2", "multitask-h2", 1.0, 1.3, "Two tasks with two heads: ω_{S*} slightly above ω_{Sᶜ} (measured: the ratio of the positive head)"),
+    for (h, name, paper, lo, hi, desc) in [
+        ("1", "multitask-h1", 1.2, 1.1, 1.3, "Two tasks (S₁ = {1..4}, S₂ = {3..6}): a single head weights the shared support S* = {3, 4} above the rest, ω_{S*}/ω_{Sᶜ} ≈ 1.2 (0.5/0.42)"),
+        ("2", "multitask-h2", f64::NAN, 1.0, 1.3, "Two tasks with two heads: ω_{S*} slightly above ω_{Sᶜ} (no number in the paper; measured: the ratio of the positive head)"),
     ] {
         specs.push(spec(name, "he2025-multitask", &[st(), seed(), ("model.heads", h.into())]));
         defs.push(
             claim(format!("{name}-support"), "Figs. 15-18, §B.4", desc)
                 .runs([name])
-                .paper(1.2)
+                .paper(paper)
                 .range(lo, hi)
                 .measure(move |r| {
                     let a = crate::analyze::analyze_run(&RunDir::new(r.path(name)), false)?;
