@@ -354,6 +354,7 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
         claim("sgd-pretraining", "Lemma 4.1", "Pretraining measured: the layer's M11 and v21 fitted by SGD on eq. (2) prompts at τ = 1 (v22 = 1/d, m21 = 0 held; d = 4, l = 12, σ = 0.3; 6000 steps of 256 prompts, iterates averaged) against Lemma 4.1. Measured: relative Frobenius distance of the trained M11 to Lemma 4.1's (paper value 0: the paper takes Lemma 4.1 as the pretrained model); exact: the predicted distance 1 − 1/τ_opt (the loss minimiser is M11_Lemma/τ_opt, τ_opt of the exact form at the training distribution)")
             .paper(0.0)
             .stated("the trained M11 within 2% of M11_Lemma/τ_opt")
+            .source("icl, fixed in advance (the paper has no trained layer)")
             .measure(|_| {
                 use icl_core::theory::temperature::fit::{self, FitOptions};
                 let (d, l) = (4usize, 12usize);
@@ -373,6 +374,7 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
         claim("exact-vs-mc", "all", "The exact form is the layer's error: the largest |Monte Carlo − closed form|/SE of G(1) over every point of every figure (measured: the exact form's; Thm 4.6's, leading order in d and l, beside it as the paper form; no number in the paper: icl's own consistency check)")
             .runs(figures::NAMES.iter().copied())
             .stated("< 4.5 (the largest of ~N(0,1) z-scores over all points)")
+            .source("icl's own consistency check (spec temperature §10 test 6: closed form vs Monte Carlo)")
             .measure(|r| {
                 let (mut ze, mut zp, mut npts) = (0.0f64, 0.0f64, 0usize);
                 for e in figures::NAMES {
