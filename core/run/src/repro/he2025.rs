@@ -132,25 +132,30 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
             .paper(0.4047)
             .within(0.4047, 0.01)
             .measure(h1(|s| s.risk.as_ref().map_or(f64::NAN, |x| x.risk))),
-        // Length generalisation (Fig. 3): the two-head model's risk falls monotonically over
-        // L' = 10..100 and tracks the spec's Monte Carlo of the paper's trained model within
-        // ±0.01 plus twice the Monte Carlo standard error at that length (20000 sequences:
-        // SE ≈ 0.006 at L' = 10, 0.002 at L' = 100; the spec's own table carries ±0.003).
-        claim("h2-length-sweep", "Fig. 3", "The two-head model's test risk falls monotonically over L' = 10, 20, 40, 60, 100 and tracks the paper's trained model (0.5919, 0.3667, 0.2435, 0.2012, 0.1650 by the spec's Monte Carlo) within 0.01 plus twice the Monte Carlo SE (measured: the largest deviation, seed 1)")
+        // Length generalisation (Fig. 3), the spec's rule (§5.1): the two-head model's risk
+        // "decreases monotonically over L' = 10..100 and tracks the table above within ±0.01"
+        // (the spec's Monte Carlo of the paper's trained model). The Monte Carlo standard
+        // errors (20000 sequences: ≈ 0.006 at L' = 10, 0.002 at L' = 100) are in the note and
+        // the distance column, not in the rule.
+        claim("h2-length-sweep", "Fig. 3", "The two-head model's test risk falls monotonically over L' = 10, 20, 40, 60, 100 and tracks the paper's trained model (0.5919, 0.3667, 0.2435, 0.2012, 0.1650 by the spec's Monte Carlo) within ±0.01 at each L' (measured: the largest deviation, seed 1, with the Monte Carlo SE at that L')")
             .runs(["h2-seed1"])
             .paper(0.0)
-            .stated("≤ 0.01 + 2 SE at each L'")
+            .stated("≤ 0.01 at each L', and monotone")
+            .source("spec he2025 §5.1: \"tracks the table above within ±0.01\"")
             .measure(|r| {
                 // Fig. 3: the model and the baselines against L' (`risk.svg`), in the report
                 let rows = r.eval("h2-seed1", &LENGTHS, 20_000, Default::default(), Default::default())?;
                 crate::eval::write_risk_plot(&rows, &r.path("h2-seed1").join("risk.svg"))?;
                 let rs: Vec<(f64, f64)> = LENGTHS.iter().map(|&l| risk_se(&rows, "model", l)).collect();
                 let v: Vec<f64> = rs.iter().map(|x| x.0).collect();
-                let dev = v.iter().zip(TWO_HEAD_RISK).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-                let each = rs.iter().zip(TWO_HEAD_RISK).all(|(&(a, se), b)| (a - b).abs() <= 0.01 + 2.0 * se);
+                // the largest deviation (NaN, a failure, if any risk is missing) and its SE
+                let (dev, dev_se) = rs.iter().zip(TWO_HEAD_RISK).fold((0.0f64, 0.0), |(d, s), (&(a, se), b)| {
+                    let x = (a - b).abs();
+                    if x.is_nan() || d.is_nan() { (f64::NAN, s) } else if x > d { (x, se) } else { (d, s) }
+                });
                 let monotone = v.windows(2).all(|w| w[1] < w[0]);
                 let se: Vec<f64> = rs.iter().map(|x| x.1).collect();
-                Ok(Reading::new(dev).and(each && monotone).note(format!(
+                Ok(Reading::new(dev).stderr(Some(dev_se)).and(dev <= 0.01 && monotone).note(format!(
                     "risks {} (Monte Carlo SE {}) at L' = 10, 20, 40, 60, 100{}",
                     fmt_list(&v),
                     fmt_list(&se),
