@@ -54,12 +54,14 @@ fn check_contract(j: &Value, paper: &str) {
 }
 
 fn check_claims(j: &Value, paper: &str, min: usize) {
-    check_claims_failing(j, paper, min, &[])
+    check_claims_failing(j, paper, min, &[], &[])
 }
 
 /// As [`check_claims`], with the claims `expected` failing (an honest outcome the report
-/// explains in the claim's note) and every other claim passing.
-fn check_claims_failing(j: &Value, paper: &str, min: usize, expected: &[&str]) {
+/// explains in the claim's note), the claims `may_fail` passing or failing (a rule made for the
+/// paper's scale, measured on the smoke's reduced runs, the note saying the reduction) and
+/// every other claim passing.
+fn check_claims_failing(j: &Value, paper: &str, min: usize, expected: &[&str], may_fail: &[&str]) {
     assert_eq!(j["paper"], paper);
     assert_eq!(j["scale"], "smoke");
     assert!(j["version"].is_string() && j["machine"].is_string());
@@ -78,7 +80,14 @@ fn check_claims_failing(j: &Value, paper: &str, min: usize, expected: &[&str]) {
             "{c}"
         );
         assert!(c["runs"].is_array());
-        if c["pass"] != true && !expected.contains(&c["id"].as_str().unwrap_or("")) {
+        let id = c["id"].as_str().unwrap_or("");
+        if may_fail.contains(&id) {
+            assert!(
+                c["note"].as_str().unwrap_or("").contains("smoke:"),
+                "{paper}: {id} may fail only with its reduction in its note: {c}"
+            );
+        }
+        if c["pass"] != true && !expected.contains(&id) && !may_fail.contains(&id) {
             failed.push(format!(
                 "{} measured {} (paper {}, tolerance {}) {}",
                 c["id"], c["measured"], c["paper_value"], c["tolerance"], c["note"]
@@ -154,10 +163,13 @@ fn zhang2025_smoke_passes_and_resumes() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Every claim passes but the length sweep, whose rule is the spec's ±0.01 for the paper's
+/// trained model (5e5 steps): the smoke's 4e4-step model measured 0.0113 at L' = 10 once, so
+/// it may fail here, its note saying the reduction.
 #[test]
 fn he2025_smoke_passes() {
     let (out, j) = report("he2025", "2");
-    check_contract(&j, "he2025");
+    check_claims_failing(&j, "he2025", 6, &[], &["h2-length-sweep"]);
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -169,7 +181,7 @@ fn he2025_smoke_passes() {
 fn multilayer_smoke_theory_claims_pass() {
     let ids = "alg1-depth-t3,ridge-l120,alg1-beats-gd3,alg1-ood,iv-2sls-vs-ols";
     let (out, j) = report_only("multilayer", "1", Some(ids));
-    check_claims_failing(&j, "multilayer", 5, &["alg1-beats-gd3"]);
+    check_claims_failing(&j, "multilayer", 5, &["alg1-beats-gd3"], &[]);
     let gd = &j["claims"][2];
     assert!(
         gd["paper_value"].is_null()
