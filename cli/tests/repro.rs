@@ -54,6 +54,14 @@ fn check_contract(j: &Value, paper: &str) {
 }
 
 fn check_claims(j: &Value, paper: &str, min: usize) {
+    check_claims_failing(j, paper, min, &[], &[])
+}
+
+/// As [`check_claims`], with the claims `expected` failing (an honest outcome the report
+/// explains in the claim's note), the claims `may_fail` passing or failing (a rule made for the
+/// paper's scale, measured on the smoke's reduced runs, the note saying the reduction) and
+/// every other claim passing.
+fn check_claims_failing(j: &Value, paper: &str, min: usize, expected: &[&str], may_fail: &[&str]) {
     assert_eq!(j["paper"], paper);
     assert_eq!(j["scale"], "smoke");
     assert!(j["version"].is_string() && j["machine"].is_string());
@@ -72,7 +80,14 @@ fn check_claims(j: &Value, paper: &str, min: usize) {
             "{c}"
         );
         assert!(c["runs"].is_array());
-        if c["pass"] != true {
+        let id = c["id"].as_str().unwrap_or("");
+        if may_fail.contains(&id) {
+            assert!(
+                c["note"].as_str().unwrap_or("").contains("smoke:"),
+                "{paper}: {id} may fail only with its reduction in its note: {c}"
+            );
+        }
+        if c["pass"] != true && !expected.contains(&id) && !may_fail.contains(&id) {
             failed.push(format!(
                 "{} measured {} (paper {}, tolerance {}) {}",
                 c["id"], c["measured"], c["paper_value"], c["tolerance"], c["note"]
@@ -80,6 +95,20 @@ fn check_claims(j: &Value, paper: &str, min: usize) {
         }
     }
     assert!(failed.is_empty(), "{paper}: failing claims: {failed:#?}");
+    for id in expected {
+        let c = claims.iter().find(|c| c["id"] == *id).unwrap();
+        assert!(
+            c["pass"] == false,
+            "{paper}: {id} was expected to fail: {c}"
+        );
+    }
+    // every claim's rule is in the header and in report.json's rules, with its source
+    let rules = j["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), claims.len(), "{paper}: rules");
+    for (r, c) in rules.iter().zip(claims) {
+        assert!(r["id"] == c["id"] && r["rule"] == c["tolerance"], "{r} {c}");
+        assert!(!r["source"].as_str().unwrap().is_empty(), "{r}");
+    }
     for r in j["runs"].as_array().unwrap() {
         assert!(
             r["name"].is_string()
@@ -134,20 +163,37 @@ fn zhang2025_smoke_passes_and_resumes() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Every claim passes but the length sweep, whose rule is the spec's ±0.01 for the paper's
+/// trained model (5e5 steps): the smoke's 4e4-step model measured 0.0113 at L' = 10 once, so
+/// it may fail here, its note saying the reduction.
 #[test]
 fn he2025_smoke_passes() {
     let (out, j) = report("he2025", "2");
-    check_contract(&j, "he2025");
+    check_claims_failing(&j, "he2025", 6, &[], &["h2-length-sweep"]);
     let _ = std::fs::remove_dir_all(&out);
 }
 
 /// The multilayer report's claims that need no training (Algorithm 1 with Table 1's steps, the
 /// ridge baseline, the out-of-distribution ordering, IV baselines): measured by Monte Carlo.
+/// The paper's "Algorithm 1 beats 3-step GD" (Fig. 3a) fails at the η = 1 the spec names for
+/// the paper's GD (the spec's Monte Carlo: 0.033 against 0.016), and the report says why.
 #[test]
 fn multilayer_smoke_theory_claims_pass() {
-    let ids = "alg1-depth-t3,ridge-l120,alg1-ood,iv-2sls-vs-ols";
+    let ids = "alg1-depth-t3,ridge-l120,alg1-beats-gd3,alg1-ood,iv-2sls-vs-ols";
     let (out, j) = report_only("multilayer", "1", Some(ids));
-    check_claims(&j, "multilayer", 4);
+    check_claims_failing(&j, "multilayer", 5, &["alg1-beats-gd3"], &[]);
+    let gd = &j["claims"][2];
+    assert!(
+        gd["paper_value"].is_null()
+            && gd["measured"].as_f64().unwrap() > 0.0
+            && gd["note"].as_str().unwrap().contains("below about 0.7"),
+        "{gd}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## Rules") && md.contains("no number in the paper"),
+        "{md}"
+    );
     let got: Vec<&str> = j["claims"]
         .as_array()
         .unwrap()

@@ -142,6 +142,10 @@ pub struct ClaimDef {
     pub paper: f64,
     /// `None`: the measuring function gives it ([`Reading::tolerance`]).
     pub tolerance: Option<Tolerance>,
+    /// Where the rule of the verdict comes from (a spec section, the paper, icl's own check),
+    /// written beside the rule in the report's header ([`ClaimBuilder::source`]); empty: the
+    /// paper's default ([`ClaimDef::sourced`]).
+    pub source: String,
     /// How the runs it is measured on differ from the paper's at this scale (fewer steps, a
     /// smaller model), added to the note of the report ([`ClaimDef::reduced`]); empty: none.
     pub reduction: String,
@@ -156,6 +160,7 @@ pub struct ClaimBuilder {
     runs: Vec<String>,
     paper: f64,
     tolerance: Option<Tolerance>,
+    source: String,
 }
 
 /// Start a claim: its id (unique in its paper), the paper's figure or section, and the sentence
@@ -172,6 +177,7 @@ pub fn claim(
         runs: Vec::new(),
         paper: f64::NAN,
         tolerance: None,
+        source: String::new(),
     }
 }
 
@@ -213,6 +219,12 @@ impl ClaimBuilder {
         self
     }
 
+    /// Where the rule comes from, in words ("spec §5.1", "the paper's Table 1").
+    pub fn source(mut self, words: impl Into<String>) -> Self {
+        self.source = words.into();
+        self
+    }
+
     /// The measuring function: the claim is complete.
     pub fn measure(self, f: impl Fn(&Runs) -> Result<Reading> + 'static) -> ClaimDef {
         ClaimDef {
@@ -222,6 +234,7 @@ impl ClaimBuilder {
             runs: self.runs,
             paper: self.paper,
             tolerance: self.tolerance,
+            source: self.source,
             reduction: String::new(),
             measure: Box::new(f),
         }
@@ -238,6 +251,14 @@ impl ClaimDef {
         self
     }
 
+    /// The claim, the rule's source `words` where it names none.
+    pub fn sourced(mut self, words: &str) -> ClaimDef {
+        if self.source.is_empty() {
+            self.source = words.into();
+        }
+        self
+    }
+
     /// Measure the claim on the finished runs: the report's entry with its verdict.
     pub fn check(&self, runs: &Runs) -> Result<Claim> {
         let r = (self.measure)(runs)?;
@@ -245,13 +266,15 @@ impl ClaimDef {
             .tolerance
             .or_else(|| self.tolerance.clone())
             .ok_or_else(|| RunError::Refused(format!("claim {} has no tolerance", self.id)))?;
+        let paper_value = r.paper.unwrap_or(self.paper);
         Ok(Claim {
             id: self.id.clone(),
             figure: self.figure.into(),
             description: self.description.into(),
-            paper_value: r.paper.unwrap_or(self.paper),
+            paper_value,
             measured: r.value,
             stderr: r.stderr,
+            z: distance_in_se(r.value, r.stderr, paper_value, &tolerance),
             exact: r.exact,
             paper_form: r.paper_form,
             tolerance: tolerance.text(),
@@ -264,6 +287,20 @@ impl ClaimDef {
             runs: self.runs.clone(),
         })
     }
+}
+
+/// How far `measured` is from the paper, in units of its standard error: from the paper's value,
+/// or where the paper has none from the target of a `target ± tol` rule (a statement such as
+/// "risk(H) − risk(2) = 0"); `None` without a positive standard error or a reference.
+pub fn distance_in_se(measured: f64, se: Option<f64>, paper: f64, t: &Tolerance) -> Option<f64> {
+    let se = se.filter(|s| s.is_finite() && *s > 0.0)?;
+    let reference = match t {
+        _ if paper.is_finite() => paper,
+        Tolerance::Within(target, _) => *target,
+        _ => return None,
+    };
+    let z = (measured - reference) / se;
+    z.is_finite().then_some(z)
 }
 
 /// Mean and standard error of the mean (0 for one value; NaN for none).
@@ -335,6 +372,7 @@ mod tests {
             .check(&runs)
             .unwrap();
         assert_eq!((c.paper_value, c.measured, c.stderr), (2.0, 2.0, Some(1.0)));
+        assert_eq!(c.z, Some(0.0));
         assert_eq!(
             (c.tolerance.as_str(), c.pass, c.note.as_str()),
             ("[1, 3]", true, "n")
@@ -381,5 +419,33 @@ mod tests {
             .stated("s")
             .measure(|_| Ok(Reading::new(1.0)));
         assert!(c.check(&runs).unwrap().paper_value.is_nan());
+        // the source: the claim's own, else the paper's default
+        let c = claim("s", "", "")
+            .source("spec §5.1")
+            .stated("s")
+            .measure(|_| Ok(Reading::new(1.0)));
+        assert_eq!(c.sourced("spec").source, "spec §5.1");
+        let c = claim("s", "", "")
+            .stated("s")
+            .measure(|_| Ok(Reading::new(1.0)));
+        assert_eq!(c.sourced("spec").source, "spec");
+    }
+
+    /// The distance in standard errors: from the paper's value (3 − 2)/0.5 = 2, from a
+    /// statement's target where the paper has none, none without a standard error.
+    #[test]
+    fn distance_is_counted_in_standard_errors() {
+        let w = Tolerance::Within(0.0, 0.006);
+        assert_eq!(distance_in_se(3.0, Some(0.5), 2.0, &w), Some(2.0));
+        assert_eq!(
+            distance_in_se(-0.003, Some(0.001), f64::NAN, &w),
+            Some(-3.0)
+        );
+        assert_eq!(
+            distance_in_se(3.0, Some(0.5), f64::NAN, &Tolerance::AtMost(1.0)),
+            None
+        );
+        assert_eq!(distance_in_se(3.0, None, 2.0, &w), None);
+        assert_eq!(distance_in_se(3.0, Some(0.0), 2.0, &w), None);
     }
 }

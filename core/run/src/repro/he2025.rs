@@ -132,25 +132,30 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
             .paper(0.4047)
             .within(0.4047, 0.01)
             .measure(h1(|s| s.risk.as_ref().map_or(f64::NAN, |x| x.risk))),
-        // Length generalisation (Fig. 3): the two-head model's risk falls monotonically over
-        // L' = 10..100 and tracks the spec's Monte Carlo of the paper's trained model within
-        // ±0.01 plus twice the Monte Carlo standard error at that length (20000 sequences:
-        // SE ≈ 0.006 at L' = 10, 0.002 at L' = 100; the spec's own table carries ±0.003).
-        claim("h2-length-sweep", "Fig. 3", "The two-head model's test risk falls monotonically over L' = 10, 20, 40, 60, 100 and tracks the paper's trained model (0.5919, 0.3667, 0.2435, 0.2012, 0.1650 by the spec's Monte Carlo) within 0.01 plus twice the Monte Carlo SE (measured: the largest deviation, seed 1)")
+        // Length generalisation (Fig. 3), the spec's rule (§5.1): the two-head model's risk
+        // "decreases monotonically over L' = 10..100 and tracks the table above within ±0.01"
+        // (the spec's Monte Carlo of the paper's trained model). The Monte Carlo standard
+        // errors (20000 sequences: ≈ 0.006 at L' = 10, 0.002 at L' = 100) are in the note and
+        // the distance column, not in the rule.
+        claim("h2-length-sweep", "Fig. 3", "The two-head model's test risk falls monotonically over L' = 10, 20, 40, 60, 100 and tracks the paper's trained model (0.5919, 0.3667, 0.2435, 0.2012, 0.1650 by the spec's Monte Carlo) within ±0.01 at each L' (measured: the largest deviation, seed 1, with the Monte Carlo SE at that L')")
             .runs(["h2-seed1"])
             .paper(0.0)
-            .stated("≤ 0.01 + 2 SE at each L'")
+            .stated("≤ 0.01 at each L', and monotone")
+            .source("spec he2025 §5.1: \"tracks the table above within ±0.01\"")
             .measure(|r| {
                 // Fig. 3: the model and the baselines against L' (`risk.svg`), in the report
                 let rows = r.eval("h2-seed1", &LENGTHS, 20_000, Default::default(), Default::default())?;
                 crate::eval::write_risk_plot(&rows, &r.path("h2-seed1").join("risk.svg"))?;
                 let rs: Vec<(f64, f64)> = LENGTHS.iter().map(|&l| risk_se(&rows, "model", l)).collect();
                 let v: Vec<f64> = rs.iter().map(|x| x.0).collect();
-                let dev = v.iter().zip(TWO_HEAD_RISK).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-                let each = rs.iter().zip(TWO_HEAD_RISK).all(|(&(a, se), b)| (a - b).abs() <= 0.01 + 2.0 * se);
+                // the largest deviation (NaN, a failure, if any risk is missing) and its SE
+                let (dev, dev_se) = rs.iter().zip(TWO_HEAD_RISK).fold((0.0f64, 0.0), |(d, s), (&(a, se), b)| {
+                    let x = (a - b).abs();
+                    if x.is_nan() || d.is_nan() { (f64::NAN, s) } else if x > d { (x, se) } else { (d, s) }
+                });
                 let monotone = v.windows(2).all(|w| w[1] < w[0]);
                 let se: Vec<f64> = rs.iter().map(|x| x.1).collect();
-                Ok(Reading::new(dev).and(each && monotone).note(format!(
+                Ok(Reading::new(dev).stderr(Some(dev_se)).and(dev <= 0.01 && monotone).note(format!(
                     "risks {} (Monte Carlo SE {}) at L' = 10, 20, 40, 60, 100{}",
                     fmt_list(&v),
                     fmt_list(&se),
@@ -312,21 +317,21 @@ fn paper_only(steps: &str, specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
         );
         let n = name.clone();
         defs.push(
-            claim(format!("h{h}-risk"), "Fig. 3, §5", "More heads do not lower the risk: at L' = 40 it is within 0.006 of the two-head model's (measured here, mean over the split H = 2 seeds)")
+            claim(format!("h{h}-risk"), "Fig. 3, §5", "More heads give the same risk as two (the paper's statement, no number: the H ≥ 2 curves of Fig. 3 coincide): at L' = 40 the H-head risk is within 0.006 of the two-head model's, both measured here (spec §5.1). Measured: risk(H) − risk(2), risk(2) the mean over the split H = 2 seeds; its SE joins both Monte Carlo SEs and the seed spread")
                 .runs([name, "h2-seed1".into()])
-                .paper(0.2435)
+                .within(0.0, 0.006)
                 .measure(move |r| {
                     let s = r.summary(&n)?;
-                    let m = s.risk.as_ref().map_or(f64::NAN, |x| x.risk);
+                    let (m, m_se) = s.risk.as_ref().map_or((f64::NAN, f64::NAN), |x| (x.risk, x.stderr));
                     let h2: Vec<f64> = (1..=5u64)
                         .filter_map(|k| r.summary(&format!("h2-seed{k}")).ok())
                         .filter(is_split)
                         .filter_map(|x| x.risk.as_ref().map(|x| x.risk))
                         .collect();
-                    let (t, _) = mean_se(&h2);
-                    Ok(Reading::new(m)
-                        .tolerance(Tolerance::Stated(format!("the H = 2 risk {t:.4} ± 0.006")))
-                        .and((m - t).abs() <= 0.006))
+                    let (t, t_se) = mean_se(&h2);
+                    Ok(Reading::new(m - t)
+                        .stderr(Some((m_se * m_se + t_se * t_se).sqrt()))
+                        .note(format!("risk(H = {h}) {m:.4} ± {m_se:.4}; risk(2) {t:.4} ± {t_se:.4} over {} split seeds", h2.len())))
                 }),
         );
     }
@@ -418,15 +423,15 @@ fn paper_only(steps: &str, specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
             }),
     );
     // Two tasks (§B.4): the single head weights the shared support S* = {3, 4} above the rest
-    for (h, name, lo, hi, desc) in [
-        ("1", "multitask-h1", 1.1, 1.3, "Two tasks (S₁ = {1..4}, S₂ = {3..6}): a single head weights the shared support S* = {3, 4} above the rest, ω_{S*}/ω_{Sᶜ} ≈ 1.2 (0.5/0.42)"),
-        ("2", "multitask-h2", 1.0, 1.3, "Two tasks with two heads: ω_{S*} slightly above ω_{Sᶜ} (measured: the ratio of the positive head)"),
+    for (h, name, paper, lo, hi, desc) in [
+        ("1", "multitask-h1", 1.2, 1.1, 1.3, "Two tasks (S₁ = {1..4}, S₂ = {3..6}): a single head weights the shared support S* = {3, 4} above the rest, ω_{S*}/ω_{Sᶜ} ≈ 1.2 (0.5/0.42)"),
+        ("2", "multitask-h2", f64::NAN, 1.0, 1.3, "Two tasks with two heads: ω_{S*} slightly above ω_{Sᶜ} (no number in the paper; measured: the ratio of the positive head)"),
     ] {
         specs.push(spec(name, "he2025-multitask", &[st(), seed(), ("model.heads", h.into())]));
         defs.push(
             claim(format!("{name}-support"), "Figs. 15-18, §B.4", desc)
                 .runs([name])
-                .paper(1.2)
+                .paper(paper)
                 .range(lo, hi)
                 .measure(move |r| {
                     let a = crate::analyze::analyze_run(&RunDir::new(r.path(name)), false)?;

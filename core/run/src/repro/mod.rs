@@ -48,6 +48,9 @@ pub struct PaperDef {
     plan: fn(Scale) -> (Vec<RunSpec>, Vec<ClaimDef>),
     /// The figures it computes rather than trains (run folders of their own), if any.
     experiments: Option<Experiments>,
+    /// Where its claims' rules come from unless a claim names its own source
+    /// ([`claim::ClaimBuilder::source`]): the report's header says it beside each rule.
+    rules_from: &'static str,
 }
 
 /// The papers, in the order their names are listed: adding a paper is one module and one row.
@@ -58,6 +61,7 @@ pub const PAPERS: &[PaperDef] = &[
         presets: &[presets::he2025::PRESETS],
         plan: he2025::plan,
         experiments: None,
+        rules_from: "spec he2025 §5.1 (acceptance tests and tolerances)",
     },
     PaperDef {
         name: "zhang2025",
@@ -65,6 +69,7 @@ pub const PAPERS: &[PaperDef] = &[
         presets: &[presets::zhang2025::PRESETS],
         plan: zhang2025::plan,
         experiments: None,
+        rules_from: "spec zhang2025 §6 (acceptance tests)",
     },
     PaperDef {
         name: "multilayer",
@@ -72,6 +77,7 @@ pub const PAPERS: &[PaperDef] = &[
         presets: &[presets::multilayer::PRESETS, presets::multilayer::IV],
         plan: multilayer::plan,
         experiments: None,
+        rules_from: "spec multilayer §9 (acceptance tests)",
     },
     PaperDef {
         name: "temperature",
@@ -79,6 +85,7 @@ pub const PAPERS: &[PaperDef] = &[
         presets: &[presets::temperature::PRESETS],
         plan: temperature::plan,
         experiments: Some(temperature::figures::EXPERIMENTS),
+        rules_from: "spec temperature §10 (acceptance tests)",
     },
     PaperDef {
         name: "garg",
@@ -86,6 +93,7 @@ pub const PAPERS: &[PaperDef] = &[
         presets: &[presets::garg::PRESETS],
         plan: garg::plan,
         experiments: None,
+        rules_from: "icl, fixed in advance (repro/garg.rs: the paper's orderings, read off its figures, with 2 SE)",
     },
 ];
 
@@ -349,6 +357,10 @@ pub struct Claim {
     pub measured: f64,
     /// Standard error of `measured` over seeds or samples, where it has one.
     pub stderr: Option<f64>,
+    /// How far `measured` is from the paper's value (or, where the paper has none, from the
+    /// target of its `target ± tol` statement) in units of `stderr`; absent without either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub z: Option<f64>,
     /// Where a claim has closed forms beside its measurement: the exact finite-size form and the
     /// paper's form (temperature paper: Theorem 4.6/4.7) of the same quantity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -463,6 +475,10 @@ pub type Progress<'a> = &'a mut (dyn FnMut(&str, usize, usize, &str) + Send);
 /// need, in plan order.
 fn select(o: &ReproOptions) -> Result<(Vec<RunSpec>, Vec<ClaimDef>)> {
     let (specs, defs) = (o.paper.def().plan)(o.scale);
+    let defs: Vec<ClaimDef> = defs
+        .into_iter()
+        .map(|d| d.sourced(o.paper.def().rules_from))
+        .collect();
     for id in &o.only {
         if !defs.iter().any(|d| d.id == *id) {
             let ids: Vec<&str> = defs.iter().map(|d| d.id.as_str()).collect();
@@ -518,12 +534,22 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
         .iter()
         .map(|d| d.check(&runs))
         .collect::<Result<Vec<Claim>>>()?;
+    let rules = claims
+        .iter()
+        .zip(&defs)
+        .map(|(c, d)| report::Rule {
+            id: c.id.clone(),
+            rule: c.tolerance.clone(),
+            source: d.source.clone(),
+        })
+        .collect();
     let report = Report {
         paper: o.paper.name().into(),
         scale: o.scale.name().into(),
         version: env!("CARGO_PKG_VERSION").into(),
         machine: report::machine(),
         set: o.set.iter().cloned().collect(),
+        rules,
         claims,
         runs: rows,
     };

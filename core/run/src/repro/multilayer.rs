@@ -131,6 +131,27 @@ fn theory_claims() -> Vec<ClaimDef> {
             }),
     );
     defs.push(
+        claim("alg1-beats-gd3", "Fig. 3a, Obs. 2", "The paper's \"both beat 3-step GD\", for the interpreted algorithm: Algorithm 1 with Table 1's 3-layer steps (0.6128, 0.7193) after 3 steps is below 3-step GD at η = 1, the step the spec names for the paper's GD baseline (§5: the paper never states η; report GD at η = 1 and at the tuned η; the tuned GD is better than Algorithm 1 by the paper's own C.6). No number in the paper; measured: err_Alg(3) − err_GD(3), η = 1 (Monte Carlo, 4000 sequences)")
+            .stated("< 0 (Algorithm 1 below 3-step GD at η = 1)")
+            .source("the paper (Fig. 3a, Obs. 2), at the η of spec multilayer §5")
+            .measure(|_| {
+                let (u1, u2) = (TABLE1_SOFTMAX[1].1, TABLE1_SOFTMAX[1].2);
+                let alg = alg1(-u1, u2, 3, 0.8, 1.2)?[2];
+                let gd = |eta: f64| -> Result<f64> {
+                    Ok(theory_list("gd-steps-risk", &[("eta", eta.to_string()), ("steps", "3".into())])?[2])
+                };
+                let (g1, g07) = (gd(1.0)?, gd(0.7)?);
+                Ok(Reading::new(alg - g1).and(alg < g1).note(format!(
+                    "Algorithm 1 {alg:.4}, 3-step GD {g1:.4} at η = 1 and {g07:.4} at η = 0.7{}",
+                    if alg < g1 {
+                        ""
+                    } else {
+                        ": the paper's statement needs a GD step below about 0.7 (spec §5), which the paper does not state; at η = 1 it does not hold"
+                    }
+                )))
+            }),
+    );
+    defs.push(
         claim("alg1-ood", "Fig. 24, C.7", "Out of distribution (Algorithm 1, Table-1 3-layer steps): the error grows with the eigenvalue shift, U(0.8,1.2) < U(0.9,1.3) < U(1.1,1.5) < U(1.3,1.7), and fails at U(3,4) (≥ 1.0 and ≥ 10× in distribution); measured: the U(3,4) error")
             .stated(OOD_TOLERANCE)
             .measure(|_| {
@@ -143,7 +164,8 @@ fn theory_claims() -> Vec<ClaimDef> {
             }),
     );
     defs.push(
-        claim("iv-2sls-vs-ols", "Fig. 5a", "In-context IV (q = 6, p = 4, L = 200): 2SLS is below OLS, the endogeneity bias OLS cannot remove; measured: 2SLS error (noise-free y_q)")
+        claim("iv-2sls-vs-ols", "Fig. 5a", "In-context IV (q = 6, p = 4, L = 200): 2SLS is below OLS, the endogeneity bias OLS cannot remove (the paper's ordering, no number); measured: 2SLS error (noise-free y_q)")
+            .source("the paper (Fig. 5a)")
             .measure(|_| {
                 let v = theory_list::<&str>("iv-risk", &[])?;
                 let (tsls, ols) = (v[0], v[1]);
@@ -240,25 +262,30 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
             }),
     );
     defs.push(
-        claim("tf-vs-alg1", "Fig. 3a, Obs. 2", "The trained 3-layer model is Algorithm 1 with its own (η_x, η_y): |err_TF − err_Alg| ≤ max(0.01, 30 %) at L = 120, and both lose to ridge. The paper adds that both beat 3-step GD; that holds only for a GD step below about 0.7 (spec §5: at η = 1, 3-step GD's error is 0.016 against Algorithm 1's 0.033 with Table 1's steps), so it is not part of the verdict: the note gives 3-step GD at η = 1 and whether the model beats it")
+        claim("tf-vs-alg1", "Fig. 3a, Obs. 2", "The trained 3-layer model is Algorithm 1 with its own (η_x, η_y): |err_TF − err_Alg| ≤ max(0.01, 30 %) at L = 120 (spec §9 test 13), both lose to ridge, and both beat 3-step GD (the paper's statement) at η = 1, the step the spec names for the paper's unstated GD baseline (§5; the spec's Monte Carlo: 3-step GD 0.016 at η = 1, Algorithm 1 with Table 1's steps 0.033, so the statement needs η ≤ 0.7, which the paper does not state). Measured: |err_TF − err_Alg|; the note gives GD at η = 1 and at the tuned η")
             .runs(["softmax-t3"])
+            .source("spec multilayer §9 test 13 (TF ≈ Alg); the paper's Fig. 3a (beats 3-step GD), at η = 1 of spec §5")
             .measure(|r| {
                 let rows = ml_eval(r, "softmax-t3", MlEvalOptions::default())?;
-                let (tf, alg, gd, ridge) = (
+                let (tf, alg, gd, tuned, ridge) = (
                     risk(&rows, "model", 120),
                     risk(&rows, "alg1", 120),
                     risk(&rows, "gd3", 120),
+                    risk(&rows, "gd3_tuned", 120),
                     risk(&rows, "ridge", 120),
                 );
+                let tol = (0.3 * alg).max(0.01);
                 Ok(Reading::new((tf - alg).abs())
-                    .tolerance(Tolerance::Within(0.0, (0.3 * alg).max(0.01)))
-                    .and(ridge < tf && ridge < alg)
+                    .tolerance(Tolerance::Stated(format!(
+                        "≤ {tol:.4} (max(0.01, 30 % of Alg 1)); ridge below both; both below 3-step GD at η = 1"
+                    )))
+                    .and((tf - alg).abs() <= tol && ridge < tf && ridge < alg && tf < gd && alg < gd)
                     .note(format!(
-                        "TF {tf:.4}, Alg 1 {alg:.4}, 3-step GD (η = 1) {gd:.4} ({}), ridge {ridge:.5}",
-                        if tf < gd {
-                            "the model beats it, as the paper says"
+                        "TF {tf:.4}, Alg 1 {alg:.4}, 3-step GD {gd:.4} at η = 1 ({}) and {tuned:.4} at the tuned η, ridge {ridge:.5}",
+                        if tf < gd && alg < gd {
+                            "both beat it, as the paper says"
                         } else {
-                            "the model does not beat it, unlike the paper's figure"
+                            "not both below it, unlike the paper's Fig. 3a: the paper's GD needs a step below about 0.7 (spec §5)"
                         }
                     )))
             }),
@@ -279,8 +306,9 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
             }),
     );
     defs.push(
-        claim("iv-2stage", "Fig. 5a, Obs. 5", "The two-stage transformer beats OLS and the one-stage TF Ref at L = 200 (measured: its error; the note gives the interpreted algorithm's ceiling, Algorithm 1 on the ideal stage-1 fit with in-sample tuned steps)")
+        claim("iv-2stage", "Fig. 5a, Obs. 5", "The paper's statement: the two-stage transformer is below OLS (and below the one-stage TF Ref) at L = 200; no number in the paper (measured: its error; the note gives the interpreted algorithm's ceiling, Algorithm 1 on the ideal stage-1 fit with in-sample tuned steps)")
             .runs(["iv-2stage", "iv-tf-ref"])
+            .source("the paper (Fig. 5a, Obs. 5)")
             .measure(|r| {
                 let ml = MlEvalOptions { reference: Some(r.path("iv-tf-ref")), ..Default::default() };
                 let rows = r.eval("iv-2stage", &[200], 2000, ml, Default::default())?;

@@ -21,8 +21,22 @@ pub struct Report {
     /// runs then differ from the paper's setting by these keys.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub set: BTreeMap<String, String>,
+    /// The rule of each claim's verdict, in words, and where it comes from: fixed before the
+    /// runs, and written in each report's header.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
     pub claims: Vec<Claim>,
     pub runs: Vec<RunRow>,
+}
+
+/// One claim's rule (the `rules` entries of `report.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rule {
+    pub id: String,
+    /// The verdict's rule in words (the claim's `tolerance`).
+    pub rule: String,
+    /// Where it comes from: a spec section, the paper, or icl's own check.
+    pub source: String,
 }
 
 impl Report {
@@ -69,6 +83,20 @@ fn num(x: f64) -> String {
     }
 }
 
+/// The paper's value, or the words for none.
+fn paper(c: &Claim) -> String {
+    if c.paper_value.is_finite() {
+        num(c.paper_value)
+    } else {
+        "no number in the paper".into()
+    }
+}
+
+/// The distance from the paper in standard errors, signed, or "—".
+fn z(c: &Claim) -> String {
+    c.z.map_or_else(|| "—".into(), |z| format!("{z:+.2}"))
+}
+
 fn measured(c: &Claim) -> String {
     let m = match c.stderr {
         Some(se) if se > 0.0 => format!("{} ± {}", num(c.measured), num(se)),
@@ -99,18 +127,32 @@ pub fn markdown(r: &Report) -> String {
             set_text(&r.set)
         );
     }
-    let _ = writeln!(s, "| claim | figure | paper | icl | tolerance | verdict |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|");
+    if !r.rules.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Rules\n\nEach verdict's rule, fixed before the runs, and where it comes from:\n"
+        );
+        for x in &r.rules {
+            let _ = writeln!(s, "- `{}`: {} ({})", x.id, x.rule, x.source);
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(
+        s,
+        "| claim | figure | paper | icl | tolerance | verdict | distance / SE |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|");
     for c in &r.claims {
         let _ = writeln!(
             s,
-            "| `{}` | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} |",
             c.id,
             c.figure,
-            num(c.paper_value),
+            paper(c),
             measured(c),
             c.tolerance,
-            if c.pass { "pass" } else { "**FAIL**" }
+            if c.pass { "pass" } else { "**FAIL**" },
+            z(c)
         );
     }
     let _ = writeln!(s, "\n## Claims\n");
@@ -171,23 +213,37 @@ pub fn html(r: &Report, runs: &Runs) -> String {
             esc(&set_text(&r.set))
         );
     }
+    if !r.rules.is_empty() {
+        s.push_str("<h2>Rules</h2><p>Each verdict's rule, fixed before the runs, and where it comes from:</p><ul>");
+        for x in &r.rules {
+            let _ = write!(
+                s,
+                "<li><code>{}</code>: {} ({})</li>",
+                esc(&x.id),
+                esc(&x.rule),
+                esc(&x.source)
+            );
+        }
+        s.push_str("</ul>");
+    }
     s.push_str(
         "<table><tr><th>claim</th><th>figure</th><th>description</th><th>paper</th><th>icl</th>\
-         <th>tolerance</th><th>verdict</th></tr>",
+         <th>tolerance</th><th>verdict</th><th>distance / SE</th></tr>",
     );
     for c in &r.claims {
         let _ = write!(
             s,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>",
             esc(&c.id),
             esc(&c.figure),
             esc(&c.description),
             if c.note.is_empty() { String::new() } else { format!("<br><i>{}</i>", esc(&c.note)) },
-            num(c.paper_value),
+            esc(&paper(c)),
             esc(&measured(c)),
             esc(&c.tolerance),
             if c.pass { "pass" } else { "fail" },
-            if c.pass { "pass" } else { "FAIL" }
+            if c.pass { "pass" } else { "FAIL" },
+            z(c)
         );
     }
     s.push_str("</table><h2>Runs</h2>");
@@ -296,7 +352,26 @@ mod tests {
             version: "0".into(),
             machine: "test".into(),
             set: [("train.steps".to_string(), "50".to_string())].into(),
-            claims: Vec::new(),
+            rules: vec![Rule {
+                id: "h2-risk".into(),
+                rule: "0.2435 ± 0.006".into(),
+                source: "spec he2025 §5.1".into(),
+            }],
+            claims: vec![Claim {
+                id: "h2-risk".into(),
+                figure: "Fig. 3".into(),
+                description: "d".into(),
+                paper_value: f64::NAN,
+                measured: 0.25,
+                stderr: Some(0.002),
+                z: Some(3.25),
+                exact: None,
+                paper_form: None,
+                tolerance: "0.2435 ± 0.006".into(),
+                pass: false,
+                note: String::new(),
+                runs: vec!["h2-seed1".into()],
+            }],
             runs: vec![RunRow {
                 name: "h2-seed1".into(),
                 seconds: 1.0,
@@ -314,6 +389,16 @@ mod tests {
         assert_eq!((w, h), (1600, 1000));
         let md = std::fs::read_to_string(out.join("report.md")).unwrap();
         assert!(md.contains("](figures/h2-seed1-loss.png)"), "{md}");
+        // the rules in the header, the paper's missing number in words, the distance in SE
+        assert!(
+            md.contains("## Rules")
+                && md.contains("- `h2-risk`: 0.2435 ± 0.006 (spec he2025 §5.1)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `h2-risk` | Fig. 3 | no number in the paper | 0.2500 ± 0.0020 | 0.2435 ± 0.006 | **FAIL** | +3.25 |"),
+            "{md}"
+        );
         // the overrides every run was trained with, in each report
         assert!(
             md.contains("Every run was trained with `--set train.steps=50`"),
@@ -322,9 +407,13 @@ mod tests {
         let html = std::fs::read_to_string(out.join("report.html")).unwrap();
         assert!(html.contains("<figure><svg"));
         assert!(html.contains("<code>--set train.steps=50</code>"));
+        assert!(html.contains("<li><code>h2-risk</code>: 0.2435 ± 0.006 (spec he2025 §5.1)</li>"));
+        assert!(html.contains("<td>no number in the paper</td>"));
         let json = std::fs::read_to_string(out.join("report.json")).unwrap();
         let back: Report = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, r);
+        assert_eq!(back.rules, r.rules);
+        assert!(back.claims[0].paper_value.is_nan() && back.claims[0].z == Some(3.25));
+        assert!(json.contains("\"rules\": [") && json.contains("\"source\": \"spec he2025 §5.1\""));
         assert!(
             json.contains("\"set\": {\n    \"train.steps\": \"50\"\n  }"),
             "{json}"

@@ -139,7 +139,7 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
             .claim("fig1a-gmin", "Fig. 1a, Thm 4.6", "No shift, d = 50, l = 100: G_min = c − b²/(4a) = 16.6789 (spec §7.1)", 16.6789),
         fig1a("G1", 0.05, "spec §10 test 6 tolerance")
             .claim("fig1a-g1", "Fig. 1a, Thm 4.6", "No shift, d = 50, l = 100: G(1) = a − b + c = 25.0100 (spec §7.1)", 25.01),
-        claim("fig1a-towards-bayes", "Fig. 1a", "As l grows the model at τ_opt approaches the Bayes ridge: the gap G(τ_opt) − Bayes falls at every l ≥ d of the sweep (below d the ridge interpolates and its error peaks near l = d, spec §4) (measured: the Monte Carlo G(τ_opt) at the largest l; paper value: Thm 4.6's G_min there)")
+        claim("fig1a-towards-bayes", "Fig. 1a", "As l grows the model at τ_opt approaches the Bayes ridge: the gap G(τ_opt) − Bayes falls at every l ≥ d of the sweep (below d the ridge interpolates and its error peaks near l = d, spec §4) (measured: the Monte Carlo G(τ_opt) at the largest l; no number in the paper: Thm 4.6's G_min there is beside it as the paper form)")
             .runs(["temperature-fig1a"])
             .stated("the gap falls with l at every l ≥ d and stays > 0")
             .measure(|r| {
@@ -153,7 +153,6 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                 Ok(Reading::new(get(&last, "Gopt_mc"))
                     .stderr(Some(get(&last, "Gopt_mc_se")))
                     .forms(Some(get(&last, "Gmin_exact")), Some(get(&last, "Gmin_paper")))
-                    .paper(get(&last, "Gmin_paper"))
                     .and(falling)
                     .note(format!(
                         "gaps {} at l = {}; at l = {} the model is {:.0}× the oracle Bayes ridge ({:.4}): the convergence is only as l/d → ∞ (spec §7.1; Corollary 4.4 is asymptotic)",
@@ -179,7 +178,7 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                 let pf = get(&x, "G1_paper") / get(&x, "Gmin_paper");
                 Ok(mc(FIG1B_GAIN, q, se, ex, pf, 0.10, "the ratio carries both errors (G(1) −1.5%, G_min +2.9% in the spec's Monte Carlo), so 10%"))
             }),
-        claim("fig1c-task-shift-fades", "Fig. 1c", "Task shift Σw = 2I, μw = e₁: its cost at τ_opt, G_shift(τ_opt) − G_noshift(τ_opt), falls as l grows (measured at the largest l; paper value: Thm 4.6's difference there)")
+        claim("fig1c-task-shift-fades", "Fig. 1c", "Task shift Σw = 2I, μw = e₁: its cost at τ_opt, G_shift(τ_opt) − G_noshift(τ_opt), falls as l grows (measured at the largest l; no number in the paper: Thm 4.6's difference there is beside it as the paper form)")
             .runs(["temperature-fig1a", "temperature-fig1c"])
             .stated("falls with l at every step")
             .measure(|r| {
@@ -194,7 +193,6 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                 Ok(Reading::new(last.0)
                     .stderr(Some(last.1))
                     .forms(Some(last.2), Some(last.3))
-                    .paper(last.3)
                     .and(falling)
                     .note(format!("cost at l = {}: {}", column(&a, "l"), diff.iter().map(|d| format!("{:.3}", d.0)).collect::<Vec<_>>().join(", "))))
             }),
@@ -202,7 +200,7 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
             .claim("fig2b-g1", "Fig. 2b", "Noise shift σ_test = 3 at l = d = 50: G(1) = 67.9764 (≈ 50 + 2σ²; spec §7.1)", 67.9764),
         Point { rel: 0.05, note: "spec §10 test 6 at l = d: +4%", ..point("temperature-fig2", "fig2b", "sigma_test", 3.0, "Gmin") }
             .claim("fig2b-gmin", "Fig. 2b", "Noise shift σ_test = 3 at l = d = 50: G_min = 36.0642 (spec §7.1)", 36.0642),
-        claim("fig2b-tau-closes-gap", "Fig. 2b", "At l = d, τ_opt lowers the error at every test noise: the smallest relative gain (G(1) − G(τ_opt))/G(1) over σ_test (Monte Carlo, same prompts; paper value: Thm 4.6's)")
+        claim("fig2b-tau-closes-gap", "Fig. 2b", "At l = d, τ_opt lowers the error at every test noise: the smallest relative gain (G(1) − G(τ_opt))/G(1) over σ_test (Monte Carlo, same prompts; no number in the paper: Thm 4.6's is beside it as the paper form; the spec's closed form G(1) ≈ 50 + 2σ², G_min ≈ 25 + O(σ²) puts it near 1/2)")
             .runs(["temperature-fig2"])
             .stated("> 0.3 at every σ_test")
             .measure(|r| {
@@ -213,7 +211,6 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                 let last = t.last().cloned().unwrap_or_default();
                 Ok(Reading::new(mc)
                     .forms(Some(ex), Some(pf))
-                    .paper(pf)
                     .and(mc > 0.3)
                     .note(format!(
                         "which Bayes (spec §9): at σ_test = {} the oracle ridge (test σ) has {:.3} ± {:.3}, the ridge with the train σ and prior {:.3} ± {:.3}, the model {:.3} at τ = 1 and {:.3} at τ_opt; the absolute gap to the oracle does not grow with σ",
@@ -234,29 +231,32 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                     .and((m / 80.01 - 1.0).abs() <= 0.1)
                     .note(format!("l = {}; the linearised layer there: {:.3} at τ = 1", get(&last, "l"), get(&last, "G1_mc"))))
             }),
-        claim("fig4-linearised-robust", "Fig. 4", "Input-mean shift μx = 2e₁: the linearised layer (centred statistics) keeps improving with l (its τ = 1 error falls at every l); measured at the largest l")
+        claim("fig4-linearised-robust", "Fig. 4", "Input-mean shift μx = 2e₁: the linearised layer (centred statistics) keeps improving with l: its Monte Carlo τ = 1 error falls at every step of the l sweep (spec §10 test 10: → σ², decreasing in l; no number in the paper). Measured at the largest l; Thm 4.6's value there is beside it as the paper form")
             .runs(["temperature-fig4"])
-            .stated(mc_tolerance(0.10, "; falls with l"))
+            .stated("the Monte Carlo error falls at every l, and the exact form within 4 SE of it at every l")
             .measure(|r| {
                 let t = table(r, "temperature-fig4", "fig4")?;
-                let falling = t.windows(2).all(|w| get(&w[1], "G1_mc") < get(&w[0], "G1_mc"));
+                let falling = t.len() >= 2 && t.windows(2).all(|w| get(&w[1], "G1_mc") < get(&w[0], "G1_mc"));
+                let z = t.iter().map(|x| ((get(x, "G1_mc") - get(x, "G1_exact")) / get(x, "G1_mc_se")).abs()).fold(0.0f64, f64::max);
                 let first = t.first().cloned().unwrap_or_default();
                 let last = t.last().cloned().unwrap_or_default();
-                let note = format!(
-                    "the paper's form ignores the mean inside the centring (the query's zero label): at l = {} it is {:+.1}% off the exact form",
-                    get(&first, "l"),
-                    100.0 * (get(&first, "G1_paper") / get(&first, "G1_exact") - 1.0)
-                );
-                let paper = get(&last, "G1_paper");
-                Ok(mc(paper, get(&last, "G1_mc"), get(&last, "G1_mc_se"), get(&last, "G1_exact"), paper, 0.10, &note)
-                    .paper(paper)
-                    .and(falling))
+                Ok(Reading::new(get(&last, "G1_mc"))
+                    .stderr(Some(get(&last, "G1_mc_se")))
+                    .forms(Some(get(&last, "G1_exact")), Some(get(&last, "G1_paper")))
+                    .and(falling && z <= 4.0)
+                    .note(format!(
+                        "Monte Carlo G(1) {} at l = {}; largest |MC − exact|/SE {z:.2}; the paper's form ignores the mean inside the centring (the query's zero label): at l = {} it is {:+.1}% off the exact form",
+                        t.iter().map(|x| format!("{:.3}", get(x, "G1_mc"))).collect::<Vec<_>>().join(", "),
+                        column(&t, "l"),
+                        get(&first, "l"),
+                        100.0 * (get(&first, "G1_paper") / get(&first, "G1_exact") - 1.0)
+                    )))
             }),
         Point { rises: Some(("tau_opt_mc", "; the Monte Carlo τ* rises with α")), ..point("temperature-fig7", "fig7-alpha", "alpha", 3.0, "tau_opt") }
             .claim("fig7-alpha", "Fig. 7", "τ_opt increases with α (test Σx = αI), l = 100; at α = 3: τ_opt = k(1.5α + 10⁻⁴) = 4.49965 (spec §7.3)", 4.49965),
-        claim("fig7-beta-flat", "Fig. 7", "τ_opt is nearly flat in β (test Σw = βI): k(1.5 + 10⁻⁴/β) changes by < 0.05% over the sweep (measured: the exact form's relative range; paper value: eq. 15's)")
+        claim("fig7-beta-flat", "Fig. 7", "τ_opt is nearly flat in β (test Σw = βI; the paper: \"nearly flat\", no number): the Monte Carlo τ* is flat within its noise over the sweep, and the exact form's relative range is < 0.05% (spec §10 test 8: k(1.5 + 10⁻⁴/β)). Measured: the Monte Carlo τ*'s relative range (max/min − 1), its SE that of a difference of two points")
             .runs(["temperature-fig7"])
-            .stated("< 5e-4 in both closed forms")
+            .stated("Monte Carlo range ≤ 4√2 SE (flat within its noise), and the exact form's < 5e-4")
             .measure(|r| {
                 let t = table(r, "temperature-fig7", "fig7-beta")?;
                 let range = |k: &str| {
@@ -265,31 +265,38 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                     hi / lo - 1.0
                 };
                 let (ex, pf, mc) = (range("tau_opt_exact"), range("tau_opt_paper"), range("tau_opt_mc"));
-                Ok(Reading::new(ex)
+                // the relative SE of one point (the largest over the sweep), and of a difference of two
+                let rel_se = t.iter().map(|x| get(x, "tau_opt_mc_se") / get(x, "tau_opt_mc")).fold(0.0f64, f64::max);
+                let se = std::f64::consts::SQRT_2 * rel_se;
+                Ok(Reading::new(mc)
+                    .stderr(Some(se))
                     .forms(Some(ex), Some(pf))
-                    .paper(pf)
-                    .and(ex < 5e-4 && pf < 5e-4)
-                    .note(format!("the Monte Carlo τ* varies by {:.2}% over the sweep (its standard error is ~{:.2}%)", 100.0 * mc, 100.0 * get(&t[0], "tau_opt_mc_se") / get(&t[0], "tau_opt_mc"))))
+                    .and(t.len() >= 2 && mc <= 4.0 * se && ex < 5e-4)
+                    .note(format!("the Monte Carlo τ* varies by {:.2}% over β = {} (one point's SE ~{:.2}%); the exact form by {:.1e}, eq. 15 by {:.1e}", 100.0 * mc, column(&t, "beta"), 100.0 * rel_se, ex, pf)))
             }),
         Point { rises: Some(("tau_opt_exact", "; the exact τ_opt rises with σ")), ..point("temperature-fig7", "fig7-sigma", "sigma", 3.0, "tau_opt") }
             .claim("fig7-sigma", "Fig. 7", "τ_opt increases with the test noise σ, l = 100; at σ = 3: k(1.5 + σ²/100) = 1.58984 (spec §7.1)", 1.58984),
-        claim("fig7-heuristic", "Fig. 7, App. J", "The moment-ratio heuristic (eq. 136, v22 restored) tracks τ_opt (eq. 15): the largest relative difference over the α, β and σ sweeps")
+        claim("fig7-heuristic", "Fig. 7, App. J", "The moment-ratio heuristic (eq. 136, v22 restored) tracks τ_opt (the paper: \"align closely\", no number): at every point of the α, β and σ sweeps it is within 4 SE of the Monte Carlo τ* and within 0.1% of eq. 15 (spec §7.3: equal up to the factor k on the correction term). Measured: the largest |τ_heur − τ*_MC|/SE")
             .runs(["temperature-fig7"])
-            .paper(0.0)
-            .stated("< 1e-3 against eq. 15")
+            .stated("≤ 4 (SE of the Monte Carlo τ*) at every point, and within 1e-3 of eq. 15")
             .measure(|r| {
-                let mut worst: f64 = 0.0;
-                let mut worst_ex: f64 = 0.0;
-                for x in fig7_sweeps(r)? {
-                    worst = worst.max((get(&x, "tau_heuristic") / get(&x, "tau_opt_paper") - 1.0).abs());
-                    worst_ex = worst_ex.max((get(&x, "tau_heuristic") / get(&x, "tau_opt_exact") - 1.0).abs());
+                let (mut z, mut worst, mut worst_ex, mut worst_mc) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+                let rows = fig7_sweeps(r)?;
+                for x in &rows {
+                    let h = get(x, "tau_heuristic");
+                    z = z.max(((h - get(x, "tau_opt_mc")) / get(x, "tau_opt_mc_se")).abs());
+                    worst = worst.max((h / get(x, "tau_opt_paper") - 1.0).abs());
+                    worst_ex = worst_ex.max((h / get(x, "tau_opt_exact") - 1.0).abs());
+                    worst_mc = worst_mc.max((h / get(x, "tau_opt_mc") - 1.0).abs());
                 }
-                Ok(Reading::new(worst)
-                    .forms(Some(worst_ex), Some(worst))
-                    .and(worst < 1e-3)
-                    .note(format!("against the exact form's τ_opt the heuristic is up to {:.2}% off", 100.0 * worst_ex)))
+                Ok(Reading::new(z)
+                    .and(!rows.is_empty() && z <= 4.0 && worst < 1e-3)
+                    .note(format!(
+                        "{} points; the heuristic is up to {:.2}% off the Monte Carlo τ*, {:.1e} off eq. 15 and {:.2}% off the exact form's τ_opt",
+                        rows.len(), 100.0 * worst_mc, worst, 100.0 * worst_ex
+                    )))
             }),
-        claim("fig8-gain", "Fig. 8", "G(τ_opt) ≤ G(1) at every point of the α, β, σ sweeps: the smallest G(1)/G(τ_opt) (Monte Carlo, same prompts for both τ)")
+        claim("fig8-gain", "Fig. 8", "G(τ_opt) ≤ G(1) at every point of the α, β, σ sweeps: the smallest G(1)/G(τ_opt) (Monte Carlo, same prompts for both τ; no number in the paper: spec §10 test 7(iii))")
             .runs(["temperature-fig7"])
             .stated(">= 1")
             .measure(|r| {
@@ -299,7 +306,7 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                     ex = ex.min(get(&x, "G1_exact") / get(&x, "Gmin_exact"));
                     pf = pf.min(get(&x, "G1_paper") / get(&x, "Gmin_paper"));
                 }
-                Ok(Reading::new(mc).forms(Some(ex), Some(pf)).paper(pf).and(mc >= 1.0 && ex >= 1.0))
+                Ok(Reading::new(mc).forms(Some(ex), Some(pf)).and(mc >= 1.0 && ex >= 1.0))
             }),
         claim("sec44-rescaling", "§4.4", "σ = σ_tr = 0, Σx^test = cI (c = 3): τ_opt = c \"fully counteracts\"; exactly τ_opt(c)/τ_opt(1) = c (the paper's τ_opt = c holds only as l/d → ∞: here τ_opt(1) = 1 + d/l). Measured: the exact form's ratio at d = 50, l = 100")
             .paper(3.0)
@@ -347,6 +354,7 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
         claim("sgd-pretraining", "Lemma 4.1", "Pretraining measured: the layer's M11 and v21 fitted by SGD on eq. (2) prompts at τ = 1 (v22 = 1/d, m21 = 0 held; d = 4, l = 12, σ = 0.3; 6000 steps of 256 prompts, iterates averaged) against Lemma 4.1. Measured: relative Frobenius distance of the trained M11 to Lemma 4.1's (paper value 0: the paper takes Lemma 4.1 as the pretrained model); exact: the predicted distance 1 − 1/τ_opt (the loss minimiser is M11_Lemma/τ_opt, τ_opt of the exact form at the training distribution)")
             .paper(0.0)
             .stated("the trained M11 within 2% of M11_Lemma/τ_opt")
+            .source("icl, fixed in advance (the paper has no trained layer)")
             .measure(|_| {
                 use icl_core::theory::temperature::fit::{self, FitOptions};
                 let (d, l) = (4usize, 12usize);
@@ -363,9 +371,10 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                         "SGD converges to the loss minimiser, not to Lemma 4.1: |M − M_Lemma/τ_opt|/|M_Lemma/τ_opt| = {to_target:.4} with τ_opt = {t:.4}; Lemma 4.1 imitates Bayes ridge to leading order, and the exact error prefers the smaller attention scale 1/τ_opt (so a trained layer's τ_opt is 1)"
                     )))
             }),
-        claim("exact-vs-mc", "all", "The exact form is the layer's error: the largest |Monte Carlo − closed form|/SE of G(1) over every point of every figure (measured: the exact form's; paper value: Thm 4.6's, leading order in d and l)")
+        claim("exact-vs-mc", "all", "The exact form is the layer's error: the largest |Monte Carlo − closed form|/SE of G(1) over every point of every figure (measured: the exact form's; Thm 4.6's, leading order in d and l, beside it as the paper form; no number in the paper: icl's own consistency check)")
             .runs(figures::NAMES.iter().copied())
             .stated("< 4.5 (the largest of ~N(0,1) z-scores over all points)")
+            .source("icl's own consistency check (spec temperature §10 test 6: closed form vs Monte Carlo)")
             .measure(|r| {
                 let (mut ze, mut zp, mut npts) = (0.0f64, 0.0f64, 0usize);
                 for e in figures::NAMES {
@@ -379,7 +388,7 @@ pub(super) fn plan(scale: Scale) -> (Vec<RunSpec>, Vec<ClaimDef>) {
                         }
                     }
                 }
-                Ok(Reading::new(ze).forms(Some(ze), Some(zp)).paper(zp).and(ze < 4.5).note(format!("{npts} points")))
+                Ok(Reading::new(ze).forms(Some(ze), Some(zp)).and(ze < 4.5).note(format!("{npts} points")))
             }),
     ];
     let mut specs = Vec::new();
