@@ -408,7 +408,7 @@ fn varying_covariance_sampler() {
 }
 
 fn iv_spec() -> IvSpec {
-    let iv = Iv { q: 3, p: 2 };
+    let iv = Iv::new(3, 2);
     let st = |e, n_out, layers| StackSpec {
         e,
         n_out,

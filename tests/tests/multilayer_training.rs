@@ -393,7 +393,10 @@ fn iv_baselines_do_not_depend_on_the_engine() {
             assert_eq!(bits(a), bits(b), "{}", a.estimator);
         }
     }
-    assert_eq!(classical, 4, "2sls, ols and the two Algorithm-1 rows");
+    assert_eq!(
+        classical, 5,
+        "2sls, 2sls_xq, ols and the two Algorithm-1 rows"
+    );
 }
 
 /// Test 19 (IV, §5). The paper's claims are at L = 200 (2-stage below OLS and TF Ref); at the

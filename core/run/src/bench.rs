@@ -333,7 +333,7 @@ mod tests {
     fn iv_flops_adds_both_stages_and_the_fitted_covariates() {
         use icl_core::data::iv::Iv;
         let spec = IvSpec {
-            iv: Iv { q: 6, p: 4 },
+            iv: Iv::new(6, 4),
             st1: StackSpec {
                 e: 10,
                 n_out: 4,

@@ -481,6 +481,28 @@ choice! {
 }
 
 choice! {
+    /// The law of the IV task's first-stage matrix theta (q x p).
+    pub enum IvTheta {
+        /// iid N(0, 1) entries rescaled to ||theta||_F = sqrt(q p) (Liang et al.'s law).
+        Gaussian = "gaussian",
+        /// sqrt(q) times the orthonormal Q of a Gaussian q x p matrix's QR (diag R > 0): a
+        /// well-conditioned theta with theta^T theta = q I (and the same ||theta||_F); needs q >= p.
+        Orthogonal = "orthogonal",
+    }
+}
+
+choice! {
+    /// The query of the IV task.
+    pub enum IvQuery {
+        /// Algorithm 2 of the multilayer paper: noise-free x_q = theta^T z_q and y_q = beta^T x_q.
+        Paper = "paper",
+        /// Liang et al.'s code: x_q = theta^T z_q + omega_q and y_q = beta^T x_q + eps_q (the
+        /// confounder left out of both, their `dist_shift`).
+        Liang = "liang",
+    }
+}
+
+choice! {
     /// The covariance of the `varying` task (multilayer paper §1, C.3, C.5).
     pub enum CovFamily {
         /// Sigma = U diag(lambda) U^T, U Haar and lambda_i ~ U(task.lambda_min, task.lambda_max) per sequence.
@@ -838,6 +860,9 @@ section! {
         lambda_min: f64 = 0.8 => "lambda_min", POSITIVE, "varying task: lower end of the eigenvalue range";
         lambda_max: f64 = 1.2 => "lambda_max", POSITIVE, "varying task: upper end of the eigenvalue range";
         iv_q: usize = 6 => "iv_q", Range::int(1, MAX_D), "iv task: number of instruments q (task.d is p)";
+        iv_endogeneity: f64 = 1.0 => "iv_endogeneity", NON_NEGATIVE, "iv task: scale c of the confounder u's effect: u ~ N(0, c^2 I), so x = theta^T z + c Phi^T u + omega and y = beta^T x + c phi^T u + eps (1: Liang et al.'s law, 0: no endogeneity)", legacy 1.0;
+        iv_theta: IvTheta = IvTheta::Gaussian => "iv_theta", Range::Any, "iv task: the law of theta (gaussian: Liang et al.'s; orthogonal: theta^T theta = q I, needs task.iv_q >= task.d)", legacy IvTheta::Gaussian;
+        iv_query: IvQuery = IvQuery::Paper => "iv_query", Range::Any, "iv task: the query (paper: Algorithm 2's noise-free x_q, y_q; liang: Liang et al.'s, keeping omega_q and eps_q)", legacy IvQuery::Paper;
         curriculum: bool = false => "curriculum", Range::Any, "gpt2: Garg et al.'s curriculum: train at min(curriculum_d, d) dimensions (the others zero) and min(curriculum_L, L) pairs, growing every curriculum_every steps", legacy false;
         curriculum_d: usize = 5 => "curriculum_d", Range::int(1, MAX_D), "curriculum: the starting dimension", legacy 5;
         curriculum_d_inc: usize = 1 => "curriculum_d_inc", Range::int(0, MAX_D), "curriculum: dimensions added at each stage", legacy 1;
@@ -1481,7 +1506,26 @@ impl Config {
                     ));
                 }
             }
-            TaskKind::Iv => {}
+            TaskKind::Iv => {
+                if t.iv_theta == IvTheta::Orthogonal && t.iv_q < t.d {
+                    return bad(format!(
+                        "task.iv_theta = orthogonal needs task.iv_q >= task.d (q = {} instruments, p = {} regressors)",
+                        t.iv_q, t.d
+                    ));
+                }
+            }
+        }
+        if t.kind != TaskKind::Iv {
+            let d = TaskConfig::default();
+            if t.iv_endogeneity != d.iv_endogeneity
+                || t.iv_theta != d.iv_theta
+                || t.iv_query != d.iv_query
+            {
+                return bad(
+                    "task.iv_endogeneity, task.iv_theta and task.iv_query apply to task.kind = iv"
+                        .into(),
+                );
+            }
         }
         let ml_task = matches!(t.kind, TaskKind::Varying | TaskKind::Iv);
         match m.arch {

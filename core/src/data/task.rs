@@ -161,7 +161,7 @@ impl Task {
                 },
                 query_noise: t.query_noise,
             })),
-            TaskKind::Iv => Some(MlTask::Iv(Iv { q: t.iv_q, p: t.d })),
+            TaskKind::Iv => Some(MlTask::Iv(Iv::of_task(t))),
             _ => None,
         };
         let func = match t.kind {

@@ -62,7 +62,7 @@ impl ModelSpec {
             Arch::Attention => Net::Attention(AttentionSpec::of_config(cfg)),
             Arch::Transformer => Net::Stack(stack(d + 1, 1, m.layers, m.looped)),
             Arch::Iv2Stage => Net::Iv(IvSpec {
-                iv: Iv { q, p: d },
+                iv: Iv::of_task(&cfg.task),
                 st1: stack(q + d, d, 1, true),
                 st2: stack(d + 1, 1, m.layers, m.looped),
             }),

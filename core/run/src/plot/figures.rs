@@ -144,6 +144,7 @@ pub fn estimator_name(id: &str) -> String {
         "precond_debiased_gd" => "preconditioned debiased GD".into(),
         "alg1" => "Algorithm 1".into(),
         "2sls" => "2SLS".into(),
+        "2sls_xq" => "2SLS at x_q".into(),
         "alg1_ideal_2stage" => "Algorithm 1, ideal two stages".into(),
         "alg1_1stage" => "Algorithm 1, one stage".into(),
         "tf_ref" => "one-stage transformer (ref)".into(),

@@ -64,9 +64,6 @@ pub struct Reading {
     /// The conditions of the verdict beyond the tolerance (a monotone curve, two heads in
     /// balance), all of which hold; with [`Tolerance::Stated`], the verdict itself.
     pub pass: bool,
-    /// The paper's value where it is read off the measured data (the paper's form at a figure's
-    /// last point); `None`: the claim's own.
-    pub paper: Option<f64>,
     /// The accepted range where it depends on the data (within 0.006 of a measured baseline);
     /// `None`: the claim's own.
     pub tolerance: Option<Tolerance>,
@@ -81,7 +78,6 @@ impl Reading {
             paper_form: None,
             note: String::new(),
             pass: true,
-            paper: None,
             tolerance: None,
         }
     }
@@ -112,12 +108,6 @@ impl Reading {
     /// A further condition of the verdict.
     pub fn and(mut self, ok: bool) -> Reading {
         self.pass &= ok;
-        self
-    }
-
-    /// The paper's value, read off the data.
-    pub fn paper(mut self, x: f64) -> Reading {
-        self.paper = Some(x);
         self
     }
 
@@ -266,7 +256,8 @@ impl ClaimDef {
             .tolerance
             .or_else(|| self.tolerance.clone())
             .ok_or_else(|| RunError::Refused(format!("claim {} has no tolerance", self.id)))?;
-        let paper_value = r.paper.unwrap_or(self.paper);
+        // the paper's number or none: never one read off icl's own data (issue 39)
+        let paper_value = self.paper;
         Ok(Claim {
             id: self.id.clone(),
             figure: self.figure.into(),
@@ -385,19 +376,13 @@ mod tests {
             .check(&runs)
             .unwrap();
         assert!(!c.pass);
-        // set by the data: the paper value and the range
+        // the range may be set by the data; the paper value never is (no number: NaN)
         let c = claim("z", "Fig. 1", "d")
-            .measure(|_| {
-                Ok(Reading::new(5.0)
-                    .paper(4.0)
-                    .tolerance(Tolerance::Within(4.0, 0.5)))
-            })
+            .measure(|_| Ok(Reading::new(5.0).tolerance(Tolerance::Within(4.0, 0.5))))
             .check(&runs)
             .unwrap();
-        assert_eq!(
-            (c.paper_value, c.tolerance.as_str(), c.pass),
-            (4.0, "4 ± 0.5", false)
-        );
+        assert!(c.paper_value.is_nan());
+        assert_eq!((c.tolerance.as_str(), c.pass), ("4 ± 0.5", false));
         assert!(claim("w", "", "")
             .measure(|_| Ok(Reading::new(1.0)))
             .check(&runs)

@@ -15,6 +15,7 @@ mod claim;
 pub mod experiment;
 mod garg;
 mod he2025;
+mod iv_study;
 mod multilayer;
 pub mod report;
 mod temperature;
@@ -76,7 +77,7 @@ pub const PAPERS: &[PaperDef] = &[
         quantities: registry::multilayer::quantities,
         presets: &[presets::multilayer::PRESETS, presets::multilayer::IV],
         plan: multilayer::plan,
-        experiments: None,
+        experiments: Some(iv_study::EXPERIMENTS),
         rules_from: "spec multilayer §9 (acceptance tests)",
     },
     PaperDef {

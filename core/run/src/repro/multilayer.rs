@@ -175,6 +175,7 @@ fn theory_claims() -> Vec<ClaimDef> {
                     .note(format!("OLS {ols:.4}")))
             }),
     );
+    defs.push(super::iv_study::claim_def());
     defs
 }
 

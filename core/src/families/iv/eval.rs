@@ -35,10 +35,7 @@ pub fn iv<T: Scalar>(
             "IV evaluation needs task.kind = iv".into(),
         ));
     }
-    let ivd = Iv {
-        q: cfg.task.iv_q,
-        p: cfg.task.d,
-    };
+    let ivd = Iv::of_task(&cfg.task);
     let one_stage = |m: &Model<T>, what: &str| -> Result<StackSpec> {
         match &m.spec.net {
             Net::Stack(s) if s.e == ivd.p + 1 && s.n_out == 1 => Ok(s.clone()),
@@ -71,14 +68,7 @@ pub fn iv<T: Scalar>(
             )));
         }
         let n = o.samples;
-        let seqs: Vec<ml::IvSequence> = (0..n)
-            .map(|b| {
-                ivd.draw(
-                    &mut rng::stream(o.seed, Domain::Eval, len as u64, b as u64),
-                    len,
-                )
-            })
-            .collect();
+        let seqs = sequences(&ivd, len, n, o.seed);
         let e = match &main {
             IvModel::TwoStage(spec) => {
                 let mut ivb = iv::empty_batch::<T>(spec, n, len)?;
@@ -104,62 +94,17 @@ pub fn iv<T: Scalar>(
             IvModel::OneStage(sp) => one_stage_errors(&ivd, sp, &model.params, &seqs, len, runner)?,
         };
         push(&mut rep.rows, "model", len, &e, None);
-        let (mut tsls, mut ols) = (Vec::new(), Vec::new());
-        for s in &seqs {
-            if len > ivd.q {
-                let (beta, theta) = ml::two_sls(&s.z, &s.x, &s.y, ivd.q, ivd.p)?;
-                // prediction beta^T theta_hat^T z_q
-                let pred: f64 = (0..ivd.p)
-                    .map(|j| {
-                        beta[j]
-                            * (0..ivd.q)
-                                .map(|i| theta[i * ivd.p + j] * s.zq[i])
-                                .sum::<f64>()
-                    })
-                    .sum();
-                tsls.push((pred - s.yq).powi2());
-            }
-            if len > ivd.p {
-                let b = ml::ols(&s.x, &s.y, ivd.p)?;
-                let pred: f64 = b.iter().zip(&s.xq).map(|(a, x)| a * x).sum();
-                ols.push((pred - s.yq).powi2());
-            }
-        }
-        if !tsls.is_empty() {
-            push(&mut rep.rows, "2sls", len, &tsls, None);
-        }
-        // The interpreted algorithm's ceiling: Algorithm 1 on the ideal stage-1 fit (two-stage) and
-        // on (x, y) (one stage), step sizes grid-tuned on these very sequences.
+        // the interpreted algorithm's ceilings: the stage-2 depth on the ideal stage-1 fit
+        // (two-stage), the whole depth on (x, y) (one stage)
         let (t2, t_ref) = match &main {
             IvModel::TwoStage(spec) => (spec.st2.layers, spec.st2.layers + spec.st1.layers),
             IvModel::OneStage(sp) => (sp.layers.saturating_sub(1).max(1), sp.layers),
         };
-        let (mut two, mut one) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        for s in &seqs {
-            let (xh, xhq) = ml::iv_ideal_stage1(s, ivd.q, ivd.p);
-            let (c, b) = ml::alg1_moments(&xh, &s.y, &xhq)?;
-            two.push(Moments {
-                c,
-                b,
-                xq: xhq,
-                yq: s.yq,
-            });
-            let (c, b) = ml::alg1_moments(&s.x, &s.y, &s.xq)?;
-            one.push(Moments {
-                c,
-                b,
-                xq: s.xq.clone(),
-                yq: s.yq,
-            });
-        }
-        let (e, ex, ey) = tune_alg1(&two, t2, runner)?;
-        push(&mut rep.rows, "alg1_ideal_2stage", len, &e, Some(ey));
-        set_eta_x(&mut rep.rows, ex);
-        let (e, ex, ey) = tune_alg1(&one, t_ref, runner)?;
-        push(&mut rep.rows, "alg1_1stage", len, &e, Some(ey));
-        set_eta_x(&mut rep.rows, ex);
-        if !ols.is_empty() {
-            push(&mut rep.rows, "ols", len, &ols, None);
+        for b in baselines(&ivd, &seqs, len, t2, t_ref, runner)? {
+            push(&mut rep.rows, b.name, len, &b.errors, b.etas.map(|e| e.1));
+            if let Some((ex, _)) = b.etas {
+                set_eta_x(&mut rep.rows, ex);
+            }
         }
         if let (Some(r), Some(sp)) = (&reference, &ref_spec) {
             let e = one_stage_errors(&ivd, sp, &r.model.params, &seqs, len, runner)?;
@@ -167,6 +112,120 @@ pub fn iv<T: Scalar>(
         }
     }
     Ok(rep)
+}
+
+/// `n` IV sequences of length `len` from the evaluation streams (seed, Eval, len, b), b = 0..n:
+/// the sequences every estimator of [`iv`] sees.
+pub fn sequences(ivd: &Iv, len: usize, n: usize, seed: u64) -> Vec<ml::IvSequence> {
+    (0..n)
+        .map(|b| {
+            ivd.draw(
+                &mut rng::stream(seed, Domain::Eval, len as u64, b as u64),
+                len,
+            )
+        })
+        .collect()
+}
+
+/// One estimator's squared errors at the query, sequence by sequence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Baseline {
+    /// Its row name in an evaluation (`2sls`, `2sls_xq`, `alg1_ideal_2stage`, `alg1_1stage`, `ols`).
+    pub name: &'static str,
+    pub errors: Vec<f64>,
+    /// The step sizes (eta_x, eta_y) Algorithm 1 was tuned to, for its rows.
+    pub etas: Option<(f64, f64)>,
+}
+
+/// The estimators beside an IV model (§6.3), each on every sequence of `seqs` (length `len`),
+/// against the sequence's `y_q`:
+/// * `2sls`: beta_2sls^T theta_hat^T z_q (the information the transformer has), when L > q;
+/// * `2sls_xq`: beta_2sls^T x_q, 2SLS evaluated at x_q as Liang et al.'s code does, when L > q;
+/// * `alg1_ideal_2stage`: Algorithm 1 with `t2` steps on the ideal leave-one-out stage-1 fit
+///   ([`ml::iv_ideal_stage1`]), and `alg1_1stage`: with `t_ref` steps on (x, y), each with
+///   (eta_x, eta_y) tuned on these sequences (an optimistic ceiling);
+/// * `ols`: beta_ols^T x_q, when L > p.
+///
+/// The rows a length too short for leaves out are absent.
+pub fn baselines<T: Scalar>(
+    ivd: &Iv,
+    seqs: &[ml::IvSequence],
+    len: usize,
+    t2: usize,
+    t_ref: usize,
+    runner: &mut StackRunner<T>,
+) -> Result<Vec<Baseline>> {
+    let (q, p) = (ivd.q, ivd.p);
+    let n = seqs.len();
+    let (mut tsls, mut tsls_xq, mut ols) = (Vec::new(), Vec::new(), Vec::new());
+    for s in seqs {
+        if len > q {
+            let (beta, theta) = ml::two_sls(&s.z, &s.x, &s.y, q, p)?;
+            // beta^T theta_hat^T z_q and beta^T x_q
+            let xhat_q: Vec<f64> = (0..p)
+                .map(|j| (0..q).map(|i| theta[i * p + j] * s.zq[i]).sum::<f64>())
+                .collect();
+            let at = |v: &[f64]| beta.iter().zip(v).map(|(a, b)| a * b).sum::<f64>();
+            tsls.push((at(&xhat_q) - s.yq).powi2());
+            tsls_xq.push((at(&s.xq) - s.yq).powi2());
+        }
+        if len > p {
+            let b = ml::ols(&s.x, &s.y, p)?;
+            let pred: f64 = b.iter().zip(&s.xq).map(|(a, x)| a * x).sum();
+            ols.push((pred - s.yq).powi2());
+        }
+    }
+    let (mut two, mut one) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for s in seqs {
+        let (xh, xhq) = ml::iv_ideal_stage1(s, q, p);
+        let (c, b) = ml::alg1_moments(&xh, &s.y, &xhq)?;
+        two.push(Moments {
+            c,
+            b,
+            xq: xhq,
+            yq: s.yq,
+        });
+        let (c, b) = ml::alg1_moments(&s.x, &s.y, &s.xq)?;
+        one.push(Moments {
+            c,
+            b,
+            xq: s.xq.clone(),
+            yq: s.yq,
+        });
+    }
+    let mut out = Vec::with_capacity(5);
+    if !tsls.is_empty() {
+        out.push(Baseline {
+            name: "2sls",
+            errors: tsls,
+            etas: None,
+        });
+        out.push(Baseline {
+            name: "2sls_xq",
+            errors: tsls_xq,
+            etas: None,
+        });
+    }
+    let (e, ex, ey) = tune_alg1(&two, t2, runner)?;
+    out.push(Baseline {
+        name: "alg1_ideal_2stage",
+        errors: e,
+        etas: Some((ex, ey)),
+    });
+    let (e, ex, ey) = tune_alg1(&one, t_ref, runner)?;
+    out.push(Baseline {
+        name: "alg1_1stage",
+        errors: e,
+        etas: Some((ex, ey)),
+    });
+    if !ols.is_empty() {
+        out.push(Baseline {
+            name: "ols",
+            errors: ols,
+            etas: None,
+        });
+    }
+    Ok(out)
 }
 
 /// One sequence's Algorithm-1 moments, query and noise-free target.
@@ -278,5 +337,117 @@ trait Sq {
 impl Sq for f64 {
     fn powi2(self) -> f64 {
         self * self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::IvQuery;
+    use crate::data::iv::IvLaw;
+
+    /// Solve the symmetric positive definite system `a x = b` (k x k, row-major) by Gaussian
+    /// elimination with partial pivoting: the test's own least squares, independent of nalgebra.
+    fn solve(mut a: Vec<f64>, mut b: Vec<f64>, k: usize) -> Vec<f64> {
+        for c in 0..k {
+            let piv = (c..k)
+                .max_by(|&i, &j| a[i * k + c].abs().total_cmp(&a[j * k + c].abs()))
+                .unwrap();
+            for j in 0..k {
+                a.swap(c * k + j, piv * k + j);
+            }
+            b.swap(c, piv);
+            for r in c + 1..k {
+                let f = a[r * k + c] / a[c * k + c];
+                for j in c..k {
+                    a[r * k + j] -= f * a[c * k + j];
+                }
+                b[r] -= f * b[c];
+            }
+        }
+        let mut x = vec![0.0; k];
+        for c in (0..k).rev() {
+            let s: f64 = (c + 1..k).map(|j| a[c * k + j] * x[j]).sum();
+            x[c] = (b[c] - s) / a[c * k + c];
+        }
+        x
+    }
+
+    /// Least squares of the columns of `m` (n x k) on `v` (n): (M^T M)^{-1} M^T v.
+    fn lstsq(m: &[f64], v: &[f64], n: usize, k: usize) -> Vec<f64> {
+        let mut g = vec![0.0; k * k];
+        let mut r = vec![0.0; k];
+        for t in 0..n {
+            for i in 0..k {
+                r[i] += m[t * k + i] * v[t];
+                for j in 0..k {
+                    g[i * k + j] += m[t * k + i] * m[t * k + j];
+                }
+            }
+        }
+        solve(g, r, k)
+    }
+
+    /// `2sls_xq` is beta_2sls^T x_q and `2sls` beta_2sls^T theta_hat^T z_q, with 2SLS written out
+    /// here: theta_hat column by column from z, X_hat = Z theta_hat, beta from (X_hat, y); under
+    /// both queries.
+    #[test]
+    fn iv_2sls_xq_is_2sls_evaluated_at_x_q() {
+        let (q, p, len) = (6, 4, 60);
+        for query in [IvQuery::Paper, IvQuery::Liang] {
+            let ivd = Iv {
+                law: IvLaw {
+                    query,
+                    ..IvLaw::default()
+                },
+                ..Iv::new(q, p)
+            };
+            let seqs = sequences(&ivd, len, 8, 3);
+            let mut runner = StackRunner::<f64>::scalar();
+            let rows = baselines(&ivd, &seqs, len, 3, 4, &mut runner).unwrap();
+            let names: Vec<&str> = rows.iter().map(|b| b.name).collect();
+            assert_eq!(
+                names,
+                ["2sls", "2sls_xq", "alg1_ideal_2stage", "alg1_1stage", "ols"]
+            );
+            for (k, s) in seqs.iter().enumerate() {
+                // first stage: theta_hat's column j regresses x_j on z
+                let mut theta = vec![0.0; q * p];
+                for j in 0..p {
+                    let xj: Vec<f64> = (0..len).map(|t| s.x[t * p + j]).collect();
+                    for (i, v) in lstsq(&s.z, &xj, len, q).into_iter().enumerate() {
+                        theta[i * p + j] = v;
+                    }
+                }
+                let xh: Vec<f64> = (0..len * p)
+                    .map(|e| {
+                        let (t, j) = (e / p, e % p);
+                        (0..q).map(|i| s.z[t * q + i] * theta[i * p + j]).sum()
+                    })
+                    .collect();
+                let beta = lstsq(&xh, &s.y, len, p);
+                let at = |v: &[f64]| (0..p).map(|j| beta[j] * v[j]).sum::<f64>();
+                let xhat_q: Vec<f64> = (0..p)
+                    .map(|j| (0..q).map(|i| theta[i * p + j] * s.zq[i]).sum())
+                    .collect();
+                let want_xq = (at(&s.xq) - s.yq).powi(2);
+                let want = (at(&xhat_q) - s.yq).powi(2);
+                let close = |a: f64, b: f64| (a - b).abs() <= 1e-8 * (1.0 + b.abs());
+                assert!(
+                    close(rows[1].errors[k], want_xq),
+                    "{query:?} seq {k}: {} vs {want_xq}",
+                    rows[1].errors[k]
+                );
+                assert!(
+                    close(rows[0].errors[k], want),
+                    "{query:?} seq {k}: {} vs {want}",
+                    rows[0].errors[k]
+                );
+                // and OLS at x_q
+                let b = lstsq(&s.x, &s.y, len, p);
+                let want = ((0..p).map(|j| b[j] * s.xq[j]).sum::<f64>() - s.yq).powi(2);
+                assert!(close(rows[4].errors[k], want));
+            }
+        }
     }
 }
