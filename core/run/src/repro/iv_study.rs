@@ -18,7 +18,7 @@
 //! Files: `iv-sensitivity.csv` (one row per cell: every risk with its standard error, the
 //! paired differences, the verdict), `iv-sensitivity.svg` (risk against c, one panel per θ and
 //! L) and `answer.md` (the answer in words).
-use super::claim::{claim, ClaimDef, Reading};
+use super::claim::{claim, mean_se, ClaimDef, Reading};
 use super::experiment::{get, write_csv_text, ExperimentSummary, Experiments, Row};
 use super::Scale;
 use crate::engines::{Engines, RunScalar};
@@ -65,14 +65,6 @@ fn samples(scale: Scale) -> usize {
         Scale::Smoke => 400,
         Scale::Paper => 10_000,
     }
-}
-
-/// Mean and standard error.
-fn mean_se(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0).max(1.0);
-    (m, (var / n).sqrt())
 }
 
 /// Mean and standard error of the paired difference a − b.
