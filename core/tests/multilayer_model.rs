@@ -156,6 +156,7 @@ fn regression_seq(seed: u64, d: usize, l: usize) -> (Vec<f64>, Vec<f64>, Vec<f64
             lmax: 1.2,
         },
         query_noise: false,
+        data_law: icl_core::rng::Law::V1,
     };
     let mut b = Batch::zeros(1, l, d, 1);
     task.sample_into(seed, Domain::Eval, 0, 0, &mut b, &mut Vec::new());
@@ -355,6 +356,7 @@ fn varying_covariance_sampler() {
             lmax: 1.2,
         },
         query_noise: true,
+        data_law: icl_core::rng::Law::V1,
     };
     let mut tr = 0.0;
     let n = 10_000;

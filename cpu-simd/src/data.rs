@@ -5,7 +5,7 @@
 use crate::kernel::Group;
 use crate::lanes::{cast, cast_mut, one, zero, Lanes, SimdScalar};
 use icl_core::config::TaskKind;
-use icl_core::rng::{self, Domain};
+use icl_core::rng::{law2, stream_base, Domain, Law};
 use icl_core::{Batch, Task};
 
 /// Per-chunk scratch for data generation (sized on first use, reused after).
@@ -89,7 +89,7 @@ pub fn generate<T: SimdScalar>(
     s.z.resize((len + 1) * e, T::zero());
     s.y.resize(no, T::zero());
     for k in 0..<T::V as Lanes>::W {
-        let mut r = rng::stream(seed, Domain::Train, step, (b0 + k) as u64);
+        let mut r = task.stream(seed, Domain::Train, step, (b0 + k) as u64);
         task.sample_sequence(&mut r, len, &mut s.normals, &mut s.z, &mut s.y);
         for (v, &x) in g.z.iter_mut().zip(&s.z) {
             v.lanes_mut()[k] = x;
@@ -153,7 +153,6 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
     let total = task.normals_per_sequence(len);
     s.beta.resize(d, T::V::zero());
     s.noise.resize((len + 1) * no, T::V::zero());
-    let mut rng = T::train_rng(seed, step, b0 as u64);
     let mut sink = Sink {
         d,
         e,
@@ -165,25 +164,38 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
         z: &mut g.z,
         noise: &mut s.noise,
     };
-    // pairs in order; an odd tail keeps the cosine half (`icl_core::rng::fill_normal`)
     // two pairs side by side and the labels in 512-bit registers: AVX-512 only (at AVX2 two
     // pairs spill the 16 registers), and only where `WIDE_GEN` says they are faster
     let wide = native && T::WIDE_GEN;
-    let quads = if wide { total / 4 } else { 0 };
-    for _ in 0..quads {
-        let ((c, sn), (c2, sn2)) = T::box_muller2(&mut rng, native);
-        sink.put(c);
-        sink.put(sn);
-        sink.put(c2);
-        sink.put(sn2);
-    }
-    for _ in 0..(total - 4 * quads) / 2 {
-        let (c, sn) = T::box_muller(&mut rng, native);
-        sink.put(c);
-        sink.put(sn);
-    }
-    if total % 2 == 1 {
-        sink.put(T::box_muller(&mut rng, native).0);
+    if task.law == Law::V2 {
+        // a Philox block per two pairs, in stream order; the tail keeps what it needs
+        let key = law2::key_of(stream_base(seed, Domain::Train, step));
+        for j in 0..total.div_ceil(4) {
+            let ((c, sn), (c2, sn2)) = T::law2_block(key, b0 as u64, j as u64);
+            let left = total - 4 * j;
+            for v in [c, sn, c2, sn2].into_iter().take(left) {
+                sink.put(v);
+            }
+        }
+    } else {
+        // pairs in order; an odd tail keeps the cosine half (`icl_core::rng::fill_normal`)
+        let mut rng = T::train_rng(seed, step, b0 as u64);
+        let quads = if wide { total / 4 } else { 0 };
+        for _ in 0..quads {
+            let ((c, sn), (c2, sn2)) = T::box_muller2(&mut rng, native);
+            sink.put(c);
+            sink.put(sn);
+            sink.put(c2);
+            sink.put(sn2);
+        }
+        for _ in 0..(total - 4 * quads) / 2 {
+            let (c, sn) = T::box_muller(&mut rng, native);
+            sink.put(c);
+            sink.put(sn);
+        }
+        if total % 2 == 1 {
+            sink.put(T::box_muller(&mut rng, native).0);
+        }
     }
     let labels = Labels {
         d,

@@ -6,7 +6,7 @@
 //! the level of the calling entry point ([`crate::dispatch`]) and gives the same bits at every
 //! level: fused multiply-adds only where written (`mul_add`, rounded once at every level), one
 //! polynomial per function, exact integer range reductions.
-use icl_core::rng::{mix64, stream_base, Domain};
+use icl_core::rng::{law2, mix64, stream_base, Domain};
 
 /// SplitMix64 step (what `SeedableRng::seed_from_u64` of rand_xoshiro uses to fill the state).
 #[inline(always)]
@@ -551,4 +551,29 @@ mod tests {
             assert!((s as f64 - tf.sin()).abs() < 2e-7 && (c as f64 - tf.cos()).abs() < 2e-7);
         }
     }
+}
+
+/// Data law 2: block `j` of the streams `first .. first + N` of the key `key`
+/// (`icl_core::rng::law2`), lane k for stream `first + k`: the normal pairs of its two slots, in
+/// the 32-bit operations of the reference, so the same bits at every level.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+pub fn law2_block<const N: usize>(
+    key: [u32; 2],
+    first: u64,
+    j: u64,
+) -> (([f32; N], [f32; N]), ([f32; N], [f32; N])) {
+    let mut c = [[0u32; N]; 4];
+    for k in 0..N {
+        let s = first + k as u64;
+        c[0][k] = j as u32;
+        c[1][k] = s as u32;
+        c[2][k] = (s >> 32) as u32;
+        c[3][k] = (j >> 32) as u32;
+    }
+    let w = law2::philox::<N>(c, key);
+    (
+        law2::normal_pairs(&w[0], &w[1]),
+        law2::normal_pairs(&w[2], &w[3]),
+    )
 }

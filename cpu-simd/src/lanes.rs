@@ -102,6 +102,10 @@ pub trait SimdScalar:
     }
     /// `1 / sqrt(d)` as the data generator rounds it.
     fn inv_sqrt(d: usize) -> Self;
+    /// Data law 2: the two normal pairs of block `j` of the lanes' streams `first ..` under the
+    /// Philox key `key` ([`gauss::law2_block`]).
+    #[allow(clippy::type_complexity)]
+    fn law2_block(key: [u32; 2], first: u64, j: u64) -> ((Self::V, Self::V), (Self::V, Self::V));
 }
 
 /// Lanes per `f32` vector.
@@ -135,6 +139,11 @@ impl SimdScalar for f32 {
     fn inv_sqrt(d: usize) -> f32 {
         (1.0 / (d as f64).sqrt()) as f32
     }
+    #[inline(always)]
+    fn law2_block(key: [u32; 2], first: u64, j: u64) -> ((Self::V, Self::V), (Self::V, Self::V)) {
+        let ((c, s), (c2, s2)) = gauss::law2_block::<W32>(key, first, j);
+        ((Pack(c), Pack(s)), (Pack(c2), Pack(s2)))
+    }
 }
 
 impl SimdScalar for f64 {
@@ -160,6 +169,12 @@ impl SimdScalar for f64 {
     }
     fn inv_sqrt(d: usize) -> f64 {
         1.0 / (d as f64).sqrt()
+    }
+    #[inline(always)]
+    fn law2_block(key: [u32; 2], first: u64, j: u64) -> ((Self::V, Self::V), (Self::V, Self::V)) {
+        let ((c, s), (c2, s2)) = gauss::law2_block::<W64>(key, first, j);
+        let wide = |x: [f32; W64]| Pack(x.map(|v| v as f64));
+        ((wide(c), wide(s)), (wide(c2), wide(s2)))
     }
 }
 

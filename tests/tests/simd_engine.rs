@@ -14,7 +14,6 @@ use icl_core::{Config, Scalar};
 use icl_cpu_simd::dispatch::{self, LevelsRun};
 use icl_cpu_simd::gauss::{fill_normal_f32, fill_normal_f64, Xoshiro};
 use icl_cpu_simd::{Level, MlSimd, Simd, SimdEngine, SimdScalar};
-use rand_core::RngCore;
 
 /// The conformance suite's engine at a forced `level`: the SIMD engine where this CPU has the
 /// level, else an engine that runs no family (each test then checks only the refusal), and a line

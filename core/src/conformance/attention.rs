@@ -208,6 +208,8 @@ pub fn sampling_matches_streams<T: Scalar>(make: Make<T>, tol: f64) -> Outcome {
         vec![("model.heads", "2")],
         vec![("task.kind", "anisotropic")],
         vec![("model.attention", "linear")],
+        // law 1 (configs written before `task.data_law`)
+        vec![("model.heads", "2"), ("task.data_law", "1")],
     ] {
         let cfg = ok(config(&sets), "config")?;
         let task = ok(Task::new(&cfg), "task")?;

@@ -6,7 +6,7 @@
 //! whitening or a fixed-task mix it equals the online training batch of step 0.
 use crate::config::Config;
 use crate::data::{task::TaskVector, Batch, Task};
-use crate::rng::{self, Domain};
+use crate::rng::Domain;
 use crate::{Error, Result};
 use alloc::format;
 use alloc::vec;
@@ -69,9 +69,9 @@ pub fn generate(
     let w = (len + 1) * e;
     for mu in 0..n {
         let mut r = match kind {
-            SetKind::Train => rng::stream(seed, Domain::Train, 0, mu as u64),
-            SetKind::IclTest => rng::stream(seed, Domain::Eval, len as u64, mu as u64),
-            SetKind::IwlTest => rng::stream(seed, Domain::Eval, len as u64 + (1 << 32), mu as u64),
+            SetKind::Train => task.stream(seed, Domain::Train, 0, mu as u64),
+            SetKind::IclTest => task.stream(seed, Domain::Eval, len as u64, mu as u64),
+            SetKind::IwlTest => task.stream(seed, Domain::Eval, len as u64 + (1 << 32), mu as u64),
         };
         let tv = if mu < n_random {
             TaskVector::Random

@@ -14,6 +14,8 @@ pub struct Iv {
     pub q: usize,
     pub p: usize,
     pub law: IvLaw,
+    /// The data law of the streams (`task.data_law`).
+    pub data_law: crate::rng::Law,
 }
 
 /// What the keys `task.iv_endogeneity`, `task.iv_theta` and `task.iv_query` change in
@@ -66,6 +68,7 @@ impl Iv {
             q,
             p,
             law: IvLaw::default(),
+            data_law: crate::rng::Law::V1,
         }
     }
 
@@ -75,6 +78,7 @@ impl Iv {
             q: t.iv_q,
             p: t.d,
             law: IvLaw::of_task(t),
+            data_law: crate::rng::Law::of(t.data_law),
         }
     }
 
@@ -132,7 +136,7 @@ impl Iv {
         len: usize,
         rows: &mut [&mut [T]],
     ) {
-        let s = self.draw(&mut rng::stream(seed, domain, step, b), len);
+        let s = self.draw(&mut rng::stream_in(self.data_law, seed, domain, step, b), len);
         if let [z, t, y, yq] = rows {
             self.stage1(&s, len, z, t);
             for (v, &x) in y.iter_mut().zip(&s.y) {
@@ -412,7 +416,8 @@ mod tests {
 
     #[test]
     fn iv_default_law_samples_the_old_bits() {
-        let cfg = iv_config(&[]);
+        // the old bits are law 1's
+        let cfg = iv_config(&[("task.data_law", "1")]);
         let iv = Iv::of_task(&cfg.task);
         assert_eq!(iv.law, IvLaw::default());
         for b in 0..5 {

@@ -34,6 +34,8 @@ pub struct Regression {
     pub cov: Cov,
     /// Whether the query target carries noise (training); evaluation uses the noise-free target.
     pub query_noise: bool,
+    /// The data law of the streams.
+    pub data_law: crate::rng::Law,
 }
 
 /// What a sampled sequence was drawn with (for theory and tests).
@@ -156,7 +158,7 @@ impl Regression {
         normals: &mut Vec<f64>,
     ) {
         for b in 0..batch.n {
-            let mut r = rng::stream(seed, domain, step, first + b as u64);
+            let mut r = rng::stream_in(self.data_law, seed, domain, step, first + b as u64);
             let w = (batch.len + 1) * batch.e();
             let (z, y) = (&mut batch.z[b * w..(b + 1) * w], &mut batch.y[b..b + 1]);
             self.sample(&mut r, batch.len, normals, z, y, None);

@@ -13,7 +13,7 @@ use super::iv::Iv;
 use super::regression::{Cov, Regression};
 use super::shift::{Factor, Shift};
 use crate::config::{Basis, Config, CovFamily, MultiTaskVariant, TaskKind};
-use crate::rng::{self, Domain, Rng};
+use crate::rng::{self, Domain, Law, Rng};
 use crate::{Error, Result, Scalar};
 use alloc::format;
 use alloc::vec;
@@ -46,6 +46,8 @@ pub struct Task {
     /// A test-time shift of the task vector and the means ([`Task::shifted`]); the shifted
     /// covariance of x and noise are folded into `chol` / `sigma` (or the `ml` sampler).
     pub shift: Option<Shift>,
+    /// The data law of the streams (`task.data_law`).
+    pub law: Law,
 }
 
 /// A task of the multilayer paper.
@@ -160,6 +162,7 @@ impl Task {
                     CovFamily::Kms => Cov::Fixed(cholesky(t.d, &kms(t.d, t.rho))?),
                 },
                 query_noise: t.query_noise,
+                data_law: Law::of(t.data_law),
             })),
             TaskKind::Iv => Some(MlTask::Iv(Iv::of_task(t))),
             _ => None,
@@ -190,6 +193,7 @@ impl Task {
             ml,
             func,
             shift: None,
+            law: Law::of(t.data_law),
         })
     }
 
@@ -430,6 +434,12 @@ impl Task {
         )
     }
 
+    /// The data stream (seed, domain, step, seq) of this task's law.
+    #[inline]
+    pub fn stream(&self, seed: u64, domain: Domain, step: u64, seq: u64) -> Rng {
+        rng::stream_in(self.law, seed, domain, step, seq)
+    }
+
     /// Fill `batch` (shape preserved) with the sequences of (seed, domain, step), sequence b from
     /// stream (seed, domain, step, first_seq + b).
     pub fn sample_into<T: Scalar>(
@@ -444,7 +454,7 @@ impl Task {
         let (len, no) = (batch.len, batch.n_out);
         let w = (len + 1) * batch.e();
         for b in 0..batch.n {
-            let mut r = rng::stream(seed, domain, step, first_seq + b as u64);
+            let mut r = self.stream(seed, domain, step, first_seq + b as u64);
             let (z, y) = (
                 &mut batch.z[b * w..(b + 1) * w],
                 &mut batch.y[b * no..(b + 1) * no],

@@ -12,7 +12,7 @@
 use crate::rng::Rng;
 use alloc::vec;
 use alloc::vec::Vec;
-use rand_core::{RngCore, SeedableRng};
+
 
 /// Hidden units, Adam steps, learning rate and points a step (Garg et al.'s settings).
 pub const HIDDEN: usize = 100;
@@ -105,7 +105,7 @@ pub fn fit_predict(x: &[f64], y: &[f64], n: usize, d: usize, xq: &[f64]) -> f64 
     for v in x.iter().chain(y) {
         key = crate::rng::mix64(key ^ v.to_bits());
     }
-    let mut rng = Rng::seed_from_u64(key);
+    let mut rng = crate::rng::from_key(key);
     let mut net = Mlp::init(d, HIDDEN, &mut rng);
     let np = net.p.len();
     let (mut g, mut m1, mut m2) = (vec![0.0; np], vec![0.0; np], vec![0.0; np]);
@@ -141,7 +141,7 @@ mod tests {
     use super::*;
 
     fn data(n: usize, d: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
-        let mut r = Rng::seed_from_u64(seed);
+        let mut r = crate::rng::from_key(seed);
         let x: Vec<f64> = (0..n * d)
             .map(|_| 2.0 * crate::rng::uniform(&mut r) - 1.0)
             .collect();
@@ -156,7 +156,7 @@ mod tests {
     fn gradient_matches_finite_differences() {
         let (d, h, n) = (3, 5, 7);
         let (x, y) = data(n, d, 1);
-        let net = Mlp::init(d, h, &mut Rng::seed_from_u64(2));
+        let net = Mlp::init(d, h, &mut crate::rng::from_key(2));
         let rows: Vec<usize> = (0..n).collect();
         let mut g = vec![0.0; net.p.len()];
         net.loss_grad(&x, &y, &rows, &mut g);

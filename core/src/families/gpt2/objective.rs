@@ -15,7 +15,7 @@ use crate::config::{Config, TaskConfig};
 use crate::data::task::TaskVector;
 use crate::data::{Batch, Task};
 use crate::objective::Objective;
-use crate::rng::{self, Domain};
+use crate::rng::Domain;
 use crate::{Result, Scalar};
 use alloc::vec;
 use alloc::vec::Vec;
@@ -62,7 +62,7 @@ pub fn sample_truncated<T: Scalar>(
     z: &mut [T],
     y: &mut [T],
 ) {
-    let mut r = rng::stream(seed, Domain::Train, step, b);
+    let mut r = task.stream(seed, Domain::Train, step, b);
     let d = task.d;
     if task.func.is_some() {
         task.sample_function(&mut r, len, dt, normals, z, y);
@@ -212,7 +212,7 @@ mod tests {
         let mut full = vec![0.0f64; (len + 1) * (d + 1)];
         let mut yf = [0.0f64];
         let mut w = vec![0.0; d];
-        let mut r = rng::stream(7, Domain::Train, 3, 1);
+        let mut r = task.stream(7, Domain::Train, 3, 1);
         task.sample_sequence_as(
             &mut r,
             len,

@@ -120,7 +120,7 @@ pub fn sequences(ivd: &Iv, len: usize, n: usize, seed: u64) -> Vec<ml::IvSequenc
     (0..n)
         .map(|b| {
             ivd.draw(
-                &mut rng::stream(seed, Domain::Eval, len as u64, b as u64),
+                &mut rng::stream_in(ivd.data_law, seed, Domain::Eval, len as u64, b as u64),
                 len,
             )
         })

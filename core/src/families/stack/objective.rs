@@ -5,7 +5,7 @@ use super::layers::{self, StackCircuits, StackSpec};
 use crate::config::Config;
 use crate::data::{Batch, Task};
 use crate::objective::Objective;
-use crate::rng::{self, Domain};
+use crate::rng::Domain;
 use crate::{Result, Scalar};
 
 /// Fresh data every step for a transformer stack.
@@ -28,7 +28,7 @@ pub fn sample_stack_batch<T: Scalar>(
 ) {
     let len = batch.len;
     runner.fill_batch(batch, &|b, z, y, normals| {
-        let mut r = rng::stream(seed, Domain::Train, step, b as u64);
+        let mut r = task.stream(seed, Domain::Train, step, b as u64);
         task.sample_sequence(&mut r, len, normals, z, y);
     });
 }
