@@ -8,19 +8,31 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// The preset `name` as a file written before `task.data_law` reads: under data law 1.
+fn at_law1(name: &str) -> Config {
+    let mut c = preset(name).unwrap();
+    assert_eq!(c.task.data_law, 2, "{name}: new configs default to law 2");
+    c.task.data_law = 1;
+    c
+}
+
 #[test]
 fn legacy_files_load() {
     let c = Config::from_toml(&fixture("legacy-zhang2025-fig8-merged.toml")).unwrap();
-    assert_eq!(c, preset("zhang2025-fig8-merged").unwrap());
+    assert_eq!(c, at_law1("zhang2025-fig8-merged"));
     assert_eq!(c.task.eigs, vec![0.4, 0.3, 0.2, 0.1]);
     assert_eq!(c.model.lin_norm, LinNorm::Len);
     let c = Config::from_toml(&fixture("legacy-he2025-multitask.toml")).unwrap();
-    assert_eq!(c, preset("he2025-multitask").unwrap());
+    assert_eq!(c, at_law1("he2025-multitask"));
     assert_eq!(c.task.supports, vec![vec![0, 1, 2, 3], vec![2, 3, 4, 5]]);
     assert_eq!(c.model.scale, None);
     let c = Config::from_toml(&fixture("legacy-aniso-cov.toml")).unwrap();
     assert_eq!(c.task.kind, TaskKind::Anisotropic);
     assert_eq!(c.task.cov, vec![1.0, 0.25, 0.25, 1.0]);
+    assert_eq!(c.task.data_law, 1);
+    // law 1 is not written (files read back as law 1), law 2 is
+    assert!(!c.to_toml().contains("data_law"));
+    assert!(preset("he2025").unwrap().to_toml().contains("data_law = 2"));
 }
 
 #[test]
