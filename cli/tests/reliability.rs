@@ -1677,3 +1677,34 @@ fn class11_what_a_run_says_and_refuses() {
     assert!(help.contains("[default: 0.5]"), "{help}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Data law 1 keeps its bytes: a run of `--preset quick --steps 20000` interrupted (SIGTERM at
+/// step 13,358) by the main of before `task.data_law` (9970fdc), its config without the key,
+/// resumes here to the bytes that main's uninterrupted run ended with (both committed:
+/// `cli/tests/fixtures/law1-quick`).
+#[test]
+fn a_law1_checkpoint_from_before_data_law_2_resumes_to_its_bytes() {
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/law1-quick");
+    let d = tmp("law1");
+    let staging = d.join(".part.partial");
+    std::fs::create_dir_all(&staging).unwrap();
+    for f in ["checkpoint.safetensors", "config.toml"] {
+        std::fs::copy(fx.join("partial").join(f), staging.join(f)).unwrap();
+    }
+    assert!(!std::fs::read_to_string(staging.join("config.toml"))
+        .unwrap()
+        .contains("data_law"));
+    let out = d.join("part");
+    let r = icl(&["train", "--resume", s(&out), "-q", "--eval-samples", "0"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    for f in ["model.safetensors", "metrics.csv", "snapshots.safetensors"] {
+        assert_eq!(
+            std::fs::read(fx.join("expected").join(f)).unwrap(),
+            std::fs::read(out.join(f)).unwrap(),
+            "{f} differs from the law-1 run's"
+        );
+    }
+    // and the resumed run's config still reads as law 1 (the key is not written at 1)
+    let cfg = std::fs::read_to_string(out.join("config.toml")).unwrap();
+    assert!(!cfg.contains("data_law"), "{cfg}");
+}

@@ -247,7 +247,10 @@ mod tests {
         let per = 1001;
         let mut v = alloc::vec![0.0; 2000 * per];
         for (b, chunk) in v.chunks_exact_mut(per).enumerate() {
-            fill_normal(&mut stream_in(Law::V2, 9, Domain::Train, 4, b as u64), chunk);
+            fill_normal(
+                &mut stream_in(Law::V2, 9, Domain::Train, 4, b as u64),
+                chunk,
+            );
         }
         let n = v.len() as f64;
         let m = v.iter().sum::<f64>() / n;
@@ -283,6 +286,9 @@ mod tests {
         }
         // law 1's first draw of stream (7, Train, 3, 5), computed by hand from the key
         let mut x = Xoshiro::seed_from_u64(stream_key(7, Domain::Train, 3, 5));
-        assert_eq!(stream_in(Law::V1, 7, Domain::Train, 3, 5).next_u64(), x.next_u64());
+        assert_eq!(
+            stream_in(Law::V1, 7, Domain::Train, 3, 5).next_u64(),
+            x.next_u64()
+        );
     }
 }

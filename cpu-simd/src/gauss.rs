@@ -573,7 +573,7 @@ pub fn law2_block<const N: usize>(
     }
     let w = law2::philox::<N>(c, key);
     (
-        law2::normal_pairs(&w[0], &w[1]),
-        law2::normal_pairs(&w[2], &w[3]),
+        law2::normal_pairs_with(&w[0], &w[1], f32::sqrt),
+        law2::normal_pairs_with(&w[2], &w[3], f32::sqrt),
     )
 }

@@ -136,7 +136,10 @@ impl Iv {
         len: usize,
         rows: &mut [&mut [T]],
     ) {
-        let s = self.draw(&mut rng::stream_in(self.data_law, seed, domain, step, b), len);
+        let s = self.draw(
+            &mut rng::stream_in(self.data_law, seed, domain, step, b),
+            len,
+        );
         if let [z, t, y, yq] = rows {
             self.stage1(&s, len, z, t);
             for (v, &x) in y.iter_mut().zip(&s.y) {

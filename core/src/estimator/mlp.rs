@@ -13,7 +13,6 @@ use crate::rng::Rng;
 use alloc::vec;
 use alloc::vec::Vec;
 
-
 /// Hidden units, Adam steps, learning rate and points a step (Garg et al.'s settings).
 pub const HIDDEN: usize = 100;
 pub const STEPS: usize = 100;
