@@ -8,11 +8,10 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// The preset `name` as a file written before `task.data_law` reads: under data law 1.
+/// The preset `name`, which a file written before `task.data_law` reads as: under data law 1.
 fn at_law1(name: &str) -> Config {
-    let mut c = preset(name).unwrap();
-    assert_eq!(c.task.data_law, 2, "{name}: new configs default to law 2");
-    c.task.data_law = 1;
+    let c = preset(name).unwrap();
+    assert_eq!(c.task.data_law, 1, "{name}: configs default to law 1");
     c
 }
 
@@ -32,7 +31,10 @@ fn legacy_files_load() {
     assert_eq!(c.task.data_law, 1);
     // law 1 is not written (files read back as law 1), law 2 is
     assert!(!c.to_toml().contains("data_law"));
-    assert!(preset("he2025").unwrap().to_toml().contains("data_law = 2"));
+    let mut two = preset("he2025").unwrap();
+    two.set("task.data_law", "2").unwrap();
+    assert!(two.to_toml().contains("data_law = 2"));
+    assert_eq!(Config::from_toml(&two.to_toml()).unwrap().task.data_law, 2);
 }
 
 #[test]

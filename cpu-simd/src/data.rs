@@ -170,11 +170,21 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
     if task.law == Law::V2 {
         // a Philox block per two pairs, in stream order; the tail keeps what it needs
         let key = law2::key_of(stream_base(seed, Domain::Train, step));
-        for j in 0..total.div_ceil(4) {
+        for j in 0..total / 4 {
             let ((c, sn), (c2, sn2)) = T::law2_block(key, b0 as u64, j as u64);
-            let left = total - 4 * j;
-            for v in [c, sn, c2, sn2].into_iter().take(left) {
-                sink.put(v);
+            sink.put(c);
+            sink.put(sn);
+            sink.put(c2);
+            sink.put(sn2);
+        }
+        if !total.is_multiple_of(4) {
+            let ((c, sn), (c2, _)) = T::law2_block(key, b0 as u64, (total / 4) as u64);
+            sink.put(c);
+            if total % 4 > 1 {
+                sink.put(sn);
+            }
+            if total % 4 > 2 {
+                sink.put(c2);
             }
         }
     } else {

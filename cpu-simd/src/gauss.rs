@@ -437,6 +437,31 @@ pub fn fill_normal_f32<const N: usize>(rng: &mut Xoshiro<N>, out: &mut [[f32; N]
     }
 }
 
+/// Data law 2: block `j` of the streams `first .. first + N` of the key `key`
+/// (`icl_core::rng::law2`), lane k for stream `first + k`: the normal pairs of its two slots, in
+/// the 32-bit operations of the reference, so the same bits at every level.
+#[inline(always)]
+#[allow(clippy::type_complexity, clippy::needless_range_loop)] // lane k of every counter word
+pub fn law2_block<const N: usize>(
+    key: [u32; 2],
+    first: u64,
+    j: u64,
+) -> (([f32; N], [f32; N]), ([f32; N], [f32; N])) {
+    let mut c = [[0u32; N]; 4];
+    for k in 0..N {
+        let s = first + k as u64;
+        c[0][k] = j as u32;
+        c[1][k] = s as u32;
+        c[2][k] = (s >> 32) as u32;
+        c[3][k] = (j >> 32) as u32;
+    }
+    let w = law2::philox::<N>(c, key);
+    (
+        law2::normal_pairs_with(&w[0], &w[1], f32::sqrt),
+        law2::normal_pairs_with(&w[2], &w[3], f32::sqrt),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,29 +576,4 @@ mod tests {
             assert!((s as f64 - tf.sin()).abs() < 2e-7 && (c as f64 - tf.cos()).abs() < 2e-7);
         }
     }
-}
-
-/// Data law 2: block `j` of the streams `first .. first + N` of the key `key`
-/// (`icl_core::rng::law2`), lane k for stream `first + k`: the normal pairs of its two slots, in
-/// the 32-bit operations of the reference, so the same bits at every level.
-#[inline(always)]
-#[allow(clippy::type_complexity)]
-pub fn law2_block<const N: usize>(
-    key: [u32; 2],
-    first: u64,
-    j: u64,
-) -> (([f32; N], [f32; N]), ([f32; N], [f32; N])) {
-    let mut c = [[0u32; N]; 4];
-    for k in 0..N {
-        let s = first + k as u64;
-        c[0][k] = j as u32;
-        c[1][k] = s as u32;
-        c[2][k] = (s >> 32) as u32;
-        c[3][k] = (j >> 32) as u32;
-    }
-    let w = law2::philox::<N>(c, key);
-    (
-        law2::normal_pairs_with(&w[0], &w[1], f32::sqrt),
-        law2::normal_pairs_with(&w[2], &w[3], f32::sqrt),
-    )
 }

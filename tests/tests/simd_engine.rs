@@ -211,6 +211,7 @@ fn check_threads<T: SimdScalar>() {
         vec![("model.heads", "2")],
         vec![("model.activation", "tanh")],
         vec![("task.kind", "anisotropic")],
+        vec![("model.heads", "2"), ("task.data_law", "2")],
     ] {
         let cfg = config(&sets).unwrap();
         for n in [256, 100] {
@@ -240,6 +241,8 @@ fn check_levels<T: SimdScalar>(report: &mut LevelsRun) {
         vec![("model.attention", "linear")],
         vec![("task.d", "13")],
         vec![("task.kind", "anisotropic")],
+        vec![("model.heads", "2"), ("task.data_law", "2")],
+        vec![("task.kind", "anisotropic"), ("task.data_law", "2")],
     ] {
         let cfg = config(&sets).unwrap();
         for n in [256, 37] {

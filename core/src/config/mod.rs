@@ -872,7 +872,7 @@ section! {
         sparsity: usize = 3 => "sparsity", Range::int(1, MAX_D), "sparse task: non-zero coordinates k of the task vector (at most task.d)", legacy 3;
         hidden: usize = 100 => "hidden", Range::int(1, MAX_HIDDEN), "relu2nn task: hidden units of the two-layer network", legacy 100;
         depth: usize = 4 => "depth", Range::int(1, MAX_DEPTH), "tree task: depth of the decision tree", legacy 4;
-        data_law: usize = 2 => "data_law", Range::int(1, 2), "the random streams' law: 2 = Philox4x32-10 and f32 Box-Muller normals, the same bits on every engine and vector level (new configs); 1 = xoshiro256++ and f64 Box-Muller (configs and checkpoints written without the key)", legacy 1;
+        data_law: usize = 1 => "data_law", Range::int(1, 2), "the random streams' law: 1 = xoshiro256++ and f64 Box-Muller (the default, and every config or checkpoint without the key); 2 = Philox4x32-10 and f32 Box-Muller, the same bits on every engine, level and a compute shader", legacy 1;
     }
 }
 

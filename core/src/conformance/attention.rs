@@ -208,8 +208,9 @@ pub fn sampling_matches_streams<T: Scalar>(make: Make<T>, tol: f64) -> Outcome {
         vec![("model.heads", "2")],
         vec![("task.kind", "anisotropic")],
         vec![("model.attention", "linear")],
-        // law 1 (configs written before `task.data_law`)
-        vec![("model.heads", "2"), ("task.data_law", "1")],
+        // data law 2's fused generator, isotropic and through the task's sampler
+        vec![("model.heads", "2"), ("task.data_law", "2")],
+        vec![("task.kind", "anisotropic"), ("task.data_law", "2")],
     ] {
         let cfg = ok(config(&sets), "config")?;
         let task = ok(Task::new(&cfg), "task")?;

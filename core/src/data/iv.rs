@@ -419,8 +419,7 @@ mod tests {
 
     #[test]
     fn iv_default_law_samples_the_old_bits() {
-        // the old bits are law 1's
-        let cfg = iv_config(&[("task.data_law", "1")]);
+        let cfg = iv_config(&[]);
         let iv = Iv::of_task(&cfg.task);
         assert_eq!(iv.law, IvLaw::default());
         for b in 0..5 {
