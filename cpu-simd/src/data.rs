@@ -170,8 +170,14 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
     if task.law == Law::V2 {
         // a Philox block per two pairs, in stream order; the tail keeps what it needs
         let key = law2::key_of(stream_base(seed, Domain::Train, step));
-        for j in 0..total / 4 {
-            let ((c, sn), (c2, sn2)) = T::law2_block(key, b0 as u64, j as u64);
+        let blocks = total / 4;
+        for j in (0..blocks - blocks % 2).step_by(2) {
+            for v in T::law2_block2(key, b0 as u64, j as u64) {
+                sink.put(v);
+            }
+        }
+        if blocks % 2 == 1 {
+            let ((c, sn), (c2, sn2)) = T::law2_block(key, b0 as u64, (blocks - 1) as u64);
             sink.put(c);
             sink.put(sn);
             sink.put(c2);

@@ -437,29 +437,43 @@ pub fn fill_normal_f32<const N: usize>(rng: &mut Xoshiro<N>, out: &mut [[f32; N]
     }
 }
 
-/// Data law 2: block `j` of the streams `first .. first + N` of the key `key`
-/// (`icl_core::rng::law2`), lane k for stream `first + k`: the normal pairs of its two slots, in
-/// the 32-bit operations of the reference, so the same bits at every level.
+/// Data law 2: blocks `j, j + 1, ..` of the streams `first .. first + N` of the key `key`
+/// (`icl_core::rng::law2`), side by side in `M` lanes (a multiple of `N`): lane m holds block
+/// `j + m / N` of stream `first + m % N`. Returns the normal pairs of its two slots, lane by lane,
+/// in the 32-bit operations of the reference, so the same bits at every level. Two blocks at a
+/// time give the processor two independent Philox chains (its rounds are a chain of 32-bit
+/// multiplications).
 #[inline(always)]
-#[allow(clippy::type_complexity, clippy::needless_range_loop)] // lane k of every counter word
+#[allow(clippy::type_complexity, clippy::needless_range_loop)] // lane m of every counter word
+pub fn law2_blocks<const N: usize, const M: usize>(
+    key: [u32; 2],
+    first: u64,
+    j: u64,
+) -> (([f32; M], [f32; M]), ([f32; M], [f32; M])) {
+    let mut c = [[0u32; M]; 4];
+    for m in 0..M {
+        let (s, b) = (first + (m % N) as u64, j + (m / N) as u64);
+        c[0][m] = b as u32;
+        c[1][m] = s as u32;
+        c[2][m] = (s >> 32) as u32;
+        c[3][m] = (b >> 32) as u32;
+    }
+    let w = law2::philox::<M>(c, key);
+    (
+        law2::normal_pairs_with(&w[0], &w[1], f32::sqrt),
+        law2::normal_pairs_with(&w[2], &w[3], f32::sqrt),
+    )
+}
+
+/// [`law2_blocks`] of one block (`M = N`).
+#[inline(always)]
+#[allow(clippy::type_complexity)]
 pub fn law2_block<const N: usize>(
     key: [u32; 2],
     first: u64,
     j: u64,
 ) -> (([f32; N], [f32; N]), ([f32; N], [f32; N])) {
-    let mut c = [[0u32; N]; 4];
-    for k in 0..N {
-        let s = first + k as u64;
-        c[0][k] = j as u32;
-        c[1][k] = s as u32;
-        c[2][k] = (s >> 32) as u32;
-        c[3][k] = (j >> 32) as u32;
-    }
-    let w = law2::philox::<N>(c, key);
-    (
-        law2::normal_pairs_with(&w[0], &w[1], f32::sqrt),
-        law2::normal_pairs_with(&w[2], &w[3], f32::sqrt),
-    )
+    law2_blocks::<N, N>(key, first, j)
 }
 
 #[cfg(test)]

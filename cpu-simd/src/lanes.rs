@@ -106,6 +106,9 @@ pub trait SimdScalar:
     /// Philox key `key` ([`gauss::law2_block`]).
     #[allow(clippy::type_complexity)]
     fn law2_block(key: [u32; 2], first: u64, j: u64) -> ((Self::V, Self::V), (Self::V, Self::V));
+    /// Blocks `j` and `j + 1` of [`SimdScalar::law2_block`], computed side by side: the four
+    /// normals of block j, then those of block j + 1.
+    fn law2_block2(key: [u32; 2], first: u64, j: u64) -> [Self::V; 8];
 }
 
 /// Lanes per `f32` vector.
@@ -144,6 +147,21 @@ impl SimdScalar for f32 {
         let ((c, s), (c2, s2)) = gauss::law2_block::<W32>(key, first, j);
         ((Pack(c), Pack(s)), (Pack(c2), Pack(s2)))
     }
+    #[inline(always)]
+    fn law2_block2(key: [u32; 2], first: u64, j: u64) -> [Self::V; 8] {
+        let ((c, s), (c2, s2)) = gauss::law2_blocks::<W32, { 2 * W32 }>(key, first, j);
+        let half = |x: &[f32; 2 * W32], h: usize| Pack(core::array::from_fn(|k| x[h * W32 + k]));
+        [
+            half(&c, 0),
+            half(&s, 0),
+            half(&c2, 0),
+            half(&s2, 0),
+            half(&c, 1),
+            half(&s, 1),
+            half(&c2, 1),
+            half(&s2, 1),
+        ]
+    }
 }
 
 impl SimdScalar for f64 {
@@ -175,6 +193,22 @@ impl SimdScalar for f64 {
         let ((c, s), (c2, s2)) = gauss::law2_block::<W64>(key, first, j);
         let wide = |x: [f32; W64]| Pack(x.map(|v| v as f64));
         ((wide(c), wide(s)), (wide(c2), wide(s2)))
+    }
+    #[inline(always)]
+    fn law2_block2(key: [u32; 2], first: u64, j: u64) -> [Self::V; 8] {
+        let ((c, s), (c2, s2)) = gauss::law2_blocks::<W64, { 2 * W64 }>(key, first, j);
+        let half =
+            |x: &[f32; 2 * W64], h: usize| Pack(core::array::from_fn(|k| x[h * W64 + k] as f64));
+        [
+            half(&c, 0),
+            half(&s, 0),
+            half(&c2, 0),
+            half(&s2, 0),
+            half(&c, 1),
+            half(&s, 1),
+            half(&c2, 1),
+            half(&s2, 1),
+        ]
     }
 }
 
