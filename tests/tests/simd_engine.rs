@@ -108,6 +108,20 @@ fn law2_lanes_are_the_reference_streams_bit_for_bit() {
                 );
             }
         }
+        // two blocks side by side (lane m: block j + m / 16 of stream first + m % 16)
+        for j in (0..40).step_by(2) {
+            let ((c, s), (c2, s2)) =
+                icl_cpu_simd::gauss::law2_blocks::<16, 32>(key, first, j as u64);
+            for m in 0..32 {
+                let (k, b) = (m % 16, j + m / 16);
+                let got = [c[m], s[m], c2[m], s2[m]].map(|x| x as f64);
+                assert_eq!(
+                    got[..],
+                    refs[k][4 * b..4 * b + 4],
+                    "stream {first} + {k}, block {b}"
+                );
+            }
+        }
     }
 }
 
