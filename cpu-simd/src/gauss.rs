@@ -171,19 +171,9 @@ pub fn ln_f64(x: f64) -> f64 {
 /// fit on that interval, truncation < 6.1e-8 relative), k ln 2 in two parts as in musl's `logf`.
 #[inline(always)]
 pub fn ln_f32(x: f32) -> f32 {
-    // musl's constants, by their bits
-    const LN2_HI: f32 = f32::from_bits(0x3f31_7180);
-    const LN2_LO: f32 = f32::from_bits(0x3717_f7d1);
-    const P: [f32; 8] = [
-        -7.989_711e-2,
-        1.254_442_5e-1,
-        -1.294_165e-1,
-        1.422_084_6e-1,
-        -1.664_600_5e-1,
-        2.000_093_6e-1,
-        -2.500_022_4e-1,
-        3.333_333e-1,
-    ];
+    // musl's constants and the polynomial of data law 2's `ln` (evaluated here with fused
+    // multiply-adds)
+    use law2::{LN2_HI, LN2_LO, LN_P as P};
     let ix = x.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
     // ix >> 23 < 2^9: the exponent, converted exactly
     let k = ((ix >> 23) as i32 - 127) as f32;
@@ -463,6 +453,28 @@ pub fn law2_blocks<const N: usize, const M: usize>(
         law2::normal_pairs_with(&w[0], &w[1], f32::sqrt),
         law2::normal_pairs_with(&w[2], &w[3], f32::sqrt),
     )
+}
+
+/// [`law2_blocks`] of blocks `j` and `j + 1` in `M = 2N` lanes, split into the eight `N`-lane
+/// arrays in stream order: block j's (cos, sin, cos, sin), then block j + 1's.
+#[inline(always)]
+pub fn law2_block2<const N: usize, const M: usize>(
+    key: [u32; 2],
+    first: u64,
+    j: u64,
+) -> [[f32; N]; 8] {
+    let ((c, s), (c2, s2)) = law2_blocks::<N, M>(key, first, j);
+    let half = |x: &[f32; M], h: usize| -> [f32; N] { core::array::from_fn(|k| x[h * N + k]) };
+    [
+        half(&c, 0),
+        half(&s, 0),
+        half(&c2, 0),
+        half(&s2, 0),
+        half(&c, 1),
+        half(&s, 1),
+        half(&c2, 1),
+        half(&s2, 1),
+    ]
 }
 
 /// [`law2_blocks`] of one block (`M = N`).

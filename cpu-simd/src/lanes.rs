@@ -149,18 +149,7 @@ impl SimdScalar for f32 {
     }
     #[inline(always)]
     fn law2_block2(key: [u32; 2], first: u64, j: u64) -> [Self::V; 8] {
-        let ((c, s), (c2, s2)) = gauss::law2_blocks::<W32, { 2 * W32 }>(key, first, j);
-        let half = |x: &[f32; 2 * W32], h: usize| Pack(core::array::from_fn(|k| x[h * W32 + k]));
-        [
-            half(&c, 0),
-            half(&s, 0),
-            half(&c2, 0),
-            half(&s2, 0),
-            half(&c, 1),
-            half(&s, 1),
-            half(&c2, 1),
-            half(&s2, 1),
-        ]
+        gauss::law2_block2::<W32, { 2 * W32 }>(key, first, j).map(Pack)
     }
 }
 
@@ -196,19 +185,7 @@ impl SimdScalar for f64 {
     }
     #[inline(always)]
     fn law2_block2(key: [u32; 2], first: u64, j: u64) -> [Self::V; 8] {
-        let ((c, s), (c2, s2)) = gauss::law2_blocks::<W64, { 2 * W64 }>(key, first, j);
-        let half =
-            |x: &[f32; 2 * W64], h: usize| Pack(core::array::from_fn(|k| x[h * W64 + k] as f64));
-        [
-            half(&c, 0),
-            half(&s, 0),
-            half(&c2, 0),
-            half(&s2, 0),
-            half(&c, 1),
-            half(&s, 1),
-            half(&c2, 1),
-            half(&s2, 1),
-        ]
+        gauss::law2_block2::<W64, { 2 * W64 }>(key, first, j).map(|x| Pack(x.map(|v| v as f64)))
     }
 }
 

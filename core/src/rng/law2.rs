@@ -76,22 +76,26 @@ pub fn uniform_of(a: u32) -> f32 {
     (a >> 8) as i32 as f32 * INV24
 }
 
+/// musl's split of ln 2 (`logf`), by its bits.
+pub const LN2_HI: f32 = f32::from_bits(0x3f31_7180);
+pub const LN2_LO: f32 = f32::from_bits(0x3717_f7d1);
+/// `ln(1 + f) = f - f^2/2 + f^3 P(f)` on sqrt(1/2) <= 1 + f < sqrt(2): P of degree 7, highest
+/// coefficient first (a Chebyshev fit, truncation < 6.1e-8 relative).
+pub const LN_P: [f32; 8] = [
+    -7.989_711e-2,
+    1.254_442_5e-1,
+    -1.294_165e-1,
+    1.422_084_6e-1,
+    -1.664_600_5e-1,
+    2.000_093_6e-1,
+    -2.500_022_4e-1,
+    3.333_333e-1,
+];
+
 /// `ln x` for x in [2^-24, 1] (see the module's text), mul and add only.
 #[inline(always)]
 fn ln(x: f32) -> f32 {
-    // musl's split of ln 2, by its bits
-    const LN2_HI: f32 = f32::from_bits(0x3f31_7180);
-    const LN2_LO: f32 = f32::from_bits(0x3717_f7d1);
-    const P: [f32; 8] = [
-        -7.989_711e-2,
-        1.254_442_5e-1,
-        -1.294_165e-1,
-        1.422_084_6e-1,
-        -1.664_600_5e-1,
-        2.000_093_6e-1,
-        -2.500_022_4e-1,
-        3.333_333e-1,
-    ];
+    const P: [f32; 8] = LN_P;
     let ix = x.to_bits().wrapping_add(0x3f80_0000 - 0x3f35_04f3);
     // ix >> 23 < 2^9: the exponent, converted exactly
     let k = ((ix >> 23) as i32 - 127) as f32;
