@@ -55,14 +55,6 @@ impl Stream {
             Stream::V2(r) => r.next_u64(),
         }
     }
-
-    /// The law of this stream.
-    pub fn law(&self) -> Law {
-        match self {
-            Stream::V1(_) => Law::V1,
-            Stream::V2(_) => Law::V2,
-        }
-    }
 }
 
 /// A law-1 stream seeded directly from a 64-bit key (for randomness that is not data, such as an
