@@ -8,7 +8,7 @@
 use icl_core::conformance::gpt2::{batch, Shape};
 use icl_core::engine::{Gpt2Kernels, Gpt2Reference};
 use icl_core::families::gpt2::{init_params, Gpt2Spec};
-use icl_cpu_simd::{Gpt2Simd, SimdScalar};
+use icl_cpu_simd::SimdScalar;
 use std::time::Instant;
 
 fn load() -> String {
@@ -96,7 +96,7 @@ fn run<T: SimdScalar>(
             .num_threads(threads)
             .build()
             .expect("pool");
-        let (s, best, c) = pool.install(|| time(&mut Gpt2Simd::<T>::new(), &spec, &p, &b, steps));
+        let (s, best, c) = pool.install(|| time(&mut *T::gpt2_kernels(None), &spec, &p, &b, steps));
         println!(
             "  simd   {threads} thread(s): {s:7.2} steps/s {:6.1} GFLOP/s (best step {best:6.2} steps/s {:6.1} GFLOP/s); {c:6.2} steps {:6.1} GFLOP per CPU-second (load {})",
             s * flop / 1e9,

@@ -5,8 +5,8 @@
 //!     cargo run --release -p icl-cpu-simd --example multilayer -- [T] [H] [STEPS] [f32|f64] [softmax|linear] [looped|nonlooped]
 use icl_core::config::AttentionKind;
 use icl_core::conformance::stack::inputs;
-use icl_core::families::stack::{StackCircuits, StackKernels, StackSpec};
-use icl_cpu_simd::{Level, MlScalar, MlSimd};
+use icl_core::families::stack::{StackCircuits, StackSpec};
+use icl_cpu_simd::{Level, SimdScalar};
 use std::time::Instant;
 
 fn cpu_seconds() -> f64 {
@@ -22,7 +22,7 @@ fn hash(h: &mut u64, bits: u64) {
     *h = (*h ^ bits).wrapping_mul(0x100_0000_01b3);
 }
 
-fn run<T: MlScalar>(spec: &StackSpec, steps: usize) {
+fn run<T: SimdScalar>(spec: &StackSpec, steps: usize) {
     let (n, len) = (256, 120);
     let (c, batch) = inputs::<T>(spec, n, len, 0.3, 7);
     let mut g = StackCircuits::zeros(spec);
@@ -38,7 +38,8 @@ fn run<T: MlScalar>(spec: &StackSpec, steps: usize) {
         {
             continue;
         }
-        let mut eng = MlSimd::<T>::with_level(level);
+        // through the engine's trait object: the kernels are compiled in icl-cpu-simd, not here
+        let mut eng = T::stack_kernels(Some(level));
         let _ = eng.loss_grad(spec, &c, &batch, &mut g);
         let (c0, t0) = (cpu_seconds(), Instant::now());
         let mut h = 0xcbf2_9ce4_8422_2325u64;

@@ -314,9 +314,9 @@ impl<T: SimdScalar> SimdEngine<T> {
         self.level
     }
 
-    /// Boxed, for `dyn AttentionKernels` use.
+    /// Boxed, for `dyn AttentionKernels` use (made in this crate: [`SimdScalar::attention_kernels`]).
     pub fn boxed() -> Box<dyn AttentionKernels<T>> {
-        Box::new(Self::new())
+        T::attention_kernels(None)
     }
 
     /// Make room for `n` sequences of shape `shape`.
@@ -403,7 +403,21 @@ impl<T: SimdScalar> SimdEngine<T> {
 
     /// Generate (and discard) the training batch of `step`, as `sampled_loss_grad` does; returns a
     /// checksum. Used by `icl bench` to split the time between data generation and compute.
+    /// (Through [`SimdScalar::generate_only`]: compiled in this crate, once per precision.)
+    #[inline]
     pub fn generate_only(
+        &mut self,
+        spec: &AttentionSpec,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        n: usize,
+        len: usize,
+    ) -> T {
+        T::generate_only(self, spec, task, seed, step, n, len)
+    }
+
+    pub(crate) fn generate_only_here(
         &mut self,
         spec: &AttentionSpec,
         task: &Task,

@@ -8,6 +8,7 @@
 //! [`crate::dispatch`]. The lane count does not depend on the level, only explicit `mul_add`s are
 //! fused (rounded once at every level) and `exp`, `ln`, `sin`/`cos` are the crate's own
 //! polynomials, so every level gives the same bits.
+use crate::dispatch::Level;
 use crate::gauss::{self, Xoshiro};
 use crate::lane::LaneScalar;
 use core::ops::{Add, AddAssign, Div, Mul, Sub};
@@ -109,6 +110,64 @@ pub trait SimdScalar:
     /// Blocks `j` and `j + 1` of [`SimdScalar::law2_block`], computed side by side: the four
     /// normals of block j, then those of block j + 1.
     fn law2_block2(key: [u32; 2], first: u64, j: u64) -> [Self::V; 8];
+    /// [`crate::SimdEngine::generate_only`], an ordinary function of this crate per precision (a
+    /// caller generic in the scalar links to it instead of compiling the generators again).
+    #[allow(clippy::too_many_arguments)]
+    fn generate_only(
+        engine: &mut crate::SimdEngine<Self>,
+        spec: &icl_core::families::attention::AttentionSpec,
+        task: &icl_core::Task,
+        seed: u64,
+        step: u64,
+        n: usize,
+        len: usize,
+    ) -> Self;
+    /// The one-layer kernels at `level` (`None`: the process's level), made in this crate.
+    fn attention_kernels(level: Option<Level>) -> Box<dyn icl_core::AttentionKernels<Self>>;
+    /// The transformer-stack kernels at `level`, made in this crate.
+    fn stack_kernels(level: Option<Level>) -> Box<dyn icl_core::engine::StackKernels<Self>>;
+    /// The GPT-2 kernels at `level`, made in this crate.
+    fn gpt2_kernels(level: Option<Level>) -> Box<dyn icl_core::engine::Gpt2Kernels<Self>>;
+}
+
+// The per-precision functions that make the engines' trait objects: `#[inline(never)]` and not
+// generic, so the kernels behind them are compiled in this crate only.
+macro_rules! engine_fns {
+    () => {
+        #[inline(never)]
+        fn attention_kernels(level: Option<Level>) -> Box<dyn icl_core::AttentionKernels<Self>> {
+            Box::new(match level {
+                None => crate::SimdEngine::<Self>::new(),
+                Some(l) => crate::SimdEngine::<Self>::with_level(l),
+            })
+        }
+        #[inline(never)]
+        fn stack_kernels(level: Option<Level>) -> Box<dyn icl_core::engine::StackKernels<Self>> {
+            Box::new(match level {
+                None => crate::MlSimd::<Self>::new(),
+                Some(l) => crate::MlSimd::<Self>::with_level(l),
+            })
+        }
+        #[inline(never)]
+        fn gpt2_kernels(level: Option<Level>) -> Box<dyn icl_core::engine::Gpt2Kernels<Self>> {
+            Box::new(match level {
+                None => crate::Gpt2Simd::<Self>::new(),
+                Some(l) => crate::Gpt2Simd::<Self>::with_level(l),
+            })
+        }
+        #[inline(never)]
+        fn generate_only(
+            engine: &mut crate::SimdEngine<Self>,
+            spec: &icl_core::families::attention::AttentionSpec,
+            task: &icl_core::Task,
+            seed: u64,
+            step: u64,
+            n: usize,
+            len: usize,
+        ) -> Self {
+            engine.generate_only_here(spec, task, seed, step, n, len)
+        }
+    };
 }
 
 /// Lanes per `f32` vector.
@@ -124,6 +183,7 @@ impl SimdScalar for f32 {
     type Wide = Self::V;
     type Rng = Xoshiro<W32>;
     const WIDE_GEN: bool = true;
+    engine_fns!();
     #[inline(always)]
     fn train_rng(seed: u64, step: u64, first: u64) -> Self::Rng {
         Xoshiro::train_inlined(seed, step, first)
@@ -161,6 +221,7 @@ impl SimdScalar for f64 {
     type Wide = Self::V;
     type Rng = Xoshiro<W64>;
     const WIDE_GEN: bool = false;
+    engine_fns!();
     #[inline(always)]
     fn train_rng(seed: u64, step: u64, first: u64) -> Self::Rng {
         Xoshiro::train(seed, step, first)

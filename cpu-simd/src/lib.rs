@@ -51,26 +51,21 @@ impl Simd {
     }
 }
 
+// The engine hands out trait objects made by `SimdScalar`'s per-precision functions: those are
+// ordinary functions of this crate, so the kernels behind the objects (every width, level and
+// family) are compiled once, here, and not again in every crate and test binary that asks for an
+// engine (that was most of a build).
 impl<T: SimdScalar> icl_core::Engine<T> for Simd {
     fn name(&self) -> &str {
         "simd"
     }
     fn attention(&self) -> icl_core::Result<Box<dyn icl_core::AttentionKernels<T>>> {
-        Ok(match self.level {
-            None => SimdEngine::<T>::boxed(),
-            Some(l) => Box::new(SimdEngine::<T>::with_level(l)),
-        })
+        Ok(T::attention_kernels(self.level))
     }
     fn stack(&self) -> icl_core::Result<Box<dyn icl_core::engine::StackKernels<T>>> {
-        Ok(match self.level {
-            None => Box::new(MlSimd::<T>::new()),
-            Some(l) => Box::new(MlSimd::<T>::with_level(l)),
-        })
+        Ok(T::stack_kernels(self.level))
     }
     fn gpt2(&self) -> icl_core::Result<Box<dyn icl_core::engine::Gpt2Kernels<T>>> {
-        Ok(match self.level {
-            None => Box::new(Gpt2Simd::<T>::new()),
-            Some(l) => Box::new(Gpt2Simd::<T>::with_level(l)),
-        })
+        Ok(T::gpt2_kernels(self.level))
     }
 }

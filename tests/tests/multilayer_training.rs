@@ -13,6 +13,7 @@ use icl_core::model::{Model, Net};
 use icl_core::rng::Domain;
 use icl_core::train::{Options as TrainOpts, Trainer};
 use icl_core_run::engines::Engines;
+use icl_cpu_simd::SimdScalar;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -81,7 +82,7 @@ fn opts(sets: impl FnOnce(&mut Options)) -> Options {
 
 /// Risk of an estimator on the reduced model's evaluation.
 fn risk(t: &Trained, o: &Options, est: &str) -> f64 {
-    let mut r = StackRunner::new(Box::new(icl_cpu_simd::MlSimd::<f32>::new()));
+    let mut r = StackRunner::new(f32::stack_kernels(None));
     let rep = ml_eval::regression(&t.0, &t.1, &mut r, o).unwrap();
     rep.rows
         .iter()
@@ -152,7 +153,7 @@ fn transformer_follows_algorithm_1() {
             o.layers_out = true;
             o.alignment = 300;
         });
-        let mut r = StackRunner::new(Box::new(icl_cpu_simd::MlSimd::<f32>::new()));
+        let mut r = StackRunner::new(f32::stack_kernels(None));
         let rep = ml_eval::regression(&tr.0, &tr.1, &mut r, &o).unwrap();
         let get = |e: &str, l: usize| {
             rep.rows
@@ -366,7 +367,7 @@ fn iv_baselines_do_not_depend_on_the_engine() {
         .num_threads(3)
         .build()
         .unwrap();
-    let mut r = StackRunner::new(Box::new(icl_cpu_simd::MlSimd::<f32>::new()));
+    let mut r = StackRunner::new(f32::stack_kernels(None));
     let par =
         pool.install(|| icl_core::families::iv::eval::iv(&cfg, &m32, None, &mut r, &o).unwrap());
     assert_eq!(serial.rows.len(), par.rows.len());
@@ -416,7 +417,7 @@ fn iv_two_stage() {
     let two = trained("iv-2stage", &[("train.lr", "1e-3")]);
     let one = trained("iv-tf-ref", &[]);
     let o = opts(|o| o.lens = vec![40, 160]);
-    let mut r = StackRunner::new(Box::new(icl_cpu_simd::MlSimd::<f32>::new()));
+    let mut r = StackRunner::new(f32::stack_kernels(None));
     let rep = icl_core::families::iv::eval::iv(
         &two.0,
         &two.1,

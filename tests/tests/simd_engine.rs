@@ -201,7 +201,7 @@ fn run_at<T: SimdScalar>(level: Level, threads: usize, cfg: &Config, n: usize) -
         let task = Task::new(cfg).unwrap();
         let model = Model::<T>::init(cfg).unwrap();
         let circ = model.circuits().unwrap();
-        let mut eng = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
+        let mut eng = Runner::new(T::attention_kernels(Some(level)));
         let mut g = Circuits::zeros(model.attention().unwrap());
         let s = Sampling {
             seed: 3,
@@ -294,7 +294,7 @@ fn check_reuse<T: SimdScalar>(report: &mut LevelsRun) {
     let len = cfg.task.len;
     for level in report.levels() {
         report.ran(SimdEngine::<T>::with_level(level).level());
-        let mut reused = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
+        let mut reused = Runner::new(T::attention_kernels(Some(level)));
         for (step, n) in [(1, 256), (2, 100), (3, 256), (3, 256)] {
             let s = Sampling {
                 seed: 4,
@@ -306,7 +306,7 @@ fn check_reuse<T: SimdScalar>(report: &mut LevelsRun) {
             let l = reused
                 .sampled_loss_grad(model.attention().unwrap(), &circ, &task, s, &mut g)
                 .unwrap();
-            let mut fresh = Runner::new(Box::new(SimdEngine::<T>::with_level(level)));
+            let mut fresh = Runner::new(T::attention_kernels(Some(level)));
             let mut g0 = Circuits::zeros(model.attention().unwrap());
             let l0 = fresh
                 .sampled_loss_grad(model.attention().unwrap(), &circ, &task, s, &mut g0)

@@ -3,9 +3,9 @@
 //! thread count, and trains a run
 //! bit-identically at 1 and 2 threads.
 use icl_core::conformance::stack::{inputs, specs};
-use icl_core::families::stack::{StackCircuits, StackKernels};
+use icl_core::families::stack::StackCircuits;
 use icl_cpu_simd::dispatch::{Level, LevelsRun};
-use icl_cpu_simd::MlSimd;
+use icl_cpu_simd::{MlSimd, SimdScalar};
 
 fn grads(level: Level, threads: usize) -> Vec<(u32, Vec<u32>)> {
     let pool = rayon::ThreadPoolBuilder::new()
@@ -18,7 +18,7 @@ fn grads(level: Level, threads: usize) -> Vec<(u32, Vec<u32>)> {
             .map(|sp| {
                 let (c, b) = inputs::<f32>(sp, 53, 17, 0.3, 9);
                 let mut g = StackCircuits::zeros(sp);
-                let l = MlSimd::<f32>::with_level(level)
+                let l = f32::stack_kernels(Some(level))
                     .loss_grad(sp, &c, &b, &mut g)
                     .unwrap();
                 (
