@@ -11,7 +11,12 @@ python3 -m venv --clear "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check maturin numpy pytest pandas matplotlib mypy \
   tensorboard==2.21.0
 rm -f target/wheels/icl-*.whl
-"$venv/bin/maturin" build --release --locked -m ffi/python/Cargo.toml -o target/wheels \
+# With $ICL (CI, after `cargo test --workspace`): a dev-profile wheel, which reuses that build of
+# every crate below the extension (the dev profile is the test profile's, and ffi/python/Cargo.toml
+# turns on the features a workspace build has), so only the extension's crate and PyO3 compile.
+# Without: a release wheel.
+if [ -n "${ICL:-}" ]; then profile=(--profile dev); else profile=(--release); fi
+"$venv/bin/maturin" build "${profile[@]}" --locked -m ffi/python/Cargo.toml -o target/wheels \
   --interpreter "$venv/bin/python"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps target/wheels/icl-*.whl
 # the CLI to compare against: $ICL when given (.ci/run passes the one `cargo test` built, whose
