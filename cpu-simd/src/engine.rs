@@ -314,11 +314,6 @@ impl<T: SimdScalar> SimdEngine<T> {
         self.level
     }
 
-    /// Boxed, for `dyn AttentionKernels` use (made in this crate: [`SimdScalar::attention_kernels`]).
-    pub fn boxed() -> Box<dyn AttentionKernels<T>> {
-        T::attention_kernels(None)
-    }
-
     /// Make room for `n` sequences of shape `shape`.
     fn fit(&mut self, shape: Shape, n: usize) -> usize {
         let nch = n.div_ceil(CHUNK);

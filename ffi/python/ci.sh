@@ -12,7 +12,7 @@ python3 -m venv --clear "$venv"
   tensorboard==2.21.0
 rm -f target/wheels/icl-*.whl
 # With $ICL (CI, after `cargo test --workspace`): a dev-profile wheel, which reuses that build of
-# every crate below the extension (the dev profile is the test profile's, and ffi/python/Cargo.toml
+# every crate below the extension (the dev profile is the test profile's, and core/run/Cargo.toml
 # turns on the features a workspace build has), so only the extension's crate and PyO3 compile.
 # Without: a release wheel.
 if [ -n "${ICL:-}" ]; then profile=(--profile dev); else profile=(--release); fi
