@@ -1,6 +1,7 @@
 //! [`MlSimd`]: the multi-layer transformer engine. One sequence per lane of [`Lv`] (8 sequences
-//! per group), the token width D a compile-time constant (2..=24, so d up to 23 for regression;
-//! wider tokens run the scalar reference, single-threaded), rayon over fixed chunks of
+//! per group), the kernel's token width D a compile-time constant (tokens of width 2..=24, so d
+//! up to 23 for regression, each run at the smallest of the kernel widths in `with_d!` that holds
+//! it, zero-padded; wider tokens run the scalar reference, single-threaded), rayon over fixed chunks of
 //! [`ML_CHUNK`] sequences whose partial gradients are added in chunk order, so any thread count
 //! gives the same bits. The arithmetic is
 //! [`icl_core::families::stack::layer`]'s, lane-wise; the kernels are compiled at the baseline and
@@ -66,7 +67,8 @@ impl<T: MlScalar> MlSimd<T> {
 #[derive(Clone, Copy)]
 struct Job<'a, T> {
     spec: &'a StackSpec,
-    /// Circuits splatted to lanes: phi, psi, each [sets, H, D, D].
+    /// Circuits splatted to lanes and padded to the kernel's width D (zero rows and columns
+    /// past the token width `spec.e`): phi, psi, each [sets, H, D, D].
     phi: &'a [Lv<T>],
     psi: &'a [Lv<T>],
     pass: Pass,
@@ -114,16 +116,25 @@ fn fit<T: LaneScalar>(v: &mut Vec<Lv<T>>, n: usize) {
     v.resize(n, Lv::zero());
 }
 
-/// Load the group's tokens (lane k = sequence b0 + k, padding repeats the first) into `z`.
+/// Load the group's tokens (lane k = sequence b0 + k, padding repeats the first) into `z`, each
+/// token's `e` rows followed by D - e zero rows.
 #[inline(always)]
 fn gather<T: LaneScalar, const D: usize>(job: &Job<'_, T>, z: &mut [Lv<T>]) {
     let b = job.batch;
-    let w = (b.len + 1) * D;
+    let e = job.spec.e;
+    let w = (b.len + 1) * e;
     for k in 0..W {
         let s = job.b0 + if k < job.real { k } else { 0 };
         let src = &b.z[s * w..(s + 1) * w];
-        for (i, v) in src.iter().enumerate() {
-            z[i].0[k] = *v;
+        for (tok, zt) in src.chunks_exact(e).zip(z.chunks_exact_mut(D)) {
+            for (v, &x) in zt.iter_mut().zip(tok) {
+                v.0[k] = x;
+            }
+        }
+    }
+    if e < D {
+        for zt in z.chunks_exact_mut(D) {
+            zt[e..].fill(Lv::zero());
         }
     }
 }
@@ -501,7 +512,7 @@ fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: 
             wl.0[k] = if k < job.real { job.w } else { T::ZERO };
             y.0[k] = job.batch.y[(job.b0 + k.min(job.real - 1)) * no + o];
         }
-        let q = l * D + D - no + o;
+        let q = l * D + job.spec.e - no + o;
         let r = out[q] - y;
         ws.loss += wl * r * r;
         ws.dz[q] = (wl + wl) * r;
@@ -545,6 +556,11 @@ fn run_group<T: LaneScalar, const D: usize>(
     }
 }
 
+// The kernels' token widths D: every width up to 8, then the widths of the papers' models (IV
+// stage 1: 10 and 11, multilayer B.1's d = 12: 13, the temperature paper's d = 20: 21) and a few
+// between; a token of width e runs the smallest D >= e, its rows padded with zeros (exact: the
+// padding adds zeros to every sum and is never read back). Each D is a monomorphisation at every
+// level and precision, the longest part of the crate's compile time (23 widths were 2..=24).
 macro_rules! with_d {
     ($e:expr, $d:ident => $body:expr, $else:expr) => {
         match $e {
@@ -555,22 +571,13 @@ macro_rules! with_d {
             6 => { const $d: usize = 6; $body }
             7 => { const $d: usize = 7; $body }
             8 => { const $d: usize = 8; $body }
-            9 => { const $d: usize = 9; $body }
-            10 => { const $d: usize = 10; $body }
+            9 | 10 => { const $d: usize = 10; $body }
             11 => { const $d: usize = 11; $body }
             12 => { const $d: usize = 12; $body }
             13 => { const $d: usize = 13; $body }
-            14 => { const $d: usize = 14; $body }
-            15 => { const $d: usize = 15; $body }
-            16 => { const $d: usize = 16; $body }
-            17 => { const $d: usize = 17; $body }
-            18 => { const $d: usize = 18; $body }
-            19 => { const $d: usize = 19; $body }
-            20 => { const $d: usize = 20; $body }
-            21 => { const $d: usize = 21; $body }
-            22 => { const $d: usize = 22; $body }
-            23 => { const $d: usize = 23; $body }
-            24 => { const $d: usize = 24; $body }
+            14..=16 => { const $d: usize = 16; $body }
+            17..=21 => { const $d: usize = 21; $body }
+            22..=24 => { const $d: usize = 24; $body }
             _ => $else,
         }
     };
@@ -581,15 +588,24 @@ pub const ML_MAX_E: usize = 24;
 
 /// Whether tokens of width `e` run the vectorised kernels (otherwise the scalar reference).
 pub fn vectorised(e: usize) -> bool {
-    with_d!(e, D => D == e, false)
+    with_d!(e, D => D >= e, false)
 }
 
 impl<T: MlScalar> MlSimd<T> {
-    fn splat(c: &StackCircuits<T>) -> (Vec<Lv<T>>, Vec<Lv<T>>) {
-        (
-            c.phi.iter().map(|&x| Lv::splat(x)).collect(),
-            c.psi.iter().map(|&x| Lv::splat(x)).collect(),
-        )
+    /// The circuits ([sets, H, e, e] each) splatted to lanes and padded to [sets, H, D, D].
+    fn splat<const D: usize>(c: &StackCircuits<T>, e: usize) -> (Vec<Lv<T>>, Vec<Lv<T>>) {
+        let pad = |m: &[T]| {
+            let mut v = vec![Lv::zero(); m.len() / (e * e) * D * D];
+            for (blk, src) in v.chunks_exact_mut(D * D).zip(m.chunks_exact(e * e)) {
+                for (row, r) in blk.chunks_exact_mut(D).zip(src.chunks_exact(e)) {
+                    for (x, &y) in row.iter_mut().zip(r) {
+                        *x = Lv::splat(y);
+                    }
+                }
+            }
+            v
+        };
+        (pad(&c.phi), pad(&c.psi))
     }
 
     /// Run the groups of chunk `ch` (sequences ch*ML_CHUNK ..).
@@ -604,11 +620,12 @@ impl<T: MlScalar> MlSimd<T> {
         let nb = job.batch.n;
         let first = ch * ML_CHUNK;
         let last = (first + ML_CHUNK).min(nb);
-        let sz = job.phi.len();
+        let (e, sz) = (job.spec.e, job.phi.len());
+        let unpadded = sz / (D * D) * e * e;
         let mut part = Partial {
             loss: T::ZERO,
-            phi: vec![T::ZERO; if grad { sz } else { 0 }],
-            psi: vec![T::ZERO; if grad { sz } else { 0 }],
+            phi: vec![T::ZERO; if grad { unpadded } else { 0 }],
+            psi: vec![T::ZERO; if grad { unpadded } else { 0 }],
         };
         let mut out = out;
         let mut b0 = first;
@@ -621,29 +638,41 @@ impl<T: MlScalar> MlSimd<T> {
             }
             run_group::<T, D>(self.level, &j, ws, grad);
             if grad {
-                // lane partials -> chunk partials, lanes in order
+                // lane partials -> chunk partials, lanes in order (the padding's rows and
+                // columns dropped)
                 part.loss += ws.loss.sum();
-                for (d, v) in part.phi.iter_mut().zip(&ws.dphi) {
-                    *d += v.sum();
-                }
-                for (d, v) in part.psi.iter_mut().zip(&ws.dpsi) {
-                    *d += v.sum();
-                }
+                unpad_sum::<T, D>(&mut part.phi, &ws.dphi, e);
+                unpad_sum::<T, D>(&mut part.psi, &ws.dpsi, e);
             }
             if let Some(o) = out.as_deref_mut() {
                 let n = job.batch.len + 1;
                 let nl = job.pass.layers;
                 let fin = &ws.zs[nl * n * D..(nl + 1) * n * D];
                 for k in 0..real {
-                    let dst = &mut o[(b0 - first + k) * n * D..(b0 - first + k + 1) * n * D];
-                    for (x, v) in dst.iter_mut().zip(fin) {
-                        *x = v.0[k];
+                    let dst = &mut o[(b0 - first + k) * n * e..(b0 - first + k + 1) * n * e];
+                    for (tok, zt) in dst.chunks_exact_mut(e).zip(fin.chunks_exact(D)) {
+                        for (x, v) in tok.iter_mut().zip(zt) {
+                            *x = v.0[k];
+                        }
                     }
                 }
             }
             b0 += W;
         }
         part
+    }
+}
+
+/// `dst[b, r, k] += lane sum of src[b, r, k]` for r, k < e: [sets, H, D, D] lane partials into
+/// [sets, H, e, e] sums.
+#[inline(always)]
+fn unpad_sum<T: LaneScalar, const D: usize>(dst: &mut [T], src: &[Lv<T>], e: usize) {
+    for (blk, m) in dst.chunks_exact_mut(e * e).zip(src.chunks_exact(D * D)) {
+        for (row, r) in blk.chunks_exact_mut(e).zip(m.chunks_exact(D)) {
+            for (d, v) in row.iter_mut().zip(r) {
+                *d = *d + v.sum();
+            }
+        }
     }
 }
 
@@ -702,24 +731,26 @@ impl<T: MlScalar> StackKernels<T> for MlSimd<T> {
         batch: &Batch<T>,
         g: &mut StackCircuits<T>,
     ) -> Result<T> {
-        let (phi, psi) = Self::splat(c);
-        let job = Job {
-            spec,
-            phi: &phi,
-            psi: &psi,
-            pass: Pass::of(spec),
-            batch,
-            b0: 0,
-            real: 0,
-            w: T::lane_of(1.0 / (batch.n * batch.n_out) as f64),
-        };
         let chunks = batch.n.div_ceil(ML_CHUNK);
-        let parts: Option<Vec<Partial<T>>> = with_d!(spec.e, D => Some(
-            (0..chunks)
-                .into_par_iter()
-                .map_init(Ws::default, |ws, ch| self.chunk::<D>(job, ch, ws, true, None))
-                .collect()),
-            None);
+        let parts: Option<Vec<Partial<T>>> = with_d!(spec.e, D => {
+            let (phi, psi) = Self::splat::<D>(c, spec.e);
+            let job = Job {
+                spec,
+                phi: &phi,
+                psi: &psi,
+                pass: Pass::of(spec),
+                batch,
+                b0: 0,
+                real: 0,
+                w: T::lane_of(1.0 / (batch.n * batch.n_out) as f64),
+            };
+            Some(
+                (0..chunks)
+                    .into_par_iter()
+                    .map_init(Ws::default, |ws, ch| self.chunk::<D>(job, ch, ws, true, None))
+                    .collect(),
+            )
+        }, None);
         let Some(parts) = parts else {
             return StackReference::new().loss_grad(spec, c, batch, g);
         };
@@ -745,19 +776,19 @@ impl<T: MlScalar> StackKernels<T> for MlSimd<T> {
         batch: &Batch<T>,
         out: &mut [T],
     ) -> Result<()> {
-        let (phi, psi) = Self::splat(c);
-        let job = Job {
-            spec,
-            phi: &phi,
-            psi: &psi,
-            pass,
-            batch,
-            b0: 0,
-            real: 0,
-            w: T::ZERO,
-        };
         let per = (batch.len + 1) * spec.e * ML_CHUNK;
         let done: bool = with_d!(spec.e, D => {
+            let (phi, psi) = Self::splat::<D>(c, spec.e);
+            let job = Job {
+                spec,
+                phi: &phi,
+                psi: &psi,
+                pass,
+                batch,
+                b0: 0,
+                real: 0,
+                w: T::ZERO,
+            };
             out.par_chunks_mut(per)
                 .enumerate()
                 .for_each_init(Ws::default, |ws, (ch, o)| {
