@@ -805,7 +805,8 @@ impl AttentionKernels<f32> for VulkanEngine {
     // engine trains on bit-identical batches.
 }
 
-/// The Vulkan engine, made with fixed [`Options`]: one-layer attention in f32.
+/// The Vulkan engine, made with fixed [`Options`]: one-layer attention and multi-layer
+/// transformer stacks (and so the IV model), in f32.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VulkanFactory(pub Options);
 
@@ -816,7 +817,10 @@ impl icl_core::Engine<f32> for VulkanFactory {
     fn attention(&self) -> icl_core::Result<Box<dyn AttentionKernels<f32>>> {
         Ok(Box::new(VulkanEngine::new(&self.0)?))
     }
-    // multi-layer transformers: refused (the trait's default), they run on the simd or scalar engine
+    fn stack(&self) -> icl_core::Result<Box<dyn icl_core::engine::StackKernels<f32>>> {
+        Ok(Box::new(crate::stack::VulkanStack::new(&self.0)?))
+    }
+    // GPT-2 models: refused (the trait's default), they run on the simd or scalar engine
 }
 
 impl Drop for VulkanEngine {
