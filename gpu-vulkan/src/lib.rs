@@ -30,6 +30,7 @@ mod context;
 mod engine;
 mod error;
 mod kernels;
+mod session;
 mod stack;
 
 pub use context::{DeviceInfo, DeviceKind, Options, Validation};

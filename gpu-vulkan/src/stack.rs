@@ -12,6 +12,7 @@
 use crate::buffer::{Buffer, GpuArray};
 use crate::context::{Context, DeviceInfo, DeviceKind, Options};
 use crate::error::{call, VkError};
+use crate::session::Session;
 use ash::vk;
 use icl_core::config::AttentionKind;
 use icl_core::families::stack::layers::{Pass, StackCircuits, StackSpec};
@@ -21,8 +22,6 @@ use std::ffi::CStr;
 
 /// Sequences per partial gradient sum in `reduce_partials`.
 const PART_LEN: usize = 64;
-/// How long to wait for one submission before reporting a hung device.
-const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
 /// Bytes of the uniform block (`Params` in the shader).
 const PARAMS_BYTES: u64 = 80;
 
@@ -250,14 +249,7 @@ struct Buffers {
 
 /// Multi-layer transformer stacks on the Vulkan engine (f32).
 pub struct VulkanStack {
-    ctx: Context,
-    dsl: vk::DescriptorSetLayout,
-    layout: vk::PipelineLayout,
-    pool: vk::DescriptorPool,
-    set: vk::DescriptorSet,
-    cmd_pool: vk::CommandPool,
-    cmd: vk::CommandBuffer,
-    fence: vk::Fence,
+    s: Session,
     module: vk::ShaderModule,
     pipelines: [vk::Pipeline; 4],
     bufs: Option<Buffers>,
@@ -269,7 +261,7 @@ pub struct VulkanStack {
 impl std::fmt::Debug for VulkanStack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VulkanStack")
-            .field("device", &self.ctx.info)
+            .field("device", &self.s.ctx.info)
             .field("workgroup_size", &self.wg)
             .finish()
     }
@@ -302,14 +294,7 @@ impl VulkanStack {
             64
         });
         let mut eng = VulkanStack {
-            ctx,
-            dsl: vk::DescriptorSetLayout::null(),
-            layout: vk::PipelineLayout::null(),
-            pool: vk::DescriptorPool::null(),
-            set: vk::DescriptorSet::null(),
-            cmd_pool: vk::CommandPool::null(),
-            cmd: vk::CommandBuffer::null(),
-            fence: vk::Fence::null(),
+            s: Session::new(ctx, N_ARRAYS as u32)?,
             module: vk::ShaderModule::null(),
             pipelines: [vk::Pipeline::null(); 4],
             bufs: None,
@@ -324,7 +309,7 @@ impl VulkanStack {
 
     /// The device in use.
     pub fn device(&self) -> &DeviceInfo {
-        &self.ctx.info
+        &self.s.ctx.info
     }
 
     /// Invocations per workgroup of the shaders in use.
@@ -334,92 +319,16 @@ impl VulkanStack {
 
     /// Errors the validation layer reported so far (empty when validation is off).
     pub fn validation_errors(&self) -> Vec<String> {
-        self.ctx.validation_errors()
+        self.s.ctx.validation_errors()
     }
 
     fn init(&mut self) -> Result<(), VkError> {
-        let d = &self.ctx.device;
-        let mut bindings = vec![vk::DescriptorSetLayoutBinding::default()
-            .binding(0)
-            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
-            .descriptor_count(1)
-            .stage_flags(vk::ShaderStageFlags::COMPUTE)];
-        bindings.extend((1..=N_ARRAYS as u32).map(|b| {
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(b)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::COMPUTE)
-        }));
+        let d = &self.s.ctx.device;
         let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv(self.wg)))
             .map_err(|e| VkError::Unsupported(format!("embedded SPIR-V is malformed: {e}")))?;
         // SAFETY (whole block): create infos reference live locals; handles are stored in self and
         // destroyed in Drop; the SPIR-V was produced and validated by naga at build time.
         unsafe {
-            self.dsl = call(
-                "vkCreateDescriptorSetLayout",
-                d.create_descriptor_set_layout(
-                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
-                    None,
-                ),
-            )?;
-            let dsls = [self.dsl];
-            self.layout = call(
-                "vkCreatePipelineLayout",
-                d.create_pipeline_layout(
-                    &vk::PipelineLayoutCreateInfo::default().set_layouts(&dsls),
-                    None,
-                ),
-            )?;
-            let sizes = [
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::UNIFORM_BUFFER,
-                    descriptor_count: 1,
-                },
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::STORAGE_BUFFER,
-                    descriptor_count: N_ARRAYS as u32,
-                },
-            ];
-            self.pool = call(
-                "vkCreateDescriptorPool",
-                d.create_descriptor_pool(
-                    &vk::DescriptorPoolCreateInfo::default()
-                        .max_sets(1)
-                        .pool_sizes(&sizes),
-                    None,
-                ),
-            )?;
-            self.set = call(
-                "vkAllocateDescriptorSets",
-                d.allocate_descriptor_sets(
-                    &vk::DescriptorSetAllocateInfo::default()
-                        .descriptor_pool(self.pool)
-                        .set_layouts(&dsls),
-                ),
-            )?[0];
-            self.cmd_pool = call(
-                "vkCreateCommandPool",
-                d.create_command_pool(
-                    &vk::CommandPoolCreateInfo::default()
-                        .queue_family_index(self.ctx.family)
-                        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
-                    None,
-                ),
-            )?;
-            self.cmd = call(
-                "vkAllocateCommandBuffers",
-                d.allocate_command_buffers(
-                    &vk::CommandBufferAllocateInfo::default()
-                        .command_pool(self.cmd_pool)
-                        .level(vk::CommandBufferLevel::PRIMARY)
-                        .command_buffer_count(1),
-                ),
-            )?[0];
-            self.fence = call(
-                "vkCreateFence",
-                d.create_fence(&vk::FenceCreateInfo::default(), None),
-            )?;
             self.module = call(
                 "vkCreateShaderModule",
                 d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None),
@@ -434,7 +343,7 @@ impl VulkanStack {
                                 .module(self.module)
                                 .name(e.name()),
                         )
-                        .layout(self.layout)
+                        .layout(self.s.layout)
                 })
                 .collect();
             match d.create_compute_pipelines(vk::PipelineCache::null(), &infos, None) {
@@ -468,7 +377,7 @@ impl VulkanStack {
     /// Make every buffer at least as large as `plan` needs; rebind the descriptor set if any grew.
     fn fit_buffers(&mut self, plan: &Plan) -> Result<(), VkError> {
         let need = plan.needs();
-        let ctx = &self.ctx;
+        let ctx = &self.s.ctx;
         let d = &ctx.device;
         let mut changed = false;
         if self.bufs.is_none() {
@@ -515,165 +424,14 @@ impl VulkanStack {
         }
         if changed {
             let b = self.bufs()?;
-            let infos: Vec<[vk::DescriptorBufferInfo; 1]> = std::iter::once(&b.params)
-                .chain(b.arrays.iter().map(|a| &a.dev))
-                .map(|x| {
-                    [vk::DescriptorBufferInfo {
-                        buffer: x.buf,
-                        offset: 0,
-                        range: vk::WHOLE_SIZE,
-                    }]
-                })
-                .collect();
-            let writes: Vec<vk::WriteDescriptorSet> = infos
-                .iter()
-                .enumerate()
-                .map(|(i, info)| {
-                    vk::WriteDescriptorSet::default()
-                        .dst_set(self.set)
-                        .dst_binding(i as u32)
-                        .descriptor_type(if i == 0 {
-                            vk::DescriptorType::UNIFORM_BUFFER
-                        } else {
-                            vk::DescriptorType::STORAGE_BUFFER
-                        })
-                        .buffer_info(info)
-                })
-                .collect();
-            // SAFETY: the set is not in use (no submission pending).
-            unsafe { d.update_descriptor_sets(&writes, &[]) };
+            let arrays: Vec<&Buffer> = b.arrays.iter().map(|a| &a.dev).collect();
+            self.s.bind(&b.params, &arrays);
         }
         Ok(())
     }
 
-    fn begin(&self) -> Result<(), VkError> {
-        let d = &self.ctx.device;
-        // SAFETY: the command buffer is not pending (we wait on every submission).
-        unsafe {
-            call(
-                "vkResetCommandBuffer",
-                d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()),
-            )?;
-            call(
-                "vkBeginCommandBuffer",
-                d.begin_command_buffer(
-                    self.cmd,
-                    &vk::CommandBufferBeginInfo::default()
-                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-                ),
-            )
-        }
-    }
-
-    fn barrier(
-        &self,
-        src: vk::PipelineStageFlags,
-        src_access: vk::AccessFlags,
-        dst: vk::PipelineStageFlags,
-        dst_access: vk::AccessFlags,
-    ) {
-        let mb = [vk::MemoryBarrier::default()
-            .src_access_mask(src_access)
-            .dst_access_mask(dst_access)];
-        // SAFETY: recording.
-        unsafe {
-            self.ctx.device.cmd_pipeline_barrier(
-                self.cmd,
-                src,
-                dst,
-                vk::DependencyFlags::empty(),
-                &mb,
-                &[],
-                &[],
-            )
-        }
-    }
-
-    /// Make uploads (and earlier submissions' shader writes) visible to the shaders.
-    fn barrier_to_compute(&self) {
-        use vk::AccessFlags as A;
-        use vk::PipelineStageFlags as S;
-        self.barrier(
-            S::TRANSFER | S::HOST | S::COMPUTE_SHADER,
-            A::TRANSFER_WRITE | A::HOST_WRITE | A::SHADER_WRITE,
-            S::COMPUTE_SHADER,
-            A::SHADER_READ | A::SHADER_WRITE | A::UNIFORM_READ,
-        );
-    }
-
-    fn barrier_compute(&self) {
-        use vk::AccessFlags as A;
-        use vk::PipelineStageFlags as S;
-        self.barrier(
-            S::COMPUTE_SHADER,
-            A::SHADER_WRITE,
-            S::COMPUTE_SHADER,
-            A::SHADER_READ | A::SHADER_WRITE,
-        );
-    }
-
-    /// Make shader results readable by copies and by the host.
-    fn barrier_to_host(&self) {
-        use vk::AccessFlags as A;
-        use vk::PipelineStageFlags as S;
-        self.barrier(
-            S::COMPUTE_SHADER,
-            A::SHADER_WRITE,
-            S::TRANSFER | S::HOST,
-            A::TRANSFER_READ | A::HOST_READ,
-        );
-    }
-
-    /// Make a download copy readable by the host.
-    fn barrier_copy_to_host(&self) {
-        use vk::AccessFlags as A;
-        use vk::PipelineStageFlags as S;
-        self.barrier(S::TRANSFER, A::TRANSFER_WRITE, S::HOST, A::HOST_READ);
-    }
-
     fn dispatch(&self, e: Entry, groups: u32) {
-        let d = &self.ctx.device;
-        // SAFETY: recording; the set matches the pipeline layout.
-        unsafe {
-            d.cmd_bind_pipeline(
-                self.cmd,
-                vk::PipelineBindPoint::COMPUTE,
-                self.pipelines[e as usize],
-            );
-            d.cmd_bind_descriptor_sets(
-                self.cmd,
-                vk::PipelineBindPoint::COMPUTE,
-                self.layout,
-                0,
-                &[self.set],
-                &[],
-            );
-            d.cmd_dispatch(self.cmd, groups, 1, 1);
-        }
-    }
-
-    fn submit_wait(&self) -> Result<(), VkError> {
-        let d = &self.ctx.device;
-        let cmds = [self.cmd];
-        // SAFETY: the command buffer was recorded by `begin` .. here; the fence is unsignalled.
-        unsafe {
-            call("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
-            call(
-                "vkQueueSubmit",
-                d.queue_submit(
-                    self.ctx.queue,
-                    &[vk::SubmitInfo::default().command_buffers(&cmds)],
-                    self.fence,
-                ),
-            )?;
-            let waited = d.wait_for_fences(&[self.fence], true, FENCE_TIMEOUT_NS);
-            if waited.is_err() {
-                // Do not reuse resources the device may still touch.
-                let _ = d.device_wait_idle();
-            }
-            call("vkWaitForFences", waited)?;
-            call("vkResetFences", d.reset_fences(&[self.fence]))
-        }
+        self.s.dispatch(self.pipelines[e as usize], groups);
     }
 
     /// Plan the call, make the buffers and write the circuits (Phi then Psi) to the host side.
@@ -691,7 +449,7 @@ impl VulkanStack {
             train,
             batch.n,
             batch.len,
-            &self.ctx.info,
+            &self.s.ctx.info,
             self.wg,
             self.chunk_bytes,
         )?;
@@ -727,17 +485,17 @@ impl VulkanStack {
                 .write(&batch.y[start * plan.no..(start + count) * plan.no]);
         }
         b.params.write(&plan.params(start, count));
-        self.begin()?;
+        self.s.begin()?;
         let b = self.bufs()?;
-        let d = &self.ctx.device;
+        let d = &self.s.ctx.device;
         if ci == 0 {
-            b.arrays[CIRC].record_upload(d, self.cmd, (plan.g_len as u64 - 1) * 4);
+            b.arrays[CIRC].record_upload(d, self.s.cmd, (plan.g_len as u64 - 1) * 4);
         }
-        b.arrays[Z].record_upload(d, self.cmd, (count * nd) as u64 * 4);
+        b.arrays[Z].record_upload(d, self.s.cmd, (count * nd) as u64 * 4);
         if plan.train {
-            b.arrays[Y].record_upload(d, self.cmd, (count * plan.no) as u64 * 4);
+            b.arrays[Y].record_upload(d, self.s.cmd, (count * plan.no) as u64 * 4);
         }
-        self.barrier_to_compute();
+        self.s.barrier_to_compute();
         Ok(())
     }
 
@@ -753,18 +511,22 @@ impl VulkanStack {
         for (ci, &(start, count)) in chunks.iter().enumerate() {
             self.upload_chunk(&plan, batch, ci, start, count)?;
             self.dispatch(Entry::FwdBwd, count as u32);
-            self.barrier_compute();
+            self.s.barrier_compute();
             let blocks = (start + count - 1) / PART_LEN - start / PART_LEN + 1;
             self.dispatch(Entry::ReducePartials, blocks as u32);
             if ci + 1 == chunks.len() {
-                self.barrier_compute();
+                self.s.barrier_compute();
                 self.dispatch(Entry::ReduceFinal, (plan.g_len as u32).div_ceil(self.wg));
-                self.barrier_to_host();
+                self.s.barrier_to_host();
                 let b = self.bufs()?;
-                b.arrays[GRAD].record_download(&self.ctx.device, self.cmd, plan.g_len as u64 * 4);
-                self.barrier_copy_to_host();
+                b.arrays[GRAD].record_download(
+                    &self.s.ctx.device,
+                    self.s.cmd,
+                    plan.g_len as u64 * 4,
+                );
+                self.s.barrier_copy_to_host();
             }
-            self.submit_wait()?;
+            self.s.submit_wait()?;
         }
         let mut out = vec![0.0f32; plan.g_len];
         self.bufs_mut()?.arrays[GRAD].host().read(&mut out);
@@ -788,11 +550,11 @@ impl VulkanStack {
         for (ci, &(start, count)) in chunks.iter().enumerate() {
             self.upload_chunk(&plan, batch, ci, start, count)?;
             self.dispatch(Entry::Forward, count as u32);
-            self.barrier_to_host();
+            self.s.barrier_to_host();
             let b = self.bufs()?;
-            b.arrays[OUT].record_download(&self.ctx.device, self.cmd, (count * nd) as u64 * 4);
-            self.barrier_copy_to_host();
-            self.submit_wait()?;
+            b.arrays[OUT].record_download(&self.s.ctx.device, self.s.cmd, (count * nd) as u64 * 4);
+            self.s.barrier_copy_to_host();
+            self.s.submit_wait()?;
             self.bufs_mut()?.arrays[OUT]
                 .host()
                 .read(&mut out[start * nd..(start + count) * nd]);
@@ -832,7 +594,7 @@ impl StackKernels<f32> for VulkanStack {
 
 impl Drop for VulkanStack {
     fn drop(&mut self) {
-        let d = &self.ctx.device;
+        let d = &self.s.ctx.device;
         // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
         unsafe {
             let _ = d.device_wait_idle();
@@ -846,12 +608,7 @@ impl Drop for VulkanStack {
                 d.destroy_pipeline(*p, None);
             }
             d.destroy_shader_module(self.module, None);
-            d.destroy_fence(self.fence, None);
-            d.destroy_command_pool(self.cmd_pool, None);
-            d.destroy_descriptor_pool(self.pool, None);
-            d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.dsl, None);
         }
-        // `ctx` drops next: device, messenger, instance.
+        // `s` drops next: descriptor set, command buffer, fence, then the device.
     }
 }
