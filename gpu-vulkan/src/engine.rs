@@ -1,4 +1,5 @@
-//! [`VulkanEngine`]: `Engine<f32>` on a Vulkan compute queue.
+//! [`VulkanEngine`]: one-layer attention (`AttentionKernels<f32>`) on a Vulkan compute queue, and
+//! [`VulkanFactory`], the `Engine<f32>` that hands it and the stack kernels out.
 //!
 //! Per call: the circuits and the batch are written to device memory, `fwd_bwd` (or `predict`)
 //! runs one workgroup per sequence, `reduce_partials` sums the per-sequence rank-one gradient

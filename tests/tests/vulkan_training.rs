@@ -100,13 +100,62 @@ fn follow_stack(preset: &str, sets: &[(&str, &str)]) {
     {
         cfg.set(k, v).unwrap();
     }
-    run_against(&cfg, 1e-4, 1e-3);
+    let model = run_against(&cfg, 1e-4, 1e-3);
+    evaluates_like_cpu(&cfg, &model);
+}
+
+/// `icl eval`'s computation (model risks at two lengths, with per-layer read-outs for plain
+/// transformers) through the Vulkan stack kernels and through the scalar reference: the model
+/// rows agree within 1e-4 relative (the baselines do not use the engine).
+fn evaluates_like_cpu(cfg: &Config, model: &icl_core::Model<f32>) {
+    use icl_core::config::Arch;
+    use icl_core::families::stack::eval::{self as ml_eval, Options};
+    use icl_core::families::stack::StackRunner;
+    use icl_core::Engine;
+    let iv = cfg.task.kind == icl_core::config::TaskKind::Iv;
+    let o = Options {
+        lens: vec![6, 12],
+        samples: 64,
+        seed: 3,
+        lambda: None,
+        stack: 1,
+        layers_out: cfg.model.arch == Arch::Transformer,
+        alignment: 0,
+    };
+    let eval = |runner: &mut StackRunner<f32>| {
+        if iv {
+            icl_core::families::iv::eval::iv(cfg, model, None, runner, &o).unwrap()
+        } else {
+            ml_eval::regression(cfg, model, runner, &o).unwrap()
+        }
+    };
+    let cpu = eval(&mut StackRunner::scalar());
+    let gpu = eval(&mut StackRunner::new(factory_wg(None).stack().unwrap()));
+    let (mut models, mut worst) = (0, 0.0f64);
+    assert_eq!(cpu.rows.len(), gpu.rows.len());
+    for (a, b) in cpu.rows.iter().zip(&gpu.rows) {
+        assert_eq!((&a.estimator, a.len), (&b.estimator, b.len));
+        if a.estimator.starts_with("model") {
+            models += 1;
+            worst = worst.max((a.risk - b.risk).abs() / a.risk.abs());
+            assert!(
+                (a.risk - b.risk).abs() <= 1e-4 * a.risk.abs(),
+                "{} at L = {}: {} vs {}",
+                a.estimator,
+                a.len,
+                a.risk,
+                b.risk
+            );
+        }
+    }
+    println!("evaluation: {models} model rows, worst relative risk difference {worst:.2e}");
+    assert!(models >= 2, "no model rows");
 }
 
 /// [`run`] for any family, with the Vulkan engine (every family it runs) against the scalar
 /// reference, per-step loss and parameter tolerances `tol`, and a floor on how far the
 /// parameters must move.
-fn run_against(cfg: &Config, tol: f64, moved_at_least: f64) {
+fn run_against(cfg: &Config, tol: f64, moved_at_least: f64) -> icl_core::Model<f32> {
     let t0 = std::time::Instant::now();
     let mut cpu = Trainer::<f32>::new(cfg, &ScalarEngine).unwrap();
     let mut gpu = Trainer::<f32>::new(cfg, &factory_wg(None)).unwrap();
@@ -151,6 +200,7 @@ fn run_against(cfg: &Config, tol: f64, moved_at_least: f64) {
             b.loss
         );
     }
+    gpu.model
 }
 
 #[test]
