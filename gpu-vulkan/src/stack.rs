@@ -106,6 +106,12 @@ impl Plan {
         chunk_bytes: u64,
     ) -> Result<Plan, VkError> {
         let (e, heads, layers, sets) = (spec.e, spec.heads, pass.layers, spec.sets());
+        if n == 0 || len == 0 || layers == 0 {
+            // (the runner refuses these first, as shape errors)
+            return Err(VkError::Unsupported(format!(
+                "a pass needs sequences, keys and layers (n = {n}, L = {len}, T = {layers})"
+            )));
+        }
         // Sizes in u128, so that no product overflows before it is compared with the limits.
         let w = |x: usize| x as u128;
         let (nd, nl) = (w(len + 1) * w(e), w(len + 1) * w(len));
