@@ -1,6 +1,7 @@
 //! Compiles the WGSL compute shaders to SPIR-V with naga (pure Rust; no glslc or other system
-//! tool). One template, eight variants: embedding width up to 16 or 64 held in workgroup memory,
-//! 16 or 64 invocations a workgroup, batch tokens stored as f32 or as f16 pairs packed in u32 words.
+//! tool). `attention.wgsl` (one-layer models) makes eight variants: embedding width up to 16 or 64
+//! held in workgroup memory, 16 or 64 invocations a workgroup, batch tokens stored as f32 or as f16
+//! pairs packed in u32 words. `stack.wgsl` (multi-layer stacks) makes two: 16 or 64 invocations.
 use std::path::PathBuf;
 
 /// Largest embedding width E held in workgroup memory.
@@ -16,6 +17,7 @@ const LOAD_F16: &str =
 fn main() {
     let src_path = "shaders/attention.wgsl";
     println!("cargo:rerun-if-changed={src_path}");
+    println!("cargo:rerun-if-changed={STACK_PATH}");
     println!("cargo:rerun-if-changed=build.rs");
     let template = std::fs::read_to_string(src_path).expect("read shaders/attention.wgsl");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
@@ -36,7 +38,18 @@ fn main() {
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
     }
+    // The multi-layer stack: one variant per workgroup size (f32 tokens; nothing in workgroup memory).
+    let stack = std::fs::read_to_string(STACK_PATH).expect("read shaders/stack.wgsl");
+    for wg in WG {
+        let stem = format!("stack_wg{wg}");
+        let words = compile(&stem, &stack.replace("__WG__", &format!("{wg}u")));
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
+    }
 }
+
+/// The multi-layer stack's kernels (`forward`, `fwd_bwd`, `reduce_partials`, `reduce_final`).
+const STACK_PATH: &str = "shaders/stack.wgsl";
 
 fn compile(stem: &str, src: &str) -> Vec<u32> {
     let module = match naga::front::wgsl::parse_str(src) {

@@ -1,4 +1,5 @@
-//! [`VulkanEngine`]: `Engine<f32>` on a Vulkan compute queue.
+//! [`VulkanEngine`]: one-layer attention (`AttentionKernels<f32>`) on a Vulkan compute queue, and
+//! [`VulkanFactory`], the `Engine<f32>` that hands it and the stack kernels out.
 //!
 //! Per call: the circuits and the batch are written to device memory, `fwd_bwd` (or `predict`)
 //! runs one workgroup per sequence, `reduce_partials` sums the per-sequence rank-one gradient
@@ -7,8 +8,9 @@
 //! storage-buffer binding run in chunks of sequences, one submission each.
 use crate::buffer::{Buffer, GpuArray};
 use crate::context::{Context, DeviceInfo, DeviceKind, Options};
-use crate::error::{call, VkError};
+use crate::error::VkError;
 use crate::kernels::{Entry, Kernels, Variant, MAX_H};
+use crate::session::Session;
 use ash::vk;
 use icl_core::config::{Activation, AttentionKind};
 use icl_core::families::attention::AttentionSpec;
@@ -16,8 +18,6 @@ use icl_core::{AttentionKernels, Batch, Circuits};
 
 /// Sequences per partial gradient sum in `reduce_partials`.
 const PART_LEN: usize = 64;
-/// How long to wait for one submission before reporting a hung device.
-const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
 
 /// Sizes of one call, checked against the device's limits.
 #[derive(Debug, Clone, Copy)]
@@ -159,14 +159,7 @@ struct Buffers {
 
 /// The Vulkan compute engine (f32 compute; optional f16 storage of the batch tokens).
 pub struct VulkanEngine {
-    ctx: Context,
-    dsl: vk::DescriptorSetLayout,
-    layout: vk::PipelineLayout,
-    pool: vk::DescriptorPool,
-    set: vk::DescriptorSet,
-    cmd_pool: vk::CommandPool,
-    cmd: vk::CommandBuffer,
-    fence: vk::Fence,
+    s: Session,
     kernels: Vec<Kernels>,
     bufs: Option<Buffers>,
     f16: bool,
@@ -179,7 +172,7 @@ pub struct VulkanEngine {
 impl std::fmt::Debug for VulkanEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VulkanEngine")
-            .field("device", &self.ctx.info)
+            .field("device", &self.s.ctx.info)
             .field("f16_batch", &self.f16)
             .finish()
     }
@@ -203,15 +196,8 @@ impl VulkanEngine {
         } else {
             64
         });
-        let mut eng = VulkanEngine {
-            ctx,
-            dsl: vk::DescriptorSetLayout::null(),
-            layout: vk::PipelineLayout::null(),
-            pool: vk::DescriptorPool::null(),
-            set: vk::DescriptorSet::null(),
-            cmd_pool: vk::CommandPool::null(),
-            cmd: vk::CommandBuffer::null(),
-            fence: vk::Fence::null(),
+        Ok(VulkanEngine {
+            s: Session::new(ctx, 6)?,
             kernels: Vec::new(),
             bufs: None,
             f16: opts.f16_batch,
@@ -219,10 +205,7 @@ impl VulkanEngine {
             chunk_bytes: opts.max_chunk_bytes,
             staging: Vec::new(),
             circ_host: Vec::new(),
-        };
-        // On error `eng` drops and destroys whatever was created.
-        eng.init()?;
-        Ok(eng)
+        })
     }
 
     /// The device buffers (made by the first `fit_buffers`).
@@ -244,95 +227,9 @@ impl VulkanEngine {
         VulkanEngine::new(&Options::from_env())
     }
 
-    fn init(&mut self) -> Result<(), VkError> {
-        let d = &self.ctx.device;
-        let storage = |b: u32| {
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(b)
-                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::COMPUTE)
-        };
-        let mut bindings = vec![vk::DescriptorSetLayoutBinding::default()
-            .binding(0)
-            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
-            .descriptor_count(1)
-            .stage_flags(vk::ShaderStageFlags::COMPUTE)];
-        bindings.extend((1..=6).map(storage));
-        // SAFETY (whole block): create infos reference live locals; handles are stored in self and
-        // destroyed in Drop.
-        unsafe {
-            self.dsl = call(
-                "vkCreateDescriptorSetLayout",
-                d.create_descriptor_set_layout(
-                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
-                    None,
-                ),
-            )?;
-            let dsls = [self.dsl];
-            self.layout = call(
-                "vkCreatePipelineLayout",
-                d.create_pipeline_layout(
-                    &vk::PipelineLayoutCreateInfo::default().set_layouts(&dsls),
-                    None,
-                ),
-            )?;
-            let sizes = [
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::UNIFORM_BUFFER,
-                    descriptor_count: 1,
-                },
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::STORAGE_BUFFER,
-                    descriptor_count: 6,
-                },
-            ];
-            self.pool = call(
-                "vkCreateDescriptorPool",
-                d.create_descriptor_pool(
-                    &vk::DescriptorPoolCreateInfo::default()
-                        .max_sets(1)
-                        .pool_sizes(&sizes),
-                    None,
-                ),
-            )?;
-            self.set = call(
-                "vkAllocateDescriptorSets",
-                d.allocate_descriptor_sets(
-                    &vk::DescriptorSetAllocateInfo::default()
-                        .descriptor_pool(self.pool)
-                        .set_layouts(&dsls),
-                ),
-            )?[0];
-            self.cmd_pool = call(
-                "vkCreateCommandPool",
-                d.create_command_pool(
-                    &vk::CommandPoolCreateInfo::default()
-                        .queue_family_index(self.ctx.family)
-                        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
-                    None,
-                ),
-            )?;
-            self.cmd = call(
-                "vkAllocateCommandBuffers",
-                d.allocate_command_buffers(
-                    &vk::CommandBufferAllocateInfo::default()
-                        .command_pool(self.cmd_pool)
-                        .level(vk::CommandBufferLevel::PRIMARY)
-                        .command_buffer_count(1),
-                ),
-            )?[0];
-            self.fence = call(
-                "vkCreateFence",
-                d.create_fence(&vk::FenceCreateInfo::default(), None),
-            )?;
-        }
-        Ok(())
-    }
-
     /// The device in use.
     pub fn device(&self) -> &DeviceInfo {
-        &self.ctx.info
+        &self.s.ctx.info
     }
 
     /// Invocations per workgroup of the shaders in use.
@@ -347,19 +244,20 @@ impl VulkanEngine {
 
     /// Errors the validation layer reported so far (empty when validation is off).
     pub fn validation_errors(&self) -> Vec<String> {
-        self.ctx.validation_errors()
+        self.s.ctx.validation_errors()
     }
 
     /// Warnings the validation layer reported so far.
     pub fn validation_warnings(&self) -> Vec<String> {
-        self.ctx.validation_warnings()
+        self.s.ctx.validation_warnings()
     }
 
     fn kernels(&mut self, v: Variant) -> Result<usize, VkError> {
         if let Some(i) = self.kernels.iter().position(|k| k.variant == v) {
             return Ok(i);
         }
-        self.kernels.push(Kernels::new(&self.ctx, self.layout, v)?);
+        self.kernels
+            .push(Kernels::new(&self.s.ctx, self.s.layout, v)?);
         Ok(self.kernels.len() - 1)
     }
 
@@ -374,7 +272,7 @@ impl VulkanEngine {
             (plan.n_parts * plan.g_len) as u64 * f,
             plan.g_len as u64 * f,
         ];
-        let ctx = &self.ctx;
+        let ctx = &self.s.ctx;
         let d = &ctx.device;
         let mut changed = false;
         if self.bufs.is_none() {
@@ -438,41 +336,17 @@ impl VulkanEngine {
         }
         if changed {
             let b = self.bufs()?;
-            let infos: Vec<[vk::DescriptorBufferInfo; 1]> = [
+            self.s.bind(
                 &b.params,
-                &b.circ.dev,
-                &b.z.dev,
-                &b.y.dev,
-                &b.seqout.dev,
-                &b.partials.dev,
-                &b.grad.dev,
-            ]
-            .iter()
-            .map(|x| {
-                [vk::DescriptorBufferInfo {
-                    buffer: x.buf,
-                    offset: 0,
-                    range: vk::WHOLE_SIZE,
-                }]
-            })
-            .collect();
-            let writes: Vec<vk::WriteDescriptorSet> = infos
-                .iter()
-                .enumerate()
-                .map(|(i, info)| {
-                    vk::WriteDescriptorSet::default()
-                        .dst_set(self.set)
-                        .dst_binding(i as u32)
-                        .descriptor_type(if i == 0 {
-                            vk::DescriptorType::UNIFORM_BUFFER
-                        } else {
-                            vk::DescriptorType::STORAGE_BUFFER
-                        })
-                        .buffer_info(info)
-                })
-                .collect();
-            // SAFETY: the set is not in use (no submission pending).
-            unsafe { d.update_descriptor_sets(&writes, &[]) };
+                &[
+                    &b.circ.dev,
+                    &b.z.dev,
+                    &b.y.dev,
+                    &b.seqout.dev,
+                    &b.partials.dev,
+                    &b.grad.dev,
+                ],
+            );
         }
         Ok(())
     }
@@ -522,133 +396,8 @@ impl VulkanEngine {
         Ok(())
     }
 
-    fn begin(&self) -> Result<(), VkError> {
-        let d = &self.ctx.device;
-        // SAFETY: the command buffer is not pending (we wait on every submission).
-        unsafe {
-            call(
-                "vkResetCommandBuffer",
-                d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()),
-            )?;
-            call(
-                "vkBeginCommandBuffer",
-                d.begin_command_buffer(
-                    self.cmd,
-                    &vk::CommandBufferBeginInfo::default()
-                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-                ),
-            )
-        }
-    }
-
-    fn barrier(
-        &self,
-        src: vk::PipelineStageFlags,
-        src_access: vk::AccessFlags,
-        dst: vk::PipelineStageFlags,
-        dst_access: vk::AccessFlags,
-    ) {
-        let mb = [vk::MemoryBarrier::default()
-            .src_access_mask(src_access)
-            .dst_access_mask(dst_access)];
-        // SAFETY: recording.
-        unsafe {
-            self.ctx.device.cmd_pipeline_barrier(
-                self.cmd,
-                src,
-                dst,
-                vk::DependencyFlags::empty(),
-                &mb,
-                &[],
-                &[],
-            )
-        }
-    }
-
-    /// Make uploads (and earlier submissions' shader writes) visible to the shaders.
-    fn barrier_to_compute(&self) {
-        use vk::AccessFlags as A;
-        use vk::PipelineStageFlags as S;
-        self.barrier(
-            S::TRANSFER | S::HOST | S::COMPUTE_SHADER,
-            A::TRANSFER_WRITE | A::HOST_WRITE | A::SHADER_WRITE,
-            S::COMPUTE_SHADER,
-            A::SHADER_READ | A::SHADER_WRITE | A::UNIFORM_READ,
-        );
-    }
-
-    fn barrier_compute(&self) {
-        use vk::AccessFlags as A;
-        use vk::PipelineStageFlags as S;
-        self.barrier(
-            S::COMPUTE_SHADER,
-            A::SHADER_WRITE,
-            S::COMPUTE_SHADER,
-            A::SHADER_READ | A::SHADER_WRITE,
-        );
-    }
-
-    /// Make shader results readable by copies and by the host.
-    fn barrier_to_host(&self) {
-        use vk::AccessFlags as A;
-        use vk::PipelineStageFlags as S;
-        self.barrier(
-            S::COMPUTE_SHADER,
-            A::SHADER_WRITE,
-            S::TRANSFER | S::HOST,
-            A::TRANSFER_READ | A::HOST_READ,
-        );
-    }
-
-    fn barrier_copy_to_host(&self) {
-        use vk::AccessFlags as A;
-        use vk::PipelineStageFlags as S;
-        self.barrier(S::TRANSFER, A::TRANSFER_WRITE, S::HOST, A::HOST_READ);
-    }
-
     fn dispatch(&self, k: usize, e: Entry, groups: u32) {
-        let d = &self.ctx.device;
-        // SAFETY: recording; the set matches the pipeline layout.
-        unsafe {
-            d.cmd_bind_pipeline(
-                self.cmd,
-                vk::PipelineBindPoint::COMPUTE,
-                self.kernels[k].pipeline(e),
-            );
-            d.cmd_bind_descriptor_sets(
-                self.cmd,
-                vk::PipelineBindPoint::COMPUTE,
-                self.layout,
-                0,
-                &[self.set],
-                &[],
-            );
-            d.cmd_dispatch(self.cmd, groups, 1, 1);
-        }
-    }
-
-    fn submit_wait(&self) -> Result<(), VkError> {
-        let d = &self.ctx.device;
-        let cmds = [self.cmd];
-        // SAFETY: the command buffer was recorded by `begin` .. here; the fence is unsignalled.
-        unsafe {
-            call("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
-            call(
-                "vkQueueSubmit",
-                d.queue_submit(
-                    self.ctx.queue,
-                    &[vk::SubmitInfo::default().command_buffers(&cmds)],
-                    self.fence,
-                ),
-            )?;
-            let waited = d.wait_for_fences(&[self.fence], true, FENCE_TIMEOUT_NS);
-            if waited.is_err() {
-                // Do not reuse resources the device may still touch.
-                let _ = d.device_wait_idle();
-            }
-            call("vkWaitForFences", waited)?;
-            call("vkResetFences", d.reset_fences(&[self.fence]))
-        }
+        self.s.dispatch(self.kernels[k].pipeline(e), groups);
     }
 
     fn prepare(
@@ -661,7 +410,7 @@ impl VulkanEngine {
             spec,
             n,
             len,
-            &self.ctx.info,
+            &self.s.ctx.info,
             self.wg,
             self.f16,
             self.chunk_bytes,
@@ -688,20 +437,20 @@ impl VulkanEngine {
         self.write_batch(plan, batch, start, count, targets)?;
         let p = plan.params(spec, start);
         self.bufs_mut()?.params.write(&p);
-        self.begin()?;
+        self.s.begin()?;
         {
             let b = self.bufs()?;
-            let d = &self.ctx.device;
+            let d = &self.s.ctx.device;
             if ci == 0 {
                 b.circ
-                    .record_upload(d, self.cmd, (plan.g_len as u64 - 1) * 4);
+                    .record_upload(d, self.s.cmd, (plan.g_len as u64 - 1) * 4);
             }
-            b.z.record_upload(d, self.cmd, plan.token_words(count) as u64 * 4);
+            b.z.record_upload(d, self.s.cmd, plan.token_words(count) as u64 * 4);
             if targets {
-                b.y.record_upload(d, self.cmd, (count * plan.no) as u64 * 4);
+                b.y.record_upload(d, self.s.cmd, (count * plan.no) as u64 * 4);
             }
         }
-        self.barrier_to_compute();
+        self.s.barrier_to_compute();
         Ok(())
     }
 
@@ -719,23 +468,23 @@ impl VulkanEngine {
             self.upload_chunk(&plan, spec, batch, ci, start, count, true)?;
             self.dispatch(k, Entry::FwdBwd, count as u32);
             if ci + 1 == chunks.len() {
-                self.barrier_compute();
+                self.s.barrier_compute();
                 self.dispatch(k, Entry::ReducePartials, plan.n_parts as u32);
-                self.barrier_compute();
+                self.s.barrier_compute();
                 self.dispatch(
                     k,
                     Entry::ReduceFinal,
                     (plan.g_len as u32).div_ceil(plan.variant.wg),
                 );
-                self.barrier_to_host();
+                self.s.barrier_to_host();
                 self.bufs()?.grad.record_download(
-                    &self.ctx.device,
-                    self.cmd,
+                    &self.s.ctx.device,
+                    self.s.cmd,
                     plan.g_len as u64 * 4,
                 );
-                self.barrier_copy_to_host();
+                self.s.barrier_copy_to_host();
             }
-            self.submit_wait()?;
+            self.s.submit_wait()?;
         }
         let mut out = vec![0.0f32; plan.g_len];
         self.bufs_mut()?.grad.host().read(&mut out);
@@ -759,14 +508,14 @@ impl VulkanEngine {
         for (ci, &(start, count)) in chunks.iter().enumerate() {
             self.upload_chunk(&plan, spec, batch, ci, start, count, false)?;
             self.dispatch(k, Entry::Predict, count as u32);
-            self.barrier_to_host();
+            self.s.barrier_to_host();
             self.bufs()?.seqout.record_download(
-                &self.ctx.device,
-                self.cmd,
+                &self.s.ctx.device,
+                self.s.cmd,
                 (count * no) as u64 * 4,
             );
-            self.barrier_copy_to_host();
-            self.submit_wait()?;
+            self.s.barrier_copy_to_host();
+            self.s.submit_wait()?;
             self.bufs_mut()?
                 .seqout
                 .host()
@@ -805,7 +554,8 @@ impl AttentionKernels<f32> for VulkanEngine {
     // engine trains on bit-identical batches.
 }
 
-/// The Vulkan engine, made with fixed [`Options`]: one-layer attention in f32.
+/// The Vulkan engine, made with fixed [`Options`]: one-layer attention and multi-layer
+/// transformer stacks (and so the IV model), in f32.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VulkanFactory(pub Options);
 
@@ -816,12 +566,15 @@ impl icl_core::Engine<f32> for VulkanFactory {
     fn attention(&self) -> icl_core::Result<Box<dyn AttentionKernels<f32>>> {
         Ok(Box::new(VulkanEngine::new(&self.0)?))
     }
-    // multi-layer transformers: refused (the trait's default), they run on the simd or scalar engine
+    fn stack(&self) -> icl_core::Result<Box<dyn icl_core::engine::StackKernels<f32>>> {
+        Ok(Box::new(crate::stack::VulkanStack::new(&self.0)?))
+    }
+    // GPT-2 models: refused (the trait's default), they run on the simd or scalar engine
 }
 
 impl Drop for VulkanEngine {
     fn drop(&mut self) {
-        let d = &self.ctx.device;
+        let d = &self.s.ctx.device;
         // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
         unsafe {
             let _ = d.device_wait_idle();
@@ -841,12 +594,7 @@ impl Drop for VulkanEngine {
             for k in &mut self.kernels {
                 k.destroy(d);
             }
-            d.destroy_fence(self.fence, None);
-            d.destroy_command_pool(self.cmd_pool, None);
-            d.destroy_descriptor_pool(self.pool, None);
-            d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.dsl, None);
         }
-        // `ctx` drops next: device, messenger, instance.
+        // `s` drops next: descriptor set, command buffer, fence, then the device.
     }
 }

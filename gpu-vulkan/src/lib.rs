@@ -1,8 +1,10 @@
 //! # icl-gpu-vulkan
 //!
-//! A Vulkan compute engine for icl: [`VulkanEngine`] implements
-//! [`icl_core::Engine<f32>`](icl_core::Engine) with the attention forward/backward over a batch
-//! in compute shaders.
+//! A Vulkan compute engine for icl: [`VulkanFactory`] implements
+//! [`icl_core::Engine<f32>`](icl_core::Engine) for one-layer attention ([`VulkanEngine`]: the
+//! attention forward/backward over a batch) and multi-layer transformer stacks ([`VulkanStack`]:
+//! forward and backward of every layer, looped or not, softmax or linear; the IV model runs on
+//! it too), in compute shaders.
 //!
 //! * Device: [`ash`] with the `loaded` feature (libvulkan is opened at run time, so the crate
 //!   builds without Vulkan installed). Devices are ranked discrete, integrated, virtual, CPU
@@ -11,7 +13,8 @@
 //!   ("no Vulkan device found: install mesa-vulkan-drivers (lavapipe) or a GPU driver").
 //! * Shaders: `shaders/attention.wgsl`, compiled to SPIR-V by naga in `build.rs` (no system
 //!   tool). Entry points `fwd_bwd` (loss + gradient factors per sequence), `predict` (any
-//!   length L), `reduce_partials` and `reduce_final` (fixed-order sums: deterministic).
+//!   length L), `reduce_partials` and `reduce_final` (fixed-order sums: deterministic);
+//!   `shaders/stack.wgsl` for the stacks (`forward`, `fwd_bwd` and the same two reductions).
 //! * Precision: f32 compute; [`Options::f16_batch`] stores the batch tokens as IEEE half (via
 //!   `half`), halving upload and token reads.
 //! * Data generation stays on the CPU ([`icl_core::Task::sample_into`]): the sampler draws f64
@@ -27,7 +30,10 @@ mod context;
 mod engine;
 mod error;
 mod kernels;
+mod session;
+mod stack;
 
 pub use context::{DeviceInfo, DeviceKind, Options, Validation};
 pub use engine::{VulkanEngine, VulkanFactory};
 pub use error::{VkError, INSTALL_HINT};
+pub use stack::VulkanStack;

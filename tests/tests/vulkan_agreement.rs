@@ -283,3 +283,49 @@ fn results_are_deterministic_and_independent_of_chunking() {
     assert_no_validation_errors(&whole);
     assert_no_validation_errors(&chunked);
 }
+
+/// The stack kernels give the same bits whatever the chunking: 150 sequences (three reduction
+/// blocks) in one submission, and in submissions of 5 sequences that end inside the blocks
+/// (a block's sum continues across submissions in the same order). Forward passes too. And
+/// whatever the workgroup size: every output has one owner that sums in a fixed order.
+#[test]
+fn stack_results_are_independent_of_chunking_and_workgroup_size() {
+    use icl_core::conformance::stack::{inputs, specs};
+    use icl_core::families::stack::layers::{Pass, StackCircuits};
+    use icl_core::families::stack::StackKernels;
+    use icl_gpu_vulkan::VulkanStack;
+    let spec = &specs()[3]; // non-looped softmax, T = 2, H = 3, D = 5
+    let (c, b) = inputs::<f32>(spec, 150, 9, 0.3, 7);
+    let tokens = (b.len + 1) * spec.e * 4;
+    let opts = |chunk: Option<u64>, wg| vulkan_common::options(false, chunk, Some(wg));
+    let mut whole = VulkanStack::new(&opts(None, 16)).unwrap();
+    let mut chunked = VulkanStack::new(&opts(Some(5 * tokens as u64), 16)).unwrap();
+    let mut wg64 = VulkanStack::new(&opts(None, 64)).unwrap();
+    let (mut g1, mut g2) = (StackCircuits::zeros(spec), StackCircuits::zeros(spec));
+    let l1 = whole.loss_grad(spec, &c, &b, &mut g1).unwrap();
+    let l2 = chunked.loss_grad(spec, &c, &b, &mut g2).unwrap();
+    assert_eq!(l1.to_bits(), l2.to_bits());
+    assert_eq!(g1, g2, "chunking must not change the reduction order");
+    let mut g3 = StackCircuits::zeros(spec);
+    let l3 = wg64.loss_grad(spec, &c, &b, &mut g3).unwrap();
+    assert_eq!(l1.to_bits(), l3.to_bits());
+    assert_eq!(g1, g3, "the workgroup size must not change the bits");
+    let pass = Pass {
+        layers: 3,
+        exclude_self: true,
+    };
+    let (mut o1, mut o2) = (vec![0.0; b.z.len()], vec![0.0; b.z.len()]);
+    whole.forward(spec, &c, pass, &b, &mut o1).unwrap();
+    chunked.forward(spec, &c, pass, &b, &mut o2).unwrap();
+    assert_eq!(o1, o2);
+    let mut o3 = vec![0.0; b.z.len()];
+    wg64.forward(spec, &c, pass, &b, &mut o3).unwrap();
+    assert_eq!(o1, o3);
+    for e in [
+        whole.validation_errors(),
+        chunked.validation_errors(),
+        wg64.validation_errors(),
+    ] {
+        assert!(e.is_empty(), "validation errors:\n{}", e.join("\n"));
+    }
+}

@@ -1,6 +1,7 @@
 //! The engine conformance suite on the Vulkan engine (lavapipe in CI), for both workgroup
-//! variants (16: the CPU driver's, 64: a GPU's), f32 only: one-layer attention against the
-//! reference, the refusal of multi-layer transformers.
+//! variants (16: the CPU driver's, 64: a GPU's), f32 only: one-layer attention and multi-layer
+//! transformer stacks (looped or not, softmax and linear, T = 1..3, stacked passes and the
+//! leave-one-out mask) against the reference, the refusal of GPT-2 models.
 mod vulkan_common;
 
 use icl_core::Engine;

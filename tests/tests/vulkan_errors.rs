@@ -142,3 +142,63 @@ fn unsupported_sizes_and_bad_shapes_are_errors() {
     assert!(out.iter().all(|x| x.is_finite()));
     assert_no_validation_errors(&eng);
 }
+
+/// The stack kernels' limits and refusals: typed errors, never panics, and the engine still
+/// works afterwards.
+#[test]
+fn stack_limits_and_refusals_are_errors() {
+    use icl_core::conformance::stack::{inputs, specs};
+    use icl_core::families::stack::layers::{Pass, StackCircuits, StackSpec};
+    use icl_core::families::stack::{StackKernels, StackRunner};
+    use icl_gpu_vulkan::VulkanStack;
+    // f16 token storage is one-layer only.
+    let f16 = vulkan_common::options(true, None, None);
+    let err = VulkanStack::new(&f16).unwrap_err();
+    assert!(
+        matches!(err, VkError::Unsupported(ref m) if m.contains("f16")),
+        "{err:?}"
+    );
+    let mut eng = VulkanStack::new(&vulkan_common::options(false, None, None)).unwrap();
+    // One sequence's workspace (every layer's tokens and attention weights) beyond one storage
+    // buffer: T = 16 layers, H = 8 heads, D = 64, L = 4000 need about 9 GB.
+    let big = StackSpec {
+        e: 64,
+        n_out: 1,
+        heads: 8,
+        layers: 16,
+        looped: true,
+        attention: icl_core::config::AttentionKind::Softmax,
+        scale: 1.0,
+    };
+    let (c, b) = inputs::<f32>(&big, 1, 4000, 0.1, 1);
+    let mut g = StackCircuits::zeros(&big);
+    let err = eng.loss_grad(&big, &c, &b, &mut g).unwrap_err();
+    assert!(
+        matches!(err, icl_core::Error::Unsupported(ref m) if m.contains("workspace")),
+        "{err:?}"
+    );
+    let mut out = vec![0.0; b.z.len()];
+    assert!(matches!(
+        eng.forward(&big, &c, Pass::of(&big), &b, &mut out),
+        Err(icl_core::Error::Unsupported(_))
+    ));
+    // Bad shapes are the runner's checks, before the engine sees them.
+    let spec = &specs()[1];
+    let (c, b) = inputs::<f32>(spec, 3, 5, 0.3, 2);
+    let mut runner = StackRunner::new(Box::new(eng));
+    let mut wrong = spec.clone();
+    wrong.e += 1;
+    let mut g = StackCircuits::zeros(spec);
+    assert!(matches!(
+        runner.loss_grad(&wrong, &c, &b, &mut g),
+        Err(icl_core::Error::Shape(_))
+    ));
+    let mut short = vec![0.0; 2];
+    assert!(matches!(
+        runner.forward(spec, &c, Pass::of(spec), &b, &mut short),
+        Err(icl_core::Error::Shape(_))
+    ));
+    // The engine still works afterwards.
+    let loss = runner.loss_grad(spec, &c, &b, &mut g).unwrap();
+    assert!(loss.is_finite() && g.phi.iter().all(|x| x.is_finite()));
+}

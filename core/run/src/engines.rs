@@ -57,8 +57,8 @@ pub const ENGINE_TABLE: &[EngineEntry] = &[
 #[cfg(feature = "vulkan")]
 mod vulkan {
     use super::{Result, RunError};
-    use icl_core::engine::{AttentionKernels, Engine};
-    use icl_gpu_vulkan::{Options, VulkanEngine};
+    use icl_core::engine::{AttentionKernels, Engine, StackKernels};
+    use icl_gpu_vulkan::{Options, VulkanEngine, VulkanStack};
     use std::sync::Mutex;
 
     /// The Vulkan engine with the device options of the environment (`ICL_VULKAN_*`). The
@@ -90,6 +90,9 @@ mod vulkan {
                 Some(e) => e,
                 None => VulkanEngine::new(&self.opts)?,
             }))
+        }
+        fn stack(&self) -> icl_core::Result<Box<dyn StackKernels<f32>>> {
+            Ok(Box::new(VulkanStack::new(&self.opts)?))
         }
     }
 }
@@ -144,9 +147,9 @@ pub trait RunScalar: Scalar + icl_cpu_simd::SimdScalar + Send + Sync {
     /// The named engine's kernels for multi-layer transformers (a refusal is an input error).
     fn stack_engine(name: &str) -> Result<Box<dyn StackKernels<Self>>> {
         Self::engine_named(name)?.stack().map_err(|e| match e {
-            icl_core::Error::Unsupported(_) if name == "vulkan" => RunError::Refused(
-                "the vulkan engine runs one-layer attention; use --engine simd or scalar for multi-layer transformers".into(),
-            ),
+            icl_core::Error::Unsupported(m) => RunError::Refused(format!(
+                "{m}; use --engine simd or scalar for this multi-layer transformer"
+            )),
             e => e.into(),
         })
     }

@@ -1,0 +1,304 @@
+//! [`Session`]: what each family's engine needs around its shaders, made once per engine: the
+//! device ([`Context`]), one descriptor set (a uniform block at binding 0, storage buffers at
+//! 1..), its pipeline layout, one command buffer and one fence; recording helpers (barriers,
+//! dispatches) and a blocking submit.
+use crate::buffer::Buffer;
+use crate::context::Context;
+use crate::error::{call, VkError};
+use ash::vk;
+
+/// How long to wait for one submission before reporting a hung device.
+const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
+
+pub(crate) struct Session {
+    pub ctx: Context,
+    dsl: vk::DescriptorSetLayout,
+    pub layout: vk::PipelineLayout,
+    pool: vk::DescriptorPool,
+    set: vk::DescriptorSet,
+    cmd_pool: vk::CommandPool,
+    pub cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+}
+
+impl Session {
+    /// A session on `ctx` whose descriptor set holds a uniform block and `storage` storage buffers.
+    pub fn new(ctx: Context, storage: u32) -> Result<Session, VkError> {
+        let mut s = Session {
+            ctx,
+            dsl: vk::DescriptorSetLayout::null(),
+            layout: vk::PipelineLayout::null(),
+            pool: vk::DescriptorPool::null(),
+            set: vk::DescriptorSet::null(),
+            cmd_pool: vk::CommandPool::null(),
+            cmd: vk::CommandBuffer::null(),
+            fence: vk::Fence::null(),
+        };
+        // On error `s` drops and destroys whatever was created.
+        s.init(storage)?;
+        Ok(s)
+    }
+
+    fn init(&mut self, storage: u32) -> Result<(), VkError> {
+        let d = &self.ctx.device;
+        let mut bindings = vec![vk::DescriptorSetLayoutBinding::default()
+            .binding(0)
+            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)];
+        bindings.extend((1..=storage).map(|b| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        }));
+        // SAFETY (whole block): create infos reference live locals; handles are stored in self and
+        // destroyed in Drop.
+        unsafe {
+            self.dsl = call(
+                "vkCreateDescriptorSetLayout",
+                d.create_descriptor_set_layout(
+                    &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                    None,
+                ),
+            )?;
+            let dsls = [self.dsl];
+            self.layout = call(
+                "vkCreatePipelineLayout",
+                d.create_pipeline_layout(
+                    &vk::PipelineLayoutCreateInfo::default().set_layouts(&dsls),
+                    None,
+                ),
+            )?;
+            let sizes = [
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::UNIFORM_BUFFER,
+                    descriptor_count: 1,
+                },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::STORAGE_BUFFER,
+                    descriptor_count: storage,
+                },
+            ];
+            self.pool = call(
+                "vkCreateDescriptorPool",
+                d.create_descriptor_pool(
+                    &vk::DescriptorPoolCreateInfo::default()
+                        .max_sets(1)
+                        .pool_sizes(&sizes),
+                    None,
+                ),
+            )?;
+            self.set = call(
+                "vkAllocateDescriptorSets",
+                d.allocate_descriptor_sets(
+                    &vk::DescriptorSetAllocateInfo::default()
+                        .descriptor_pool(self.pool)
+                        .set_layouts(&dsls),
+                ),
+            )?[0];
+            self.cmd_pool = call(
+                "vkCreateCommandPool",
+                d.create_command_pool(
+                    &vk::CommandPoolCreateInfo::default()
+                        .queue_family_index(self.ctx.family)
+                        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                    None,
+                ),
+            )?;
+            self.cmd = call(
+                "vkAllocateCommandBuffers",
+                d.allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(self.cmd_pool)
+                        .level(vk::CommandBufferLevel::PRIMARY)
+                        .command_buffer_count(1),
+                ),
+            )?[0];
+            self.fence = call(
+                "vkCreateFence",
+                d.create_fence(&vk::FenceCreateInfo::default(), None),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Point the descriptor set at `uniform` (binding 0) and `storage` (bindings 1..).
+    pub fn bind(&self, uniform: &Buffer, storage: &[&Buffer]) {
+        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = std::iter::once(uniform)
+            .chain(storage.iter().copied())
+            .map(|x| {
+                [vk::DescriptorBufferInfo {
+                    buffer: x.buf,
+                    offset: 0,
+                    range: vk::WHOLE_SIZE,
+                }]
+            })
+            .collect();
+        let writes: Vec<vk::WriteDescriptorSet> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(self.set)
+                    .dst_binding(i as u32)
+                    .descriptor_type(if i == 0 {
+                        vk::DescriptorType::UNIFORM_BUFFER
+                    } else {
+                        vk::DescriptorType::STORAGE_BUFFER
+                    })
+                    .buffer_info(info)
+            })
+            .collect();
+        // SAFETY: the set is not in use (no submission pending).
+        unsafe { self.ctx.device.update_descriptor_sets(&writes, &[]) };
+    }
+
+    /// Reset and begin the command buffer.
+    pub fn begin(&self) -> Result<(), VkError> {
+        let d = &self.ctx.device;
+        // SAFETY: the command buffer is not pending (we wait on every submission).
+        unsafe {
+            call(
+                "vkResetCommandBuffer",
+                d.reset_command_buffer(self.cmd, vk::CommandBufferResetFlags::empty()),
+            )?;
+            call(
+                "vkBeginCommandBuffer",
+                d.begin_command_buffer(
+                    self.cmd,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                ),
+            )
+        }
+    }
+
+    fn barrier(
+        &self,
+        src: vk::PipelineStageFlags,
+        src_access: vk::AccessFlags,
+        dst: vk::PipelineStageFlags,
+        dst_access: vk::AccessFlags,
+    ) {
+        let mb = [vk::MemoryBarrier::default()
+            .src_access_mask(src_access)
+            .dst_access_mask(dst_access)];
+        // SAFETY: recording.
+        unsafe {
+            self.ctx.device.cmd_pipeline_barrier(
+                self.cmd,
+                src,
+                dst,
+                vk::DependencyFlags::empty(),
+                &mb,
+                &[],
+                &[],
+            )
+        }
+    }
+
+    /// Make uploads (and earlier submissions' shader writes) visible to the shaders.
+    pub fn barrier_to_compute(&self) {
+        use vk::AccessFlags as A;
+        use vk::PipelineStageFlags as S;
+        self.barrier(
+            S::TRANSFER | S::HOST | S::COMPUTE_SHADER,
+            A::TRANSFER_WRITE | A::HOST_WRITE | A::SHADER_WRITE,
+            S::COMPUTE_SHADER,
+            A::SHADER_READ | A::SHADER_WRITE | A::UNIFORM_READ,
+        );
+    }
+
+    /// Make one dispatch's writes visible to the next.
+    pub fn barrier_compute(&self) {
+        use vk::AccessFlags as A;
+        use vk::PipelineStageFlags as S;
+        self.barrier(
+            S::COMPUTE_SHADER,
+            A::SHADER_WRITE,
+            S::COMPUTE_SHADER,
+            A::SHADER_READ | A::SHADER_WRITE,
+        );
+    }
+
+    /// Make shader results readable by copies and by the host.
+    pub fn barrier_to_host(&self) {
+        use vk::AccessFlags as A;
+        use vk::PipelineStageFlags as S;
+        self.barrier(
+            S::COMPUTE_SHADER,
+            A::SHADER_WRITE,
+            S::TRANSFER | S::HOST,
+            A::TRANSFER_READ | A::HOST_READ,
+        );
+    }
+
+    /// Make a download copy readable by the host.
+    pub fn barrier_copy_to_host(&self) {
+        use vk::AccessFlags as A;
+        use vk::PipelineStageFlags as S;
+        self.barrier(S::TRANSFER, A::TRANSFER_WRITE, S::HOST, A::HOST_READ);
+    }
+
+    /// Record `groups` workgroups of `pipeline` over the session's descriptor set.
+    pub fn dispatch(&self, pipeline: vk::Pipeline, groups: u32) {
+        let d = &self.ctx.device;
+        // SAFETY: recording; the set matches the pipeline layout.
+        unsafe {
+            d.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline);
+            d.cmd_bind_descriptor_sets(
+                self.cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                self.layout,
+                0,
+                &[self.set],
+                &[],
+            );
+            d.cmd_dispatch(self.cmd, groups, 1, 1);
+        }
+    }
+
+    /// End the command buffer, submit it and wait for it.
+    pub fn submit_wait(&self) -> Result<(), VkError> {
+        let d = &self.ctx.device;
+        let cmds = [self.cmd];
+        // SAFETY: the command buffer was recorded by `begin` .. here; the fence is unsignalled.
+        unsafe {
+            call("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
+            call(
+                "vkQueueSubmit",
+                d.queue_submit(
+                    self.ctx.queue,
+                    &[vk::SubmitInfo::default().command_buffers(&cmds)],
+                    self.fence,
+                ),
+            )?;
+            let waited = d.wait_for_fences(&[self.fence], true, FENCE_TIMEOUT_NS);
+            if waited.is_err() {
+                // Do not reuse resources the device may still touch.
+                let _ = d.device_wait_idle();
+            }
+            call("vkWaitForFences", waited)?;
+            call("vkResetFences", d.reset_fences(&[self.fence]))
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let d = &self.ctx.device;
+        // SAFETY: the engine owning the session destroyed its buffers and pipelines first; after
+        // device_wait_idle nothing is in flight; destroying null handles is a no-op.
+        unsafe {
+            let _ = d.device_wait_idle();
+            d.destroy_fence(self.fence, None);
+            d.destroy_command_pool(self.cmd_pool, None);
+            d.destroy_descriptor_pool(self.pool, None);
+            d.destroy_pipeline_layout(self.layout, None);
+            d.destroy_descriptor_set_layout(self.dsl, None);
+        }
+        // `ctx` drops next: device, messenger, instance.
+    }
+}
