@@ -117,7 +117,19 @@ pub fn run(a: &Args) -> CliResult {
     #[cfg(not(feature = "vulkan"))]
     let vulkan: Option<serde_json::Value> = None;
     #[cfg(feature = "vulkan")]
-    let vulkan = if engine == "vulkan" {
+    let one_layer = matches!(
+        icl_core::model::ModelSpec::from_config(&base).map(|m| m.net),
+        Ok(icl_core::model::Net::Attention(_))
+    );
+    #[cfg(feature = "vulkan")]
+    let vulkan = if engine == "vulkan" && !one_layer {
+        // the prediction and GPU-only rates below are one-layer measurements: name the device
+        let (device, kind) = icl_core_run::bench::vulkan_device()?;
+        if !a.json {
+            outln(&format!("vulkan {device} ({kind})"))?;
+        }
+        Some(json!({ "device": device, "device_kind": kind }))
+    } else if engine == "vulkan" {
         let r = icl_core_run::bench::vulkan_predict(&base)?;
         if !a.json {
             outln(&format!(
@@ -141,7 +153,13 @@ pub fn run(a: &Args) -> CliResult {
             "rows": rows,
         });
         if let Some(v) = vulkan {
-            doc["vulkan_predict"] = v;
+            // one-layer models: the prediction and GPU-only rates; other families: the device
+            let key = if v.get("predict_len").is_some() {
+                "vulkan_predict"
+            } else {
+                "vulkan_device"
+            };
+            doc[key] = v;
         }
         outln(&icl_core_run::summary::pretty(&doc))?;
     }

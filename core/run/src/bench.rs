@@ -294,6 +294,16 @@ pub fn vulkan_predict(cfg: &Config) -> Result<icl_gpu_vulkan::bench::BenchReport
     )?)
 }
 
+/// The Vulkan device the engine picks (`ICL_VULKAN_DEVICE`): its name and kind (for the models
+/// [`vulkan_predict`] does not measure: every family but one-layer attention).
+#[cfg(feature = "vulkan")]
+pub fn vulkan_device() -> Result<(String, &'static str)> {
+    let vk = icl_gpu_vulkan::VulkanEngine::new(&icl_gpu_vulkan::Options::from_env())
+        .map_err(icl_core::Error::from)?;
+    let d = vk.device();
+    Ok((d.name.clone(), d.kind.name()))
+}
+
 #[cfg(test)]
 mod tests {
     use icl_core::config::AttentionKind;
