@@ -7,10 +7,10 @@
 //! gradient (and loss) is read back: H E E + H n_out E + 1 floats. Batches larger than one
 //! storage-buffer binding run in chunks of sequences, one submission each.
 use crate::buffer::{Buffer, GpuArray};
-use crate::context::{Context, DeviceInfo, DeviceKind, Options};
+use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
 use crate::kernels::{Entry, Kernels, Variant, MAX_H};
-use crate::session::Session;
+use crate::session::{self, Session};
 use ash::vk;
 use icl_core::config::{Activation, AttentionKind};
 use icl_core::families::attention::AttentionSpec;
@@ -181,21 +181,7 @@ impl std::fmt::Debug for VulkanEngine {
 impl VulkanEngine {
     /// Open the best device the options allow.
     pub fn new(opts: &Options) -> Result<VulkanEngine, VkError> {
-        let wg = match opts.workgroup_size {
-            Some(w @ (16 | 64)) => Some(w),
-            Some(w) => {
-                return Err(VkError::Unsupported(format!(
-                    "workgroup size {w}: the shaders are built for 16 and 64"
-                )))
-            }
-            None => None,
-        };
-        let ctx = Context::new(opts)?;
-        let wg = wg.unwrap_or(if ctx.info.kind == DeviceKind::Cpu {
-            16
-        } else {
-            64
-        });
+        let (ctx, wg) = session::open(opts)?;
         Ok(VulkanEngine {
             s: Session::new(ctx, 6)?,
             kernels: Vec::new(),

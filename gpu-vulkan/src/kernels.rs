@@ -96,12 +96,90 @@ impl Entry {
     }
 }
 
+/// A shader module and the compute pipelines of its four entry points, in the order given (the
+/// one-layer [`Kernels`] and the stack engine's both have four).
+#[derive(Debug)]
+pub(crate) struct Module {
+    module: vk::ShaderModule,
+    pipelines: [vk::Pipeline; 4],
+}
+
+impl Module {
+    /// Load `spirv` (made and validated by naga at build time) and make a pipeline per entry.
+    pub fn new(
+        ctx: &Context,
+        layout: vk::PipelineLayout,
+        spirv: &[u8],
+        entries: [&CStr; 4],
+    ) -> Result<Module, VkError> {
+        let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv))
+            .map_err(|e| VkError::Unsupported(format!("embedded SPIR-V is malformed: {e}")))?;
+        let d = &ctx.device;
+        // SAFETY: valid SPIR-V produced and validated by naga at build time.
+        let module = call("vkCreateShaderModule", unsafe {
+            d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None)
+        })?;
+        let mut m = Module {
+            module,
+            pipelines: [vk::Pipeline::null(); 4],
+        };
+        let infos: Vec<vk::ComputePipelineCreateInfo> = entries
+            .iter()
+            .map(|name| {
+                vk::ComputePipelineCreateInfo::default()
+                    .stage(
+                        vk::PipelineShaderStageCreateInfo::default()
+                            .stage(vk::ShaderStageFlags::COMPUTE)
+                            .module(module)
+                            .name(name),
+                    )
+                    .layout(layout)
+            })
+            .collect();
+        // SAFETY: the infos reference live objects.
+        match unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &infos, None) } {
+            Ok(p) => m.pipelines.copy_from_slice(&p),
+            Err((p, r)) => {
+                for (dst, src) in m.pipelines.iter_mut().zip(p) {
+                    *dst = src;
+                }
+                // SAFETY: nothing uses the partial pipelines.
+                unsafe { m.destroy(d) };
+                return Err(VkError::Call {
+                    call: "vkCreateComputePipelines",
+                    result: r,
+                });
+            }
+        }
+        Ok(m)
+    }
+
+    /// The pipeline of entry `i` (its index in the `entries` given to [`Module::new`]).
+    pub fn pipeline(&self, i: usize) -> vk::Pipeline {
+        self.pipelines[i]
+    }
+
+    /// # Safety
+    /// The pipelines must be idle; the module is unusable afterwards (null handles, so a second
+    /// call is a no-op).
+    pub unsafe fn destroy(&mut self, d: &ash::Device) {
+        // SAFETY: caller guarantees the pipelines are idle; null handles are ignored by Vulkan.
+        unsafe {
+            for p in &mut self.pipelines {
+                d.destroy_pipeline(*p, None);
+                *p = vk::Pipeline::null();
+            }
+            d.destroy_shader_module(self.module, None);
+        }
+        self.module = vk::ShaderModule::null();
+    }
+}
+
 /// One variant's shader module and its four pipelines.
 #[derive(Debug)]
 pub(crate) struct Kernels {
     pub variant: Variant,
-    module: vk::ShaderModule,
-    pipelines: [vk::Pipeline; 4],
+    module: Module,
 }
 
 impl Kernels {
@@ -118,62 +196,18 @@ impl Kernels {
                 ctx.info.max_shared_memory
             )));
         }
-        let words = ash::util::read_spv(&mut std::io::Cursor::new(variant.spirv()))
-            .map_err(|e| VkError::Unsupported(format!("embedded SPIR-V is malformed: {e}")))?;
-        let d = &ctx.device;
-        // SAFETY: valid SPIR-V produced and validated by naga at build time.
-        let module = call("vkCreateShaderModule", unsafe {
-            d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None)
-        })?;
-        let mut k = Kernels {
-            variant,
-            module,
-            pipelines: [vk::Pipeline::null(); 4],
-        };
-        let infos: Vec<vk::ComputePipelineCreateInfo> = Entry::ALL
-            .iter()
-            .map(|e| {
-                vk::ComputePipelineCreateInfo::default()
-                    .stage(
-                        vk::PipelineShaderStageCreateInfo::default()
-                            .stage(vk::ShaderStageFlags::COMPUTE)
-                            .module(module)
-                            .name(e.name()),
-                    )
-                    .layout(layout)
-            })
-            .collect();
-        // SAFETY: the infos reference live objects.
-        match unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &infos, None) } {
-            Ok(p) => k.pipelines.copy_from_slice(&p),
-            Err((p, r)) => {
-                for (dst, src) in k.pipelines.iter_mut().zip(p) {
-                    *dst = src;
-                }
-                // SAFETY: nothing uses the partial pipelines.
-                unsafe { k.destroy(d) };
-                return Err(VkError::Call {
-                    call: "vkCreateComputePipelines",
-                    result: r,
-                });
-            }
-        }
-        Ok(k)
+        let module = Module::new(ctx, layout, variant.spirv(), Entry::ALL.map(Entry::name))?;
+        Ok(Kernels { variant, module })
     }
 
     pub fn pipeline(&self, e: Entry) -> vk::Pipeline {
-        self.pipelines[e as usize]
+        self.module.pipeline(e as usize)
     }
 
+    /// # Safety
+    /// As [`Module::destroy`].
     pub unsafe fn destroy(&mut self, d: &ash::Device) {
-        // SAFETY: caller guarantees the pipelines are idle; null handles are ignored by Vulkan.
-        unsafe {
-            for p in &mut self.pipelines {
-                d.destroy_pipeline(*p, None);
-                *p = vk::Pipeline::null();
-            }
-            d.destroy_shader_module(self.module, None);
-        }
-        self.module = vk::ShaderModule::null();
+        // SAFETY: forwarded to the caller.
+        unsafe { self.module.destroy(d) }
     }
 }

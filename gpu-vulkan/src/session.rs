@@ -3,12 +3,34 @@
 //! 1..), its pipeline layout, one command buffer and one fence; recording helpers (barriers,
 //! dispatches) and a blocking submit.
 use crate::buffer::Buffer;
-use crate::context::Context;
+use crate::context::{Context, DeviceKind, Options};
 use crate::error::{call, VkError};
 use ash::vk;
 
 /// How long to wait for one submission before reporting a hung device.
 const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
+
+/// The device `opts` selects and the shaders' workgroup size: `opts.workgroup_size` (16 or 64,
+/// refused otherwise, before any device is opened), else 16 on a CPU implementation and 64 on a
+/// GPU.
+pub(crate) fn open(opts: &Options) -> Result<(Context, u32), VkError> {
+    let wg = match opts.workgroup_size {
+        Some(w @ (16 | 64)) => Some(w),
+        Some(w) => {
+            return Err(VkError::Unsupported(format!(
+                "workgroup size {w}: the shaders are built for 16 and 64"
+            )))
+        }
+        None => None,
+    };
+    let ctx = Context::new(opts)?;
+    let wg = wg.unwrap_or(if ctx.info.kind == DeviceKind::Cpu {
+        16
+    } else {
+        64
+    });
+    Ok((ctx, wg))
+}
 
 pub(crate) struct Session {
     pub ctx: Context,

@@ -10,9 +10,10 @@
 //! the same order, so the bits do not depend on chunking. Data generation stays on the CPU (the
 //! trait's default `fill_rows`).
 use crate::buffer::{Buffer, GpuArray};
-use crate::context::{Context, DeviceInfo, DeviceKind, Options};
-use crate::error::{call, VkError};
-use crate::session::Session;
+use crate::context::{DeviceInfo, Options};
+use crate::error::VkError;
+use crate::kernels::Module;
+use crate::session::{self, Session};
 use ash::vk;
 use icl_core::config::AttentionKind;
 use icl_core::families::stack::layers::{Pass, StackCircuits, StackSpec};
@@ -256,8 +257,7 @@ struct Buffers {
 /// Multi-layer transformer stacks on the Vulkan engine (f32).
 pub struct VulkanStack {
     s: Session,
-    module: vk::ShaderModule,
-    pipelines: [vk::Pipeline; 4],
+    module: Option<Module>,
     bufs: Option<Buffers>,
     wg: u32,
     chunk_bytes: u64,
@@ -284,32 +284,22 @@ impl VulkanStack {
                     .into(),
             ));
         }
-        let wg = match opts.workgroup_size {
-            Some(w @ (16 | 64)) => Some(w),
-            Some(w) => {
-                return Err(VkError::Unsupported(format!(
-                    "workgroup size {w}: the shaders are built for 16 and 64"
-                )))
-            }
-            None => None,
-        };
-        let ctx = Context::new(opts)?;
-        let wg = wg.unwrap_or(if ctx.info.kind == DeviceKind::Cpu {
-            16
-        } else {
-            64
-        });
+        let (ctx, wg) = session::open(opts)?;
         let mut eng = VulkanStack {
             s: Session::new(ctx, N_ARRAYS as u32)?,
-            module: vk::ShaderModule::null(),
-            pipelines: [vk::Pipeline::null(); 4],
+            module: None,
             bufs: None,
             wg,
             chunk_bytes: opts.max_chunk_bytes,
             host: Vec::new(),
         };
         // On error `eng` drops and destroys whatever was created.
-        eng.init()?;
+        eng.module = Some(Module::new(
+            &eng.s.ctx,
+            eng.s.layout,
+            spirv(wg),
+            Entry::ALL.map(Entry::name),
+        )?);
         Ok(eng)
     }
 
@@ -326,46 +316,6 @@ impl VulkanStack {
     /// Errors the validation layer reported so far (empty when validation is off).
     pub fn validation_errors(&self) -> Vec<String> {
         self.s.ctx.validation_errors()
-    }
-
-    fn init(&mut self) -> Result<(), VkError> {
-        let d = &self.s.ctx.device;
-        let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv(self.wg)))
-            .map_err(|e| VkError::Unsupported(format!("embedded SPIR-V is malformed: {e}")))?;
-        // SAFETY (whole block): create infos reference live locals; handles are stored in self and
-        // destroyed in Drop; the SPIR-V was produced and validated by naga at build time.
-        unsafe {
-            self.module = call(
-                "vkCreateShaderModule",
-                d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None),
-            )?;
-            let infos: Vec<vk::ComputePipelineCreateInfo> = Entry::ALL
-                .iter()
-                .map(|e| {
-                    vk::ComputePipelineCreateInfo::default()
-                        .stage(
-                            vk::PipelineShaderStageCreateInfo::default()
-                                .stage(vk::ShaderStageFlags::COMPUTE)
-                                .module(self.module)
-                                .name(e.name()),
-                        )
-                        .layout(self.s.layout)
-                })
-                .collect();
-            match d.create_compute_pipelines(vk::PipelineCache::null(), &infos, None) {
-                Ok(p) => self.pipelines.copy_from_slice(&p),
-                Err((p, r)) => {
-                    for (dst, src) in self.pipelines.iter_mut().zip(p) {
-                        *dst = src;
-                    }
-                    return Err(VkError::Call {
-                        call: "vkCreateComputePipelines",
-                        result: r,
-                    });
-                }
-            }
-        }
-        Ok(())
     }
 
     fn bufs(&self) -> Result<&Buffers, VkError> {
@@ -437,7 +387,9 @@ impl VulkanStack {
     }
 
     fn dispatch(&self, e: Entry, groups: u32) {
-        self.s.dispatch(self.pipelines[e as usize], groups);
+        if let Some(m) = &self.module {
+            self.s.dispatch(m.pipeline(e as usize), groups);
+        }
     }
 
     /// Plan the call, make the buffers and write the circuits (Phi then Psi) to the host side.
@@ -610,10 +562,9 @@ impl Drop for VulkanStack {
                     a.destroy(d);
                 }
             }
-            for p in &self.pipelines {
-                d.destroy_pipeline(*p, None);
+            if let Some(m) = &mut self.module {
+                m.destroy(d);
             }
-            d.destroy_shader_module(self.module, None);
         }
         // `s` drops next: descriptor set, command buffer, fence, then the device.
     }
