@@ -144,6 +144,16 @@ fn dot_ws(x: u32, y: u32) -> f32 {
     return acc;
 }
 
+// sum_i w_i z_i[r] over the l keys, in order: the weights at ws[w..], the tokens at ws[z..]
+// (m_j's row r in the forward, dp_j's in the backward).
+fn mix_ws(w: u32, z: u32, l: u32, r: u32) -> f32 {
+    var acc = 0.0;
+    for (var i = 0u; i < l; i++) {
+        acc = acc + ws[w + i] * ws[z + i * p.e + r];
+    }
+    return acc;
+}
+
 // Forward of layer t over column j (the column steps of the header), all heads.
 fn layer_forward_column(sl: Slot, t: u32, j: u32) {
     let e = p.e;
@@ -206,11 +216,7 @@ fn layer_forward_column(sl: Slot, t: u32, j: u32) {
         }
         // m_j = sum_i a_ij z_i
         for (var r = 0u; r < e; r++) {
-            var acc = 0.0;
-            for (var i = 0u; i < l; i++) {
-                acc = acc + ws[aj + i] * ws[zin + i * e + r];
-            }
-            ws[mj + r] = acc;
+            ws[mj + r] = mix_ws(aj, zin, l, r);
         }
         // zo_j += Psi m_j
         for (var r = 0u; r < e; r++) {
@@ -285,11 +291,7 @@ fn head_backward_column(sl: Slot, t: u32, h: u32, j: u32, dzo: u32) {
     }
     // s_ij = z_i . p_j  =>  dp_j = sum_i ds_ij z_i
     for (var k = 0u; k < e; k++) {
-        var acc = 0.0;
-        for (var i = 0u; i < l; i++) {
-            acc = acc + ws[ds + i] * ws[zin + i * e + k];
-        }
-        ws[dp + k] = acc;
+        ws[dp + k] = mix_ws(ds, zin, l, k);
     }
 }
 
