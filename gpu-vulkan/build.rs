@@ -2,6 +2,8 @@
 //! tool). `attention.wgsl` (one-layer models) makes eight variants: embedding width up to 16 or 64
 //! held in workgroup memory, 16 or 64 invocations a workgroup, batch tokens stored as f32 or as f16
 //! pairs packed in u32 words. `stack.wgsl` (multi-layer stacks) makes two: 16 or 64 invocations.
+//! `sample.wgsl` (law-2 batches made on the device) makes two, with every floating-point addition,
+//! subtraction and multiplication decorated `NoContraction` ([`no_contraction`]).
 use std::path::PathBuf;
 
 /// Largest embedding width E held in workgroup memory.
@@ -18,6 +20,7 @@ fn main() {
     let src_path = "shaders/attention.wgsl";
     println!("cargo:rerun-if-changed={src_path}");
     println!("cargo:rerun-if-changed={STACK_PATH}");
+    println!("cargo:rerun-if-changed={SAMPLE_PATH}");
     println!("cargo:rerun-if-changed=build.rs");
     let template = std::fs::read_to_string(src_path).expect("read shaders/attention.wgsl");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
@@ -34,7 +37,7 @@ fn main() {
             .replace("__WG__", &format!("{wg}u"))
             .replace("__ZTYPE__", if f16 { "u32" } else { "f32" })
             .replace("__LOAD_Z__", if f16 { LOAD_F16 } else { LOAD_F32 });
-        let words = compile(&stem, &src);
+        let words = compile(&stem, &src, false);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
     }
@@ -42,22 +45,91 @@ fn main() {
     let stack = std::fs::read_to_string(STACK_PATH).expect("read shaders/stack.wgsl");
     for wg in WG {
         let stem = format!("stack_wg{wg}");
-        let words = compile(&stem, &stack.replace("__WG__", &format!("{wg}u")));
+        let words = compile(&stem, &stack.replace("__WG__", &format!("{wg}u")), false);
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
+    }
+    // The law-2 sampler: one variant per workgroup size, f64 arithmetic, nothing contracted.
+    let sample = std::fs::read_to_string(SAMPLE_PATH).expect("read shaders/sample.wgsl");
+    for wg in WG {
+        let stem = format!("sample_wg{wg}");
+        let words = compile(&stem, &sample.replace("__WG__", &format!("{wg}u")), true);
+        let words = no_contraction(&words);
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
     }
 }
 
+/// The law-2 sampler (`sample`).
+const SAMPLE_PATH: &str = "shaders/sample.wgsl";
+
+/// `words` with an `OpDecorate %r NoContraction` for the result `%r` of every floating-point
+/// addition, subtraction, multiplication and division, placed before the module's first
+/// decoration. Without it a driver may fuse `a * b + c` into one rounding (SPIR-V allows it; naga
+/// has no way to forbid it), and the sampler's bits would differ from the CPU's. (Lavapipe does
+/// not fuse, so the tests there pass without it; GPU compilers do.)
+fn no_contraction(words: &[u32]) -> Vec<u32> {
+    use spirv::{Decoration, Op};
+    const HEADER: usize = 5;
+    let fp = [
+        Op::FAdd,
+        Op::FSub,
+        Op::FMul,
+        Op::FDiv,
+        Op::VectorTimesScalar,
+        Op::MatrixTimesScalar,
+        Op::VectorTimesMatrix,
+        Op::MatrixTimesVector,
+        Op::MatrixTimesMatrix,
+        Op::Dot,
+    ]
+    .map(|o| o as u32);
+    let (mut results, mut first_decoration) = (Vec::new(), None);
+    let mut i = HEADER;
+    while i < words.len() {
+        let (count, op) = ((words[i] >> 16) as usize, words[i] & 0xffff);
+        assert!(
+            count > 0 && i + count <= words.len(),
+            "malformed SPIR-V at word {i}"
+        );
+        if first_decoration.is_none()
+            && (op == Op::Decorate as u32 || op == Op::MemberDecorate as u32)
+        {
+            first_decoration = Some(i);
+        }
+        if fp.contains(&op) {
+            // result type, result id, operands
+            results.push(words[i + 2]);
+        }
+        i += count;
+    }
+    let at = first_decoration.expect("the sampler has binding decorations");
+    let mut out = words[..at].to_vec();
+    for r in results {
+        out.extend([
+            (3 << 16) | Op::Decorate as u32,
+            r,
+            Decoration::NoContraction as u32,
+        ]);
+    }
+    out.extend_from_slice(&words[at..]);
+    out
+}
+
 /// The multi-layer stack's kernels (`forward`, `fwd_bwd`, `reduce_partials`, `reduce_final`).
 const STACK_PATH: &str = "shaders/stack.wgsl";
 
-fn compile(stem: &str, src: &str) -> Vec<u32> {
+fn compile(stem: &str, src: &str, float64: bool) -> Vec<u32> {
     let module = match naga::front::wgsl::parse_str(src) {
         Ok(m) => m,
         Err(e) => panic!("{stem}: WGSL parse error:\n{}", e.emit_to_string(src)),
     };
     // unpack2x16float is GLSL.std.450 UnpackHalf2x16, core in every Vulkan version.
-    let caps = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    let mut caps = naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+    if float64 {
+        // the sampler's f64 arithmetic (SPIR-V Float64; the engine enables shaderFloat64)
+        caps |= naga::valid::Capabilities::FLOAT64;
+    }
     let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
         .validate(&module)
         .unwrap_or_else(|e| {

@@ -166,6 +166,9 @@ pub struct DeviceInfo {
     pub max_workgroup_count_x: u32,
     /// Whether the validation layer is on.
     pub validation: bool,
+    /// Whether shaders may use f64 (`shaderFloat64`, enabled when the device has it): the law-2
+    /// sampler on the device needs it.
+    pub float64: bool,
 }
 
 /// A Vulkan instance and logical device with one compute queue.
@@ -279,7 +282,13 @@ impl Context {
         let qci = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(family)
             .queue_priorities(&prio)];
-        let dci = vk::DeviceCreateInfo::default().queue_create_infos(&qci);
+        let features = vk::PhysicalDeviceFeatures {
+            shader_float64: info.float64 as vk::Bool32,
+            ..Default::default()
+        };
+        let dci = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&qci)
+            .enabled_features(&features);
         // SAFETY: `pdev` comes from this instance; `dci` outlives the call.
         let device = call("vkCreateDevice", unsafe {
             guard.instance().create_device(pdev, &dci, None)
@@ -398,6 +407,7 @@ fn pick_device(
             continue;
         };
         let kind = DeviceKind::of(props.device_type);
+        let features = unsafe { instance.get_physical_device_features(pd) };
         let v = props.api_version;
         let info = DeviceInfo {
             name: props
@@ -415,6 +425,7 @@ fn pick_device(
             max_shared_memory: props.limits.max_compute_shared_memory_size,
             max_workgroup_count_x: props.limits.max_compute_work_group_count[0],
             validation,
+            float64: features.shader_float64 == vk::TRUE,
         };
         cands.push((pd, family as u32, info));
     }

@@ -9,12 +9,15 @@
 use crate::buffer::{Buffer, GpuArray};
 use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
-use crate::kernels::{Entry, Kernels, Variant, MAX_H};
+use crate::kernels::{self, Entry, Kernels, Module, Variant, MAX_H};
 use crate::session::{self, Session};
 use ash::vk;
 use icl_core::config::{Activation, AttentionKind};
+use icl_core::data::task::PlainGaussian;
+use icl_core::engine::Sampling;
 use icl_core::families::attention::AttentionSpec;
-use icl_core::{AttentionKernels, Batch, Circuits};
+use icl_core::rng::{self, Domain};
+use icl_core::{AttentionKernels, Batch, Circuits, Task};
 
 /// Sequences per partial gradient sum in `reduce_partials`.
 const PART_LEN: usize = 64;
@@ -155,6 +158,31 @@ struct Buffers {
     seqout: GpuArray,
     partials: GpuArray,
     grad: GpuArray,
+    /// The device sampler's covariance factor (f64).
+    aux: GpuArray,
+}
+
+/// Where a call's tokens come from: the host's batch, or the law-2 sampler on the device.
+#[derive(Clone, Copy)]
+enum Tokens<'a> {
+    Host(&'a Batch<f32>),
+    Device {
+        task: PlainGaussian<'a>,
+        seed: u64,
+        step: u64,
+    },
+}
+
+/// Whether the device's law-2 batches are the CPU's, bit for bit (checked on the first batch the
+/// device makes: a device whose arithmetic differs keeps the CPU sampler).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceData {
+    /// Not tried yet.
+    Unchecked,
+    /// The device makes the batches (checked equal to the CPU's).
+    Yes,
+    /// The CPU makes them: the device has no f64 in shaders, or its first batch differed.
+    No,
 }
 
 /// The Vulkan compute engine (f32 compute; optional f16 storage of the batch tokens).
@@ -167,6 +195,9 @@ pub struct VulkanEngine {
     chunk_bytes: u64,
     staging: Vec<u32>,
     circ_host: Vec<f32>,
+    /// The law-2 sampler's pipeline (made on first use).
+    sampler: Option<Module>,
+    device_data: DeviceData,
 }
 
 impl std::fmt::Debug for VulkanEngine {
@@ -183,7 +214,7 @@ impl VulkanEngine {
     pub fn new(opts: &Options) -> Result<VulkanEngine, VkError> {
         let (ctx, wg) = session::open(opts)?;
         Ok(VulkanEngine {
-            s: Session::new(ctx, 6)?,
+            s: Session::new(ctx, 7)?,
             kernels: Vec::new(),
             bufs: None,
             f16: opts.f16_batch,
@@ -191,7 +222,14 @@ impl VulkanEngine {
             chunk_bytes: opts.max_chunk_bytes,
             staging: Vec::new(),
             circ_host: Vec::new(),
+            sampler: None,
+            device_data: DeviceData::Unchecked,
         })
+    }
+
+    /// Whether training batches of law-2 tasks are made on the device (see [`DeviceData`]).
+    pub fn device_data(&self) -> DeviceData {
+        self.device_data
     }
 
     /// The device buffers (made by the first `fit_buffers`).
@@ -248,7 +286,7 @@ impl VulkanEngine {
     }
 
     /// Make every buffer at least as large as `plan` needs; rebind the descriptor set if any grew.
-    fn fit_buffers(&mut self, plan: &Plan) -> Result<(), VkError> {
+    fn fit_buffers(&mut self, plan: &Plan, aux_bytes: u64) -> Result<(), VkError> {
         let f = 4u64;
         let need = [
             (plan.g_len as u64) * f,
@@ -257,6 +295,7 @@ impl VulkanEngine {
             (plan.n * plan.so).max(plan.chunk * plan.no) as u64 * f,
             (plan.n_parts * plan.g_len) as u64 * f,
             plan.g_len as u64 * f,
+            aux_bytes.max(8),
         ];
         let ctx = &self.s.ctx;
         let d = &ctx.device;
@@ -264,9 +303,10 @@ impl VulkanEngine {
         if self.bufs.is_none() {
             use vk::BufferUsageFlags as U;
             use vk::MemoryPropertyFlags as M;
+            // the attention module's 16 words, then the sampler's
             let params = Buffer::new(
                 ctx,
-                64,
+                128,
                 U::UNIFORM_BUFFER,
                 M::HOST_VISIBLE | M::HOST_COHERENT,
             )?;
@@ -285,9 +325,10 @@ impl VulkanEngine {
                     }
                 }
             }
-            let Ok([circ, z, y, seqout, partials, grad]) = <[GpuArray; 6]>::try_from(made) else {
+            let Ok([circ, z, y, seqout, partials, grad, aux]) = <[GpuArray; 7]>::try_from(made)
+            else {
                 return Err(VkError::Unsupported(
-                    "internal: six buffers expected".into(),
+                    "internal: seven buffers expected".into(),
                 ));
             };
             self.bufs = Some(Buffers {
@@ -298,6 +339,7 @@ impl VulkanEngine {
                 seqout,
                 partials,
                 grad,
+                aux,
             });
             changed = true;
         } else if let Some(b) = self.bufs.as_mut() {
@@ -308,6 +350,7 @@ impl VulkanEngine {
                 &mut b.seqout,
                 &mut b.partials,
                 &mut b.grad,
+                &mut b.aux,
             ];
             for (a, &bytes) in arrays.into_iter().zip(&need) {
                 if a.size() < bytes {
@@ -331,6 +374,7 @@ impl VulkanEngine {
                     &b.seqout.dev,
                     &b.partials.dev,
                     &b.grad.dev,
+                    &b.aux.dev,
                 ],
             );
         }
@@ -391,6 +435,7 @@ impl VulkanEngine {
         spec: &AttentionSpec,
         n: usize,
         len: usize,
+        aux_bytes: u64,
     ) -> Result<(Plan, usize), VkError> {
         let plan = Plan::new(
             spec,
@@ -402,26 +447,36 @@ impl VulkanEngine {
             self.chunk_bytes,
         )?;
         let k = self.kernels(plan.variant)?;
-        self.fit_buffers(&plan)?;
+        self.fit_buffers(&plan, aux_bytes)?;
         Ok((plan, k))
     }
 
-    /// Upload chunk `ci` (sequences start..start+count) and open its command buffer: tokens,
-    /// targets (training), the launch parameters, and the circuits with the first chunk; then the
-    /// barrier before compute. Shared by training and prediction.
+    /// Open chunk `ci`'s command buffer (sequences start..start+count) with its tokens in
+    /// device memory: the host's tokens and targets (training) uploaded, or made there by the
+    /// sampler; the launch parameters, and the circuits with the first chunk; then the barrier
+    /// before compute. Shared by training and prediction.
     #[allow(clippy::too_many_arguments)]
-    fn upload_chunk(
+    fn open_chunk(
         &mut self,
         plan: &Plan,
         spec: &AttentionSpec,
-        batch: &Batch<f32>,
+        tokens: Tokens<'_>,
         ci: usize,
         start: usize,
         count: usize,
         targets: bool,
     ) -> Result<(), VkError> {
-        self.write_batch(plan, batch, start, count, targets)?;
-        let p = plan.params(spec, start);
+        let mut p = [0u32; 32];
+        p[..16].copy_from_slice(&plan.params(spec, start));
+        match tokens {
+            Tokens::Host(batch) => self.write_batch(plan, batch, start, count, targets)?,
+            Tokens::Device { task, seed, step } => {
+                p[16..].copy_from_slice(&sample_params(&task, seed, step, start, count, plan.len));
+                if ci == 0 && !task.factor.is_empty() {
+                    self.bufs_mut()?.aux.host().write(task.factor);
+                }
+            }
+        }
         self.bufs_mut()?.params.write(&p);
         self.s.begin()?;
         {
@@ -431,12 +486,29 @@ impl VulkanEngine {
                 b.circ
                     .record_upload(d, self.s.cmd, (plan.g_len as u64 - 1) * 4);
             }
-            b.z.record_upload(d, self.s.cmd, plan.token_words(count) as u64 * 4);
-            if targets {
-                b.y.record_upload(d, self.s.cmd, (count * plan.no) as u64 * 4);
+            match tokens {
+                Tokens::Host(_) => {
+                    b.z.record_upload(d, self.s.cmd, plan.token_words(count) as u64 * 4);
+                    if targets {
+                        b.y.record_upload(d, self.s.cmd, (count * plan.no) as u64 * 4);
+                    }
+                }
+                Tokens::Device { task, .. } => {
+                    if ci == 0 && !task.factor.is_empty() {
+                        b.aux
+                            .record_upload(d, self.s.cmd, task.factor.len() as u64 * 8);
+                    }
+                }
             }
         }
         self.s.barrier_to_compute();
+        if let Tokens::Device { .. } = tokens {
+            let sampler = self.sampler.as_ref().ok_or_else(|| {
+                VkError::Unsupported("internal: the sampler used before it was made".into())
+            })?;
+            self.s.dispatch(sampler.pipeline(0), count as u32);
+            self.s.barrier_compute();
+        }
         Ok(())
     }
 
@@ -444,14 +516,15 @@ impl VulkanEngine {
         &mut self,
         spec: &AttentionSpec,
         circ: &Circuits<f32>,
-        batch: &Batch<f32>,
+        tokens: Tokens<'_>,
+        (n, len): (usize, usize),
         grad: &mut Circuits<f32>,
     ) -> Result<f32, VkError> {
-        let (plan, k) = self.prepare(spec, batch.n, batch.len)?;
+        let (plan, k) = self.prepare(spec, n, len, aux_bytes(tokens))?;
         self.write_circuits(circ)?;
         let chunks: Vec<(usize, usize)> = plan.chunks().collect();
         for (ci, &(start, count)) in chunks.iter().enumerate() {
-            self.upload_chunk(&plan, spec, batch, ci, start, count, true)?;
+            self.open_chunk(&plan, spec, tokens, ci, start, count, true)?;
             self.dispatch(k, Entry::FwdBwd, count as u32);
             if ci + 1 == chunks.len() {
                 self.s.barrier_compute();
@@ -487,12 +560,12 @@ impl VulkanEngine {
         batch: &Batch<f32>,
         out: &mut [f32],
     ) -> Result<(), VkError> {
-        let (plan, k) = self.prepare(spec, batch.n, batch.len)?;
+        let (plan, k) = self.prepare(spec, batch.n, batch.len, 0)?;
         self.write_circuits(circ)?;
         let no = plan.no;
         let chunks: Vec<(usize, usize)> = plan.chunks().collect();
         for (ci, &(start, count)) in chunks.iter().enumerate() {
-            self.upload_chunk(&plan, spec, batch, ci, start, count, false)?;
+            self.open_chunk(&plan, spec, Tokens::Host(batch), ci, start, count, false)?;
             self.dispatch(k, Entry::Predict, count as u32);
             self.s.barrier_to_host();
             self.bufs()?.seqout.record_download(
@@ -509,6 +582,117 @@ impl VulkanEngine {
         }
         Ok(())
     }
+
+    /// The device's sampler for `task`, when it has one: a law-2 task of
+    /// [`Task::plain_gaussian`]'s kinds, f32 tokens, f64 in shaders.
+    fn device_task<'t>(&mut self, task: &'t Task) -> Result<Option<PlainGaussian<'t>>, VkError> {
+        let Some(t) = task.plain_gaussian() else {
+            return Ok(None);
+        };
+        if self.f16 || !self.s.ctx.info.float64 || t.d >= 64 {
+            return Ok(None);
+        }
+        if self.sampler.is_none() {
+            self.sampler = Some(kernels::sampler(&self.s.ctx, self.s.layout, self.wg)?);
+        }
+        Ok(Some(t))
+    }
+
+    /// The training batch (seed, Train, step) of `n` sequences of context length `len` as the
+    /// device makes it (law-2 tasks of [`Task::plain_gaussian`]'s kinds; an error for others),
+    /// read back: bit for bit [`Task::sample_into`]'s. For `spec`'s model (its shape sizes the
+    /// buffers).
+    pub fn sample_batch(
+        &mut self,
+        spec: &AttentionSpec,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        (n, len): (usize, usize),
+    ) -> icl_core::Result<Batch<f32>> {
+        icl_core::engine::check_task(spec, task, &Sampling { seed, step, n, len })?;
+        let Some(t) = self.device_task(task)? else {
+            return Err(icl_core::Error::Unsupported(format!(
+                "the device does not make this task's batches (it needs task.data_law = 2, an isotropic, anisotropic, linear or eigs task without a shift or fixed task vector, f32 tokens, d < 64, and shaderFloat64; the device has it: {})",
+                self.s.ctx.info.float64
+            )));
+        };
+        Ok(self.download_sampled(spec, t, seed, step, n, len)?)
+    }
+
+    fn download_sampled(
+        &mut self,
+        spec: &AttentionSpec,
+        task: PlainGaussian<'_>,
+        seed: u64,
+        step: u64,
+        n: usize,
+        len: usize,
+    ) -> Result<Batch<f32>, VkError> {
+        let tokens = Tokens::Device { task, seed, step };
+        let (plan, _) = self.prepare(spec, n, len, aux_bytes(tokens))?;
+        let mut batch = Batch::try_zeros(n, len, task.d, task.n_out)
+            .map_err(|e| VkError::Unsupported(e.to_string()))?;
+        let w = (len + 1) * plan.e;
+        for (ci, (start, count)) in plan.chunks().enumerate() {
+            self.open_chunk(&plan, spec, tokens, ci, start, count, true)?;
+            self.s.barrier_to_host();
+            let b = self.bufs()?;
+            let d = &self.s.ctx.device;
+            b.z.record_download(d, self.s.cmd, (count * w) as u64 * 4);
+            b.y.record_download(d, self.s.cmd, (count * plan.no) as u64 * 4);
+            self.s.barrier_copy_to_host();
+            self.s.submit_wait()?;
+            let b = self.bufs_mut()?;
+            b.z.host()
+                .read(&mut batch.z[start * w..(start + count) * w]);
+            b.y.host()
+                .read(&mut batch.y[start * plan.no..(start + count) * plan.no]);
+        }
+        Ok(batch)
+    }
+}
+
+/// Bytes of the device sampler's covariance factor.
+fn aux_bytes(tokens: Tokens<'_>) -> u64 {
+    match tokens {
+        Tokens::Device { task, .. } => task.factor.len() as u64 * 8,
+        Tokens::Host(_) => 0,
+    }
+}
+
+/// The sampler's parameters (`Params` of `sample.wgsl` after the attention module's 16 words):
+/// the Philox key of (seed, Train, step), the first sequence, the sizes, and the f64 scale and
+/// noise as two words each (low word first).
+fn sample_params(
+    t: &PlainGaussian<'_>,
+    seed: u64,
+    step: u64,
+    first: usize,
+    count: usize,
+    len: usize,
+) -> [u32; 16] {
+    let key = rng::law2::key_of(rng::stream_base(seed, Domain::Train, step));
+    let first = first as u64;
+    let (scale, sigma) = (t.scale.to_bits(), t.sigma.to_bits());
+    [
+        key[0],
+        key[1],
+        first as u32,
+        (first >> 32) as u32,
+        count as u32,
+        len as u32,
+        t.d as u32,
+        t.n_out as u32,
+        t.query_noise as u32,
+        !t.factor.is_empty() as u32,
+        scale as u32,
+        (scale >> 32) as u32,
+        sigma as u32,
+        (sigma >> 32) as u32,
+        0,
+        0,
+    ]
 }
 
 impl AttentionKernels<f32> for VulkanEngine {
@@ -523,7 +707,7 @@ impl AttentionKernels<f32> for VulkanEngine {
         batch: &Batch<f32>,
         grad: &mut Circuits<f32>,
     ) -> icl_core::Result<f32> {
-        Ok(self.run_loss_grad(spec, circ, batch, grad)?)
+        Ok(self.run_loss_grad(spec, circ, Tokens::Host(batch), (batch.n, batch.len), grad)?)
     }
 
     fn predict(
@@ -535,9 +719,53 @@ impl AttentionKernels<f32> for VulkanEngine {
     ) -> icl_core::Result<()> {
         Ok(self.run_predict(spec, circ, batch, out)?)
     }
-    // Data generation stays on the CPU: the Runner's default path samples the batch
-    // ([`Task::sample_into`], f64 Box-Muller from the (seed, Train, step, b) streams), so every
-    // engine trains on bit-identical batches.
+
+    /// Law-2 tasks of [`Task::plain_gaussian`]'s kinds are made on the device (nothing is
+    /// uploaded but the circuits), bit for bit the CPU's batches: the first batch is read back
+    /// and compared with [`Task::sample_into`]'s, and a device that differs (or has no f64 in
+    /// shaders) keeps the CPU sampler (the Runner's path, `None`), as do other tasks.
+    fn sampled_loss_grad(
+        &mut self,
+        spec: &AttentionSpec,
+        circ: &Circuits<f32>,
+        task: &Task,
+        s: Sampling,
+        grad: &mut Circuits<f32>,
+    ) -> Option<icl_core::Result<f32>> {
+        if self.device_data == DeviceData::No {
+            return None;
+        }
+        let t = match self.device_task(task) {
+            Ok(Some(t)) => t,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e.into())),
+        };
+        if self.device_data == DeviceData::Unchecked {
+            let dev = match self.download_sampled(spec, t, s.seed, s.step, s.n, s.len) {
+                Ok(b) => b,
+                Err(e) => return Some(Err(e.into())),
+            };
+            let mut cpu = dev.clone();
+            task.sample_into(s.seed, Domain::Train, s.step, 0, &mut cpu, &mut Vec::new());
+            let bits = |b: &Batch<f32>| -> Vec<u32> {
+                b.z.iter().chain(&b.y).map(|x| x.to_bits()).collect()
+            };
+            if bits(&dev) != bits(&cpu) {
+                self.device_data = DeviceData::No;
+                return None;
+            }
+            self.device_data = DeviceData::Yes;
+        }
+        let tokens = Tokens::Device {
+            task: t,
+            seed: s.seed,
+            step: s.step,
+        };
+        Some(
+            self.run_loss_grad(spec, circ, tokens, (s.n, s.len), grad)
+                .map_err(Into::into),
+        )
+    }
 }
 
 /// The Vulkan engine, made with fixed [`Options`]: one-layer attention and multi-layer
@@ -573,12 +801,16 @@ impl Drop for VulkanEngine {
                     &mut b.seqout,
                     &mut b.partials,
                     &mut b.grad,
+                    &mut b.aux,
                 ] {
                     a.destroy(d);
                 }
             }
             for k in &mut self.kernels {
                 k.destroy(d);
+            }
+            if let Some(m) = self.sampler.as_mut() {
+                m.destroy(d);
             }
         }
         // `s` drops next: descriptor set, command buffer, fence, then the device.

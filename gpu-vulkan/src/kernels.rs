@@ -96,12 +96,12 @@ impl Entry {
     }
 }
 
-/// A shader module and the compute pipelines of its four entry points, in the order given (the
-/// one-layer [`Kernels`] and the stack engine's both have four).
+/// A shader module and the compute pipelines of its entry points, in the order given (the
+/// one-layer [`Kernels`] and the stack engine's have four, the sampler one).
 #[derive(Debug)]
 pub(crate) struct Module {
     module: vk::ShaderModule,
-    pipelines: [vk::Pipeline; 4],
+    pipelines: Vec<vk::Pipeline>,
 }
 
 impl Module {
@@ -110,7 +110,7 @@ impl Module {
         ctx: &Context,
         layout: vk::PipelineLayout,
         spirv: &[u8],
-        entries: [&CStr; 4],
+        entries: &[&CStr],
     ) -> Result<Module, VkError> {
         let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv))
             .map_err(|e| VkError::Unsupported(format!("embedded SPIR-V is malformed: {e}")))?;
@@ -121,7 +121,7 @@ impl Module {
         })?;
         let mut m = Module {
             module,
-            pipelines: [vk::Pipeline::null(); 4],
+            pipelines: vec![vk::Pipeline::null(); entries.len()],
         };
         let infos: Vec<vk::ComputePipelineCreateInfo> = entries
             .iter()
@@ -196,7 +196,7 @@ impl Kernels {
                 ctx.info.max_shared_memory
             )));
         }
-        let module = Module::new(ctx, layout, variant.spirv(), Entry::ALL.map(Entry::name))?;
+        let module = Module::new(ctx, layout, variant.spirv(), &Entry::ALL.map(Entry::name))?;
         Ok(Kernels { variant, module })
     }
 
@@ -210,4 +210,18 @@ impl Kernels {
         // SAFETY: forwarded to the caller.
         unsafe { self.module.destroy(d) }
     }
+}
+
+/// The law-2 sampler (`sample.wgsl`, entry `sample`) for workgroup size `wg` (16 or 64).
+pub(crate) fn sampler(
+    ctx: &Context,
+    layout: vk::PipelineLayout,
+    wg: u32,
+) -> Result<Module, VkError> {
+    let spirv: &[u8] = if wg == 16 {
+        include_bytes!(concat!(env!("OUT_DIR"), "/sample_wg16.spv"))
+    } else {
+        include_bytes!(concat!(env!("OUT_DIR"), "/sample_wg64.spv"))
+    };
+    Module::new(ctx, layout, spirv, &[c"sample"])
 }

@@ -34,6 +34,6 @@ mod session;
 mod stack;
 
 pub use context::{DeviceInfo, DeviceKind, Options, Validation};
-pub use engine::{VulkanEngine, VulkanFactory};
+pub use engine::{DeviceData, VulkanEngine, VulkanFactory};
 pub use error::{VkError, INSTALL_HINT};
 pub use stack::VulkanStack;

@@ -298,7 +298,7 @@ impl VulkanStack {
             &eng.s.ctx,
             eng.s.layout,
             spirv(wg),
-            Entry::ALL.map(Entry::name),
+            &Entry::ALL.map(Entry::name),
         )?);
         Ok(eng)
     }

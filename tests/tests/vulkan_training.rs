@@ -183,3 +183,20 @@ fn iv_two_stage_follows_cpu() {
         &[("task.L", "12"), ("task.iv_q", "3"), ("task.d", "2")],
     );
 }
+
+#[test]
+fn device_made_batches_train_as_the_cpu_batches() {
+    // data law 2: the Vulkan engine makes each step's batch on the device (vulkan_sampler checks
+    // the bits); the trajectory follows the scalar engine's on the CPU's batches
+    let mut cfg = icl_core::presets::preset("he2025").unwrap();
+    for (k, v) in [
+        ("task.data_law", "2"),
+        ("train.steps", "100"),
+        ("train.batch", "128"),
+        ("train.log_every", "20"),
+        ("train.lr", "0.01"),
+    ] {
+        cfg.set(k, v).unwrap();
+    }
+    run(&cfg);
+}

@@ -50,6 +50,21 @@ pub struct Task {
     pub law: Law,
 }
 
+/// A task a device sampler can make ([`Task::plain_gaussian`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlainGaussian<'a> {
+    pub d: usize,
+    pub n_out: usize,
+    /// The task vector's scale (1/sqrt(d), or 1).
+    pub scale: f64,
+    /// The noise's standard deviation.
+    pub sigma: f64,
+    /// Whether the query target carries its noise.
+    pub query_noise: bool,
+    /// The lower triangular factor F of x = F g, row-major d x d; empty for the identity.
+    pub factor: &'a [f64],
+}
+
 /// A task of the multilayer paper.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MlTask {
@@ -438,6 +453,37 @@ impl Task {
     #[inline]
     pub fn stream(&self, seed: u64, domain: Domain, step: u64, seq: u64) -> Rng {
         rng::stream_in(self.law, seed, domain, step, seq)
+    }
+
+    /// The task as a device sampler makes it (`gpu-vulkan/shaders/sample.wgsl`), or `None` when
+    /// it is not one of these: under data law 2, every sequence's normals drawn in one call
+    /// (d task-vector coordinates, (L + 1) d covariates, (L + 1) n_out noises), the task vector
+    /// `scale` times its normals, x = F g (F lower triangular, or the identity), every output's
+    /// clean label the task vector's sum `sum_i beta_i x_i` in order, the noise `sigma` times its
+    /// normal. That is the `isotropic`, `anisotropic`, `linear` and `eigs` (a random task vector
+    /// in every sequence) tasks without a shift.
+    pub fn plain_gaussian(&self) -> Option<PlainGaussian<'_>> {
+        if self.law != Law::V2
+            || self.ml.is_some()
+            || self.func.is_some()
+            || self.shift.is_some()
+            || !self.w_star.is_empty()
+        {
+            return None;
+        }
+        let scale = match self.kind {
+            TaskKind::Isotropic | TaskKind::Anisotropic => 1.0 / libm::sqrt(self.d as f64),
+            TaskKind::Linear | TaskKind::Eigs => 1.0,
+            _ => return None,
+        };
+        Some(PlainGaussian {
+            d: self.d,
+            n_out: self.n_out,
+            scale,
+            sigma: self.sigma,
+            query_noise: self.query_noise,
+            factor: &self.chol,
+        })
     }
 
     /// Fill `batch` (shape preserved) with the sequences of (seed, domain, step), sequence b from
