@@ -13,7 +13,8 @@
 #   env: ICL_BIN (default target/release/icl, built with `cargo build --release` when missing),
 #        ICL_VULKAN_DEVICE, ICL_VULKAN_VALIDATION (passed to the engine)
 #
-# Rows: he2025 (one-layer, H=2, d=5, L=40, batch 256), multilayer-t3 (the multilayer paper's size:
+# Rows: he2025 (one-layer, H=2, d=5, L=40, batch 256; the CPU makes the batches), he2025-law2 (the
+# same under data law 2, whose batches the Vulkan engine makes on the device), multilayer-t3 (the multilayer paper's size:
 # 3 looped layers, H=2, L=120, batch 256), iv-2stage (L=200, batch 256), and the GPT-2 presets
 # garg-linear-tiny/-small, which the Vulkan engine refuses today (the row says so). A 64-seed
 # he2025 sweep in one dispatch per step is not built yet: the script says so instead of timing it.
@@ -100,11 +101,13 @@ trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/rows"
 if [ "$LAVAPIPE" = 1 ]; then
     row he2025 he2025 2
+    row he2025-law2 he2025 2 --set task.data_law=2
     row multilayer-t3 multilayer-t3 2 --lens 20
     row iv-2stage iv-2stage 2 --lens 20
     row garg-linear-tiny garg-linear-tiny 2 --lens 10
 else
     row he2025 he2025 2
+    row he2025-law2 he2025 2 --set task.data_law=2
     row multilayer-t3 multilayer-t3 2
     row iv-2stage iv-2stage 2
     row garg-linear-tiny garg-linear-tiny 2

@@ -190,7 +190,11 @@ fn print_row(r: &BenchRow, header: bool) -> CliResult {
     }
     // the split's three columns, or "-" when it was skipped (--no-split)
     let [d, fb, o] = match r.split_us {
-        Some(x) => [x.data, x.forward_backward, x.optim].map(|v| format!("{v:.1}")),
+        Some(x) => {
+            let [d, fb, o] = [x.data, x.forward_backward, x.optim].map(|v| format!("{v:.1}"));
+            // data made on the device inside the step (counted in fwbw)
+            [if x.data_on_device { "device".into() } else { d }, fb, o]
+        }
         None => ["-".to_string(), "-".into(), "-".into()],
     };
     s.push_str(&format!(

@@ -39,6 +39,11 @@ pub struct Split {
     pub forward_backward: f64,
     /// Circuits, the circuit -> parameter chain rule and the optimiser, alone.
     pub optim: f64,
+    /// The batches were made on the device inside each step (the Vulkan engine on a law-2 task
+    /// it makes, checked bit for bit against the CPU's): `data` is 0 and `forward_backward`
+    /// holds their making.
+    #[serde(default)]
+    pub data_on_device: bool,
 }
 
 /// One measured configuration.
@@ -171,11 +176,12 @@ pub fn measure<T: RunScalar>(
         let rss1 = rss_kb();
         let us = 1e6 * secs / steps as f64;
         let split_us = if b.split {
-            let (data, optim) = split::<T>(cfg, engine, &mut tr, steps.min(500))?;
+            let (data, optim, data_on_device) = split::<T>(cfg, engine, &mut tr, steps.min(500))?;
             Some(Split {
                 data,
                 optim,
                 forward_backward: (us - data - optim).max(0.0),
+                data_on_device,
             })
         } else {
             None
@@ -212,18 +218,23 @@ pub fn measure<T: RunScalar>(
 
 /// Microseconds per step spent generating the data (as training does: the engine's own generator
 /// for one-layer `simd`, the stack engine's fill for transformers and the IV model, the task
-/// sampler otherwise) and in the optimiser (circuits, circuit -> parameter chain rule, Adam).
+/// sampler otherwise; 0 where the Vulkan engine makes the batches inside the step) and in the
+/// optimiser (circuits, circuit -> parameter chain rule, Adam); and whether the data was made on
+/// the device.
 fn split<T: RunScalar>(
     cfg: &Config,
     engine: &str,
     tr: &mut Trainer<T>,
     steps: u64,
-) -> Result<(f64, f64)> {
+) -> Result<(f64, f64, bool)> {
     let (seed, n, len) = (cfg.train.seed, cfg.train.batch, cfg.task.len);
     let spec = tr.model.spec.clone();
+    let on_device = engine == "vulkan" && vulkan_makes_data(cfg, &tr.task, &spec.net);
     let t0 = Instant::now();
     let mut sink = 0.0;
-    if let Net::Iv(sp) = &spec.net {
+    if on_device {
+        // made inside the step: nothing to time apart
+    } else if let Net::Iv(sp) = &spec.net {
         let mut runner = StackRunner::new(T::stack_engine(engine)?);
         let mut b = iv::empty_batch::<T>(sp, n, len)?;
         for s in 0..steps {
@@ -251,7 +262,11 @@ fn split<T: RunScalar>(
             sink += b.y[0].to_f64();
         }
     }
-    let data = 1e6 * t0.elapsed().as_secs_f64() / steps as f64;
+    let data = if on_device {
+        0.0
+    } else {
+        1e6 * t0.elapsed().as_secs_f64() / steps as f64
+    };
     // the optimiser on a copy (the timed run's state is left alone)
     let mut model = tr.model.clone();
     let mut opt = tr.opt.clone();
@@ -276,7 +291,32 @@ fn split<T: RunScalar>(
     if !sink.is_finite() {
         return Err(RunError::Engine("non-finite data in the benchmark".into()));
     }
-    Ok((data, optim))
+    Ok((data, optim, on_device))
+}
+
+/// Whether the Vulkan engine makes `task`'s training batches on the device: it does when its
+/// first batch equals the CPU's bit for bit (as the engine checks it; one-layer models only).
+#[cfg(feature = "vulkan")]
+fn vulkan_makes_data(cfg: &Config, task: &icl_core::Task, net: &Net) -> bool {
+    let Net::Attention(sp) = net else {
+        return false;
+    };
+    let Ok(mut vk) = icl_gpu_vulkan::VulkanEngine::new(&icl_gpu_vulkan::Options::from_env()) else {
+        return false;
+    };
+    let (seed, n, len) = (cfg.train.seed, cfg.train.batch.min(64), cfg.task.len);
+    let Ok(dev) = vk.sample_batch(sp, task, seed, 0, (n, len)) else {
+        return false;
+    };
+    let cpu = task.sample_batch::<f32>(seed, Domain::Train, 0, n, len);
+    let bits =
+        |b: &Batch<f32>| -> Vec<u32> { b.z.iter().chain(&b.y).map(|x| x.to_bits()).collect() };
+    bits(&dev) == bits(&cpu)
+}
+
+#[cfg(not(feature = "vulkan"))]
+fn vulkan_makes_data(_: &Config, _: &icl_core::Task, _: &Net) -> bool {
+    false
 }
 
 /// The Vulkan engine's prediction throughput at L' = 2000 (256 sequences) and its GPU-only
