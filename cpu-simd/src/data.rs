@@ -1,19 +1,23 @@
 //! Filling a group's lanes: from a caller's batch (gather), or by fused generation of the
-//! training data of (seed, step) — isotropic tasks fully vectorised, other tasks through
-//! [`Task::sample_sequence`] one lane at a time. Sequence b always comes from stream
+//! training data of (seed, step) — the Gaussian regression tasks (isotropic, anisotropic,
+//! multi-task, linear, `eigs` with a random task vector; no shift) fully vectorised, other
+//! tasks through [`Task::sample_sequence`] one lane at a time. Sequence b always comes from stream
 //! (seed, Train, step, b), so the data equal the scalar reference's up to rounding.
 use crate::kernel::Group;
 use crate::lanes::{cast, cast_mut, one, zero, Lanes, SimdScalar};
-use icl_core::config::TaskKind;
+use icl_core::config::{MultiTaskVariant, TaskKind};
 use icl_core::rng::{law2, stream_base, Domain, Law};
 use icl_core::{Batch, Task};
 
 /// Per-chunk scratch for data generation (sized on first use, reused after).
 #[derive(Debug, Clone)]
 pub struct GenScratch<T: SimdScalar> {
-    /// beta, then the noise draws (isotropic tasks).
+    /// beta, then the noise draws (Gaussian tasks).
     beta: Vec<T::V>,
     noise: Vec<T::V>,
+    /// The covariance factor in `T`, and one token's x = F g.
+    factor: Vec<T>,
+    x: Vec<T::V>,
     normals: Vec<f64>,
     z: Vec<T>,
     y: Vec<T>,
@@ -24,6 +28,8 @@ impl<T: SimdScalar> Default for GenScratch<T> {
         GenScratch {
             beta: Vec::new(),
             noise: Vec::new(),
+            factor: Vec::new(),
+            x: Vec::new(),
             normals: Vec::new(),
             z: Vec::new(),
             y: Vec::new(),
@@ -81,8 +87,8 @@ pub fn generate<T: SimdScalar>(
     native: bool,
 ) {
     set_mask(g, b0, n);
-    if task.kind == TaskKind::Isotropic && task.shift.is_none() {
-        generate_isotropic::<T>(g, task, seed, step, b0, s, native);
+    if gaussian(task) {
+        generate_gaussian::<T>(g, task, seed, step, b0, s, native);
         return;
     }
     let (len, e, no) = (g.shape.len, task.e(), task.n_out);
@@ -100,10 +106,29 @@ pub fn generate<T: SimdScalar>(
     }
 }
 
-/// Where the next normal of an isotropic sequence goes: the stream is
-/// `[beta (d) | x_0 .. x_L (d each) | noise_0 .. noise_L (n_out each)]` (`Task::sample_sequence`).
+/// Whether [`generate_gaussian`] makes `task`'s sequences: one call of normals per sequence,
+/// composed by [`Labels`] (no shift, no fixed task vector, no function class or multilayer
+/// sampler).
+fn gaussian(task: &Task) -> bool {
+    matches!(
+        task.kind,
+        TaskKind::Isotropic
+            | TaskKind::Anisotropic
+            | TaskKind::MultiTask
+            | TaskKind::Linear
+            | TaskKind::Eigs
+    ) && task.shift.is_none()
+        && task.w_star.is_empty()
+        && task.ml.is_none()
+        && task.func.is_none()
+}
+
+/// Where the next normal of a Gaussian sequence goes: the stream is
+/// `[beta (nb) | x_0 .. x_L (d each) | noise_0 .. noise_L (n_out each)]` (`Task::sample_sequence`).
 struct Sink<'a, V> {
     d: usize,
+    /// The task vector's length (d, or the multi-task `code` generator's sum of support sizes).
+    nb: usize,
     e: usize,
     /// Index of the next normal, and its place among the x's (token l, component i).
     idx: usize,
@@ -120,9 +145,9 @@ impl<V: Copy> Sink<'_, V> {
     fn put(&mut self, v: V) {
         let idx = self.idx;
         self.idx += 1;
-        if idx < self.d {
+        if idx < self.nb {
             self.beta[idx] = v;
-        } else if idx < self.d + self.n_x {
+        } else if idx < self.nb + self.n_x {
             self.z[self.l * self.e + self.i] = v;
             self.i += 1;
             if self.i == self.d {
@@ -130,16 +155,16 @@ impl<V: Copy> Sink<'_, V> {
                 self.l += 1;
             }
         } else {
-            self.noise[idx - self.d - self.n_x] = v;
+            self.noise[idx - self.nb - self.n_x] = v;
         }
     }
 }
 
-/// `W` isotropic sequences (streams b0 .. b0 + W) into the lanes of `g`: the same draws and
-/// arithmetic as `Task::sample_sequence`, the normals written straight into the tokens in
-/// stream order, beta scaled by 1/sqrt(d), `y = beta . x + sigma eps` summed in `T`.
+/// `W` sequences of a Gaussian task ([`gaussian`]; streams b0 .. b0 + W) into the lanes of `g`:
+/// the same draws as `Task::sample_sequence`, the normals written straight into the tokens in
+/// stream order, then composed in `T` ([`Labels`]).
 #[inline(always)]
-pub(crate) fn generate_isotropic<T: SimdScalar>(
+pub(crate) fn generate_gaussian<T: SimdScalar>(
     g: &mut Group<T::V>,
     task: &Task,
     seed: u64,
@@ -151,10 +176,12 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
     let (d, no, len) = (task.d, task.n_out, g.shape.len);
     let e = d + no;
     let total = task.normals_per_sequence(len);
-    s.beta.resize(d, T::V::zero());
+    let nb = total - (len + 1) * e;
+    s.beta.resize(nb, T::V::zero());
     s.noise.resize((len + 1) * no, T::V::zero());
     let mut sink = Sink {
         d,
+        nb,
         e,
         idx: 0,
         l: 0,
@@ -213,61 +240,159 @@ pub(crate) fn generate_isotropic<T: SimdScalar>(
             sink.put(T::box_muller(&mut rng, native).0);
         }
     }
+    let code = task.kind == TaskKind::MultiTask && task.variant == MultiTaskVariant::Code;
+    let scaled = matches!(
+        task.kind,
+        TaskKind::Isotropic | TaskKind::Anisotropic | TaskKind::MultiTask
+    ) && !code;
+    s.factor.clear();
+    s.factor.extend(task.factor().iter().map(|&f| T::of(f)));
     let labels = Labels {
         d,
         no,
         len,
-        inv_sqrt_d: T::inv_sqrt(d),
+        scale: scaled.then(|| T::inv_sqrt(d)),
         sigma: T::of(task.sigma),
+        sigma64: task.sigma,
         query_noise: task.query_noise,
+        factor: &s.factor,
+        outputs: match (task.kind, code) {
+            (TaskKind::MultiTask, false) => Outputs::Supports(&task.supports),
+            (TaskKind::MultiTask, true) => Outputs::Code(&task.supports),
+            _ => Outputs::All,
+        },
     };
     if wide {
         // in registers (the compiler splits `Pack`'s loops here into odd pieces)
+        let mut x = core::mem::take(&mut s.x);
+        x.resize(d, T::V::zero());
         labels.apply::<T::Wide>(
             cast_mut(&mut s.beta),
             cast_mut(&mut g.z),
             cast(&s.noise),
             cast_mut(&mut g.y),
+            cast_mut(&mut x),
         );
+        s.x = x;
     } else {
-        labels.apply::<T::V>(&mut s.beta, &mut g.z, &s.noise, &mut g.y);
+        s.x.resize(d, T::V::zero());
+        labels.apply::<T::V>(&mut s.beta, &mut g.z, &s.noise, &mut g.y, &mut s.x);
     }
 }
 
-/// The labels of an isotropic group from its normals: beta scaled by 1/sqrt(d),
-/// `y = beta . x + sigma eps` summed in order, the query's y into `y` (its token's slot zero).
-struct Labels<T> {
+/// Which task vector coordinates each output's label sums (`Task::sample_sequence_as`).
+enum Outputs<'a> {
+    /// Every output: `beta . x`.
+    All,
+    /// The multi-task paper generator: output o sums `beta_i x_i` over its support S_o.
+    Supports(&'a [Vec<usize>]),
+    /// The multi-task `code` generator: output o has its own |S_o| coordinates of beta (in
+    /// order of the outputs) against x on S_o, and noise sqrt(|S_o|) sigma.
+    Code(&'a [Vec<usize>]),
+}
+
+/// The tokens and labels of a Gaussian group from its normals: x = F g per token (F lower
+/// triangular, when the task has one), beta scaled (1/sqrt(d) for He et al.'s tasks), each
+/// output's `y = beta . x + std eps` summed in order, the query's y into `y` (its token's slot
+/// zero). In `T`, with the lanes' multiply-add: the same bits at every vector level.
+struct Labels<'a, T> {
     d: usize,
     no: usize,
     len: usize,
-    inv_sqrt_d: T,
+    scale: Option<T>,
     sigma: T,
+    sigma64: f64,
     query_noise: bool,
+    factor: &'a [T],
+    outputs: Outputs<'a>,
 }
 
-impl<T: icl_core::Scalar> Labels<T> {
+impl<T: icl_core::Scalar> Labels<'_, T> {
     #[inline(always)]
-    fn apply<V: Lanes<T = T>>(&self, beta: &mut [V], z: &mut [V], noise: &[V], y: &mut [V]) {
+    fn apply<V: Lanes<T = T>>(
+        &self,
+        beta: &mut [V],
+        z: &mut [V],
+        noise: &[V],
+        y: &mut [V],
+        xs: &mut [V],
+    ) {
         let (d, no) = (self.d, self.no);
         let e = d + no;
-        let sc = V::splat(self.inv_sqrt_d);
-        beta.iter_mut().for_each(|b| *b = *b * sc);
+        if let Some(s) = self.scale {
+            let sc = V::splat(s);
+            beta.iter_mut().for_each(|b| *b = *b * sc);
+        }
         let sigma = V::splat(self.sigma);
         for l in 0..=self.len {
             let tok = &mut z[l * e..(l + 1) * e];
-            let mut clean = V::zero();
-            for (&b, &x) in beta.iter().zip(&tok[..d]) {
-                clean = b.mul_add(x, clean);
+            if !self.factor.is_empty() {
+                // x_i = sum_{k <= i} F_ik g_k, from the token's normals g
+                for (i, x) in xs.iter_mut().enumerate() {
+                    let f = &self.factor[i * d..i * d + i + 1];
+                    let mut acc = tok[0] * V::splat(f[0]);
+                    for k in 1..=i {
+                        acc = tok[k].mul_add(V::splat(f[k]), acc);
+                    }
+                    *x = acc;
+                }
+                tok[..d].copy_from_slice(xs);
             }
-            for o in 0..no {
-                let noisy = noise[l * no + o].mul_add(sigma, clean);
-                if l < self.len {
-                    tok[d + o] = noisy;
-                } else {
-                    tok[d + o] = V::zero();
-                    y[o] = if self.query_noise { noisy } else { clean };
+            match self.outputs {
+                Outputs::All => {
+                    let mut clean = V::zero();
+                    for (&b, &x) in beta.iter().zip(&tok[..d]) {
+                        clean = b.mul_add(x, clean);
+                    }
+                    for o in 0..no {
+                        let noisy = noise[l * no + o].mul_add(sigma, clean);
+                        self.put(tok, y, l, o, clean, noisy);
+                    }
+                }
+                Outputs::Supports(sup) => {
+                    for (o, s) in sup.iter().enumerate().take(no) {
+                        let mut clean = V::zero();
+                        for &i in s {
+                            clean = beta[i].mul_add(tok[i], clean);
+                        }
+                        let noisy = noise[l * no + o].mul_add(sigma, clean);
+                        self.put(tok, y, l, o, clean, noisy);
+                    }
+                }
+                Outputs::Code(sup) => {
+                    let mut off = 0;
+                    for (o, s) in sup.iter().enumerate().take(no) {
+                        let mut clean = V::zero();
+                        for (j, &i) in s.iter().enumerate() {
+                            clean = beta[off + j].mul_add(tok[i], clean);
+                        }
+                        off += s.len();
+                        let std = V::splat(T::of((s.len() as f64).sqrt() * self.sigma64));
+                        let noisy = noise[l * no + o].mul_add(std, clean);
+                        self.put(tok, y, l, o, clean, noisy);
+                    }
                 }
             }
+        }
+    }
+
+    /// Output o of token l: its label (context), or zero and the target (query).
+    #[inline(always)]
+    fn put<V: Lanes<T = T>>(
+        &self,
+        tok: &mut [V],
+        y: &mut [V],
+        l: usize,
+        o: usize,
+        clean: V,
+        noisy: V,
+    ) {
+        let d = self.d;
+        if l < self.len {
+            tok[d + o] = noisy;
+        } else {
+            tok[d + o] = V::zero();
+            y[o] = if self.query_noise { noisy } else { clean };
         }
     }
 }

@@ -226,6 +226,12 @@ fn check_threads<T: SimdScalar>() {
         vec![("model.activation", "tanh")],
         vec![("task.kind", "anisotropic")],
         vec![("model.heads", "2"), ("task.data_law", "2")],
+        vec![
+            ("task.kind", "multitask"),
+            ("task.d", "6"),
+            ("task.supports", "1,2,5;3,4,5,6"),
+            ("task.variant", "code"),
+        ],
     ] {
         let cfg = config(&sets).unwrap();
         for n in [256, 100] {
@@ -257,6 +263,19 @@ fn check_levels<T: SimdScalar>(report: &mut LevelsRun) {
         vec![("task.kind", "anisotropic")],
         vec![("model.heads", "2"), ("task.data_law", "2")],
         vec![("task.kind", "anisotropic"), ("task.data_law", "2")],
+        vec![
+            ("task.kind", "multitask"),
+            ("task.d", "6"),
+            ("task.supports", "1,2,3,4;3,4,5,6"),
+            ("task.variant", "paper"),
+        ],
+        vec![
+            ("task.kind", "multitask"),
+            ("task.d", "6"),
+            ("task.supports", "1,2,5;3,4,5,6"),
+            ("task.variant", "code"),
+        ],
+        vec![("task.kind", "eigs"), ("task.eigs", "1,1,0.5,0.1")],
     ] {
         let cfg = config(&sets).unwrap();
         for n in [256, 37] {

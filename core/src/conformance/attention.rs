@@ -211,6 +211,22 @@ pub fn sampling_matches_streams<T: Scalar>(make: Make<T>, tol: f64) -> Outcome {
         // data law 2's fused generator, isotropic and through the task's sampler
         vec![("model.heads", "2"), ("task.data_law", "2")],
         vec![("task.kind", "anisotropic"), ("task.data_law", "2")],
+        // the other Gaussian tasks the fused generators compose
+        vec![
+            ("task.kind", "multitask"),
+            ("task.d", "6"),
+            ("task.supports", "1,2,3,4;3,4,5,6"),
+            ("task.variant", "paper"),
+        ],
+        vec![
+            ("task.kind", "multitask"),
+            ("task.d", "6"),
+            ("task.supports", "1,2,5;3,4,5,6"),
+            ("task.variant", "code"),
+            ("task.data_law", "2"),
+        ],
+        vec![("task.kind", "linear"), ("task.d", "4")],
+        vec![("task.kind", "eigs"), ("task.eigs", "1,1,0.5,0.1")],
     ] {
         let cfg = ok(config(&sets), "config")?;
         let task = ok(Task::new(&cfg), "task")?;

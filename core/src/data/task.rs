@@ -455,6 +455,12 @@ impl Task {
         rng::stream_in(self.law, seed, domain, step, seq)
     }
 
+    /// The lower triangular factor F of x = F g (row-major d x d; the Cholesky factor of the
+    /// anisotropic and `eigs` tasks' covariance, with a shift's folded in), empty for x = g.
+    pub fn factor(&self) -> &[f64] {
+        &self.chol
+    }
+
     /// The task as a device sampler makes it (`gpu-vulkan/shaders/sample.wgsl`), or `None` when
     /// it is not one of these: under data law 2, every sequence's normals drawn in one call
     /// (d task-vector coordinates, (L + 1) d covariates, (L + 1) n_out noises), the task vector
