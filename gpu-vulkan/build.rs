@@ -38,16 +38,14 @@ fn main() {
             .replace("__ZTYPE__", if f16 { "u32" } else { "f32" })
             .replace("__LOAD_Z__", if f16 { LOAD_F16 } else { LOAD_F32 });
         let words = compile(&stem, &src, false);
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
+        write_spv(&out, &stem, &words);
     }
     // The multi-layer stack: one variant per workgroup size (f32 tokens; nothing in workgroup memory).
     let stack = std::fs::read_to_string(STACK_PATH).expect("read shaders/stack.wgsl");
     for wg in WG {
         let stem = format!("stack_wg{wg}");
         let words = compile(&stem, &stack.replace("__WG__", &format!("{wg}u")), false);
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
+        write_spv(&out, &stem, &words);
     }
     // The law-2 sampler: one variant per workgroup size, f64 arithmetic, nothing contracted.
     let sample = std::fs::read_to_string(SAMPLE_PATH).expect("read shaders/sample.wgsl");
@@ -55,9 +53,14 @@ fn main() {
         let stem = format!("sample_wg{wg}");
         let words = compile(&stem, &sample.replace("__WG__", &format!("{wg}u")), true);
         let words = no_contraction(&words);
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
+        write_spv(&out, &stem, &words);
     }
+}
+
+/// `OUT_DIR/{stem}.spv`: the words, little-endian.
+fn write_spv(out: &std::path::Path, stem: &str, words: &[u32]) {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(out.join(format!("{stem}.spv")), bytes).expect("write SPIR-V");
 }
 
 /// The law-2 sampler (`sample`).
