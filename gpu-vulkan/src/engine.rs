@@ -1,7 +1,8 @@
 //! [`VulkanEngine`]: one-layer attention (`AttentionKernels<f32>`) on a Vulkan compute queue, and
 //! [`VulkanFactory`], the `Engine<f32>` that hands it and the stack kernels out.
 //!
-//! Per call: the circuits and the batch are written to device memory, `fwd_bwd` (or `predict`)
+//! Per call: the circuits and the batch are written to device memory (or, for a law-2 training
+//! batch, the batch is made there by `sample`, see [`DeviceData`]), `fwd_bwd` (or `predict`)
 //! runs one workgroup per sequence, `reduce_partials` sums the per-sequence rank-one gradient
 //! factors over fixed blocks of 64 sequences and `reduce_final` sums the blocks in order. The
 //! gradient (and loss) is read back: H E E + H n_out E + 1 floats. Batches larger than one

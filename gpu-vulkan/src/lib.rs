@@ -14,14 +14,16 @@
 //! * Shaders: `shaders/attention.wgsl`, compiled to SPIR-V by naga in `build.rs` (no system
 //!   tool). Entry points `fwd_bwd` (loss + gradient factors per sequence), `predict` (any
 //!   length L), `reduce_partials` and `reduce_final` (fixed-order sums: deterministic);
-//!   `shaders/stack.wgsl` for the stacks (`forward`, `fwd_bwd` and the same two reductions).
+//!   `shaders/stack.wgsl` for the stacks (`forward`, `fwd_bwd` and the same two reductions);
+//!   `shaders/sample.wgsl` for law-2 batches (`sample`).
 //! * Precision: f32 compute; [`Options::f16_batch`] stores the batch tokens as IEEE half (via
 //!   `half`), halving upload and token reads.
-//! * Data generation stays on the CPU ([`icl_core::Task::sample_into`]): the sampler draws f64
-//!   Box–Muller normals from per-sequence xoshiro streams, which shaders could only match
-//!   bit-for-bit with f64 arithmetic (optional and slow on most GPUs). Keeping it on the CPU
-//!   makes every engine train on identical batches, so trajectories are comparable, and the
-//!   upload is small (n (L+1) E floats: 252 KB per he2025 step).
+//! * Data: under data law 1 the CPU makes the batches ([`icl_core::Task::sample_into`]) and the
+//!   engine uploads them (n (L+1) E floats: 252 KB per he2025 step); under law 2 the one-layer
+//!   engine makes the batches of the Gaussian regression tasks on the device
+//!   (`shaders/sample.wgsl`), bit for bit the CPU's, checked on the first batch
+//!   ([`DeviceData`]). The stack engine keeps the CPU sampler (its tasks draw a Haar rotation
+//!   per sequence).
 //!
 //! See README.md for the design and what to expect on a real GPU.
 pub mod bench;
