@@ -87,7 +87,7 @@ pub fn generate<T: SimdScalar>(
     native: bool,
 ) {
     set_mask(g, b0, n);
-    if gaussian(task) {
+    if task.is_gaussian() {
         generate_gaussian::<T>(g, task, seed, step, b0, s, native);
         return;
     }
@@ -104,23 +104,6 @@ pub fn generate<T: SimdScalar>(
             v.lanes_mut()[k] = x;
         }
     }
-}
-
-/// Whether [`generate_gaussian`] makes `task`'s sequences: one call of normals per sequence,
-/// composed by [`Labels`] (no shift, no fixed task vector, no function class or multilayer
-/// sampler).
-fn gaussian(task: &Task) -> bool {
-    matches!(
-        task.kind,
-        TaskKind::Isotropic
-            | TaskKind::Anisotropic
-            | TaskKind::MultiTask
-            | TaskKind::Linear
-            | TaskKind::Eigs
-    ) && task.shift.is_none()
-        && task.w_star.is_empty()
-        && task.ml.is_none()
-        && task.func.is_none()
 }
 
 /// Where the next normal of a Gaussian sequence goes: the stream is
@@ -160,7 +143,7 @@ impl<V: Copy> Sink<'_, V> {
     }
 }
 
-/// `W` sequences of a Gaussian task ([`gaussian`]; streams b0 .. b0 + W) into the lanes of `g`:
+/// `W` sequences of a Gaussian task ([`Task::is_gaussian`]; streams b0 .. b0 + W) into the lanes of `g`:
 /// the same draws as `Task::sample_sequence`, the normals written straight into the tokens in
 /// stream order, then composed in `T` ([`Labels`]).
 #[inline(always)]
@@ -241,17 +224,13 @@ pub(crate) fn generate_gaussian<T: SimdScalar>(
         }
     }
     let code = task.kind == TaskKind::MultiTask && task.variant == MultiTaskVariant::Code;
-    let scaled = matches!(
-        task.kind,
-        TaskKind::Isotropic | TaskKind::Anisotropic | TaskKind::MultiTask
-    ) && !code;
     s.factor.clear();
     s.factor.extend(task.factor().iter().map(|&f| T::of(f)));
     let labels = Labels {
         d,
         no,
         len,
-        scale: scaled.then(|| T::inv_sqrt(d)),
+        scale: task.beta_scale().map(|_| T::inv_sqrt(d)),
         sigma: T::of(task.sigma),
         sigma64: task.sigma,
         query_noise: task.query_noise,

@@ -621,6 +621,43 @@ impl VulkanEngine {
         Ok(self.download_sampled(spec, t, seed, step, n, len)?)
     }
 
+    /// Whether the device's batch (seed, Train, step) is [`Task::sample_batch`]'s, bit for bit.
+    fn matches_cpu(
+        &mut self,
+        spec: &AttentionSpec,
+        t: PlainGaussian<'_>,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        (n, len): (usize, usize),
+    ) -> Result<bool, VkError> {
+        let dev = self.download_sampled(spec, t, seed, step, n, len)?;
+        let cpu = task.sample_batch::<f32>(seed, Domain::Train, step, n, len);
+        let bits =
+            |b: &Batch<f32>| -> Vec<u32> { b.z.iter().chain(&b.y).map(|x| x.to_bits()).collect() };
+        Ok(bits(&dev) == bits(&cpu))
+    }
+
+    /// Whether this engine makes `task`'s training batches on the device: the check
+    /// [`AttentionKernels::sampled_loss_grad`] makes on its first batch, on the batch (seed,
+    /// Train, step) of `n` sequences of length `len` (false for a task the device does not
+    /// make, or on any device error).
+    pub fn makes_data(
+        &mut self,
+        spec: &AttentionSpec,
+        task: &Task,
+        seed: u64,
+        step: u64,
+        (n, len): (usize, usize),
+    ) -> bool {
+        match self.device_task(task) {
+            Ok(Some(t)) => self
+                .matches_cpu(spec, t, task, seed, step, (n, len))
+                .unwrap_or(false),
+            _ => false,
+        }
+    }
+
     fn download_sampled(
         &mut self,
         spec: &AttentionSpec,
@@ -742,20 +779,14 @@ impl AttentionKernels<f32> for VulkanEngine {
             Err(e) => return Some(Err(e.into())),
         };
         if self.device_data == DeviceData::Unchecked {
-            let dev = match self.download_sampled(spec, t, s.seed, s.step, s.n, s.len) {
-                Ok(b) => b,
+            match self.matches_cpu(spec, t, task, s.seed, s.step, (s.n, s.len)) {
+                Ok(true) => self.device_data = DeviceData::Yes,
+                Ok(false) => {
+                    self.device_data = DeviceData::No;
+                    return None;
+                }
                 Err(e) => return Some(Err(e.into())),
-            };
-            let mut cpu = dev.clone();
-            task.sample_into(s.seed, Domain::Train, s.step, 0, &mut cpu, &mut Vec::new());
-            let bits = |b: &Batch<f32>| -> Vec<u32> {
-                b.z.iter().chain(&b.y).map(|x| x.to_bits()).collect()
-            };
-            if bits(&dev) != bits(&cpu) {
-                self.device_data = DeviceData::No;
-                return None;
             }
-            self.device_data = DeviceData::Yes;
         }
         let tokens = Tokens::Device {
             task: t,

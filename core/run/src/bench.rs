@@ -294,8 +294,8 @@ fn split<T: RunScalar>(
     Ok((data, optim, on_device))
 }
 
-/// Whether the Vulkan engine makes `task`'s training batches on the device: it does when its
-/// first batch equals the CPU's bit for bit (as the engine checks it; one-layer models only).
+/// Whether the Vulkan engine makes `task`'s training batches on the device (its own check;
+/// one-layer models only).
 #[cfg(feature = "vulkan")]
 fn vulkan_makes_data(cfg: &Config, task: &icl_core::Task, net: &Net) -> bool {
     let Net::Attention(sp) = net else {
@@ -304,14 +304,13 @@ fn vulkan_makes_data(cfg: &Config, task: &icl_core::Task, net: &Net) -> bool {
     let Ok(mut vk) = icl_gpu_vulkan::VulkanEngine::new(&icl_gpu_vulkan::Options::from_env()) else {
         return false;
     };
-    let (seed, n, len) = (cfg.train.seed, cfg.train.batch.min(64), cfg.task.len);
-    let Ok(dev) = vk.sample_batch(sp, task, seed, 0, (n, len)) else {
-        return false;
-    };
-    let cpu = task.sample_batch::<f32>(seed, Domain::Train, 0, n, len);
-    let bits =
-        |b: &Batch<f32>| -> Vec<u32> { b.z.iter().chain(&b.y).map(|x| x.to_bits()).collect() };
-    bits(&dev) == bits(&cpu)
+    vk.makes_data(
+        sp,
+        task,
+        cfg.train.seed,
+        0,
+        (cfg.train.batch.min(64), cfg.task.len),
+    )
 }
 
 #[cfg(not(feature = "vulkan"))]

@@ -365,8 +365,7 @@ impl Task {
                 1.0 / libm::sqrt(d as f64)
             };
             sh.map_w(beta, train_scale);
-        } else if paper && !matches!(self.kind, TaskKind::Eigs | TaskKind::Linear) {
-            let s = 1.0 / libm::sqrt(d as f64);
+        } else if let Some(s) = self.beta_scale() {
             beta.iter_mut().for_each(|b| *b *= s);
         }
         if fixed {
@@ -461,6 +460,36 @@ impl Task {
         &self.chol
     }
 
+    /// The scale of the task vector's normals in training without a shift: 1/sqrt(d) for He et
+    /// al.'s tasks (isotropic, anisotropic, the multi-task paper generator), none otherwise
+    /// (Garg et al.'s linear regression, `eigs`, the multi-task `code` generator).
+    pub fn beta_scale(&self) -> Option<f64> {
+        let he = match self.kind {
+            TaskKind::Isotropic | TaskKind::Anisotropic => true,
+            TaskKind::MultiTask => self.variant != MultiTaskVariant::Code,
+            _ => false,
+        };
+        he.then(|| 1.0 / libm::sqrt(self.d as f64))
+    }
+
+    /// Whether every sequence is Gaussian regression drawn by one call of normals (task vector,
+    /// covariates, noise) and composed by [`Task::sample_sequence_as`] alone: the isotropic,
+    /// anisotropic, multi-task, linear and `eigs` tasks without a shift or a fixed task vector.
+    /// Fused generators make these tasks' sequences themselves.
+    pub fn is_gaussian(&self) -> bool {
+        matches!(
+            self.kind,
+            TaskKind::Isotropic
+                | TaskKind::Anisotropic
+                | TaskKind::MultiTask
+                | TaskKind::Linear
+                | TaskKind::Eigs
+        ) && self.shift.is_none()
+            && self.w_star.is_empty()
+            && self.ml.is_none()
+            && self.func.is_none()
+    }
+
     /// The task as a device sampler makes it (`gpu-vulkan/shaders/sample.wgsl`), or `None` when
     /// it is not one of these: under data law 2, every sequence's normals drawn in one call
     /// (d task-vector coordinates, (L + 1) d covariates, (L + 1) n_out noises), the task vector
@@ -469,23 +498,13 @@ impl Task {
     /// normal. That is the `isotropic`, `anisotropic`, `linear` and `eigs` (a random task vector
     /// in every sequence) tasks without a shift.
     pub fn plain_gaussian(&self) -> Option<PlainGaussian<'_>> {
-        if self.law != Law::V2
-            || self.ml.is_some()
-            || self.func.is_some()
-            || self.shift.is_some()
-            || !self.w_star.is_empty()
-        {
+        if self.law != Law::V2 || !self.is_gaussian() || self.kind == TaskKind::MultiTask {
             return None;
         }
-        let scale = match self.kind {
-            TaskKind::Isotropic | TaskKind::Anisotropic => 1.0 / libm::sqrt(self.d as f64),
-            TaskKind::Linear | TaskKind::Eigs => 1.0,
-            _ => return None,
-        };
         Some(PlainGaussian {
             d: self.d,
             n_out: self.n_out,
-            scale,
+            scale: self.beta_scale().unwrap_or(1.0),
             sigma: self.sigma,
             query_noise: self.query_noise,
             factor: &self.chol,

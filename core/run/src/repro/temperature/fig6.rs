@@ -414,12 +414,12 @@ mod tests {
             .unwrap()
             .contains("<svg"));
 
-        // independently: the eval rows at l = 40
-        let ev = |tau: &str, shift: &[&str]| {
+        // independently: the eval rows at l = 40 (and 5)
+        let ev_at = |len: usize, tau: &str, shift: &[&str]| {
             eval_run(
                 &RunDir::new(&run),
                 &EvalOptions {
-                    lengths: vec![40],
+                    lengths: vec![len],
                     samples: FIG6_SAMPLES,
                     seed: 0,
                     engine: None,
@@ -429,6 +429,7 @@ mod tests {
             )
             .unwrap()
         };
+        let ev = |tau: &str, shift: &[&str]| ev_at(40, tau, shift);
         let model = |r: &crate::summary::EvalRows, opt: bool| {
             r.rows
                 .iter()
@@ -457,19 +458,7 @@ mod tests {
         }
         // the two monotonicity claims are complementary tests of rises, given the model learns
         // in context (err(no shift) at l = 40 at most half of that at l = 5)
-        let ev5 = eval_run(
-            &RunDir::new(&run),
-            &EvalOptions {
-                lengths: vec![5],
-                samples: FIG6_SAMPLES,
-                seed: 0,
-                engine: None,
-                multilayer: Default::default(),
-                temper: temper_from_text::<&str>(Some("1"), &[], None).unwrap(),
-            },
-        )
-        .unwrap();
-        let learned = clean <= 0.5 * model(&ev5, false);
+        let learned = clean <= 0.5 * model(&ev_at(5, "1", &[]), false);
         assert_eq!(m[3].pass, m[3].measured <= 2.0 && learned);
         let _ = std::fs::remove_dir_all(&out);
     }
