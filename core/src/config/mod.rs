@@ -2094,7 +2094,7 @@ mod gpt2_tests {
         );
         refused(
             "temperature-fig6-gpt2",
-            &[("task.curriculum", "true")],
+            &[("task.kind", "varying")],
             "task.curriculum zeroes coordinates of x",
         );
         // Garg et al.'s function classes: k <= d; a tree has depth >= 1; an unknown kind

@@ -614,6 +614,36 @@ mod tests {
         }
     }
 
+    /// The temperature paper's eq. (2) with Σx = I (`task.kind = varying`,
+    /// `task.covariance = identity`) and Garg et al.'s `linear` task with the same σ² draw the
+    /// same batches bit for bit, with and without the Fig. 6 shift Σx = 3I: the fact that lets
+    /// `temperature-fig6-gpt2` train on `linear` (which takes the curriculum) and still be eq. (2).
+    #[test]
+    fn eq2_with_identity_covariance_is_the_linear_task() {
+        let mut lin = crate::presets::preset("temperature-fig6-gpt2").unwrap();
+        lin.set("task.curriculum", "false").unwrap();
+        lin.set("task.d", "6").unwrap();
+        let mut var = lin.clone();
+        var.set("task.kind", "varying").unwrap();
+        var.set("task.covariance", "identity").unwrap();
+        assert_eq!(lin.task.kind, TaskKind::Linear);
+        let mut shift = crate::config::ShiftConfig::default();
+        shift.set("x_cov", "3").unwrap();
+        for s in [None, Some(&shift)] {
+            let task = |c: &Config| {
+                let t = Task::new(c).unwrap();
+                s.map_or(t.clone(), |s| t.shifted(s).unwrap())
+            };
+            for (seed, domain, step) in [(0, Domain::Train, 0), (7, Domain::Eval, 3)] {
+                let a: Batch<f64> = task(&lin).sample_batch(seed, domain, step, 16, 9);
+                let b: Batch<f64> = task(&var).sample_batch(seed, domain, step, 16, 9);
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&a.z), bits(&b.z));
+                assert_eq!(bits(&a.y), bits(&b.y));
+            }
+        }
+    }
+
     /// A batch whose element count fits in usize but whose bytes do not (found by the C API
     /// property test: `icl_model_risk` at L = 768614336404564650) is an error naming its memory,
     /// not an overflow panic while the message is written.

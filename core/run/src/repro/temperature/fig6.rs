@@ -3,7 +3,8 @@
 //! four claims are asked of two models: icl's own multi-layer softmax transformer (`fig6-*`,
 //! preset `temperature-fig6`: 2-layer looped, 2 heads, Σx = I, σ² = 0.01, batch 64, 40k steps)
 //! and a small GPT-2 of Garg et al.'s architecture (`fig6-gpt2-*`, preset
-//! `temperature-fig6-gpt2`: 6 layers, 4 heads, n_embd 128, the same data, 20k steps).
+//! `temperature-fig6-gpt2`: 6 layers, 4 heads, n_embd 128, the same data law with Garg et al.'s
+//! curriculum, 50k steps).
 use crate::error::Result;
 use crate::eval::temper_from_text;
 use crate::plot::{curves_svg, Curve, Style};
