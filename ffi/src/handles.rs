@@ -648,7 +648,7 @@ impl icl_trainer {
         step: Option<u64>,
     ) -> FfiResult<Self> {
         let e = engine.unwrap_or(default_engine());
-        let mut tr = AnyTrainer::new(cfg, &Engines(e.into()), from, &Options::default())
+        let mut tr = AnyTrainer::new(cfg, &Engines(e.into(), None), from, &Options::default())
             .map_err(engine_err)?;
         if let Some(s) = step {
             dispatch!(&mut tr, t => t.step = s);
@@ -673,9 +673,13 @@ impl icl_trainer {
         match l.state {
             Some(state) => {
                 let e = engine.unwrap_or(default_engine());
-                let tr =
-                    AnyTrainer::resume(&l.config, &Engines(e.into()), state, &Options::default())
-                        .map_err(engine_err)?;
+                let tr = AnyTrainer::resume(
+                    &l.config,
+                    &Engines(e.into(), None),
+                    state,
+                    &Options::default(),
+                )
+                .map_err(engine_err)?;
                 Ok(icl_trainer {
                     inner: tr.with_engine(e).map_err(engine_err)?,
                 })

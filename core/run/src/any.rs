@@ -97,14 +97,22 @@ pub enum Start {
     Model(Box<AnyModel>),
 }
 
+/// Start the engine once before the trainer, so a missing device is reported as the engine's
+/// failure (a pack's device is open already).
+fn opens<T: RunScalar>(engines: &Engines) -> Result<()> {
+    if engines.1.is_none() {
+        drop(T::engine(&engines.0)?);
+    }
+    Ok(())
+}
+
 fn start<T: RunScalar>(
     cfg: &Config,
     engines: &Engines,
     start: Start,
     opts: &Options,
 ) -> Result<Trainer<T>> {
-    // start the engine once here, so a missing device is reported as the engine's failure
-    drop(T::engine(&engines.0)?);
+    opens::<T>(engines)?;
     let model = match start {
         Start::Fresh => Model::init(cfg)?,
         Start::Model(m) => m.to::<T>(),
@@ -129,11 +137,11 @@ impl AnyTrainer {
     ) -> Result<Self> {
         Ok(match state {
             Either::F32(s) => {
-                drop(f32::engine(&engines.0)?);
+                opens::<f32>(engines)?;
                 Either::F32(Trainer::from_state(cfg, s, engines, opts)?)
             }
             Either::F64(s) => {
-                drop(f64::engine(&engines.0)?);
+                opens::<f64>(engines)?;
                 Either::F64(Trainer::from_state(cfg, s, engines, opts)?)
             }
         })

@@ -147,7 +147,7 @@ pub fn measure<T: RunScalar>(
         .num_threads(threads)
         .build()
         .map_err(|e| RunError::Engine(format!("thread pool: {e}")))?;
-    let engines = Engines(engine.to_string());
+    let engines = Engines(engine.to_string(), None);
     let cfg = &bench_config(cfg, b.steps);
     pool.install(|| -> Result<BenchRow> {
         crate::train::check_memory(cfg)?;

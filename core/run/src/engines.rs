@@ -144,6 +144,8 @@ pub trait RunScalar: Scalar + icl_cpu_simd::SimdScalar + Send + Sync {
     fn engine(name: &str) -> Result<Box<dyn AttentionKernels<Self>>> {
         Ok(Self::engine_named(name)?.attention()?)
     }
+    /// One-layer attention kernels in `pack` (f32 only).
+    fn packed(pack: &Pack) -> Result<Box<dyn AttentionKernels<Self>>>;
     /// The named engine's kernels for multi-layer transformers (a refusal is an input error).
     fn stack_engine(name: &str) -> Result<Box<dyn StackKernels<Self>>> {
         Self::engine_named(name)?.stack().map_err(|e| match e {
@@ -168,11 +170,22 @@ impl RunScalar for f32 {
     fn engine_named(name: &str) -> Result<Box<dyn Engine<f32>>> {
         (entry(name)?.f32)()
     }
+    fn packed(pack: &Pack) -> Result<Box<dyn AttentionKernels<f32>>> {
+        #[cfg(feature = "vulkan")]
+        return Ok(Box::new(pack.member()));
+        #[cfg(not(feature = "vulkan"))]
+        match *pack {}
+    }
 }
 
 impl RunScalar for f64 {
     fn engine_named(name: &str) -> Result<Box<dyn Engine<f64>>> {
         (entry(name)?.f64)()
+    }
+    fn packed(_pack: &Pack) -> Result<Box<dyn AttentionKernels<f64>>> {
+        Err(RunError::Refused(
+            "the vulkan engine computes in f32: set train.dtype = f32, or use another engine for f64".into(),
+        ))
     }
 }
 
@@ -283,14 +296,24 @@ pub fn check(name: &str, dtype: icl_core::config::Dtype) -> Result<()> {
     Ok(())
 }
 
-/// The engines of one name, as the trainer's factory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Engines(pub String);
+/// A shared Vulkan device whose runs' steps are packed into one call ([`crate::pack`]).
+#[cfg(feature = "vulkan")]
+pub use crate::pack::Pack;
+
+/// A shared device whose runs' steps are packed into one call: none without Vulkan.
+#[cfg(not(feature = "vulkan"))]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pack {}
+
+/// The engines of one name, as the trainer's factory; with a [`Pack`], one-layer attention
+/// runs in the pack (the name is then `vulkan`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Engines(pub String, pub Option<Pack>);
 
 impl Engines {
     /// The named engines, or the default.
     pub fn named(name: Option<&str>) -> Self {
-        Engines(name.unwrap_or(default_engine()).to_string())
+        Engines(name.unwrap_or(default_engine()).to_string(), None)
     }
 }
 
@@ -299,7 +322,10 @@ impl<T: RunScalar> Engine<T> for Engines {
         &self.0
     }
     fn attention(&self) -> icl_core::Result<Box<dyn AttentionKernels<T>>> {
-        T::engine(&self.0).map_err(into_core)
+        match &self.1 {
+            Some(p) => T::packed(p).map_err(into_core),
+            None => T::engine(&self.0).map_err(into_core),
+        }
     }
     fn stack(&self) -> icl_core::Result<Box<dyn StackKernels<T>>> {
         T::stack_engine(&self.0).map_err(into_core)

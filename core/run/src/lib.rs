@@ -40,6 +40,8 @@ pub mod eval;
 pub mod folder;
 pub mod options;
 pub mod outputs;
+#[cfg(feature = "vulkan")]
+pub mod pack;
 pub mod plot;
 pub mod predict;
 pub mod repro;

@@ -304,6 +304,7 @@ impl TrainArgs {
             eval_samples: self.eval_samples,
             checkpoint_every: self.checkpoint_every,
             checkpoint_seconds: 60.0 * m,
+            pack: None,
         };
         o.check()?;
         Ok(o)

@@ -50,9 +50,22 @@ pub struct TrainOptions {
     pub checkpoint_every: u64,
     /// Checkpoint every this many seconds of training (0: only by steps and on interruption).
     pub checkpoint_seconds: f64,
+    /// Train in this pack of runs on one Vulkan device ([`crate::pack`]; the engine is then
+    /// `vulkan`): what sweeps on the Vulkan engine give each of their one-layer runs.
+    pub pack: Option<crate::engines::Pack>,
 }
 
 impl TrainOptions {
+    /// The engines a run trains with: the named engine, or the pack.
+    pub fn engines(&self) -> Engines {
+        Engines(
+            self.engine
+                .clone()
+                .unwrap_or(crate::engines::default_engine().into()),
+            self.pack.clone(),
+        )
+    }
+
     /// Check the options before a run starts, not after hours of training: the final
     /// evaluation's samples within [`icl_core::budget::MAX_SAMPLES`].
     pub fn check(&self) -> Result<()> {
@@ -84,6 +97,7 @@ impl Default for TrainOptions {
             eval_samples: crate::eval::MC_SAMPLES,
             checkpoint_every: 0,
             checkpoint_seconds: 60.0 * CHECKPOINT_MINUTES,
+            pack: None,
         }
     }
 }
@@ -121,7 +135,7 @@ pub fn train(cfg: &Config, out: &Path, o: &TrainOptions, progress: Progress) -> 
     cfg.validate()?;
     check_steps(cfg)?;
     check_memory(cfg)?;
-    let engines = Engines::named(o.engine.as_deref());
+    let engines = o.engines();
     crate::engines::check(&engines.0, cfg.train.dtype)?;
     let stage = Stage::open(out, o.force, false)?;
     let staging = stage.dir.dir.clone();
@@ -242,7 +256,7 @@ fn resume_staged(
         cfg.validate()?;
         check_steps(&cfg)?;
         check_memory(&cfg)?;
-        let engines = Engines::named(o.engine.as_deref());
+        let engines = o.engines();
         crate::engines::check(&engines.0, cfg.train.dtype)?;
         stage.check_space(&cfg)?;
         let t0 = Instant::now();
@@ -282,7 +296,7 @@ fn resume_staged(
     }
     cfg.validate()?;
     check_memory(&cfg)?;
-    let engines = Engines::named(o.engine.as_deref());
+    let engines = o.engines();
     crate::engines::check(&engines.0, cfg.train.dtype)?;
     stage.check_space(&cfg)?;
     // keep the preset name the run was started from

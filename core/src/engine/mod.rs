@@ -6,8 +6,8 @@
 //! the one conformance suite ([`crate::conformance`]) against the reference, for every family it
 //! supports, and checks its refusal of the others.
 pub use crate::families::attention::kernels::{
-    check_batch, check_circuits, check_task, AttentionKernels, PackInput, PackedRun, Runner,
-    Sampling, MAX_OUTPUTS,
+    check_batch, check_circuits, check_task, AttentionKernels, PackedRun, Runner, Sampling,
+    MAX_OUTPUTS,
 };
 pub use crate::families::attention::reference::{
     sequence_backward, sequence_forward, AttentionReference,

@@ -8,6 +8,7 @@
 //! results do not depend on the thread count, so a run's bytes do not depend on `jobs`.
 use super::plan::{check_name, RunSpec};
 use crate::checkpoint::load_config;
+use crate::engines::Pack;
 use crate::error::{Result, RunError};
 use crate::folder::RunDir;
 use crate::summary::Summary;
@@ -126,47 +127,59 @@ pub fn run_specs_reporting(
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let jobs = if jobs == 0 { cores } else { jobs }.clamp(1, specs.len().max(1));
+    let units = units(&configs, opts);
+    let jobs = if jobs == 0 { cores } else { jobs }.clamp(1, units.len().max(1));
     let threads = (cores / jobs).max(1);
 
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let results: Mutex<Vec<Option<RunResult>>> =
         Mutex::new((0..specs.len()).map(|_| None).collect());
+    // one spec, in `pool` (a run alone) or on the calling thread (a run of a pack)
+    let run_spec = |i: usize, pool: Option<&rayon::ThreadPool>, pack: Option<Pack>| {
+        let spec = &specs[i];
+        let out = dir.join(&spec.name);
+        let r = if stop.load(Ordering::SeqCst) {
+            result(spec, &out, RunStatus::NotStarted, 0.0)
+        } else {
+            let t0 = Instant::now();
+            let mut report = |step: u64, total: u64, loss: f64| {
+                let go = progress(i, step, total, loss) && !stop.load(Ordering::SeqCst);
+                if !go {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                go
+            };
+            let o = TrainOptions {
+                preset: spec.preset.clone(),
+                pack,
+                ..opts.clone()
+            };
+            let status = match pool {
+                Some(pool) => pool.install(|| one(&configs[i], &out, &o, &mut report)),
+                None => one(&configs[i], &out, &o, &mut report),
+            };
+            let status = status.unwrap_or_else(RunStatus::Failed);
+            let r = result(spec, &out, status, t0.elapsed().as_secs_f64());
+            done(i, &r);
+            r
+        };
+        results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+    };
     let worker = || -> Result<()> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .map_err(|e| RunError::Engine(format!("thread pool: {e}")))?;
         loop {
-            let i = next.fetch_add(1, Ordering::SeqCst);
-            if i >= specs.len() {
+            let u = next.fetch_add(1, Ordering::SeqCst);
+            let Some(unit) = units.get(u) else {
                 return Ok(());
-            }
-            let spec = &specs[i];
-            let out = dir.join(&spec.name);
-            let r = if stop.load(Ordering::SeqCst) {
-                result(spec, &out, RunStatus::NotStarted, 0.0)
-            } else {
-                let t0 = Instant::now();
-                let mut report = |step: u64, total: u64, loss: f64| {
-                    let go = progress(i, step, total, loss) && !stop.load(Ordering::SeqCst);
-                    if !go {
-                        stop.store(true, Ordering::SeqCst);
-                    }
-                    go
-                };
-                let o = TrainOptions {
-                    preset: spec.preset.clone(),
-                    ..opts.clone()
-                };
-                let status = pool.install(|| one(&configs[i], &out, &o, &mut report));
-                let status = status.unwrap_or_else(RunStatus::Failed);
-                let r = result(spec, &out, status, t0.elapsed().as_secs_f64());
-                done(i, &r);
-                r
             };
-            results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            match unit {
+                Unit::Alone(i) => run_spec(*i, Some(&pool), None),
+                Unit::Pack(members) => run_pack(members, &stop, &|i, p| run_spec(i, None, p)),
+            }
         }
     };
     let outcomes: Vec<Result<()>> = std::thread::scope(|s| {
@@ -189,6 +202,89 @@ pub fn run_specs_reporting(
             r.unwrap_or_else(|| result(s, &dir.join(&s.name), RunStatus::NotStarted, 0.0))
         })
         .collect())
+}
+
+/// Most runs in one pack (each trains in a thread of its own).
+pub const MAX_PACK: usize = 256;
+
+/// What one worker takes at a time: a run alone, or a pack of runs that share one Vulkan
+/// device and its calls ([`crate::pack`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unit {
+    Alone(usize),
+    Pack(Vec<usize>),
+}
+
+/// The runs of a sweep as units, in the order of their first spec: under the Vulkan engine the
+/// one-layer runs of one model shape, batch and length are packed ([`MAX_PACK`] at most), every
+/// other run is alone.
+fn units(configs: &[Config], opts: &TrainOptions) -> Vec<Unit> {
+    let packing = cfg!(feature = "vulkan") && opts.engine.as_deref() == Some("vulkan");
+    let mut out: Vec<Unit> = Vec::new();
+    let mut keys: Vec<(String, usize)> = Vec::new();
+    for (i, cfg) in configs.iter().enumerate() {
+        let key = packing.then(|| pack_key(cfg)).flatten();
+        let Some(key) = key else {
+            out.push(Unit::Alone(i));
+            continue;
+        };
+        let open = keys
+            .iter()
+            .find(|(k, u)| *k == key && matches!(&out[*u], Unit::Pack(m) if m.len() < MAX_PACK));
+        match open {
+            Some(&(_, u)) => {
+                if let Unit::Pack(m) = &mut out[u] {
+                    m.push(i);
+                }
+            }
+            None => {
+                keys.push((key, out.len()));
+                out.push(Unit::Pack(vec![i]));
+            }
+        }
+    }
+    out
+}
+
+/// The shape runs must share to be packed (`None`: not packable).
+fn pack_key(cfg: &Config) -> Option<String> {
+    #[cfg(feature = "vulkan")]
+    if crate::pack::packable(cfg) && cfg.train.dtype == icl_core::config::Dtype::F32 {
+        let spec = icl_core::model::ModelSpec::from_config(cfg).ok()?;
+        return Some(format!(
+            "{:?} {} {}",
+            spec.net, cfg.train.batch, cfg.task.len
+        ));
+    }
+    let _ = cfg;
+    None
+}
+
+/// Train the runs `members` of one pack, each in a thread of its own, on one device: a device
+/// that cannot be opened fails every run of the pack.
+fn run_pack(members: &[usize], stop: &AtomicBool, run_spec: &(dyn Fn(usize, Option<Pack>) + Sync)) {
+    #[cfg(feature = "vulkan")]
+    {
+        if stop.load(Ordering::SeqCst) {
+            members.iter().for_each(|&i| run_spec(i, None));
+            return;
+        }
+        match Pack::from_env() {
+            Ok(pack) => std::thread::scope(|s| {
+                for &i in members {
+                    let p = pack.clone();
+                    s.spawn(move || run_spec(i, Some(p)));
+                }
+            }),
+            // each run then reports the engine's failure itself
+            Err(_) => members.iter().for_each(|&i| run_spec(i, None)),
+        }
+    }
+    #[cfg(not(feature = "vulkan"))]
+    {
+        let _ = stop;
+        members.iter().for_each(|&i| run_spec(i, None));
+    }
 }
 
 /// Train, resume or skip one run folder.

@@ -63,6 +63,7 @@ impl SweepRunOptions {
                 eval_samples,
                 checkpoint_every,
                 checkpoint_seconds: 60.0 * checkpoint_minutes,
+                pack: None,
             },
         })
     }

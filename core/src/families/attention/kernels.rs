@@ -35,16 +35,6 @@ pub struct PackedRun<'a, T: Scalar> {
     pub batch: &'a Batch<T>,
 }
 
-/// One run's inputs of a packed training step ([`Runner::sampled_loss_grad_packed`]): its
-/// circuits, its task and its training batch's streams.
-#[derive(Debug, Clone, Copy)]
-pub struct PackInput<'a, T: Scalar> {
-    pub spec: &'a AttentionSpec,
-    pub circ: &'a Circuits<T>,
-    pub task: &'a Task,
-    pub sampling: Sampling,
-}
-
 /// A way of running one-layer attention models over a batch.
 ///
 /// Loss convention: mean squared error over sequences and outputs (PyTorch `MSELoss`),
@@ -93,7 +83,7 @@ pub trait AttentionKernels<T: Scalar>: Send {
     /// circuits and batch (every batch of the same n and len): for run r, bit for bit what
     /// [`AttentionKernels::loss_grad`] gives on `runs[r]` alone, into `grads[r]`. For engines
     /// whose cost is per call (an accelerator's submission): a sweep's runs then share one.
-    /// `None`: the engine does not pack, and the [`Runner`] calls `loss_grad` run by run.
+    /// `None`: the engine does not pack (callers then call `loss_grad` run by run).
     fn loss_grad_packed(
         &mut self,
         _spec: &AttentionSpec,
@@ -176,8 +166,6 @@ pub struct Runner<T: Scalar> {
     engine: Box<dyn AttentionKernels<T>>,
     batch: Option<Batch<T>>,
     normals: Vec<f64>,
-    /// The batches of the packed path (reused between steps).
-    packed: Vec<Batch<T>>,
 }
 
 impl<T: Scalar> core::fmt::Debug for Runner<T> {
@@ -193,7 +181,6 @@ impl<T: Scalar> Runner<T> {
             engine,
             batch: None,
             normals: Vec::new(),
-            packed: Vec::new(),
         }
     }
 
@@ -281,72 +268,5 @@ impl<T: Scalar> Runner<T> {
         let r = self.engine.loss_grad(spec, circ, &batch, grad);
         self.batch = Some(batch);
         r
-    }
-
-    /// The training steps of several runs of one spec, sizes and dtype at once: each run's batch
-    /// is sampled by [`Task::sample_into`] from its own streams, then the engine computes every
-    /// loss and circuit gradient in one packed call where it packs
-    /// ([`AttentionKernels::loss_grad_packed`]), otherwise run by run. For run r, the loss and
-    /// `grads[r]` are what [`AttentionKernels::loss_grad`] gives on that batch alone: bit for
-    /// bit what the run computes alone on an engine that samples on the CPU, and on one that
-    /// samples on its device bit for bit as the CPU does (Vulkan, law 2).
-    pub fn sampled_loss_grad_packed(
-        &mut self,
-        runs: &[PackInput<'_, T>],
-        grads: &mut [Circuits<T>],
-    ) -> Result<Vec<T>> {
-        let Some(first) = runs.first() else {
-            return Ok(Vec::new());
-        };
-        if grads.len() != runs.len() {
-            return Err(Error::Shape(format!(
-                "{} runs and {} gradients",
-                runs.len(),
-                grads.len()
-            )));
-        }
-        let spec = first.spec;
-        let (n, len) = (first.sampling.n, first.sampling.len);
-        for (r, g) in runs.iter().zip(grads.iter()) {
-            if r.spec != spec || r.sampling.n != n || r.sampling.len != len {
-                return Err(Error::Shape(
-                    "a packed call's runs need one model spec, batch size and length".into(),
-                ));
-            }
-            check_task(spec, r.task, &r.sampling)?;
-            check_circuits(spec, r.circ)?;
-            check_circuits(spec, g)?;
-        }
-        let (d, no) = (first.task.d, first.task.n_out);
-        self.packed.truncate(runs.len());
-        for b in self.packed.iter_mut() {
-            if b.n != n || b.len != len || b.d != d || b.n_out != no {
-                *b = Batch::try_zeros(n, len, d, no)?;
-            }
-        }
-        while self.packed.len() < runs.len() {
-            self.packed.push(Batch::try_zeros(n, len, d, no)?);
-        }
-        for (r, b) in runs.iter().zip(self.packed.iter_mut()) {
-            let s = r.sampling;
-            r.task
-                .sample_into(s.seed, Domain::Train, s.step, 0, b, &mut self.normals);
-        }
-        let items: Vec<PackedRun<'_, T>> = runs
-            .iter()
-            .zip(&self.packed)
-            .map(|(r, batch)| PackedRun {
-                circ: r.circ,
-                batch,
-            })
-            .collect();
-        if let Some(r) = self.engine.loss_grad_packed(spec, &items, grads) {
-            return r;
-        }
-        items
-            .iter()
-            .zip(grads.iter_mut())
-            .map(|(it, g)| self.engine.loss_grad(spec, it.circ, it.batch, g))
-            .collect()
     }
 }

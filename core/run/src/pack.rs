@@ -1,0 +1,262 @@
+//! Many runs on one Vulkan device, their training steps packed into one call: what
+//! `icl sweep run --engine vulkan` (and `icl repro --engine vulkan`) does with the one-layer runs
+//! of a sweep.
+//!
+//! Each run trains in its own thread through the one trainer and run-folder writer
+//! ([`crate::train`]), exactly as alone; only its engine differs: a [`Member`] of a [`Pack`]
+//! instead of a device of its own. A member's loss and gradient calls meet in the pack; when
+//! every member of the pack has handed in its step (or a short wait has passed), one of them
+//! runs the whole set on the device as one packed call per model shape
+//! ([`AttentionKernels::loss_grad_packed`]: one submission per chunk for all of them) and
+//! hands each its own result. The packed call gives every run, bit for bit, what
+//! [`AttentionKernels::loss_grad`] gives it alone, so a run's bytes do not depend on which
+//! runs share its calls, on their timing, or on the pack's size: the run folder is the one it
+//! gives alone on the Vulkan engine (the timings in `summary.json` aside). Batches are sampled
+//! on the CPU by each run's thread (law 2's device sampler makes the same bits, so a run
+//! alone on a law-2 task computes the same steps).
+use crate::error::{Result, RunError};
+use icl_core::config::{Arch, Config, TaskKind};
+use icl_core::engine::{AttentionKernels, PackedRun};
+use icl_core::families::attention::AttentionSpec;
+use icl_core::{Batch, Circuits, Task};
+use icl_gpu_vulkan::{Options, VulkanEngine};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The longest a member's step waits for the others before the steps handed in so far run
+/// without them (a member busy elsewhere: writing its outputs, or between runs). Only the
+/// packing depends on it, never a result.
+const PATIENCE: Duration = Duration::from_millis(500);
+
+/// Whether runs of `cfg` can share a pack: one-layer attention on fresh data at a fixed
+/// length, whose only engine user is the trainer's objective (the `eigs` task's probes run
+/// engines of their own; its fixed sets train on sufficient statistics).
+pub fn packable(cfg: &Config) -> bool {
+    cfg.model.arch == Arch::Attention && cfg.task.kind != TaskKind::Eigs
+}
+
+/// One Vulkan device shared by the runs of a pack (cloning shares it).
+#[derive(Clone)]
+pub struct Pack(Arc<Shared>);
+
+impl std::fmt::Debug for Pack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.0.state();
+        write!(f, "Pack({} members, {} calls)", st.members, st.calls)
+    }
+}
+
+/// Packs are equal when they are the same device.
+impl PartialEq for Pack {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+struct Shared {
+    engine: Mutex<VulkanEngine>,
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Members alive (each a run's objective).
+    members: usize,
+    next_id: u64,
+    pending: Vec<Request>,
+    done: Vec<(u64, icl_core::Result<(f32, Circuits<f32>)>)>,
+    /// A member is running the pending steps on the device.
+    busy: bool,
+    /// Packed calls made (for tests and the benchmark).
+    calls: u64,
+}
+
+/// One member's step: its circuits and batch, copied (the caller waits for the result).
+struct Request {
+    id: u64,
+    spec: AttentionSpec,
+    circ: Circuits<f32>,
+    batch: Batch<f32>,
+}
+
+impl Shared {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Pack {
+    /// A pack on the device the environment's options choose (`ICL_VULKAN_*`).
+    pub fn from_env() -> Result<Pack> {
+        let e =
+            VulkanEngine::new(&Options::from_env()).map_err(|e| RunError::Engine(e.to_string()))?;
+        Ok(Pack(Arc::new(Shared {
+            engine: Mutex::new(e),
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+        })))
+    }
+
+    /// A new member: the kernels one run's trainer computes with.
+    pub fn member(&self) -> Member {
+        self.0.state().members += 1;
+        Member(self.clone())
+    }
+
+    /// Packed calls made so far (each runs every step handed in at that moment).
+    pub fn calls(&self) -> u64 {
+        self.0.state().calls
+    }
+
+    /// Hand in one step and wait for its result: lead the call when every member has handed
+    /// in (or the oldest step waited [`PATIENCE`]) and nobody else is running one.
+    fn step(
+        &self,
+        spec: &AttentionSpec,
+        circ: &Circuits<f32>,
+        batch: &Batch<f32>,
+    ) -> icl_core::Result<(f32, Circuits<f32>)> {
+        let sh = &self.0;
+        let mut st = sh.state();
+        let id = st.next_id;
+        st.next_id += 1;
+        st.pending.push(Request {
+            id,
+            spec: spec.clone(),
+            circ: circ.clone(),
+            batch: batch.clone(),
+        });
+        let since = Instant::now();
+        loop {
+            if let Some(i) = st.done.iter().position(|(d, _)| *d == id) {
+                return st.done.swap_remove(i).1;
+            }
+            let waited = since.elapsed();
+            let mine = st.pending.iter().any(|r| r.id == id);
+            if mine && !st.busy && (st.pending.len() >= st.members || waited >= PATIENCE) {
+                let reqs = std::mem::take(&mut st.pending);
+                st.busy = true;
+                drop(st);
+                let results = self.run(reqs);
+                st = sh.state();
+                st.done.extend(results);
+                st.busy = false;
+                sh.cv.notify_all();
+                continue;
+            }
+            st = if st.busy {
+                // the leader wakes everyone when its results are in
+                sh.cv.wait(st).unwrap_or_else(|e| e.into_inner())
+            } else {
+                let wait = PATIENCE
+                    .saturating_sub(waited)
+                    .max(Duration::from_millis(1));
+                sh.cv
+                    .wait_timeout(st, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            };
+        }
+    }
+
+    /// Run handed-in steps on the device: one packed call per model shape.
+    fn run(&self, reqs: Vec<Request>) -> Vec<(u64, icl_core::Result<(f32, Circuits<f32>)>)> {
+        let mut engine = self.0.engine.lock().unwrap_or_else(|e| e.into_inner());
+        let mut groups: Vec<Vec<Request>> = Vec::new();
+        for r in reqs {
+            let same = |g: &Vec<Request>| {
+                let f = &g[0];
+                f.spec == r.spec
+                    && (f.batch.n, f.batch.len, f.batch.d, f.batch.n_out)
+                        == (r.batch.n, r.batch.len, r.batch.d, r.batch.n_out)
+            };
+            match groups.iter_mut().find(|g| same(g)) {
+                Some(g) => g.push(r),
+                None => groups.push(vec![r]),
+            }
+        }
+        let mut out = Vec::new();
+        for g in groups {
+            let spec = g[0].spec.clone();
+            let mut grads: Vec<Circuits<f32>> = g.iter().map(|_| Circuits::zeros(&spec)).collect();
+            let runs: Vec<PackedRun<'_, f32>> = g
+                .iter()
+                .map(|r| PackedRun {
+                    circ: &r.circ,
+                    batch: &r.batch,
+                })
+                .collect();
+            let losses = match engine.loss_grad_packed(&spec, &runs, &mut grads) {
+                Some(Ok(l)) => l.into_iter().map(Ok).collect(),
+                Some(Err(e)) => vec![Err(e); g.len()],
+                None => runs
+                    .iter()
+                    .zip(grads.iter_mut())
+                    .map(|(r, gr)| engine.loss_grad(&spec, r.circ, r.batch, gr))
+                    .collect::<Vec<_>>(),
+            };
+            self.0.state().calls += 1;
+            for ((r, l), gr) in g.iter().zip(losses).zip(grads) {
+                out.push((r.id, l.map(|l| (l, gr))));
+            }
+        }
+        out
+    }
+}
+
+/// One run's kernels in a [`Pack`] (its one-layer loss and gradient go through the pack;
+/// predictions run on the pack's device directly). Leaves the pack when dropped.
+pub struct Member(Pack);
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let sh = &(self.0).0;
+        let mut st = sh.state();
+        st.members = st.members.saturating_sub(1);
+        sh.cv.notify_all();
+    }
+}
+
+impl AttentionKernels<f32> for Member {
+    fn name(&self) -> &'static str {
+        "vulkan"
+    }
+
+    fn loss_grad(
+        &mut self,
+        spec: &AttentionSpec,
+        circ: &Circuits<f32>,
+        batch: &Batch<f32>,
+        grad: &mut Circuits<f32>,
+    ) -> icl_core::Result<f32> {
+        let (loss, g) = self.0.step(spec, circ, batch)?;
+        grad.kq.copy_from_slice(&g.kq);
+        grad.ov.copy_from_slice(&g.ov);
+        Ok(loss)
+    }
+
+    fn predict(
+        &mut self,
+        spec: &AttentionSpec,
+        circ: &Circuits<f32>,
+        batch: &Batch<f32>,
+        out: &mut [f32],
+    ) -> icl_core::Result<()> {
+        let mut e = (self.0).0.engine.lock().unwrap_or_else(|e| e.into_inner());
+        e.predict(spec, circ, batch, out)
+    }
+
+    /// Batches are made on the member's own thread (the Runner's CPU sampler): law 2's device
+    /// sampler makes the same bits.
+    fn sampled_loss_grad(
+        &mut self,
+        _spec: &AttentionSpec,
+        _circ: &Circuits<f32>,
+        _task: &Task,
+        _s: icl_core::engine::Sampling,
+        _grad: &mut Circuits<f32>,
+    ) -> Option<icl_core::Result<f32>> {
+        None
+    }
+}
