@@ -139,7 +139,7 @@ pub struct ReproArgs {
     /// Only these claims (comma-separated ids; the report lists them); only their runs are trained.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Runs trained at once.
+    /// Runs trained at once (with `--engine vulkan`: packs of one-layer runs at once, docs/sweeps.md).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub jobs: usize,
     /// Engine (default: the fastest built in).
@@ -157,8 +157,10 @@ pub struct ReproArgs {
 #[derive(clap::Args, Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SweepRunArgs {
-    /// Runs at once (default 1; 0: one per core); the cores are shared between them. Not with
-    /// an index (`icl sweep run-one`).
+    /// Runs at once (default 1; 0: one per core); the cores are shared between them. With
+    /// `--engine vulkan`, packs at once: the one-layer runs of one shape train as one pack on
+    /// one device, their steps in one call (docs/sweeps.md). Not with an index (`icl sweep
+    /// run-one`).
     #[arg(long, allow_negative_numbers = true)]
     pub jobs: Option<usize>,
     /// Train only this run (its line in the manifest, from 0): `icl sweep run-one --index`.
