@@ -27,6 +27,14 @@
 // by e^-m ("online softmax"), and the reduction rescales the partial sums to the common max. `fwd_bwd` writes per-sequence vectors (b_h, a_h, g, loss, z_q);
 // `reduce_partials` forms the outer products and sums them over fixed blocks of sequences, and
 // `reduce_final` sums the blocks in order. No atomics: the result does not depend on scheduling.
+//
+// Packing: one dispatch may hold K runs of one model, each with its own circuits and batch of
+// run_n sequences (a packed call; an ordinary call is K = 1, run_n = n). Sequence s of the pack
+// belongs to run s / run_n and reads that run's circuits (K circuits back to back in `circ`);
+// the blocks of `reduce_partials` never straddle runs (ceil(run_n / part_len) per run, each
+// covering the sequences it covers when the run is alone) and `reduce_final` sums each run's
+// blocks in order into its own g_len entries of `grad`. Each run's loss and gradient are then
+// bit for bit what it gets alone.
 
 const WG: u32 = __WG__;
 // Reductions run over NG groups of 8 invocations.
@@ -44,7 +52,7 @@ const KIND_SQUARE: u32 = 3u;
 const KIND_TANH: u32 = 4u;
 
 struct Params {
-    n: u32,        // sequences in the whole batch
+    n: u32,        // sequences in the whole batch (K runs of run_n)
     len: u32,      // context length L; the query is token L
     nk: u32,       // keys per sequence (L, or L + 1 when the query attends to itself)
     e: u32,        // embedding width E = d + n_out
@@ -53,17 +61,18 @@ struct Params {
     kind: u32,     // KIND_*
     base: u32,     // batch index of this dispatch's first sequence
     part_len: u32, // sequences per partial sum
-    n_parts: u32,
+    n_parts: u32,  // partial sums (blocks) per run: ceil(run_n / part_len)
     g_len: u32,    // H E E + H n_out E + 1 (the loss last)
     so: u32,       // per-sequence stride of `seqout`
     c: f32,        // the constant C of the affine/square activations
     inv_lin: f32,  // 1 / L_0 (linear attention)
-    inv_nno: f32,  // 1 / (n n_out)
-    pad: u32,
+    inv_nno: f32,  // 1 / (run_n n_out)
+    run_n: u32,    // sequences per run (n for an ordinary call)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-// Effective circuits: KQ [H, E, E] then OV [H, n_out, E].
+// Effective circuits: KQ [H, E, E] then OV [H, n_out, E], one such block per run (g_len - 1
+// floats each).
 @group(0) @binding(1) var<storage, read> circ: array<f32>;
 // Tokens of this dispatch's sequences, token-major as icl_core::task::Batch.
 @group(0) @binding(2) var<storage, read> zbuf: array<__ZTYPE__>;
@@ -86,6 +95,15 @@ var<workgroup> red2: array<f32, RED2_LEN>; // NG group sums
 var<workgroup> vres: array<f32, MAX_V>;
 var<workgroup> mh: array<f32, MAX_H>;
 var<workgroup> fh: array<f32, MAX_H>;
+
+// Offset in `circ` of the circuits of this workgroup's sequence (its run's block), set by the
+// entry point before `forward`.
+var<private> cb: u32;
+
+// The circuit block of batch sequence `s`: that of run s / run_n.
+fn circuit_base(s: u32) -> u32 {
+    return (s / p.run_n) * (p.g_len - 1u);
+}
 
 fn load_z(i: u32) -> f32 {
     __LOAD_Z__
@@ -196,7 +214,7 @@ fn head_vectors(h: u32, tid: u32, with_c: bool) {
         var acc = 0.0;
         let row = (h * e + i) * e;
         for (var j = 0u; j < e; j++) {
-            acc = acc + circ[row + j] * zq[j];
+            acc = acc + circ[cb + row + j] * zq[j];
         }
         qv[i] = acc;
         if with_c {
@@ -204,7 +222,7 @@ fn head_vectors(h: u32, tid: u32, with_c: bool) {
             let ov = p.heads * e * e + h * p.n_out * e;
             var cacc = 0.0;
             for (var o = 0u; o < p.n_out; o++) {
-                cacc = cacc + gv[o] * circ[ov + o * e + i];
+                cacc = cacc + gv[o] * circ[cb + ov + o * e + i];
             }
             cv[i] = cacc;
         }
@@ -285,7 +303,7 @@ fn forward(zb: u32, tid: u32, train: bool, row: u32) {
             let ov = p.heads * e * e + (h * p.n_out + o) * e;
             var acc = 0.0;
             for (var i = 0u; i < e; i++) {
-                acc = acc + circ[ov + i] * (vres[2u + i] * inv);
+                acc = acc + circ[cb + ov + i] * (vres[2u + i] * inv);
             }
             yhat[o] = yhat[o] + acc;
         }
@@ -298,6 +316,7 @@ fn forward(zb: u32, tid: u32, train: bool, row: u32) {
 fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
     let s = wg.x;
     let zb = s * (p.len + 1u) * p.e;
+    cb = circuit_base(p.base + s);
     forward(zb, tid, false, 0u);
     for (var o = tid; o < p.n_out; o += WG) {
         seqout[s * p.n_out + o] = yhat[o];
@@ -313,9 +332,10 @@ fn fwd_bwd(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
     let he = p.heads * e;
     let zb = s * (p.len + 1u) * e;
     let row = (p.base + s) * p.so;
+    cb = circuit_base(p.base + s);
     forward(zb, tid, true, row);
 
-    // loss = sum_o r_o^2 / (n n_out)  =>  g_o = 2 r_o / (n n_out)
+    // loss = sum_o r_o^2 / (run_n n_out)  =>  g_o = 2 r_o / (run_n n_out)
     for (var o = tid; o < p.n_out; o += WG) {
         let r = yhat[o] - ybuf[s * p.n_out + o];
         gv[o] = 2.0 * r * p.inv_nno;
@@ -374,6 +394,7 @@ fn fwd_bwd(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index
 }
 
 // Block sums of the outer products: partials[blk][k] = sum over the block's sequences of
+// (block blk is part blk % n_parts of run blk / n_parts: at most part_len of that run's sequences)
 //   k < H E E:          b_h[i] z_q[j]      (dKQ_h[i][j])
 //   k < H E E + H n_o E: g_o a_h[i]        (dOV_h[o][i])
 //   last:               loss
@@ -384,8 +405,9 @@ fn reduce_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
     let he = p.heads * e;
     let nkq = p.heads * e * e;
     let nov = p.heads * p.n_out * e;
-    let first = blk * p.part_len;
-    let last = min(p.n, first + p.part_len);
+    let run_first = (blk / p.n_parts) * p.run_n;
+    let first = run_first + (blk % p.n_parts) * p.part_len;
+    let last = min(run_first + p.run_n, first + p.part_len);
     for (var k = tid; k < p.g_len; k += WG) {
         var acc = 0.0;
         if k < nkq {
@@ -414,14 +436,17 @@ fn reduce_partials(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocati
     }
 }
 
-// grad[k] = sum over blocks, in block order.
+// grad[k] (entry k % g_len of run k / g_len) = sum over that run's blocks, in block order.
 @compute @workgroup_size(WG)
 fn reduce_final(@builtin(global_invocation_id) gid: vec3<u32>) {
     let k = gid.x;
-    if k < p.g_len {
+    let runs = p.n / p.run_n;
+    if k < runs * p.g_len {
+        let run = k / p.g_len;
+        let j = k % p.g_len;
         var acc = 0.0;
         for (var b = 0u; b < p.n_parts; b++) {
-            acc = acc + partials[b * p.g_len + k];
+            acc = acc + partials[(run * p.n_parts + b) * p.g_len + j];
         }
         grad[k] = acc;
     }

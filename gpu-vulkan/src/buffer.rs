@@ -121,15 +121,28 @@ impl Buffer {
 
     /// Copy `data` to the start of the mapped buffer.
     pub fn write<T: Copy>(&mut self, data: &[T]) {
+        self.write_at(0, data);
+    }
+
+    /// Copy `data` to the mapped buffer, from element `at` (of `T`s) on.
+    pub fn write_at<T: Copy>(&mut self, at: usize, data: &[T]) {
         let bytes = std::mem::size_of_val(data);
+        let offset = at * std::mem::size_of::<T>();
         assert!(
-            bytes as u64 <= self.size,
-            "write of {bytes} bytes into a buffer of {}",
+            (offset + bytes) as u64 <= self.size,
+            "write of {bytes} bytes at {offset} into a buffer of {}",
             self.size
         );
         let p = self.ptr.expect("write to a host-visible buffer");
-        // SAFETY: the mapping covers `size` bytes; host-coherent memory, no GPU work in flight.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr() as *const u8, p.0.as_ptr(), bytes) }
+        // SAFETY: the mapping covers `size` bytes, of which offset..offset+bytes (checked);
+        // host-coherent memory, no GPU work in flight.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr() as *const u8,
+                p.0.as_ptr().add(offset),
+                bytes,
+            )
+        }
     }
 
     /// Copy the start of the mapped buffer into `out`.

@@ -7,6 +7,13 @@
 //! factors over fixed blocks of 64 sequences and `reduce_final` sums the blocks in order. The
 //! gradient (and loss) is read back: H E E + H n_out E + 1 floats. Batches larger than one
 //! storage-buffer binding run in chunks of sequences, one submission each.
+//!
+//! Packing ([`AttentionKernels::loss_grad_packed`]): K runs of one spec, each with its own
+//! circuits and batch of n sequences, run as one batch of K n sequences (the same chunks and
+//! submissions as one batch of that size). The circuit buffer holds the K circuits back to back
+//! and sequence s reads those of run s / n; the reduction blocks never straddle runs, so each
+//! run's loss and gradient (K of them read back) are bit for bit what it gets alone. An ordinary
+//! call is the pack of one run.
 use crate::buffer::{Buffer, GpuArray};
 use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
@@ -15,7 +22,7 @@ use crate::session::{self, Session};
 use ash::vk;
 use icl_core::config::{Activation, AttentionKind};
 use icl_core::data::task::PlainGaussian;
-use icl_core::engine::Sampling;
+use icl_core::engine::{check_batch, check_circuits, PackedRun, Sampling};
 use icl_core::families::attention::AttentionSpec;
 use icl_core::rng::{self, Domain};
 use icl_core::{AttentionKernels, Batch, Circuits, Task};
@@ -23,9 +30,12 @@ use icl_core::{AttentionKernels, Batch, Circuits, Task};
 /// Sequences per partial gradient sum in `reduce_partials`.
 const PART_LEN: usize = 64;
 
-/// Sizes of one call, checked against the device's limits.
+/// Sizes of one call, checked against the device's limits: `runs` runs (a packed call's; 1
+/// otherwise) of `run_n` sequences each, `n` in all.
 #[derive(Debug, Clone, Copy)]
 struct Plan {
+    runs: usize,
+    run_n: usize,
     n: usize,
     len: usize,
     e: usize,
@@ -35,17 +45,20 @@ struct Plan {
     variant: Variant,
     /// Per-sequence stride of `seqout`: b_h, a_h (H E each), g (n_out), loss, z_q (E).
     so: usize,
-    /// Gradient entries plus the loss.
+    /// Gradient entries plus the loss (of one run).
     g_len: usize,
-    n_parts: usize,
+    /// Partial sums (blocks of [`PART_LEN`] sequences) of one run.
+    run_parts: usize,
     /// Most sequences per submission.
     chunk: usize,
 }
 
 impl Plan {
+    /// The plan of `runs` runs of `run_n` sequences of context length `len`.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         spec: &AttentionSpec,
-        n: usize,
+        (runs, run_n): (usize, usize),
         len: usize,
         info: &DeviceInfo,
         wg: u32,
@@ -53,6 +66,11 @@ impl Plan {
         chunk_bytes: u64,
     ) -> Result<Plan, VkError> {
         let (e, no, heads) = (spec.e(), spec.n_out, spec.heads);
+        if runs == 0 || run_n == 0 {
+            return Err(VkError::Unsupported(
+                "internal: a plan without sequences".into(),
+            ));
+        }
         let variant = Variant::for_width(e, wg, f16).ok_or_else(|| {
             VkError::Unsupported(format!(
                 "embedding width E = d + n_out = {e} is above the shaders' 64"
@@ -65,8 +83,9 @@ impl Plan {
         }
         let so = 2 * heads * e + no + 1 + e;
         let g_len = heads * e * e + heads * no * e + 1;
-        let n_parts = n.div_ceil(PART_LEN);
+        let run_parts = run_n.div_ceil(PART_LEN);
         let limit = info.max_storage_buffer_range.min(u32::MAX as u64);
+        let n = runs.saturating_mul(run_n);
         let seq_bytes = ((len + 1) * e * if f16 { 2 } else { 4 }) as u64;
         let by_bytes = (limit.min(chunk_bytes) / seq_bytes.max(1)) as usize;
         if by_bytes == 0 {
@@ -79,15 +98,30 @@ impl Plan {
             .min(info.max_workgroup_count_x as usize)
             .min(n)
             .max(1);
-        let seqout_bytes = (n * so * 4) as u64;
-        let partial_bytes = (n_parts * g_len * 4) as u64;
+        let seqout_bytes = (n as u64).saturating_mul(so as u64 * 4);
+        let partial_bytes = ((runs * run_parts) as u64).saturating_mul(g_len as u64 * 4);
         if seqout_bytes > limit || partial_bytes > limit {
             return Err(VkError::Unsupported(format!(
                 "a batch of {n} sequences needs {} bytes of per-sequence gradient factors, above the device's storage-buffer limit of {limit}",
                 seqout_bytes.max(partial_bytes)
             )));
         }
+        let grad_bytes = (runs as u64).saturating_mul(g_len as u64 * 4);
+        if grad_bytes > limit {
+            return Err(VkError::Unsupported(format!(
+                "{runs} packed runs need {grad_bytes} bytes of circuits and gradients, above the device's storage-buffer limit of {limit}"
+            )));
+        }
+        let groups = (runs * run_parts).max((runs * g_len).div_ceil(wg as usize));
+        if groups > info.max_workgroup_count_x as usize {
+            return Err(VkError::Unsupported(format!(
+                "the gradient reduction of {runs} runs needs {groups} workgroups, above the device's {}",
+                info.max_workgroup_count_x
+            )));
+        }
         Ok(Plan {
+            runs,
+            run_n,
             n,
             len,
             e,
@@ -97,8 +131,34 @@ impl Plan {
             variant,
             so,
             g_len,
-            n_parts,
+            run_parts,
             chunk,
+        })
+    }
+
+    /// Partial sums of every run.
+    fn n_parts(&self) -> usize {
+        self.runs * self.run_parts
+    }
+
+    /// Gradient entries plus the loss of every run.
+    fn grad_len(&self) -> usize {
+        self.runs * self.g_len
+    }
+
+    /// Circuit values of every run.
+    fn circ_len(&self) -> usize {
+        self.runs * (self.g_len - 1)
+    }
+
+    /// (run, first sequence in that run's batch, count) of each run's part of the pack's
+    /// sequences start..start+count.
+    fn segments(&self, start: usize, count: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+        let (run_n, end) = (self.run_n, start + count);
+        (start / run_n..end.div_ceil(run_n)).map(move |r| {
+            let lo = start.max(r * run_n);
+            let hi = end.min((r + 1) * run_n);
+            (r, lo - r * run_n, hi - lo)
         })
     }
 
@@ -139,13 +199,13 @@ impl Plan {
             kind,
             base as u32,
             PART_LEN as u32,
-            self.n_parts as u32,
+            self.run_parts as u32,
             self.g_len as u32,
             self.so as u32,
             f(spec.c),
             f(1.0 / spec.lin_norm),
-            f(1.0 / (self.n * self.no) as f64),
-            0,
+            f(1.0 / (self.run_n * self.no) as f64),
+            self.run_n as u32,
         ]
     }
 }
@@ -163,10 +223,11 @@ struct Buffers {
     aux: GpuArray,
 }
 
-/// Where a call's tokens come from: the host's batch, or the law-2 sampler on the device.
+/// Where a call's tokens come from: the host's batches (one per run, see [`Plan`]), or the
+/// law-2 sampler on the device (one run).
 #[derive(Clone, Copy)]
 enum Tokens<'a> {
-    Host(&'a Batch<f32>),
+    Host(&'a [&'a Batch<f32>]),
     Device {
         task: PlainGaussian<'a>,
         seed: u64,
@@ -290,12 +351,12 @@ impl VulkanEngine {
     fn fit_buffers(&mut self, plan: &Plan, aux_bytes: u64) -> Result<(), VkError> {
         let f = 4u64;
         let need = [
-            (plan.g_len as u64) * f,
+            (plan.grad_len() as u64) * f,
             plan.token_words(plan.chunk) as u64 * f,
             (plan.chunk * plan.no) as u64 * f,
             (plan.n * plan.so).max(plan.chunk * plan.no) as u64 * f,
-            (plan.n_parts * plan.g_len) as u64 * f,
-            plan.g_len as u64 * f,
+            (plan.n_parts() * plan.g_len) as u64 * f,
+            plan.grad_len() as u64 * f,
             aux_bytes.max(8),
         ];
         let ctx = &self.s.ctx;
@@ -382,47 +443,69 @@ impl VulkanEngine {
         Ok(())
     }
 
-    /// Write the circuits (KQ then OV) to the host side of the circuit buffer.
-    fn write_circuits(&mut self, circ: &Circuits<f32>) -> Result<(), VkError> {
+    /// Write each run's circuits (KQ then OV), back to back, to the host side of the circuit
+    /// buffer.
+    fn write_circuits(&mut self, circs: &[&Circuits<f32>]) -> Result<(), VkError> {
         let mut host = std::mem::take(&mut self.circ_host);
         host.clear();
-        host.extend_from_slice(&circ.kq);
-        host.extend_from_slice(&circ.ov);
+        for circ in circs {
+            host.extend_from_slice(&circ.kq);
+            host.extend_from_slice(&circ.ov);
+        }
         self.bufs_mut()?.circ.host().write(&host);
         self.circ_host = host;
         Ok(())
     }
 
-    /// Write the tokens (and, for training, targets) of sequences start..start+count.
+    /// Write the tokens (and, for training, targets) of the pack's sequences
+    /// start..start+count, taken from their runs' batches (`batches[r]` is run r's).
     fn write_batch(
         &mut self,
         plan: &Plan,
-        batch: &Batch<f32>,
+        batches: &[&Batch<f32>],
         start: usize,
         count: usize,
         targets: bool,
     ) -> Result<(), VkError> {
-        let w = (batch.len + 1) * batch.e();
-        let z = &batch.z[start * w..(start + count) * w];
+        let w = (plan.len + 1) * plan.e;
+        let mut parts = Vec::with_capacity(2);
+        for (r, first, c) in plan.segments(start, count) {
+            let batch = batches.get(r).ok_or_else(|| {
+                VkError::Unsupported(format!("internal: no batch for packed run {r}"))
+            })?;
+            parts.push((*batch, first, c));
+        }
         let b = self.bufs.as_mut().ok_or_else(|| {
             VkError::Unsupported("internal: buffers used before they were made".into())
         })?;
         if plan.variant.f16 {
+            let mut z = parts
+                .iter()
+                .flat_map(|&(batch, first, c)| &batch.z[first * w..(first + c) * w]);
             self.staging.clear();
-            self.staging.extend(z.chunks(2).map(|p| {
-                let lo = half::f16::from_f32(p[0]).to_bits() as u32;
-                let hi = p
-                    .get(1)
+            while let Some(&x) = z.next() {
+                let lo = half::f16::from_f32(x).to_bits() as u32;
+                let hi = z
+                    .next()
                     .map_or(0, |&x| half::f16::from_f32(x).to_bits() as u32);
-                lo | (hi << 16)
-            }));
+                self.staging.push(lo | (hi << 16));
+            }
             b.z.host().write(&self.staging);
         } else {
-            b.z.host().write(z);
+            let mut at = 0;
+            for &(batch, first, c) in &parts {
+                b.z.host()
+                    .write_at(at, &batch.z[first * w..(first + c) * w]);
+                at += c * w;
+            }
         }
         if targets {
-            b.y.host()
-                .write(&batch.y[start * plan.no..(start + count) * plan.no]);
+            let (no, mut at) = (plan.no, 0);
+            for &(batch, first, c) in &parts {
+                b.y.host()
+                    .write_at(at, &batch.y[first * no..(first + c) * no]);
+                at += c * no;
+            }
         }
         Ok(())
     }
@@ -431,16 +514,17 @@ impl VulkanEngine {
         self.s.dispatch(self.kernels[k].pipeline(e), groups);
     }
 
+    /// The plan of `runs` runs of `run_n` sequences, its kernels (index) and buffers.
     fn prepare(
         &mut self,
         spec: &AttentionSpec,
-        n: usize,
+        runs: (usize, usize),
         len: usize,
         aux_bytes: u64,
     ) -> Result<(Plan, usize), VkError> {
         let plan = Plan::new(
             spec,
-            n,
+            runs,
             len,
             &self.s.ctx.info,
             self.wg,
@@ -470,7 +554,7 @@ impl VulkanEngine {
         let mut p = [0u32; 32];
         p[..16].copy_from_slice(&plan.params(spec, start));
         match tokens {
-            Tokens::Host(batch) => self.write_batch(plan, batch, start, count, targets)?,
+            Tokens::Host(batches) => self.write_batch(plan, batches, start, count, targets)?,
             Tokens::Device { task, seed, step } => {
                 p[16..].copy_from_slice(&sample_params(&task, seed, step, start, count, plan.len));
                 if ci == 0 && !task.factor.is_empty() {
@@ -485,7 +569,7 @@ impl VulkanEngine {
             let d = &self.s.ctx.device;
             if ci == 0 {
                 b.circ
-                    .record_upload(d, self.s.cmd, (plan.g_len as u64 - 1) * 4);
+                    .record_upload(d, self.s.cmd, plan.circ_len() as u64 * 4);
             }
             match tokens {
                 Tokens::Host(_) => {
@@ -513,7 +597,74 @@ impl VulkanEngine {
         Ok(())
     }
 
+    /// Loss and circuit gradient of each run (`circs[r]` with its tokens, `run_n` sequences of
+    /// length `len` a run) into `losses[r]` and `grads[r]`: one batch of every run's sequences.
     fn run_loss_grad(
+        &mut self,
+        spec: &AttentionSpec,
+        circs: &[&Circuits<f32>],
+        tokens: Tokens<'_>,
+        (run_n, len): (usize, usize),
+        grads: &mut [Circuits<f32>],
+        losses: &mut [f32],
+    ) -> Result<(), VkError> {
+        let runs = circs.len();
+        if grads.len() != runs || losses.len() != runs {
+            return Err(VkError::Unsupported(format!(
+                "internal: {runs} runs, {} gradients and {} losses",
+                grads.len(),
+                losses.len()
+            )));
+        }
+        let (plan, k) = self.prepare(spec, (runs, run_n), len, aux_bytes(tokens))?;
+        self.write_circuits(circs)?;
+        let chunks: Vec<(usize, usize)> = plan.chunks().collect();
+        for (ci, &(start, count)) in chunks.iter().enumerate() {
+            self.open_chunk(&plan, spec, tokens, ci, start, count, true)?;
+            self.dispatch(k, Entry::FwdBwd, count as u32);
+            if ci + 1 == chunks.len() {
+                self.record_reduction(&plan, k)?;
+            }
+            self.s.submit_wait()?;
+        }
+        let mut out = vec![0.0f32; plan.grad_len()];
+        self.bufs_mut()?.grad.host().read(&mut out);
+        let nkq = plan.heads * plan.e * plan.e;
+        for ((g, loss), run) in grads
+            .iter_mut()
+            .zip(losses.iter_mut())
+            .zip(out.chunks_exact(plan.g_len))
+        {
+            g.kq.copy_from_slice(&run[..nkq]);
+            g.ov.copy_from_slice(&run[nkq..plan.g_len - 1]);
+            *loss = run[plan.g_len - 1];
+        }
+        Ok(())
+    }
+
+    /// Record, after the last chunk's `fwd_bwd`, the two reductions (blocks per run, then each
+    /// run's blocks in order) and the download of every run's gradient and loss.
+    fn record_reduction(&self, plan: &Plan, k: usize) -> Result<(), VkError> {
+        self.s.barrier_compute();
+        self.dispatch(k, Entry::ReducePartials, plan.n_parts() as u32);
+        self.s.barrier_compute();
+        self.dispatch(
+            k,
+            Entry::ReduceFinal,
+            (plan.grad_len() as u32).div_ceil(plan.variant.wg),
+        );
+        self.s.barrier_to_host();
+        self.bufs()?.grad.record_download(
+            &self.s.ctx.device,
+            self.s.cmd,
+            plan.grad_len() as u64 * 4,
+        );
+        self.s.barrier_copy_to_host();
+        Ok(())
+    }
+
+    /// Loss and circuit gradient of one run (the pack of one).
+    fn run_one(
         &mut self,
         spec: &AttentionSpec,
         circ: &Circuits<f32>,
@@ -521,37 +672,59 @@ impl VulkanEngine {
         (n, len): (usize, usize),
         grad: &mut Circuits<f32>,
     ) -> Result<f32, VkError> {
-        let (plan, k) = self.prepare(spec, n, len, aux_bytes(tokens))?;
-        self.write_circuits(circ)?;
-        let chunks: Vec<(usize, usize)> = plan.chunks().collect();
-        for (ci, &(start, count)) in chunks.iter().enumerate() {
-            self.open_chunk(&plan, spec, tokens, ci, start, count, true)?;
-            self.dispatch(k, Entry::FwdBwd, count as u32);
-            if ci + 1 == chunks.len() {
-                self.s.barrier_compute();
-                self.dispatch(k, Entry::ReducePartials, plan.n_parts as u32);
-                self.s.barrier_compute();
-                self.dispatch(
-                    k,
-                    Entry::ReduceFinal,
-                    (plan.g_len as u32).div_ceil(plan.variant.wg),
-                );
-                self.s.barrier_to_host();
-                self.bufs()?.grad.record_download(
-                    &self.s.ctx.device,
-                    self.s.cmd,
-                    plan.g_len as u64 * 4,
-                );
-                self.s.barrier_copy_to_host();
-            }
-            self.s.submit_wait()?;
+        let mut loss = [0.0f32];
+        self.run_loss_grad(
+            spec,
+            &[circ],
+            tokens,
+            (n, len),
+            std::slice::from_mut(grad),
+            &mut loss,
+        )?;
+        Ok(loss[0])
+    }
+
+    /// [`AttentionKernels::loss_grad_packed`] on inputs of one shape (checked here).
+    fn run_packed(
+        &mut self,
+        spec: &AttentionSpec,
+        runs: &[PackedRun<'_, f32>],
+        grads: &mut [Circuits<f32>],
+    ) -> icl_core::Result<Vec<f32>> {
+        let Some(first) = runs.first() else {
+            return Ok(Vec::new());
+        };
+        if grads.len() != runs.len() {
+            return Err(icl_core::Error::Shape(format!(
+                "{} packed runs and {} gradients",
+                runs.len(),
+                grads.len()
+            )));
         }
-        let mut out = vec![0.0f32; plan.g_len];
-        self.bufs_mut()?.grad.host().read(&mut out);
-        let nkq = plan.heads * plan.e * plan.e;
-        grad.kq.copy_from_slice(&out[..nkq]);
-        grad.ov.copy_from_slice(&out[nkq..plan.g_len - 1]);
-        Ok(out[plan.g_len - 1])
+        let (n, len) = (first.batch.n, first.batch.len);
+        for (i, (r, g)) in runs.iter().zip(grads.iter()).enumerate() {
+            let b = r.batch;
+            if (b.n, b.len, b.d, b.n_out) != (n, len, first.batch.d, first.batch.n_out) {
+                return Err(icl_core::Error::Shape(format!(
+                    "a packed call's batches need one shape: run {i} has n={} L={} d={} n_out={}, run 0 n={n} L={len} d={} n_out={}",
+                    b.n, b.len, b.d, b.n_out, first.batch.d, first.batch.n_out
+                )));
+            }
+            check_batch(spec, r.circ, b)?;
+            check_circuits(spec, g)?;
+        }
+        let circs: Vec<&Circuits<f32>> = runs.iter().map(|r| r.circ).collect();
+        let batches: Vec<&Batch<f32>> = runs.iter().map(|r| r.batch).collect();
+        let mut losses = vec![0.0f32; runs.len()];
+        self.run_loss_grad(
+            spec,
+            &circs,
+            Tokens::Host(&batches),
+            (n, len),
+            grads,
+            &mut losses,
+        )?;
+        Ok(losses)
     }
 
     fn run_predict(
@@ -561,12 +734,13 @@ impl VulkanEngine {
         batch: &Batch<f32>,
         out: &mut [f32],
     ) -> Result<(), VkError> {
-        let (plan, k) = self.prepare(spec, batch.n, batch.len, 0)?;
-        self.write_circuits(circ)?;
+        let (plan, k) = self.prepare(spec, (1, batch.n), batch.len, 0)?;
+        self.write_circuits(&[circ])?;
         let no = plan.no;
         let chunks: Vec<(usize, usize)> = plan.chunks().collect();
         for (ci, &(start, count)) in chunks.iter().enumerate() {
-            self.open_chunk(&plan, spec, Tokens::Host(batch), ci, start, count, false)?;
+            let batches = [batch];
+            self.open_chunk(&plan, spec, Tokens::Host(&batches), ci, start, count, false)?;
             self.dispatch(k, Entry::Predict, count as u32);
             self.s.barrier_to_host();
             self.bufs()?.seqout.record_download(
@@ -668,7 +842,7 @@ impl VulkanEngine {
         len: usize,
     ) -> Result<Batch<f32>, VkError> {
         let tokens = Tokens::Device { task, seed, step };
-        let (plan, _) = self.prepare(spec, n, len, aux_bytes(tokens))?;
+        let (plan, _) = self.prepare(spec, (1, n), len, aux_bytes(tokens))?;
         let mut batch = Batch::try_zeros(n, len, task.d, task.n_out)
             .map_err(|e| VkError::Unsupported(e.to_string()))?;
         let w = (len + 1) * plan.e;
@@ -745,7 +919,9 @@ impl AttentionKernels<f32> for VulkanEngine {
         batch: &Batch<f32>,
         grad: &mut Circuits<f32>,
     ) -> icl_core::Result<f32> {
-        Ok(self.run_loss_grad(spec, circ, Tokens::Host(batch), (batch.n, batch.len), grad)?)
+        let batches = [batch];
+        let tokens = Tokens::Host(&batches);
+        Ok(self.run_one(spec, circ, tokens, (batch.n, batch.len), grad)?)
     }
 
     fn predict(
@@ -756,6 +932,20 @@ impl AttentionKernels<f32> for VulkanEngine {
         out: &mut [f32],
     ) -> icl_core::Result<()> {
         Ok(self.run_predict(spec, circ, batch, out)?)
+    }
+
+    /// The runs as one batch of every run's sequences: one submission per chunk of it (see the
+    /// module doc), each run's loss and gradient bit for bit its [`loss_grad`] alone. Batches
+    /// of f16 tokens pack too (each value is rounded as alone).
+    ///
+    /// [`loss_grad`]: AttentionKernels::loss_grad
+    fn loss_grad_packed(
+        &mut self,
+        spec: &AttentionSpec,
+        runs: &[PackedRun<'_, f32>],
+        grads: &mut [Circuits<f32>],
+    ) -> Option<icl_core::Result<Vec<f32>>> {
+        Some(self.run_packed(spec, runs, grads))
     }
 
     /// Law-2 tasks of [`Task::plain_gaussian`]'s kinds are made on the device (nothing is
@@ -794,7 +984,7 @@ impl AttentionKernels<f32> for VulkanEngine {
             step: s.step,
         };
         Some(
-            self.run_loss_grad(spec, circ, tokens, (s.n, s.len), grad)
+            self.run_one(spec, circ, tokens, (s.n, s.len), grad)
                 .map_err(Into::into),
         )
     }
