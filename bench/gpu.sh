@@ -130,7 +130,7 @@ python3 -c "print('preset = \"he2025\"'); print('seeds = ' + str(list(range(1, $
 for engine in vulkan simd; do
     jobs=$THREADS
     [ "$engine" = vulkan ] && jobs=1
-    "$ICL_BIN" sweep plan "$tmp/sweep.toml" --out "$tmp/sw-$engine" >/dev/null
+    "$ICL_BIN" sweep plan "$tmp/sweep.toml" --out "$tmp/sw-$engine" >/dev/null 2>&1
     t0=$(date +%s.%N)
     if "$ICL_BIN" sweep run "$tmp/sw-$engine" --engine "$engine" --jobs "$jobs" --eval-samples 0 \
         --checkpoint-minutes 0 --quiet 2>"$tmp/err"; then
