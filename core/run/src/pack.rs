@@ -59,13 +59,16 @@ struct Shared {
     cv: Condvar,
 }
 
+/// A member's result: its loss and circuit gradient, under the id of its step.
+type Done = (u64, icl_core::Result<(f32, Circuits<f32>)>);
+
 #[derive(Default)]
 struct State {
     /// Members alive (each a run's objective).
     members: usize,
     next_id: u64,
     pending: Vec<Request>,
-    done: Vec<(u64, icl_core::Result<(f32, Circuits<f32>)>)>,
+    done: Vec<Done>,
     /// A member is running the pending steps on the device.
     busy: bool,
     /// Packed calls made (for tests and the benchmark).
@@ -161,7 +164,7 @@ impl Pack {
     }
 
     /// Run handed-in steps on the device: one packed call per model shape.
-    fn run(&self, reqs: Vec<Request>) -> Vec<(u64, icl_core::Result<(f32, Circuits<f32>)>)> {
+    fn run(&self, reqs: Vec<Request>) -> Vec<Done> {
         let mut engine = self.0.engine.lock().unwrap_or_else(|e| e.into_inner());
         let mut groups: Vec<Vec<Request>> = Vec::new();
         for r in reqs {
