@@ -3,7 +3,8 @@
 //! held in workgroup memory, 16 or 64 invocations a workgroup, batch tokens stored as f32 or as f16
 //! pairs packed in u32 words. `stack.wgsl` (multi-layer stacks) makes two: 16 or 64 invocations.
 //! `sample.wgsl` (law-2 batches made on the device) makes two, with every floating-point addition,
-//! subtraction and multiplication decorated `NoContraction` ([`no_contraction`]).
+//! subtraction and multiplication decorated `NoContraction` ([`no_contraction`]). `gpt2.wgsl`
+//! (GPT-2 models, one entry point per operation) makes two: 16 or 64 invocations.
 use std::path::PathBuf;
 
 /// Largest embedding width E held in workgroup memory.
@@ -21,6 +22,7 @@ fn main() {
     println!("cargo:rerun-if-changed={src_path}");
     println!("cargo:rerun-if-changed={STACK_PATH}");
     println!("cargo:rerun-if-changed={SAMPLE_PATH}");
+    println!("cargo:rerun-if-changed={GPT2_PATH}");
     println!("cargo:rerun-if-changed=build.rs");
     let template = std::fs::read_to_string(src_path).expect("read shaders/attention.wgsl");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
@@ -45,6 +47,13 @@ fn main() {
     for wg in WG {
         let stem = format!("stack_wg{wg}");
         let words = compile(&stem, &stack.replace("__WG__", &format!("{wg}u")), false);
+        write_spv(&out, &stem, &words);
+    }
+    // GPT-2: one variant per workgroup size (f32; nothing in workgroup memory).
+    let gpt2 = std::fs::read_to_string(GPT2_PATH).expect("read shaders/gpt2.wgsl");
+    for wg in WG {
+        let stem = format!("gpt2_wg{wg}");
+        let words = compile(&stem, &gpt2.replace("__WG__", &format!("{wg}u")), false);
         write_spv(&out, &stem, &words);
     }
     // The law-2 sampler: one variant per workgroup size, f64 arithmetic, nothing contracted.
@@ -121,6 +130,9 @@ fn no_contraction(words: &[u32]) -> Vec<u32> {
 
 /// The multi-layer stack's kernels (`forward`, `fwd_bwd`, `reduce_partials`, `reduce_final`).
 const STACK_PATH: &str = "shaders/stack.wgsl";
+
+/// GPT-2's kernels, one entry point per operation (`encoder`, `matmul_fwd`, ... `encoder_bwd`).
+const GPT2_PATH: &str = "shaders/gpt2.wgsl";
 
 fn compile(stem: &str, src: &str, float64: bool) -> Vec<u32> {
     let module = match naga::front::wgsl::parse_str(src) {

@@ -1005,7 +1005,9 @@ impl icl_core::Engine<f32> for VulkanFactory {
     fn stack(&self) -> icl_core::Result<Box<dyn icl_core::engine::StackKernels<f32>>> {
         Ok(Box::new(crate::stack::VulkanStack::new(&self.0)?))
     }
-    // GPT-2 models: refused (the trait's default), they run on the simd or scalar engine
+    fn gpt2(&self) -> icl_core::Result<Box<dyn icl_core::engine::Gpt2Kernels<f32>>> {
+        Ok(Box::new(crate::gpt2::VulkanGpt2::new(&self.0)?))
+    }
 }
 
 impl Drop for VulkanEngine {

@@ -57,8 +57,8 @@ pub const ENGINE_TABLE: &[EngineEntry] = &[
 #[cfg(feature = "vulkan")]
 mod vulkan {
     use super::{Result, RunError};
-    use icl_core::engine::{AttentionKernels, Engine, StackKernels};
-    use icl_gpu_vulkan::{Options, VulkanEngine, VulkanStack};
+    use icl_core::engine::{AttentionKernels, Engine, Gpt2Kernels, StackKernels};
+    use icl_gpu_vulkan::{Options, VulkanEngine, VulkanGpt2, VulkanStack};
     use std::sync::Mutex;
 
     /// The Vulkan engine with the device options of the environment (`ICL_VULKAN_*`). The
@@ -93,6 +93,9 @@ mod vulkan {
         }
         fn stack(&self) -> icl_core::Result<Box<dyn StackKernels<f32>>> {
             Ok(Box::new(VulkanStack::new(&self.opts)?))
+        }
+        fn gpt2(&self) -> icl_core::Result<Box<dyn Gpt2Kernels<f32>>> {
+            Ok(Box::new(VulkanGpt2::new(&self.opts)?))
         }
     }
 }
