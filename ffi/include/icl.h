@@ -433,7 +433,7 @@ void icl_config_free(icl_config *cfg);
  * `ICL_ERR_ARGUMENT` (an unknown or repeated option or shift key, tau <= 0, a malformed value
  * or an empty item in a list, `tau_holdout` without `opt` among the temperatures, a tau, shift
  * or `lambda_range` so extreme that the evaluation is not finite in f64, a length outside
- * 1..=2^20, `samples` < 2, the engine `vulkan` for an f64 or a GPT-2 run),
+ * 1..=2^20, `samples` < 2, the engine `vulkan` for an f64 run),
  * `ICL_ERR_UNKNOWN_NAME` (an unknown `engine`; names are exact: "SIMD" is not "simd"),
  * `ICL_ERR_NONFINITE` (tau or a shift value NaN), `ICL_ERR_CONFIG` (a shift out of range, a
  * covariance that is not positive definite), `ICL_ERR_UNKNOWN_KEY` (an unknown shift key),
