@@ -492,8 +492,11 @@ impl VulkanGpt2 {
         } else if let Some(b) = self.bufs.as_mut() {
             for (a, &bytes) in b.arrays.iter_mut().zip(&need) {
                 if a.size() < bytes {
-                    // Grow by at least half again so slowly growing batches do not reallocate every call.
-                    let fresh = GpuArray::new(ctx, bytes.max(a.size() + a.size() / 2))?;
+                    // Grow by at least half again so slowly growing batches do not reallocate
+                    // every call, but never past one binding's range (the plan keeps `bytes`
+                    // within it).
+                    let limit = ctx.info.max_storage_buffer_range.max(bytes);
+                    let fresh = GpuArray::new(ctx, bytes.max(a.size() + a.size() / 2).min(limit))?;
                     // SAFETY: the last submission finished (we wait on its fence before returning).
                     unsafe { a.destroy(d) };
                     *a = fresh;
