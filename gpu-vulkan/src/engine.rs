@@ -1,5 +1,5 @@
 //! [`VulkanEngine`]: one-layer attention (`AttentionKernels<f32>`) on a Vulkan compute queue, and
-//! [`VulkanFactory`], the `Engine<f32>` that hands it and the stack kernels out.
+//! [`VulkanFactory`], the `Engine<f32>` that hands it, the stack kernels and the GPT-2 kernels out.
 //!
 //! Per call: the circuits and the batch are written to device memory (or, for a law-2 training
 //! batch, the batch is made there by `sample`, see [`DeviceData`]), `fwd_bwd` (or `predict`)
@@ -990,8 +990,8 @@ impl AttentionKernels<f32> for VulkanEngine {
     }
 }
 
-/// The Vulkan engine, made with fixed [`Options`]: one-layer attention and multi-layer
-/// transformer stacks (and so the IV model), in f32.
+/// The Vulkan engine, made with fixed [`Options`]: one-layer attention, multi-layer
+/// transformer stacks (and so the IV model) and GPT-2 models, in f32.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VulkanFactory(pub Options);
 
