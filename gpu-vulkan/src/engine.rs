@@ -14,11 +14,10 @@
 //! and sequence s reads those of run s / n; the reduction blocks never straddle runs, so each
 //! run's loss and gradient (K of them read back) are bit for bit what it gets alone. An ordinary
 //! call is the pack of one run.
-use crate::buffer::{Buffer, GpuArray};
 use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
 use crate::kernels::{self, Entry, Kernels, Module, Variant, MAX_H};
-use crate::session::{self, Session};
+use crate::session::{self, DeviceArrays, Session};
 use ash::vk;
 use icl_core::config::{Activation, AttentionKind};
 use icl_core::data::task::PlainGaussian;
@@ -210,18 +209,16 @@ impl Plan {
     }
 }
 
-/// Device buffers, grown on demand.
-struct Buffers {
-    params: Buffer,
-    circ: GpuArray,
-    z: GpuArray,
-    y: GpuArray,
-    seqout: GpuArray,
-    partials: GpuArray,
-    grad: GpuArray,
-    /// The device sampler's covariance factor (f64).
-    aux: GpuArray,
-}
+/// The storage buffers, in binding order (binding = index + 1; binding 0 is the uniform block).
+const CIRC: usize = 0;
+const Z: usize = 1;
+const Y: usize = 2;
+const SEQOUT: usize = 3;
+const PARTS: usize = 4;
+const GRAD: usize = 5;
+/// The device sampler's covariance factor (f64).
+const AUX: usize = 6;
+const N_ARRAYS: usize = 7;
 
 /// Where a call's tokens come from: the host's batches (one per run, see [`Plan`]), or the
 /// law-2 sampler on the device (one run).
@@ -251,7 +248,7 @@ pub enum DeviceData {
 pub struct VulkanEngine {
     s: Session,
     kernels: Vec<Kernels>,
-    bufs: Option<Buffers>,
+    bufs: DeviceArrays<N_ARRAYS>,
     f16: bool,
     wg: u32,
     chunk_bytes: u64,
@@ -276,9 +273,14 @@ impl VulkanEngine {
     pub fn new(opts: &Options) -> Result<VulkanEngine, VkError> {
         let (ctx, wg) = session::open(opts)?;
         Ok(VulkanEngine {
-            s: Session::new(ctx, 7)?,
+            s: Session::new(ctx, N_ARRAYS as u32)?,
             kernels: Vec::new(),
-            bufs: None,
+            // the attention module's 16 words, then the sampler's
+            bufs: DeviceArrays::new(
+                128,
+                vk::BufferUsageFlags::UNIFORM_BUFFER,
+                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+            ),
             f16: opts.f16_batch,
             wg,
             chunk_bytes: opts.max_chunk_bytes,
@@ -292,20 +294,6 @@ impl VulkanEngine {
     /// Whether training batches of law-2 tasks are made on the device (see [`DeviceData`]).
     pub fn device_data(&self) -> DeviceData {
         self.device_data
-    }
-
-    /// The device buffers (made by the first `fit_buffers`).
-    fn bufs(&self) -> Result<&Buffers, VkError> {
-        self.bufs.as_ref().ok_or_else(|| {
-            VkError::Unsupported("internal: buffers used before they were made".into())
-        })
-    }
-
-    /// The device buffers, mutably.
-    fn bufs_mut(&mut self) -> Result<&mut Buffers, VkError> {
-        self.bufs.as_mut().ok_or_else(|| {
-            VkError::Unsupported("internal: buffers used before they were made".into())
-        })
     }
 
     /// [`VulkanEngine::new`] with [`Options::from_env`].
@@ -350,97 +338,15 @@ impl VulkanEngine {
     /// Make every buffer at least as large as `plan` needs; rebind the descriptor set if any grew.
     fn fit_buffers(&mut self, plan: &Plan, aux_bytes: u64) -> Result<(), VkError> {
         let f = 4u64;
-        let need = [
-            (plan.grad_len() as u64) * f,
-            plan.token_words(plan.chunk) as u64 * f,
-            (plan.chunk * plan.no) as u64 * f,
-            (plan.n * plan.so).max(plan.chunk * plan.no) as u64 * f,
-            (plan.n_parts() * plan.g_len) as u64 * f,
-            plan.grad_len() as u64 * f,
-            aux_bytes.max(8),
-        ];
-        let ctx = &self.s.ctx;
-        let d = &ctx.device;
-        let mut changed = false;
-        if self.bufs.is_none() {
-            use vk::BufferUsageFlags as U;
-            use vk::MemoryPropertyFlags as M;
-            // the attention module's 16 words, then the sampler's
-            let params = Buffer::new(
-                ctx,
-                128,
-                U::UNIFORM_BUFFER,
-                M::HOST_VISIBLE | M::HOST_COHERENT,
-            )?;
-            let mut made: Vec<GpuArray> = Vec::new();
-            for &bytes in &need {
-                match GpuArray::new(ctx, bytes) {
-                    Ok(a) => made.push(a),
-                    Err(e) => {
-                        // SAFETY: nothing uses these yet.
-                        unsafe {
-                            made.iter_mut().for_each(|a| a.destroy(d));
-                            let mut p = params;
-                            p.destroy(d);
-                        }
-                        return Err(e);
-                    }
-                }
-            }
-            let Ok([circ, z, y, seqout, partials, grad, aux]) = <[GpuArray; 7]>::try_from(made)
-            else {
-                return Err(VkError::Unsupported(
-                    "internal: seven buffers expected".into(),
-                ));
-            };
-            self.bufs = Some(Buffers {
-                params,
-                circ,
-                z,
-                y,
-                seqout,
-                partials,
-                grad,
-                aux,
-            });
-            changed = true;
-        } else if let Some(b) = self.bufs.as_mut() {
-            let arrays = [
-                &mut b.circ,
-                &mut b.z,
-                &mut b.y,
-                &mut b.seqout,
-                &mut b.partials,
-                &mut b.grad,
-                &mut b.aux,
-            ];
-            for (a, &bytes) in arrays.into_iter().zip(&need) {
-                if a.size() < bytes {
-                    // Grow by at least half again so slowly growing batches do not reallocate every call.
-                    let fresh = GpuArray::new(ctx, bytes.max(a.size() + a.size() / 2))?;
-                    // SAFETY: the last submission finished (we wait on its fence before returning).
-                    unsafe { a.destroy(d) };
-                    *a = fresh;
-                    changed = true;
-                }
-            }
-        }
-        if changed {
-            let b = self.bufs()?;
-            self.s.bind(
-                &b.params,
-                &[
-                    &b.circ.dev,
-                    &b.z.dev,
-                    &b.y.dev,
-                    &b.seqout.dev,
-                    &b.partials.dev,
-                    &b.grad.dev,
-                    &b.aux.dev,
-                ],
-            );
-        }
-        Ok(())
+        let mut need = [0; N_ARRAYS];
+        need[CIRC] = (plan.grad_len() as u64) * f;
+        need[Z] = plan.token_words(plan.chunk) as u64 * f;
+        need[Y] = (plan.chunk * plan.no) as u64 * f;
+        need[SEQOUT] = (plan.n * plan.so).max(plan.chunk * plan.no) as u64 * f;
+        need[PARTS] = (plan.n_parts() * plan.g_len) as u64 * f;
+        need[GRAD] = plan.grad_len() as u64 * f;
+        need[AUX] = aux_bytes.max(8);
+        self.bufs.fit(&self.s, need, None)
     }
 
     /// Write each run's circuits (KQ then OV), back to back, to the host side of the circuit
@@ -452,7 +358,7 @@ impl VulkanEngine {
             host.extend_from_slice(&circ.kq);
             host.extend_from_slice(&circ.ov);
         }
-        self.bufs_mut()?.circ.host().write(&host);
+        self.bufs.get_mut()?.arrays[CIRC].host().write(&host);
         self.circ_host = host;
         Ok(())
     }
@@ -475,9 +381,7 @@ impl VulkanEngine {
             })?;
             parts.push((*batch, first, c));
         }
-        let b = self.bufs.as_mut().ok_or_else(|| {
-            VkError::Unsupported("internal: buffers used before they were made".into())
-        })?;
+        let b = self.bufs.get_mut()?;
         if plan.variant.f16 {
             let mut z = parts
                 .iter()
@@ -490,11 +394,12 @@ impl VulkanEngine {
                     .map_or(0, |&x| half::f16::from_f32(x).to_bits() as u32);
                 self.staging.push(lo | (hi << 16));
             }
-            b.z.host().write(&self.staging);
+            b.arrays[Z].host().write(&self.staging);
         } else {
             let mut at = 0;
             for &(batch, first, c) in &parts {
-                b.z.host()
+                b.arrays[Z]
+                    .host()
                     .write_at(at, &batch.z[first * w..(first + c) * w]);
                 at += c * w;
             }
@@ -502,7 +407,8 @@ impl VulkanEngine {
         if targets {
             let (no, mut at) = (plan.no, 0);
             for &(batch, first, c) in &parts {
-                b.y.host()
+                b.arrays[Y]
+                    .host()
                     .write_at(at, &batch.y[first * no..(first + c) * no]);
                 at += c * no;
             }
@@ -558,30 +464,28 @@ impl VulkanEngine {
             Tokens::Device { task, seed, step } => {
                 p[16..].copy_from_slice(&sample_params(&task, seed, step, start, count, plan.len));
                 if ci == 0 && !task.factor.is_empty() {
-                    self.bufs_mut()?.aux.host().write(task.factor);
+                    self.bufs.get_mut()?.arrays[AUX].host().write(task.factor);
                 }
             }
         }
-        self.bufs_mut()?.params.write(&p);
+        self.bufs.get_mut()?.uniform.write(&p);
         self.s.begin()?;
         {
-            let b = self.bufs()?;
+            let b = self.bufs.get()?;
             let d = &self.s.ctx.device;
             if ci == 0 {
-                b.circ
-                    .record_upload(d, self.s.cmd, plan.circ_len() as u64 * 4);
+                b.arrays[CIRC].record_upload(d, self.s.cmd, plan.circ_len() as u64 * 4);
             }
             match tokens {
                 Tokens::Host(_) => {
-                    b.z.record_upload(d, self.s.cmd, plan.token_words(count) as u64 * 4);
+                    b.arrays[Z].record_upload(d, self.s.cmd, plan.token_words(count) as u64 * 4);
                     if targets {
-                        b.y.record_upload(d, self.s.cmd, (count * plan.no) as u64 * 4);
+                        b.arrays[Y].record_upload(d, self.s.cmd, (count * plan.no) as u64 * 4);
                     }
                 }
                 Tokens::Device { task, .. } => {
                     if ci == 0 && !task.factor.is_empty() {
-                        b.aux
-                            .record_upload(d, self.s.cmd, task.factor.len() as u64 * 8);
+                        b.arrays[AUX].record_upload(d, self.s.cmd, task.factor.len() as u64 * 8);
                     }
                 }
             }
@@ -628,7 +532,7 @@ impl VulkanEngine {
             self.s.submit_wait()?;
         }
         let mut out = vec![0.0f32; plan.grad_len()];
-        self.bufs_mut()?.grad.host().read(&mut out);
+        self.bufs.get_mut()?.arrays[GRAD].host().read(&mut out);
         let nkq = plan.heads * plan.e * plan.e;
         for ((g, loss), run) in grads
             .iter_mut()
@@ -654,7 +558,7 @@ impl VulkanEngine {
             (plan.grad_len() as u32).div_ceil(plan.variant.wg),
         );
         self.s.barrier_to_host();
-        self.bufs()?.grad.record_download(
+        self.bufs.get()?.arrays[GRAD].record_download(
             &self.s.ctx.device,
             self.s.cmd,
             plan.grad_len() as u64 * 4,
@@ -743,15 +647,14 @@ impl VulkanEngine {
             self.open_chunk(&plan, spec, Tokens::Host(&batches), ci, start, count, false)?;
             self.dispatch(k, Entry::Predict, count as u32);
             self.s.barrier_to_host();
-            self.bufs()?.seqout.record_download(
+            self.bufs.get()?.arrays[SEQOUT].record_download(
                 &self.s.ctx.device,
                 self.s.cmd,
                 (count * no) as u64 * 4,
             );
             self.s.barrier_copy_to_host();
             self.s.submit_wait()?;
-            self.bufs_mut()?
-                .seqout
+            self.bufs.get_mut()?.arrays[SEQOUT]
                 .host()
                 .read(&mut out[start * no..(start + count) * no]);
         }
@@ -849,16 +752,18 @@ impl VulkanEngine {
         for (ci, (start, count)) in plan.chunks().enumerate() {
             self.open_chunk(&plan, spec, tokens, ci, start, count, true)?;
             self.s.barrier_to_host();
-            let b = self.bufs()?;
+            let b = self.bufs.get()?;
             let d = &self.s.ctx.device;
-            b.z.record_download(d, self.s.cmd, (count * w) as u64 * 4);
-            b.y.record_download(d, self.s.cmd, (count * plan.no) as u64 * 4);
+            b.arrays[Z].record_download(d, self.s.cmd, (count * w) as u64 * 4);
+            b.arrays[Y].record_download(d, self.s.cmd, (count * plan.no) as u64 * 4);
             self.s.barrier_copy_to_host();
             self.s.submit_wait()?;
-            let b = self.bufs_mut()?;
-            b.z.host()
+            let b = self.bufs.get_mut()?;
+            b.arrays[Z]
+                .host()
                 .read(&mut batch.z[start * w..(start + count) * w]);
-            b.y.host()
+            b.arrays[Y]
+                .host()
                 .read(&mut batch.y[start * plan.no..(start + count) * plan.no]);
         }
         Ok(batch)
@@ -1016,20 +921,7 @@ impl Drop for VulkanEngine {
         // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
         unsafe {
             let _ = d.device_wait_idle();
-            if let Some(mut b) = self.bufs.take() {
-                b.params.destroy(d);
-                for a in [
-                    &mut b.circ,
-                    &mut b.z,
-                    &mut b.y,
-                    &mut b.seqout,
-                    &mut b.partials,
-                    &mut b.grad,
-                    &mut b.aux,
-                ] {
-                    a.destroy(d);
-                }
-            }
+            self.bufs.destroy(d);
             for k in &mut self.kernels {
                 k.destroy(d);
             }

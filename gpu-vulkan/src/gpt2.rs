@@ -35,11 +35,10 @@
 //! sequences, one submission each; the parameter gradients of later chunks continue the sums of
 //! earlier ones in the same order, so the bits do not depend on chunking. A model or a single
 //! sequence beyond the device's limits is refused with [`VkError::Unsupported`].
-use crate::buffer::{Buffer, GpuArray};
 use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
 use crate::kernels::Module;
-use crate::session::{self, Session};
+use crate::session::{self, DeviceArrays, Session};
 use ash::vk;
 use icl_core::families::gpt2::kernels::prompt_of_batch;
 use icl_core::families::gpt2::model::write_tokens;
@@ -366,18 +365,12 @@ impl Plan {
     }
 }
 
-/// Device buffers, grown on demand.
-struct Buffers {
-    /// The uniform block, written by `vkCmdUpdateBuffer` before each dispatch.
-    op: Buffer,
-    arrays: [GpuArray; N_ARRAYS],
-}
-
 /// GPT-2 in-context learners on the Vulkan engine (f32).
 pub struct VulkanGpt2 {
     s: Session,
     module: Option<Module>,
-    bufs: Option<Buffers>,
+    /// The uniform block (written by `vkCmdUpdateBuffer` before each dispatch) and the arrays.
+    bufs: DeviceArrays<N_ARRAYS>,
     wg: u32,
     chunk_bytes: u64,
     /// Host staging of one chunk's tokens then targets.
@@ -410,7 +403,11 @@ impl VulkanGpt2 {
         let mut eng = VulkanGpt2 {
             s: Session::new(ctx, N_ARRAYS as u32)?,
             module: None,
-            bufs: None,
+            bufs: DeviceArrays::new(
+                (OP_WORDS * 4) as u64,
+                vk::BufferUsageFlags::UNIFORM_BUFFER | vk::BufferUsageFlags::TRANSFER_DST,
+                vk::MemoryPropertyFlags::empty(),
+            ),
             wg,
             chunk_bytes: opts.max_chunk_bytes,
             host: Vec::new(),
@@ -442,108 +439,14 @@ impl VulkanGpt2 {
         self.s.ctx.validation_errors()
     }
 
-    fn bufs(&self) -> Result<&Buffers, VkError> {
-        self.bufs.as_ref().ok_or_else(|| {
-            VkError::Unsupported("internal: buffers used before they were made".into())
-        })
-    }
-
-    fn bufs_mut(&mut self) -> Result<&mut Buffers, VkError> {
-        self.bufs.as_mut().ok_or_else(|| {
-            VkError::Unsupported("internal: buffers used before they were made".into())
-        })
-    }
-
-    /// Make every buffer at least `need` bytes (binding order); rebind the descriptor set if any
-    /// grew.
-    fn fit_buffers(&mut self, need: [u64; N_ARRAYS]) -> Result<(), VkError> {
-        let ctx = &self.s.ctx;
-        let d = &ctx.device;
-        let mut changed = false;
-        if self.bufs.is_none() {
-            use vk::BufferUsageFlags as U;
-            let mut op = Buffer::new(
-                ctx,
-                (OP_WORDS * 4) as u64,
-                U::UNIFORM_BUFFER | U::TRANSFER_DST,
-                vk::MemoryPropertyFlags::empty(),
-            )?;
-            let mut made: Vec<GpuArray> = Vec::new();
-            for &bytes in &need {
-                match GpuArray::new(ctx, bytes) {
-                    Ok(a) => made.push(a),
-                    Err(e) => {
-                        // SAFETY: nothing uses these yet.
-                        unsafe {
-                            made.iter_mut().for_each(|a| a.destroy(d));
-                            op.destroy(d);
-                        }
-                        return Err(e);
-                    }
-                }
-            }
-            let Ok(arrays) = <[GpuArray; N_ARRAYS]>::try_from(made) else {
-                return Err(VkError::Unsupported(
-                    "internal: four buffers expected".into(),
-                ));
-            };
-            self.bufs = Some(Buffers { op, arrays });
-            changed = true;
-        } else if let Some(b) = self.bufs.as_mut() {
-            for (a, &bytes) in b.arrays.iter_mut().zip(&need) {
-                if a.size() < bytes {
-                    // Grow by at least half again so slowly growing batches do not reallocate
-                    // every call, but never past one binding's range (the plan keeps `bytes`
-                    // within it).
-                    let limit = ctx.info.max_storage_buffer_range.max(bytes);
-                    let fresh = GpuArray::new(ctx, bytes.max(a.size() + a.size() / 2).min(limit))?;
-                    // SAFETY: the last submission finished (we wait on its fence before returning).
-                    unsafe { a.destroy(d) };
-                    *a = fresh;
-                    changed = true;
-                }
-            }
-        }
-        if changed {
-            let b = self.bufs()?;
-            let arrays: Vec<&Buffer> = b.arrays.iter().map(|a| &a.dev).collect();
-            self.s.bind(&b.op, &arrays);
-        }
-        Ok(())
-    }
-
-    fn barrier(
-        &self,
-        src: vk::PipelineStageFlags,
-        src_access: vk::AccessFlags,
-        dst: vk::PipelineStageFlags,
-        dst_access: vk::AccessFlags,
-    ) {
-        let mb = [vk::MemoryBarrier::default()
-            .src_access_mask(src_access)
-            .dst_access_mask(dst_access)];
-        // SAFETY: recording.
-        unsafe {
-            self.s.ctx.device.cmd_pipeline_barrier(
-                self.s.cmd,
-                src,
-                dst,
-                vk::DependencyFlags::empty(),
-                &mb,
-                &[],
-                &[],
-            )
-        }
-    }
-
     /// Record one operation: wait for the previous dispatch (its writes, and its reads of the
     /// uniform block), write `op` into the uniform block, and dispatch enough workgroups for
     /// `total` elements (at most the device's count; the shaders loop over the rest).
     fn record(&self, e: Entry, op: &Op, total: usize) -> Result<(), VkError> {
         use vk::AccessFlags as A;
         use vk::PipelineStageFlags as S;
-        let b = self.bufs()?;
-        self.barrier(
+        let b = self.bufs.get()?;
+        self.s.barrier(
             S::COMPUTE_SHADER,
             A::SHADER_WRITE,
             S::COMPUTE_SHADER | S::TRANSFER,
@@ -557,9 +460,9 @@ impl VulkanGpt2 {
             self.s
                 .ctx
                 .device
-                .cmd_update_buffer(self.s.cmd, b.op.buf, 0, &bytes)
+                .cmd_update_buffer(self.s.cmd, b.uniform.buf, 0, &bytes)
         };
-        self.barrier(
+        self.s.barrier(
             S::TRANSFER,
             A::TRANSFER_WRITE,
             S::COMPUTE_SHADER,
@@ -1021,13 +924,16 @@ impl VulkanGpt2 {
         let plan = Plan::new(spec, n, k, train, &self.s.ctx.info, self.chunk_bytes)?;
         let lay = Layout::new(spec, plan.chunk, k, train);
         let f = |words: usize| words.max(1) as u64 * 4;
-        self.fit_buffers([
+        // A grown buffer never exceeds one binding's range (the plan keeps every need within it).
+        let cap = Some(self.s.ctx.info.max_storage_buffer_range);
+        let need = [
             f(params.len()),
             f(params.len()),
             f(lay.acts_len),
             f(lay.dacts_len),
-        ])?;
-        self.bufs_mut()?.arrays[PARAMS].host().write(params);
+        ];
+        self.bufs.fit(&self.s, need, cap)?;
+        self.bufs.get_mut()?.arrays[PARAMS].host().write(params);
         Ok(plan)
     }
 
@@ -1035,9 +941,9 @@ impl VulkanGpt2 {
     /// the uploads (the parameters with the first chunk), up to the barrier before compute.
     fn upload_chunk(&mut self, ci: usize, n_params: usize) -> Result<(), VkError> {
         let host = std::mem::take(&mut self.host);
-        self.bufs_mut()?.arrays[ACTS].host().write(&host);
+        self.bufs.get_mut()?.arrays[ACTS].host().write(&host);
         self.s.begin()?;
-        let b = self.bufs()?;
+        let b = self.bufs.get()?;
         let d = &self.s.ctx.device;
         if ci == 0 {
             b.arrays[PARAMS].record_upload(d, self.s.cmd, n_params as u64 * 4);
@@ -1100,7 +1006,7 @@ impl VulkanGpt2 {
             self.record_forward(spec, &lay, count, k, true, w)?;
             self.record_backward(spec, &lay, count, k, ci > 0)?;
             self.s.barrier_to_host();
-            let b = self.bufs()?;
+            let b = self.bufs.get()?;
             let dev = &self.s.ctx.device;
             b.arrays[DACTS].record_download(dev, self.s.cmd, (count * k) as u64 * 4);
             let last = ci + 1 == chunks.len();
@@ -1109,7 +1015,7 @@ impl VulkanGpt2 {
             }
             self.s.barrier_copy_to_host();
             self.s.submit_wait()?;
-            let b = self.bufs_mut()?;
+            let b = self.bufs.get_mut()?;
             b.arrays[DACTS].host().read(&mut preds[..count * k]);
             if last {
                 b.arrays[GRAD].host().read(grad);
@@ -1153,11 +1059,11 @@ impl VulkanGpt2 {
             self.upload_chunk(ci, params.len())?;
             self.record_forward(spec, &lay, count, k, false, 0.0)?;
             self.s.barrier_to_host();
-            let b = self.bufs()?;
+            let b = self.bufs.get()?;
             b.arrays[DACTS].record_download(&self.s.ctx.device, self.s.cmd, (count * k) as u64 * 4);
             self.s.barrier_copy_to_host();
             self.s.submit_wait()?;
-            self.bufs_mut()?.arrays[DACTS]
+            self.bufs.get_mut()?.arrays[DACTS]
                 .host()
                 .read(&mut out[start * k..(start + count) * k]);
         }
@@ -1200,12 +1106,7 @@ impl Drop for VulkanGpt2 {
         // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
         unsafe {
             let _ = d.device_wait_idle();
-            if let Some(mut b) = self.bufs.take() {
-                b.op.destroy(d);
-                for a in &mut b.arrays {
-                    a.destroy(d);
-                }
-            }
+            self.bufs.destroy(d);
             if let Some(m) = &mut self.module {
                 m.destroy(d);
             }

@@ -1,8 +1,8 @@
 //! [`Session`]: what each family's engine needs around its shaders, made once per engine: the
 //! device ([`Context`]), one descriptor set (a uniform block at binding 0, storage buffers at
 //! 1..), its pipeline layout, one command buffer and one fence; recording helpers (barriers,
-//! dispatches) and a blocking submit.
-use crate::buffer::Buffer;
+//! dispatches) and a blocking submit; and [`DeviceArrays`], the buffers bound to that set.
+use crate::buffer::{Buffer, GpuArray};
 use crate::context::{Context, DeviceKind, Options};
 use crate::error::{call, VkError};
 use ash::vk;
@@ -197,7 +197,8 @@ impl Session {
         }
     }
 
-    fn barrier(
+    /// Record a memory barrier from `src` (`src_access`) to `dst` (`dst_access`).
+    pub fn barrier(
         &self,
         src: vk::PipelineStageFlags,
         src_access: vk::AccessFlags,
@@ -322,5 +323,121 @@ impl Drop for Session {
             d.destroy_descriptor_set_layout(self.dsl, None);
         }
         // `ctx` drops next: device, messenger, instance.
+    }
+}
+
+/// The made buffers of a [`DeviceArrays`]: the uniform block (binding 0) and the storage arrays
+/// (bindings 1..=N, in order).
+pub(crate) struct Buffers<const N: usize> {
+    pub uniform: Buffer,
+    pub arrays: [GpuArray; N],
+}
+
+/// An engine's device buffers bound to its [`Session`]'s descriptor set: a uniform block and `N`
+/// storage arrays, made by the first [`DeviceArrays::fit`] and grown on demand by later ones.
+/// The engine destroys them ([`DeviceArrays::destroy`]) before its session drops.
+pub(crate) struct DeviceArrays<const N: usize> {
+    uniform_bytes: u64,
+    uniform_usage: vk::BufferUsageFlags,
+    uniform_memory: vk::MemoryPropertyFlags,
+    made: Option<Buffers<N>>,
+}
+
+impl<const N: usize> DeviceArrays<N> {
+    /// No buffers yet; the uniform block will be `bytes` long, with `usage` in `memory`.
+    pub fn new(
+        bytes: u64,
+        usage: vk::BufferUsageFlags,
+        memory: vk::MemoryPropertyFlags,
+    ) -> DeviceArrays<N> {
+        DeviceArrays {
+            uniform_bytes: bytes,
+            uniform_usage: usage,
+            uniform_memory: memory,
+            made: None,
+        }
+    }
+
+    /// The buffers (made by the first [`DeviceArrays::fit`]).
+    pub fn get(&self) -> Result<&Buffers<N>, VkError> {
+        self.made.as_ref().ok_or_else(|| {
+            VkError::Unsupported("internal: buffers used before they were made".into())
+        })
+    }
+
+    /// The buffers, mutably.
+    pub fn get_mut(&mut self) -> Result<&mut Buffers<N>, VkError> {
+        self.made.as_mut().ok_or_else(|| {
+            VkError::Unsupported("internal: buffers used before they were made".into())
+        })
+    }
+
+    /// Make every storage array at least `need` bytes (binding order); rebind `s`'s descriptor
+    /// set if any was made or grew. A grown array takes at least half again its old size, so
+    /// slowly growing batches do not reallocate every call, but never more than `cap` bytes
+    /// (nor less than its need).
+    pub fn fit(&mut self, s: &Session, need: [u64; N], cap: Option<u64>) -> Result<(), VkError> {
+        let ctx = &s.ctx;
+        let d = &ctx.device;
+        let mut changed = false;
+        if self.made.is_none() {
+            let mut uniform = Buffer::new(
+                ctx,
+                self.uniform_bytes,
+                self.uniform_usage,
+                self.uniform_memory,
+            )?;
+            let mut made: Vec<GpuArray> = Vec::new();
+            for &bytes in &need {
+                match GpuArray::new(ctx, bytes) {
+                    Ok(a) => made.push(a),
+                    Err(e) => {
+                        // SAFETY: nothing uses these yet.
+                        unsafe {
+                            made.iter_mut().for_each(|a| a.destroy(d));
+                            uniform.destroy(d);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            let Ok(arrays) = <[GpuArray; N]>::try_from(made) else {
+                return Err(VkError::Unsupported(format!(
+                    "internal: {N} buffers expected"
+                )));
+            };
+            self.made = Some(Buffers { uniform, arrays });
+            changed = true;
+        } else if let Some(b) = self.made.as_mut() {
+            for (a, &bytes) in b.arrays.iter_mut().zip(&need) {
+                if a.size() < bytes {
+                    let grown = bytes.max(a.size() + a.size() / 2);
+                    let fresh = GpuArray::new(ctx, cap.map_or(grown, |c| grown.min(c.max(bytes))))?;
+                    // SAFETY: the last submission finished (we wait on its fence before returning).
+                    unsafe { a.destroy(d) };
+                    *a = fresh;
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            let b = self.get()?;
+            let arrays: Vec<&Buffer> = b.arrays.iter().map(|a| &a.dev).collect();
+            s.bind(&b.uniform, &arrays);
+        }
+        Ok(())
+    }
+
+    /// Free the buffers, if made (the device must be idle with respect to them).
+    pub unsafe fn destroy(&mut self, d: &ash::Device) {
+        if let Some(mut b) = self.made.take() {
+            // SAFETY: caller guarantees no pending use.
+            unsafe {
+                b.uniform.destroy(d);
+                for a in &mut b.arrays {
+                    a.destroy(d);
+                }
+            }
+        }
     }
 }

@@ -9,11 +9,10 @@
 //! binding run in chunks of sequences, one submission each; a block continues across chunks in
 //! the same order, so the bits do not depend on chunking. Data generation stays on the CPU (the
 //! trait's default `fill_rows`).
-use crate::buffer::{Buffer, GpuArray};
 use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
 use crate::kernels::Module;
-use crate::session::{self, Session};
+use crate::session::{self, DeviceArrays, Session};
 use ash::vk;
 use icl_core::config::AttentionKind;
 use icl_core::families::stack::layers::{Pass, StackCircuits, StackSpec};
@@ -248,17 +247,11 @@ impl Plan {
     }
 }
 
-/// Device buffers, grown on demand.
-struct Buffers {
-    params: Buffer,
-    arrays: [GpuArray; N_ARRAYS],
-}
-
 /// Multi-layer transformer stacks on the Vulkan engine (f32).
 pub struct VulkanStack {
     s: Session,
     module: Option<Module>,
-    bufs: Option<Buffers>,
+    bufs: DeviceArrays<N_ARRAYS>,
     wg: u32,
     chunk_bytes: u64,
     host: Vec<f32>,
@@ -288,7 +281,11 @@ impl VulkanStack {
         let mut eng = VulkanStack {
             s: Session::new(ctx, N_ARRAYS as u32)?,
             module: None,
-            bufs: None,
+            bufs: DeviceArrays::new(
+                PARAMS_BYTES,
+                vk::BufferUsageFlags::UNIFORM_BUFFER,
+                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+            ),
             wg,
             chunk_bytes: opts.max_chunk_bytes,
             host: Vec::new(),
@@ -318,74 +315,6 @@ impl VulkanStack {
         self.s.ctx.validation_errors()
     }
 
-    fn bufs(&self) -> Result<&Buffers, VkError> {
-        self.bufs.as_ref().ok_or_else(|| {
-            VkError::Unsupported("internal: buffers used before they were made".into())
-        })
-    }
-
-    fn bufs_mut(&mut self) -> Result<&mut Buffers, VkError> {
-        self.bufs.as_mut().ok_or_else(|| {
-            VkError::Unsupported("internal: buffers used before they were made".into())
-        })
-    }
-
-    /// Make every buffer at least as large as `plan` needs; rebind the descriptor set if any grew.
-    fn fit_buffers(&mut self, plan: &Plan) -> Result<(), VkError> {
-        let need = plan.needs();
-        let ctx = &self.s.ctx;
-        let d = &ctx.device;
-        let mut changed = false;
-        if self.bufs.is_none() {
-            use vk::BufferUsageFlags as U;
-            use vk::MemoryPropertyFlags as M;
-            let mut params = Buffer::new(
-                ctx,
-                PARAMS_BYTES,
-                U::UNIFORM_BUFFER,
-                M::HOST_VISIBLE | M::HOST_COHERENT,
-            )?;
-            let mut made: Vec<GpuArray> = Vec::new();
-            for &bytes in &need {
-                match GpuArray::new(ctx, bytes) {
-                    Ok(a) => made.push(a),
-                    Err(e) => {
-                        // SAFETY: nothing uses these yet.
-                        unsafe {
-                            made.iter_mut().for_each(|a| a.destroy(d));
-                            params.destroy(d);
-                        }
-                        return Err(e);
-                    }
-                }
-            }
-            let Ok(arrays) = <[GpuArray; N_ARRAYS]>::try_from(made) else {
-                return Err(VkError::Unsupported(
-                    "internal: seven buffers expected".into(),
-                ));
-            };
-            self.bufs = Some(Buffers { params, arrays });
-            changed = true;
-        } else if let Some(b) = self.bufs.as_mut() {
-            for (a, &bytes) in b.arrays.iter_mut().zip(&need) {
-                if a.size() < bytes {
-                    // Grow by at least half again so slowly growing batches do not reallocate every call.
-                    let fresh = GpuArray::new(ctx, bytes.max(a.size() + a.size() / 2))?;
-                    // SAFETY: the last submission finished (we wait on its fence before returning).
-                    unsafe { a.destroy(d) };
-                    *a = fresh;
-                    changed = true;
-                }
-            }
-        }
-        if changed {
-            let b = self.bufs()?;
-            let arrays: Vec<&Buffer> = b.arrays.iter().map(|a| &a.dev).collect();
-            self.s.bind(&b.params, &arrays);
-        }
-        Ok(())
-    }
-
     fn dispatch(&self, e: Entry, groups: u32) {
         if let Some(m) = &self.module {
             self.s.dispatch(m.pipeline(e as usize), groups);
@@ -411,12 +340,12 @@ impl VulkanStack {
             self.wg,
             self.chunk_bytes,
         )?;
-        self.fit_buffers(&plan)?;
+        self.bufs.fit(&self.s, plan.needs(), None)?;
         let mut host = std::mem::take(&mut self.host);
         host.clear();
         host.extend_from_slice(&c.phi);
         host.extend_from_slice(&c.psi);
-        self.bufs_mut()?.arrays[CIRC].host().write(&host);
+        self.bufs.get_mut()?.arrays[CIRC].host().write(&host);
         self.host = host;
         Ok(plan)
     }
@@ -433,7 +362,7 @@ impl VulkanStack {
         count: usize,
     ) -> Result<(), VkError> {
         let nd = plan.nd();
-        let b = self.bufs_mut()?;
+        let b = self.bufs.get_mut()?;
         b.arrays[Z]
             .host()
             .write(&batch.z[start * nd..(start + count) * nd]);
@@ -442,9 +371,9 @@ impl VulkanStack {
                 .host()
                 .write(&batch.y[start * plan.no..(start + count) * plan.no]);
         }
-        b.params.write(&plan.params(start, count));
+        b.uniform.write(&plan.params(start, count));
         self.s.begin()?;
-        let b = self.bufs()?;
+        let b = self.bufs.get()?;
         let d = &self.s.ctx.device;
         if ci == 0 {
             b.arrays[CIRC].record_upload(d, self.s.cmd, (plan.g_len as u64 - 1) * 4);
@@ -476,7 +405,7 @@ impl VulkanStack {
                 self.s.barrier_compute();
                 self.dispatch(Entry::ReduceFinal, (plan.g_len as u32).div_ceil(self.wg));
                 self.s.barrier_to_host();
-                let b = self.bufs()?;
+                let b = self.bufs.get()?;
                 b.arrays[GRAD].record_download(
                     &self.s.ctx.device,
                     self.s.cmd,
@@ -487,7 +416,7 @@ impl VulkanStack {
             self.s.submit_wait()?;
         }
         let mut out = vec![0.0f32; plan.g_len];
-        self.bufs_mut()?.arrays[GRAD].host().read(&mut out);
+        self.bufs.get_mut()?.arrays[GRAD].host().read(&mut out);
         let half = (plan.g_len - 1) / 2;
         g.phi.copy_from_slice(&out[..half]);
         g.psi.copy_from_slice(&out[half..2 * half]);
@@ -509,11 +438,11 @@ impl VulkanStack {
             self.upload_chunk(&plan, batch, ci, start, count)?;
             self.dispatch(Entry::Forward, count as u32);
             self.s.barrier_to_host();
-            let b = self.bufs()?;
+            let b = self.bufs.get()?;
             b.arrays[OUT].record_download(&self.s.ctx.device, self.s.cmd, (count * nd) as u64 * 4);
             self.s.barrier_copy_to_host();
             self.s.submit_wait()?;
-            self.bufs_mut()?.arrays[OUT]
+            self.bufs.get_mut()?.arrays[OUT]
                 .host()
                 .read(&mut out[start * nd..(start + count) * nd]);
         }
@@ -556,12 +485,7 @@ impl Drop for VulkanStack {
         // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
         unsafe {
             let _ = d.device_wait_idle();
-            if let Some(mut b) = self.bufs.take() {
-                b.params.destroy(d);
-                for a in &mut b.arrays {
-                    a.destroy(d);
-                }
-            }
+            self.bufs.destroy(d);
             if let Some(m) = &mut self.module {
                 m.destroy(d);
             }
