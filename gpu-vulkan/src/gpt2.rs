@@ -37,8 +37,7 @@
 //! sequence beyond the device's limits is refused with [`VkError::Unsupported`].
 use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
-use crate::kernels::Module;
-use crate::session::{self, DeviceArrays, Session};
+use crate::session::{DeviceArrays, ModuleSession};
 use ash::vk;
 use icl_core::families::gpt2::kernels::prompt_of_batch;
 use icl_core::families::gpt2::model::write_tokens;
@@ -367,11 +366,7 @@ impl Plan {
 
 /// GPT-2 in-context learners on the Vulkan engine (f32).
 pub struct VulkanGpt2 {
-    s: Session,
-    module: Option<Module>,
-    /// The uniform block (written by `vkCmdUpdateBuffer` before each dispatch) and the arrays.
-    bufs: DeviceArrays<N_ARRAYS>,
-    wg: u32,
+    dev: ModuleSession<N_ARRAYS>,
     chunk_bytes: u64,
     /// Host staging of one chunk's tokens then targets.
     host: Vec<f32>,
@@ -382,8 +377,8 @@ pub struct VulkanGpt2 {
 impl std::fmt::Debug for VulkanGpt2 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VulkanGpt2")
-            .field("device", &self.s.ctx.info)
-            .field("workgroup_size", &self.wg)
+            .field("device", &self.dev.s.ctx.info)
+            .field("workgroup_size", &self.dev.wg)
             .finish()
     }
 }
@@ -399,44 +394,38 @@ impl VulkanGpt2 {
                     .into(),
             ));
         }
-        let (ctx, wg) = session::open(opts)?;
-        let mut eng = VulkanGpt2 {
-            s: Session::new(ctx, N_ARRAYS as u32)?,
-            module: None,
-            bufs: DeviceArrays::new(
-                (OP_WORDS * 4) as u64,
-                vk::BufferUsageFlags::UNIFORM_BUFFER | vk::BufferUsageFlags::TRANSFER_DST,
-                vk::MemoryPropertyFlags::empty(),
-            ),
-            wg,
+        Ok(VulkanGpt2 {
+            dev: ModuleSession::new(
+                opts,
+                spirv,
+                &Entry::ALL.map(Entry::name),
+                // The uniform block, written by `vkCmdUpdateBuffer` before each dispatch.
+                DeviceArrays::new(
+                    (OP_WORDS * 4) as u64,
+                    vk::BufferUsageFlags::UNIFORM_BUFFER | vk::BufferUsageFlags::TRANSFER_DST,
+                    vk::MemoryPropertyFlags::empty(),
+                ),
+            )?,
             chunk_bytes: opts.max_chunk_bytes,
             host: Vec::new(),
             xs: Vec::new(),
             ys: Vec::new(),
-        };
-        // On error `eng` drops and destroys whatever was created.
-        eng.module = Some(Module::new(
-            &eng.s.ctx,
-            eng.s.layout,
-            spirv(wg),
-            &Entry::ALL.map(Entry::name),
-        )?);
-        Ok(eng)
+        })
     }
 
     /// The device in use.
     pub fn device(&self) -> &DeviceInfo {
-        &self.s.ctx.info
+        &self.dev.s.ctx.info
     }
 
     /// Invocations per workgroup of the shaders in use.
     pub fn workgroup_size(&self) -> u32 {
-        self.wg
+        self.dev.wg
     }
 
     /// Errors the validation layer reported so far (empty when validation is off).
     pub fn validation_errors(&self) -> Vec<String> {
-        self.s.ctx.validation_errors()
+        self.dev.s.ctx.validation_errors()
     }
 
     /// Record one operation: wait for the previous dispatch (its writes, and its reads of the
@@ -445,8 +434,8 @@ impl VulkanGpt2 {
     fn record(&self, e: Entry, op: &Op, total: usize) -> Result<(), VkError> {
         use vk::AccessFlags as A;
         use vk::PipelineStageFlags as S;
-        let b = self.bufs.get()?;
-        self.s.barrier(
+        let b = self.dev.bufs.get()?;
+        self.dev.s.barrier(
             S::COMPUTE_SHADER,
             A::SHADER_WRITE,
             S::COMPUTE_SHADER | S::TRANSFER,
@@ -457,23 +446,22 @@ impl VulkanGpt2 {
         // SAFETY: recording; the uniform buffer was made with TRANSFER_DST and holds OP_WORDS
         // words; no dispatch reading it is pending past the barrier above.
         unsafe {
-            self.s
+            self.dev
+                .s
                 .ctx
                 .device
-                .cmd_update_buffer(self.s.cmd, b.uniform.buf, 0, &bytes)
+                .cmd_update_buffer(self.dev.s.cmd, b.uniform.buf, 0, &bytes)
         };
-        self.s.barrier(
+        self.dev.s.barrier(
             S::TRANSFER,
             A::TRANSFER_WRITE,
             S::COMPUTE_SHADER,
             A::UNIFORM_READ,
         );
         let groups = total
-            .div_ceil(self.wg as usize)
-            .clamp(1, self.s.ctx.info.max_workgroup_count_x.max(1) as usize);
-        if let Some(m) = &self.module {
-            self.s.dispatch(m.pipeline(e as usize), groups as u32);
-        }
+            .div_ceil(self.dev.wg as usize)
+            .clamp(1, self.dev.s.ctx.info.max_workgroup_count_x.max(1) as usize);
+        self.dev.dispatch(e as usize, groups as u32);
         Ok(())
     }
 
@@ -921,19 +909,19 @@ impl VulkanGpt2 {
         k: usize,
         train: bool,
     ) -> Result<Plan, VkError> {
-        let plan = Plan::new(spec, n, k, train, &self.s.ctx.info, self.chunk_bytes)?;
+        let plan = Plan::new(spec, n, k, train, &self.dev.s.ctx.info, self.chunk_bytes)?;
         let lay = Layout::new(spec, plan.chunk, k, train);
         let f = |words: usize| words.max(1) as u64 * 4;
         // A grown buffer never exceeds one binding's range (the plan keeps every need within it).
-        let cap = Some(self.s.ctx.info.max_storage_buffer_range);
+        let cap = Some(self.dev.s.ctx.info.max_storage_buffer_range);
         let need = [
             f(params.len()),
             f(params.len()),
             f(lay.acts_len),
             f(lay.dacts_len),
         ];
-        self.bufs.fit(&self.s, need, cap)?;
-        self.bufs.get_mut()?.arrays[PARAMS].host().write(params);
+        self.dev.bufs.fit(&self.dev.s, need, cap)?;
+        self.dev.bufs.get_mut()?.arrays[PARAMS].host().write(params);
         Ok(plan)
     }
 
@@ -941,15 +929,15 @@ impl VulkanGpt2 {
     /// the uploads (the parameters with the first chunk), up to the barrier before compute.
     fn upload_chunk(&mut self, ci: usize, n_params: usize) -> Result<(), VkError> {
         let host = std::mem::take(&mut self.host);
-        self.bufs.get_mut()?.arrays[ACTS].host().write(&host);
-        self.s.begin()?;
-        let b = self.bufs.get()?;
-        let d = &self.s.ctx.device;
+        self.dev.bufs.get_mut()?.arrays[ACTS].host().write(&host);
+        self.dev.s.begin()?;
+        let b = self.dev.bufs.get()?;
+        let d = &self.dev.s.ctx.device;
         if ci == 0 {
-            b.arrays[PARAMS].record_upload(d, self.s.cmd, n_params as u64 * 4);
+            b.arrays[PARAMS].record_upload(d, self.dev.s.cmd, n_params as u64 * 4);
         }
-        b.arrays[ACTS].record_upload(d, self.s.cmd, host.len() as u64 * 4);
-        self.s.barrier_to_compute();
+        b.arrays[ACTS].record_upload(d, self.dev.s.cmd, host.len() as u64 * 4);
+        self.dev.s.barrier_to_compute();
         self.host = host;
         Ok(())
     }
@@ -1005,17 +993,17 @@ impl VulkanGpt2 {
             self.upload_chunk(ci, params.len())?;
             self.record_forward(spec, &lay, count, k, true, w)?;
             self.record_backward(spec, &lay, count, k, ci > 0)?;
-            self.s.barrier_to_host();
-            let b = self.bufs.get()?;
-            let dev = &self.s.ctx.device;
-            b.arrays[DACTS].record_download(dev, self.s.cmd, (count * k) as u64 * 4);
+            self.dev.s.barrier_to_host();
+            let b = self.dev.bufs.get()?;
+            let dev = &self.dev.s.ctx.device;
+            b.arrays[DACTS].record_download(dev, self.dev.s.cmd, (count * k) as u64 * 4);
             let last = ci + 1 == chunks.len();
             if last {
-                b.arrays[GRAD].record_download(dev, self.s.cmd, params.len() as u64 * 4);
+                b.arrays[GRAD].record_download(dev, self.dev.s.cmd, params.len() as u64 * 4);
             }
-            self.s.barrier_copy_to_host();
-            self.s.submit_wait()?;
-            let b = self.bufs.get_mut()?;
+            self.dev.s.barrier_copy_to_host();
+            self.dev.s.submit_wait()?;
+            let b = self.dev.bufs.get_mut()?;
             b.arrays[DACTS].host().read(&mut preds[..count * k]);
             if last {
                 b.arrays[GRAD].host().read(grad);
@@ -1058,12 +1046,16 @@ impl VulkanGpt2 {
             );
             self.upload_chunk(ci, params.len())?;
             self.record_forward(spec, &lay, count, k, false, 0.0)?;
-            self.s.barrier_to_host();
-            let b = self.bufs.get()?;
-            b.arrays[DACTS].record_download(&self.s.ctx.device, self.s.cmd, (count * k) as u64 * 4);
-            self.s.barrier_copy_to_host();
-            self.s.submit_wait()?;
-            self.bufs.get_mut()?.arrays[DACTS]
+            self.dev.s.barrier_to_host();
+            let b = self.dev.bufs.get()?;
+            b.arrays[DACTS].record_download(
+                &self.dev.s.ctx.device,
+                self.dev.s.cmd,
+                (count * k) as u64 * 4,
+            );
+            self.dev.s.barrier_copy_to_host();
+            self.dev.s.submit_wait()?;
+            self.dev.bufs.get_mut()?.arrays[DACTS]
                 .host()
                 .read(&mut out[start * k..(start + count) * k]);
         }
@@ -1097,20 +1089,5 @@ impl Gpt2Kernels<f32> for VulkanGpt2 {
         out: &mut [f32],
     ) -> icl_core::Result<()> {
         Ok(self.run_predict(spec, params, xs, ys, n, k, out)?)
-    }
-}
-
-impl Drop for VulkanGpt2 {
-    fn drop(&mut self) {
-        let d = &self.s.ctx.device;
-        // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
-        unsafe {
-            let _ = d.device_wait_idle();
-            self.bufs.destroy(d);
-            if let Some(m) = &mut self.module {
-                m.destroy(d);
-            }
-        }
-        // `s` drops next: descriptor set, command buffer, fence, then the device.
     }
 }

@@ -1,11 +1,15 @@
 //! [`Session`]: what each family's engine needs around its shaders, made once per engine: the
 //! device ([`Context`]), one descriptor set (a uniform block at binding 0, storage buffers at
 //! 1..), its pipeline layout, one command buffer and one fence; recording helpers (barriers,
-//! dispatches) and a blocking submit; and [`DeviceArrays`], the buffers bound to that set.
+//! dispatches) and a blocking submit; [`DeviceArrays`], the buffers bound to that set; and
+//! [`ModuleSession`], the three together with one shader module, as the stack and GPT-2 engines
+//! use them.
 use crate::buffer::{Buffer, GpuArray};
 use crate::context::{Context, DeviceKind, Options};
 use crate::error::{call, VkError};
+use crate::kernels::Module;
 use ash::vk;
+use std::ffi::CStr;
 
 /// How long to wait for one submission before reporting a hung device.
 const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
@@ -439,5 +443,61 @@ impl<const N: usize> DeviceArrays<N> {
                 }
             }
         }
+    }
+}
+
+/// The device side of an engine with one shader module (the stack's and GPT-2's): its
+/// [`Session`], the [`Module`] (a pipeline per entry point), its [`DeviceArrays`] and the
+/// shaders' workgroup size. Dropping it waits for the device, destroys the buffers and the
+/// module, then drops the session.
+pub(crate) struct ModuleSession<const N: usize> {
+    pub s: Session,
+    module: Option<Module>,
+    pub bufs: DeviceArrays<N>,
+    /// Invocations per workgroup of the shaders in use.
+    pub wg: u32,
+}
+
+impl<const N: usize> ModuleSession<N> {
+    /// Open the device `opts` selects ([`open`]) with a session of `N` storage buffers, and load
+    /// `spirv(wg)` with a pipeline per name in `entries`; `bufs` are made by their first fit.
+    pub fn new(
+        opts: &Options,
+        spirv: fn(u32) -> &'static [u8],
+        entries: &[&CStr],
+        bufs: DeviceArrays<N>,
+    ) -> Result<ModuleSession<N>, VkError> {
+        let (ctx, wg) = open(opts)?;
+        let mut m = ModuleSession {
+            s: Session::new(ctx, N as u32)?,
+            module: None,
+            bufs,
+            wg,
+        };
+        // On error `m` drops and destroys whatever was created.
+        m.module = Some(Module::new(&m.s.ctx, m.s.layout, spirv(wg), entries)?);
+        Ok(m)
+    }
+
+    /// Record `groups` workgroups of entry `i`'s pipeline (its index in `entries`).
+    pub fn dispatch(&self, i: usize, groups: u32) {
+        if let Some(m) = &self.module {
+            self.s.dispatch(m.pipeline(i), groups);
+        }
+    }
+}
+
+impl<const N: usize> Drop for ModuleSession<N> {
+    fn drop(&mut self) {
+        let d = &self.s.ctx.device;
+        // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
+        unsafe {
+            let _ = d.device_wait_idle();
+            self.bufs.destroy(d);
+            if let Some(m) = &mut self.module {
+                m.destroy(d);
+            }
+        }
+        // `s` drops next: descriptor set, command buffer, fence, then the device.
     }
 }

@@ -11,8 +11,7 @@
 //! trait's default `fill_rows`).
 use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
-use crate::kernels::Module;
-use crate::session::{self, DeviceArrays, Session};
+use crate::session::{DeviceArrays, ModuleSession};
 use ash::vk;
 use icl_core::config::AttentionKind;
 use icl_core::families::stack::layers::{Pass, StackCircuits, StackSpec};
@@ -249,10 +248,7 @@ impl Plan {
 
 /// Multi-layer transformer stacks on the Vulkan engine (f32).
 pub struct VulkanStack {
-    s: Session,
-    module: Option<Module>,
-    bufs: DeviceArrays<N_ARRAYS>,
-    wg: u32,
+    dev: ModuleSession<N_ARRAYS>,
     chunk_bytes: u64,
     host: Vec<f32>,
 }
@@ -260,8 +256,8 @@ pub struct VulkanStack {
 impl std::fmt::Debug for VulkanStack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VulkanStack")
-            .field("device", &self.s.ctx.info)
-            .field("workgroup_size", &self.wg)
+            .field("device", &self.dev.s.ctx.info)
+            .field("workgroup_size", &self.dev.wg)
             .finish()
     }
 }
@@ -277,48 +273,39 @@ impl VulkanStack {
                     .into(),
             ));
         }
-        let (ctx, wg) = session::open(opts)?;
-        let mut eng = VulkanStack {
-            s: Session::new(ctx, N_ARRAYS as u32)?,
-            module: None,
-            bufs: DeviceArrays::new(
-                PARAMS_BYTES,
-                vk::BufferUsageFlags::UNIFORM_BUFFER,
-                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
-            ),
-            wg,
+        Ok(VulkanStack {
+            dev: ModuleSession::new(
+                opts,
+                spirv,
+                &Entry::ALL.map(Entry::name),
+                DeviceArrays::new(
+                    PARAMS_BYTES,
+                    vk::BufferUsageFlags::UNIFORM_BUFFER,
+                    vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+                ),
+            )?,
             chunk_bytes: opts.max_chunk_bytes,
             host: Vec::new(),
-        };
-        // On error `eng` drops and destroys whatever was created.
-        eng.module = Some(Module::new(
-            &eng.s.ctx,
-            eng.s.layout,
-            spirv(wg),
-            &Entry::ALL.map(Entry::name),
-        )?);
-        Ok(eng)
+        })
     }
 
     /// The device in use.
     pub fn device(&self) -> &DeviceInfo {
-        &self.s.ctx.info
+        &self.dev.s.ctx.info
     }
 
     /// Invocations per workgroup of the shaders in use.
     pub fn workgroup_size(&self) -> u32 {
-        self.wg
+        self.dev.wg
     }
 
     /// Errors the validation layer reported so far (empty when validation is off).
     pub fn validation_errors(&self) -> Vec<String> {
-        self.s.ctx.validation_errors()
+        self.dev.s.ctx.validation_errors()
     }
 
     fn dispatch(&self, e: Entry, groups: u32) {
-        if let Some(m) = &self.module {
-            self.s.dispatch(m.pipeline(e as usize), groups);
-        }
+        self.dev.dispatch(e as usize, groups);
     }
 
     /// Plan the call, make the buffers and write the circuits (Phi then Psi) to the host side.
@@ -336,16 +323,16 @@ impl VulkanStack {
             train,
             batch.n,
             batch.len,
-            &self.s.ctx.info,
-            self.wg,
+            &self.dev.s.ctx.info,
+            self.dev.wg,
             self.chunk_bytes,
         )?;
-        self.bufs.fit(&self.s, plan.needs(), None)?;
+        self.dev.bufs.fit(&self.dev.s, plan.needs(), None)?;
         let mut host = std::mem::take(&mut self.host);
         host.clear();
         host.extend_from_slice(&c.phi);
         host.extend_from_slice(&c.psi);
-        self.bufs.get_mut()?.arrays[CIRC].host().write(&host);
+        self.dev.bufs.get_mut()?.arrays[CIRC].host().write(&host);
         self.host = host;
         Ok(plan)
     }
@@ -362,7 +349,7 @@ impl VulkanStack {
         count: usize,
     ) -> Result<(), VkError> {
         let nd = plan.nd();
-        let b = self.bufs.get_mut()?;
+        let b = self.dev.bufs.get_mut()?;
         b.arrays[Z]
             .host()
             .write(&batch.z[start * nd..(start + count) * nd]);
@@ -372,17 +359,17 @@ impl VulkanStack {
                 .write(&batch.y[start * plan.no..(start + count) * plan.no]);
         }
         b.uniform.write(&plan.params(start, count));
-        self.s.begin()?;
-        let b = self.bufs.get()?;
-        let d = &self.s.ctx.device;
+        self.dev.s.begin()?;
+        let b = self.dev.bufs.get()?;
+        let d = &self.dev.s.ctx.device;
         if ci == 0 {
-            b.arrays[CIRC].record_upload(d, self.s.cmd, (plan.g_len as u64 - 1) * 4);
+            b.arrays[CIRC].record_upload(d, self.dev.s.cmd, (plan.g_len as u64 - 1) * 4);
         }
-        b.arrays[Z].record_upload(d, self.s.cmd, (count * nd) as u64 * 4);
+        b.arrays[Z].record_upload(d, self.dev.s.cmd, (count * nd) as u64 * 4);
         if plan.train {
-            b.arrays[Y].record_upload(d, self.s.cmd, (count * plan.no) as u64 * 4);
+            b.arrays[Y].record_upload(d, self.dev.s.cmd, (count * plan.no) as u64 * 4);
         }
-        self.s.barrier_to_compute();
+        self.dev.s.barrier_to_compute();
         Ok(())
     }
 
@@ -398,25 +385,28 @@ impl VulkanStack {
         for (ci, &(start, count)) in chunks.iter().enumerate() {
             self.upload_chunk(&plan, batch, ci, start, count)?;
             self.dispatch(Entry::FwdBwd, count as u32);
-            self.s.barrier_compute();
+            self.dev.s.barrier_compute();
             let blocks = (start + count - 1) / PART_LEN - start / PART_LEN + 1;
             self.dispatch(Entry::ReducePartials, blocks as u32);
             if ci + 1 == chunks.len() {
-                self.s.barrier_compute();
-                self.dispatch(Entry::ReduceFinal, (plan.g_len as u32).div_ceil(self.wg));
-                self.s.barrier_to_host();
-                let b = self.bufs.get()?;
+                self.dev.s.barrier_compute();
+                self.dispatch(
+                    Entry::ReduceFinal,
+                    (plan.g_len as u32).div_ceil(self.dev.wg),
+                );
+                self.dev.s.barrier_to_host();
+                let b = self.dev.bufs.get()?;
                 b.arrays[GRAD].record_download(
-                    &self.s.ctx.device,
-                    self.s.cmd,
+                    &self.dev.s.ctx.device,
+                    self.dev.s.cmd,
                     plan.g_len as u64 * 4,
                 );
-                self.s.barrier_copy_to_host();
+                self.dev.s.barrier_copy_to_host();
             }
-            self.s.submit_wait()?;
+            self.dev.s.submit_wait()?;
         }
         let mut out = vec![0.0f32; plan.g_len];
-        self.bufs.get_mut()?.arrays[GRAD].host().read(&mut out);
+        self.dev.bufs.get_mut()?.arrays[GRAD].host().read(&mut out);
         let half = (plan.g_len - 1) / 2;
         g.phi.copy_from_slice(&out[..half]);
         g.psi.copy_from_slice(&out[half..2 * half]);
@@ -437,12 +427,16 @@ impl VulkanStack {
         for (ci, &(start, count)) in chunks.iter().enumerate() {
             self.upload_chunk(&plan, batch, ci, start, count)?;
             self.dispatch(Entry::Forward, count as u32);
-            self.s.barrier_to_host();
-            let b = self.bufs.get()?;
-            b.arrays[OUT].record_download(&self.s.ctx.device, self.s.cmd, (count * nd) as u64 * 4);
-            self.s.barrier_copy_to_host();
-            self.s.submit_wait()?;
-            self.bufs.get_mut()?.arrays[OUT]
+            self.dev.s.barrier_to_host();
+            let b = self.dev.bufs.get()?;
+            b.arrays[OUT].record_download(
+                &self.dev.s.ctx.device,
+                self.dev.s.cmd,
+                (count * nd) as u64 * 4,
+            );
+            self.dev.s.barrier_copy_to_host();
+            self.dev.s.submit_wait()?;
+            self.dev.bufs.get_mut()?.arrays[OUT]
                 .host()
                 .read(&mut out[start * nd..(start + count) * nd]);
         }
@@ -477,19 +471,4 @@ impl StackKernels<f32> for VulkanStack {
     }
     // Data generation stays on the CPU: the trait's default fill_rows samples sequence by
     // sequence from the (seed, domain, step, b) streams, so every engine sees the same batches.
-}
-
-impl Drop for VulkanStack {
-    fn drop(&mut self) {
-        let d = &self.s.ctx.device;
-        // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
-        unsafe {
-            let _ = d.device_wait_idle();
-            self.bufs.destroy(d);
-            if let Some(m) = &mut self.module {
-                m.destroy(d);
-            }
-        }
-        // `s` drops next: descriptor set, command buffer, fence, then the device.
-    }
 }
