@@ -1046,18 +1046,8 @@ impl VulkanGpt2 {
             );
             self.upload_chunk(ci, params.len())?;
             self.record_forward(spec, &lay, count, k, false, 0.0)?;
-            self.dev.s.barrier_to_host();
-            let b = self.dev.bufs.get()?;
-            b.arrays[DACTS].record_download(
-                &self.dev.s.ctx.device,
-                self.dev.s.cmd,
-                (count * k) as u64 * 4,
-            );
-            self.dev.s.barrier_copy_to_host();
-            self.dev.s.submit_wait()?;
-            self.dev.bufs.get_mut()?.arrays[DACTS]
-                .host()
-                .read(&mut out[start * k..(start + count) * k]);
+            self.dev
+                .finish_download(DACTS, &mut out[start * k..(start + count) * k])?;
         }
         Ok(())
     }

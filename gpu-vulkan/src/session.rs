@@ -485,6 +485,18 @@ impl<const N: usize> ModuleSession<N> {
             self.s.dispatch(m.pipeline(i), groups);
         }
     }
+
+    /// End the recorded dispatches with the download of storage array `i`'s first `out.len()`
+    /// words, submit, wait, and read them into `out`.
+    pub fn finish_download(&mut self, i: usize, out: &mut [f32]) -> Result<(), VkError> {
+        self.s.barrier_to_host();
+        let b = self.bufs.get()?;
+        b.arrays[i].record_download(&self.s.ctx.device, self.s.cmd, out.len() as u64 * 4);
+        self.s.barrier_copy_to_host();
+        self.s.submit_wait()?;
+        self.bufs.get_mut()?.arrays[i].host().read(out);
+        Ok(())
+    }
 }
 
 impl<const N: usize> Drop for ModuleSession<N> {

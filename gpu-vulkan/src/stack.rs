@@ -427,18 +427,8 @@ impl VulkanStack {
         for (ci, &(start, count)) in chunks.iter().enumerate() {
             self.upload_chunk(&plan, batch, ci, start, count)?;
             self.dispatch(Entry::Forward, count as u32);
-            self.dev.s.barrier_to_host();
-            let b = self.dev.bufs.get()?;
-            b.arrays[OUT].record_download(
-                &self.dev.s.ctx.device,
-                self.dev.s.cmd,
-                (count * nd) as u64 * 4,
-            );
-            self.dev.s.barrier_copy_to_host();
-            self.dev.s.submit_wait()?;
-            self.dev.bufs.get_mut()?.arrays[OUT]
-                .host()
-                .read(&mut out[start * nd..(start + count) * nd]);
+            self.dev
+                .finish_download(OUT, &mut out[start * nd..(start + count) * nd])?;
         }
         Ok(())
     }
