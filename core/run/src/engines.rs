@@ -149,6 +149,9 @@ pub trait RunScalar: Scalar + icl_cpu_simd::SimdScalar + Send + Sync {
     }
     /// One-layer attention kernels in `pack` (f32 only).
     fn packed(pack: &Pack) -> Result<Box<dyn AttentionKernels<Self>>>;
+    /// One-layer attention kernels on `pack`'s device that do not join its steps (a finished
+    /// run's evaluation; f32 only).
+    fn pack_predictor(pack: &Pack) -> Result<Box<dyn AttentionKernels<Self>>>;
     /// The named engine's kernels for multi-layer transformers (a refusal is an input error).
     fn stack_engine(name: &str) -> Result<Box<dyn StackKernels<Self>>> {
         Self::engine_named(name)?.stack().map_err(|e| match e {
@@ -179,6 +182,12 @@ impl RunScalar for f32 {
         #[cfg(not(feature = "vulkan"))]
         match *pack {}
     }
+    fn pack_predictor(pack: &Pack) -> Result<Box<dyn AttentionKernels<f32>>> {
+        #[cfg(feature = "vulkan")]
+        return Ok(Box::new(pack.predictor()));
+        #[cfg(not(feature = "vulkan"))]
+        match *pack {}
+    }
 }
 
 impl RunScalar for f64 {
@@ -189,6 +198,9 @@ impl RunScalar for f64 {
         Err(RunError::Refused(
             "the vulkan engine computes in f32: set train.dtype = f32, or use another engine for f64".into(),
         ))
+    }
+    fn pack_predictor(pack: &Pack) -> Result<Box<dyn AttentionKernels<f64>>> {
+        Self::packed(pack)
     }
 }
 

@@ -104,7 +104,20 @@ impl Pack {
     /// A new member: the kernels one run's trainer computes with.
     pub fn member(&self) -> Member {
         self.0.state().members += 1;
-        Member(self.clone())
+        Member {
+            pack: self.clone(),
+            joined: true,
+        }
+    }
+
+    /// Kernels on the pack's device that do not join its steps: a finished run's final
+    /// evaluation (predictions), so that the runs of a pack share one device to the end and the
+    /// others' steps do not wait for it.
+    pub fn predictor(&self) -> Member {
+        Member {
+            pack: self.clone(),
+            joined: false,
+        }
     }
 
     /// Packed calls made so far (each runs every step handed in at that moment).
@@ -209,12 +222,19 @@ impl Pack {
 }
 
 /// One run's kernels in a [`Pack`] (its one-layer loss and gradient go through the pack;
-/// predictions run on the pack's device directly). Leaves the pack when dropped.
-pub struct Member(Pack);
+/// predictions run on the pack's device directly). A member leaves the pack when dropped.
+pub struct Member {
+    pack: Pack,
+    /// Counted among the members whose steps a packed call waits for.
+    joined: bool,
+}
 
 impl Drop for Member {
     fn drop(&mut self) {
-        let sh = &(self.0).0;
+        if !self.joined {
+            return;
+        }
+        let sh = &self.pack.0;
         let mut st = sh.state();
         st.members = st.members.saturating_sub(1);
         sh.cv.notify_all();
@@ -233,7 +253,7 @@ impl AttentionKernels<f32> for Member {
         batch: &Batch<f32>,
         grad: &mut Circuits<f32>,
     ) -> icl_core::Result<f32> {
-        let (loss, g) = self.0.step(spec, circ, batch)?;
+        let (loss, g) = self.pack.step(spec, circ, batch)?;
         grad.kq.copy_from_slice(&g.kq);
         grad.ov.copy_from_slice(&g.ov);
         Ok(loss)
@@ -246,7 +266,7 @@ impl AttentionKernels<f32> for Member {
         batch: &Batch<f32>,
         out: &mut [f32],
     ) -> icl_core::Result<()> {
-        let mut e = (self.0).0.engine.lock().unwrap_or_else(|e| e.into_inner());
+        let mut e = self.pack.0.engine.lock().unwrap_or_else(|e| e.into_inner());
         e.predict(spec, circ, batch, out)
     }
 

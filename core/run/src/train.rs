@@ -520,7 +520,14 @@ fn write_outputs<T: RunScalar>(
         transformer: None,
         risks: Vec::new(),
     };
-    crate::outputs::write(t, dir, o.engine.as_deref(), o.eval_samples, &mut summary)?;
+    crate::outputs::write(
+        t,
+        dir,
+        o.engine.as_deref(),
+        o.pack.as_ref(),
+        o.eval_samples,
+        &mut summary,
+    )?;
     dir.write_text("summary.json", &pretty(&summary))?;
     Ok(summary)
 }

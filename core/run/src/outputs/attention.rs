@@ -16,6 +16,7 @@ pub fn write<T: RunScalar>(
     t: &Trainer<T>,
     dir: &RunDir,
     engine: Option<&str>,
+    pack: Option<&crate::engines::Pack>,
     eval_samples: usize,
     summary: &mut Summary,
     curve: &[(f64, f64)],
@@ -34,7 +35,12 @@ pub fn write<T: RunScalar>(
     summary.sign_matching = Some(rep.sign_matching);
     summary.eta_eff = rep.eta_eff;
     if eval_samples >= 2 {
-        let mut runner = Runner::new(T::engine(&Engines::named(engine).0)?);
+        // a run of a pack evaluates on the pack's device (not a device of its own per run)
+        let kernels = match pack {
+            Some(p) => T::pack_predictor(p)?,
+            None => T::engine(&Engines::named(engine).0)?,
+        };
+        let mut runner = Runner::new(kernels);
         let r = mc_risk(
             &t.task,
             cfg.task.len,

@@ -17,11 +17,12 @@ use icl_core::train::Trainer;
 
 /// The family's outputs of the finished run `t` into `dir` and `summary`: its summary fields,
 /// the final risk at the training length from `eval_samples` Monte Carlo samples (none below 2)
-/// on `engine`, its CSVs and figures.
+/// on `engine` (one-layer runs of a pack: on the pack's device), its CSVs and figures.
 pub fn write<T: RunScalar>(
     t: &Trainer<T>,
     dir: &RunDir,
     engine: Option<&str>,
+    pack: Option<&crate::engines::Pack>,
     eval_samples: usize,
     summary: &mut Summary,
 ) -> Result<()> {
@@ -34,7 +35,7 @@ pub fn write<T: RunScalar>(
             summary.linattn = Some(linear_attention::write(t, dir, &t.curve())?);
             Ok(())
         }
-        Net::Attention(_) => attention::write(t, dir, engine, eval_samples, summary, &curve),
+        Net::Attention(_) => attention::write(t, dir, engine, pack, eval_samples, summary, &curve),
         Net::Gpt2(_) => gpt2::write(t, dir, engine, eval_samples, summary, &curve),
     }
 }
