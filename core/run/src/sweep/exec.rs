@@ -219,26 +219,26 @@ enum Unit {
 /// one-layer runs of one model shape, batch and length are packed ([`MAX_PACK`] at most), every
 /// other run is alone.
 fn units(configs: &[Config], opts: &TrainOptions) -> Vec<Unit> {
-    let packing = cfg!(feature = "vulkan") && opts.engine.as_deref() == Some("vulkan");
+    let packing = opts.engine.as_deref() == Some("vulkan");
     let mut out: Vec<Unit> = Vec::new();
-    let mut keys: Vec<(String, usize)> = Vec::new();
+    // each shape's pack still taking runs: (key, its index in `out`)
+    let mut open: Vec<(String, usize)> = Vec::new();
     for (i, cfg) in configs.iter().enumerate() {
-        let key = packing.then(|| pack_key(cfg)).flatten();
-        let Some(key) = key else {
+        let Some(key) = packing.then(|| pack_key(cfg)).flatten() else {
             out.push(Unit::Alone(i));
             continue;
         };
-        let open = keys
-            .iter()
-            .find(|(k, u)| *k == key && matches!(&out[*u], Unit::Pack(m) if m.len() < MAX_PACK));
-        match open {
-            Some(&(_, u)) => {
-                if let Unit::Pack(m) = &mut out[u] {
+        match open.iter().position(|(k, _)| *k == key) {
+            Some(j) => {
+                if let Unit::Pack(m) = &mut out[open[j].1] {
                     m.push(i);
+                    if m.len() == MAX_PACK {
+                        open.swap_remove(j);
+                    }
                 }
             }
             None => {
-                keys.push((key, out.len()));
+                open.push((key, out.len()));
                 out.push(Unit::Pack(vec![i]));
             }
         }
@@ -246,7 +246,7 @@ fn units(configs: &[Config], opts: &TrainOptions) -> Vec<Unit> {
     out
 }
 
-/// The shape runs must share to be packed (`None`: not packable).
+/// The shape runs must share to be packed (`None`: not packable, or no Vulkan in this build).
 fn pack_key(cfg: &Config) -> Option<String> {
     #[cfg(feature = "vulkan")]
     if crate::pack::packable(cfg) && cfg.train.dtype == icl_core::config::Dtype::F32 {
@@ -260,31 +260,24 @@ fn pack_key(cfg: &Config) -> Option<String> {
     None
 }
 
-/// Train the runs `members` of one pack, each in a thread of its own, on one device: a device
-/// that cannot be opened fails every run of the pack.
+/// Train the runs `members` of one pack, each in a thread of its own, on one device. Stopped
+/// before it starts, or with a device that cannot be opened, the runs go one by one without a
+/// pack (they are then reported not started, or fail with the engine's error themselves).
 fn run_pack(members: &[usize], stop: &AtomicBool, run_spec: &(dyn Fn(usize, Option<Pack>) + Sync)) {
     #[cfg(feature = "vulkan")]
-    {
-        if stop.load(Ordering::SeqCst) {
-            members.iter().for_each(|&i| run_spec(i, None));
-            return;
-        }
-        match Pack::from_env() {
-            Ok(pack) => std::thread::scope(|s| {
+    if !stop.load(Ordering::SeqCst) {
+        if let Ok(pack) = Pack::from_env() {
+            std::thread::scope(|s| {
                 for &i in members {
                     let p = pack.clone();
                     s.spawn(move || run_spec(i, Some(p)));
                 }
-            }),
-            // each run then reports the engine's failure itself
-            Err(_) => members.iter().for_each(|&i| run_spec(i, None)),
+            });
+            return;
         }
     }
-    #[cfg(not(feature = "vulkan"))]
-    {
-        let _ = stop;
-        members.iter().for_each(|&i| run_spec(i, None));
-    }
+    let _ = stop;
+    members.iter().for_each(|&i| run_spec(i, None));
 }
 
 /// Train, resume or skip one run folder.
@@ -376,5 +369,42 @@ fn result(spec: &RunSpec, out: &Path, status: RunStatus, wall: f64) -> RunResult
         steps_per_s: summary.as_ref().map(|s| s.steps_per_second),
         steps: summary.as_ref().map(|s| s.steps),
         wall_seconds: wall,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Under the Vulkan engine, one-layer runs of one shape share packs of at most
+    /// [`MAX_PACK`] runs and a run of another shape opens its own; multi-layer runs, and every
+    /// run under another engine, stay alone.
+    #[cfg(feature = "vulkan")]
+    #[test]
+    fn runs_of_one_shape_are_packed_up_to_the_limit() {
+        let he = icl_core::presets::preset("he2025").unwrap();
+        let mut h1 = he.clone();
+        h1.set("model.heads", "1").unwrap();
+        let ml = icl_core::presets::preset("multilayer-t2").unwrap();
+        let mut configs = vec![he.clone(); MAX_PACK + 1];
+        configs.insert(1, h1);
+        configs.insert(2, ml);
+        let vk = TrainOptions {
+            engine: Some("vulkan".into()),
+            ..TrainOptions::default()
+        };
+        let mut first: Vec<usize> = (0..configs.len()).filter(|&i| i != 1 && i != 2).collect();
+        let last = first.split_off(MAX_PACK);
+        assert_eq!(
+            units(&configs, &vk),
+            vec![
+                Unit::Pack(first),
+                Unit::Pack(vec![1]),
+                Unit::Alone(2),
+                Unit::Pack(last),
+            ]
+        );
+        let alone: Vec<Unit> = (0..configs.len()).map(Unit::Alone).collect();
+        assert_eq!(units(&configs, &TrainOptions::default()), alone);
     }
 }
