@@ -171,7 +171,9 @@ pub struct DeviceInfo {
     pub float64: bool,
 }
 
-/// A Vulkan instance and logical device with one compute queue.
+/// A Vulkan instance and logical device with one compute queue, shared by every engine of the
+/// process that asks for the same device ([`Context::shared`]); submissions to the queue take
+/// [`Context::submit`]'s lock.
 pub(crate) struct Context {
     _entry: ash::Entry,
     pub instance: ash::Instance,
@@ -182,10 +184,72 @@ pub(crate) struct Context {
     pub family: u32,
     pub mem: vk::PhysicalDeviceMemoryProperties,
     pub info: DeviceInfo,
+    /// Host access to the queue (submissions, waiting for it) is externally synchronised.
+    queue_lock: Mutex<()>,
+}
+
+/// The part of [`Options`] that picks the instance and device (the rest is per engine).
+#[derive(PartialEq)]
+struct ContextKey {
+    validation: Validation,
+    kinds: Vec<DeviceKind>,
+    device_index: Option<usize>,
+    loader_path: Option<std::path::PathBuf>,
 }
 
 impl Context {
-    pub fn new(opts: &Options) -> Result<Context, VkError> {
+    /// The process's context for the device `opts` selects, made on first use and kept open
+    /// until the process ends. Every engine used to open and close an instance and device of its
+    /// own: NVIDIA's driver does not survive that many times in one process (on an H200, driver
+    /// 580.159, vkCreateInstance failed with ERROR_INCOMPATIBLE_DRIVER after a few dozen
+    /// engines, one per conformance case, and a process opening engines on four threads crashed);
+    /// each device is also set up once rather than per engine.
+    pub fn shared(opts: &Options) -> Result<Arc<Context>, VkError> {
+        static OPEN: Mutex<Vec<(ContextKey, Arc<Context>)>> = Mutex::new(Vec::new());
+        let key = ContextKey {
+            validation: opts.validation,
+            kinds: opts.kinds.clone(),
+            device_index: opts.device_index,
+            loader_path: opts.loader_path.clone(),
+        };
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = open.iter().find(|(k, _)| *k == key) {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(Context::new(opts)?);
+        open.push((key, c.clone()));
+        Ok(c)
+    }
+
+    /// Submit `cmds` to the queue, signalling `fence`.
+    ///
+    /// # Safety
+    /// As `vkQueueSubmit`: the command buffers are recorded and not pending, the fence
+    /// unsignalled.
+    pub unsafe fn submit(
+        &self,
+        cmds: &[vk::CommandBuffer],
+        fence: vk::Fence,
+    ) -> Result<(), VkError> {
+        let _q = self.queue_lock.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: the caller's promise; the lock serialises host access to the queue.
+        call("vkQueueSubmit", unsafe {
+            self.device.queue_submit(
+                self.queue,
+                &[vk::SubmitInfo::default().command_buffers(cmds)],
+                fence,
+            )
+        })
+    }
+
+    /// Wait until the queue (every engine's work on this device) is idle.
+    pub fn wait_idle(&self) {
+        let _q = self.queue_lock.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: the lock serialises host access to the queue.
+        let _ = unsafe { self.device.queue_wait_idle(self.queue) };
+    }
+
+    fn new(opts: &Options) -> Result<Context, VkError> {
         // SAFETY: loading libvulkan runs its initialisers; this is the documented way to use ash
         // with the `loaded` feature.
         let entry = unsafe {
@@ -306,6 +370,7 @@ impl Context {
             family,
             mem,
             info,
+            queue_lock: Mutex::new(()),
         })
     }
 

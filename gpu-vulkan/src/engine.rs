@@ -918,9 +918,10 @@ impl icl_core::Engine<f32> for VulkanFactory {
 impl Drop for VulkanEngine {
     fn drop(&mut self) {
         let d = &self.s.ctx.device;
-        // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
+        // SAFETY: once the queue is idle nothing of ours is in flight; destroying null handles is
+        // a no-op.
+        self.s.ctx.wait_idle();
         unsafe {
-            let _ = d.device_wait_idle();
             self.bufs.destroy(d);
             for k in &mut self.kernels {
                 k.destroy(d);
@@ -929,6 +930,6 @@ impl Drop for VulkanEngine {
                 m.destroy(d);
             }
         }
-        // `s` drops next: descriptor set, command buffer, fence, then the device.
+        // `s` drops next: descriptor set, command buffer, fence (the device stays, shared).
     }
 }

@@ -10,6 +10,7 @@ use crate::error::{call, VkError};
 use crate::kernels::Module;
 use ash::vk;
 use std::ffi::CStr;
+use std::sync::Arc;
 
 /// How long to wait for one submission before reporting a hung device.
 const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
@@ -17,7 +18,7 @@ const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
 /// The device `opts` selects and the shaders' workgroup size: `opts.workgroup_size` (16 or 64,
 /// refused otherwise, before any device is opened), else 16 on a CPU implementation and 64 on a
 /// GPU.
-pub(crate) fn open(opts: &Options) -> Result<(Context, u32), VkError> {
+pub(crate) fn open(opts: &Options) -> Result<(Arc<Context>, u32), VkError> {
     let wg = match opts.workgroup_size {
         Some(w @ (16 | 64)) => Some(w),
         Some(w) => {
@@ -27,7 +28,7 @@ pub(crate) fn open(opts: &Options) -> Result<(Context, u32), VkError> {
         }
         None => None,
     };
-    let ctx = Context::new(opts)?;
+    let ctx = Context::shared(opts)?;
     let wg = wg.unwrap_or(if ctx.info.kind == DeviceKind::Cpu {
         16
     } else {
@@ -37,7 +38,7 @@ pub(crate) fn open(opts: &Options) -> Result<(Context, u32), VkError> {
 }
 
 pub(crate) struct Session {
-    pub ctx: Context,
+    pub ctx: Arc<Context>,
     dsl: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     pool: vk::DescriptorPool,
@@ -49,7 +50,7 @@ pub(crate) struct Session {
 
 impl Session {
     /// A session on `ctx` whose descriptor set holds a uniform block and `storage` storage buffers.
-    pub fn new(ctx: Context, storage: u32) -> Result<Session, VkError> {
+    pub fn new(ctx: Arc<Context>, storage: u32) -> Result<Session, VkError> {
         let mut s = Session {
             ctx,
             dsl: vk::DescriptorSetLayout::null(),
@@ -294,18 +295,11 @@ impl Session {
         // SAFETY: the command buffer was recorded by `begin` .. here; the fence is unsignalled.
         unsafe {
             call("vkEndCommandBuffer", d.end_command_buffer(self.cmd))?;
-            call(
-                "vkQueueSubmit",
-                d.queue_submit(
-                    self.ctx.queue,
-                    &[vk::SubmitInfo::default().command_buffers(&cmds)],
-                    self.fence,
-                ),
-            )?;
+            self.ctx.submit(&cmds, self.fence)?;
             let waited = d.wait_for_fences(&[self.fence], true, FENCE_TIMEOUT_NS);
             if waited.is_err() {
                 // Do not reuse resources the device may still touch.
-                let _ = d.device_wait_idle();
+                self.ctx.wait_idle();
             }
             call("vkWaitForFences", waited)?;
             call("vkResetFences", d.reset_fences(&[self.fence]))
@@ -316,17 +310,17 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         let d = &self.ctx.device;
-        // SAFETY: the engine owning the session destroyed its buffers and pipelines first; after
-        // device_wait_idle nothing is in flight; destroying null handles is a no-op.
+        // SAFETY: the engine owning the session destroyed its buffers and pipelines first; once
+        // the queue is idle nothing of ours is in flight; destroying null handles is a no-op.
+        self.ctx.wait_idle();
         unsafe {
-            let _ = d.device_wait_idle();
             d.destroy_fence(self.fence, None);
             d.destroy_command_pool(self.cmd_pool, None);
             d.destroy_descriptor_pool(self.pool, None);
             d.destroy_pipeline_layout(self.layout, None);
             d.destroy_descriptor_set_layout(self.dsl, None);
         }
-        // `ctx` drops next: device, messenger, instance.
+        // `ctx` drops next: the process's shared context stays open.
     }
 }
 
@@ -502,14 +496,15 @@ impl<const N: usize> ModuleSession<N> {
 impl<const N: usize> Drop for ModuleSession<N> {
     fn drop(&mut self) {
         let d = &self.s.ctx.device;
-        // SAFETY: after device_wait_idle nothing is in flight; destroying null handles is a no-op.
+        // SAFETY: once the queue is idle nothing of ours is in flight; destroying null handles is
+        // a no-op.
+        self.s.ctx.wait_idle();
         unsafe {
-            let _ = d.device_wait_idle();
             self.bufs.destroy(d);
             if let Some(m) = &mut self.module {
                 m.destroy(d);
             }
         }
-        // `s` drops next: descriptor set, command buffer, fence, then the device.
+        // `s` drops next: descriptor set, command buffer, fence (the device stays, shared).
     }
 }

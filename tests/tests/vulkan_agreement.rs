@@ -329,3 +329,33 @@ fn stack_results_are_independent_of_chunking_and_workgroup_size() {
         assert!(e.is_empty(), "validation errors:\n{}", e.join("\n"));
     }
 }
+
+/// Engines made on several threads at once share the process's device (opened once: on an H200
+/// NVIDIA's driver failed when each of a few dozen engines opened and closed an instance of its
+/// own) and give the bits one engine gives alone; the validation layer, which checks that the
+/// shared queue's submissions are externally synchronised, reports nothing.
+#[test]
+fn engines_on_threads_share_one_device() {
+    let (name, cfg, gain) = option_configs().into_iter().next().unwrap();
+    let (spec, c32, _) = circuits(&cfg, gain);
+    let task = Task::new(&cfg).unwrap();
+    let b: Batch<f32> = task.sample_batch(cfg.train.seed, Domain::Train, 7, 80, cfg.task.len);
+    let run = || {
+        let mut eng = engine();
+        let mut g = Circuits::zeros(&spec);
+        let l = eng.loss_grad(&spec, &c32, &b, &mut g).unwrap();
+        assert_no_validation_errors(&eng);
+        (l.to_bits(), g)
+    };
+    let alone = run();
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| (0..8).map(|_| run()).collect::<Vec<_>>()))
+            .collect();
+        for t in threads {
+            for r in t.join().unwrap() {
+                assert!(r == alone, "{name}: an engine on a thread differs");
+            }
+        }
+    });
+}
