@@ -3,7 +3,12 @@
 //! attention, looped and not, T = 1..3, odd batch sizes and lengths. Engines run it through
 //! [`crate::engine_conformance!`].
 //!
-//! Tolerances are norm-wise relative differences ||a - b|| / ||b||.
+//! Tolerances are norm-wise relative differences ||a - b|| / ||b|| from the truth: the reference
+//! in f64 on the same (rounded) inputs. An engine passes within `tol` of it, or within
+//! [`SLACK`] times the scalar reference's own distance from it in `T` where a case is
+//! ill-conditioned in f32 (d = 20, two looped layers, one sequence of two tokens: the f32
+//! reference's gradient is 5.8e-5 from the truth, and an H200 summing in another order differed
+//! from the f32 reference by 7.6e-5 while lavapipe, summing as the reference does, agreed).
 use crate::config::AttentionKind;
 use crate::data::Batch;
 use crate::families::stack::kernels::{StackKernels, StackReference};
@@ -80,7 +85,36 @@ pub fn inputs<T: Scalar>(
     (c, b)
 }
 
-fn rel<T: Scalar>(a: &[T], b: &[T]) -> f64 {
+/// How many times the f32 reference's own error an engine may be off the truth.
+pub const SLACK: f64 = 4.0;
+
+/// The inputs in f64, exactly.
+fn widen<T: Scalar>(c: &StackCircuits<T>, b: &Batch<T>) -> (StackCircuits<f64>, Batch<f64>) {
+    let up = |v: &[T]| v.iter().map(|x| x.to_f64()).collect::<Vec<f64>>();
+    let c64 = StackCircuits {
+        sets: c.sets,
+        heads: c.heads,
+        e: c.e,
+        phi: up(&c.phi),
+        psi: up(&c.psi),
+    };
+    let b64 = Batch {
+        n: b.n,
+        len: b.len,
+        d: b.d,
+        n_out: b.n_out,
+        z: up(&b.z),
+        y: up(&b.y),
+    };
+    (c64, b64)
+}
+
+/// The bound for an engine's distance from the truth, given the reference's.
+fn bound(tol: f64, reference: f64) -> f64 {
+    tol.max(SLACK * reference)
+}
+
+fn rel<T: Scalar, U: Scalar>(a: &[T], b: &[U]) -> f64 {
     let num: f64 = a
         .iter()
         .zip(b)
@@ -95,21 +129,32 @@ pub fn loss_grad_matches<T: Scalar>(make: Make<T>, tol: f64) -> Result<(), Strin
     for (k, spec) in specs().iter().enumerate() {
         for (n, len) in [(1, 2), (5, 9), (19, 13)] {
             let (c, b) = inputs::<T>(spec, n, len, 0.3, k as u64 * 31 + n as u64);
+            let (c64, b64) = widen(&c, &b);
+            let mut g = StackCircuits::zeros(spec);
             let mut g0 = StackCircuits::zeros(spec);
             let mut g1 = StackCircuits::zeros(spec);
             g1.phi.iter_mut().for_each(|x| *x = T::one()); // the engine must overwrite
+            let l = StackReference::new()
+                .loss_grad(spec, &c64, &b64, &mut g)
+                .map_err(|e| format!("{e}"))?;
             let l0 = StackReference::new()
                 .loss_grad(spec, &c, &b, &mut g0)
                 .map_err(|e| format!("{e}"))?;
             let l1 = make()
                 .loss_grad(spec, &c, &b, &mut g1)
                 .map_err(|e| format!("{e}"))?;
-            let dl = (l0.to_f64() - l1.to_f64()).abs() / l0.to_f64().abs().max(1e-300);
-            let (dp, ds) = (rel(&g1.phi, &g0.phi), rel(&g1.psi, &g0.psi));
+            let off = |x: T| (x.to_f64() - l).abs() / l.abs().max(1e-300);
+            let (dl, dp, ds) = (off(l1), rel(&g1.phi, &g.phi), rel(&g1.psi, &g.psi));
+            let (bl, bp, bs) = (
+                bound(tol, off(l0)),
+                bound(tol, rel(&g0.phi, &g.phi)),
+                bound(tol, rel(&g0.psi, &g.psi)),
+            );
             // (written so that a NaN fails)
-            if !(dl <= tol && dp <= tol && ds <= tol) {
+            if !(dl <= bl && dp <= bp && ds <= bs) {
                 return Err(format!(
-                    "{spec:?} n={n} L={len}: loss rel diff {dl:.2e}, dPhi {dp:.2e}, dPsi {ds:.2e} > {tol:.0e}"
+                    "{spec:?} n={n} L={len}: from the f64 truth, loss {dl:.2e} (bound {bl:.1e}), \
+                     dPhi {dp:.2e} (bound {bp:.1e}), dPsi {ds:.2e} (bound {bs:.1e})"
                 ));
             }
         }
@@ -139,8 +184,13 @@ pub fn forward_matches<T: Scalar>(make: Make<T>, tol: f64) -> Result<(), String>
                 exclude_self: true,
             },
         ] {
+            let (c64, b64) = widen(&c, &b);
+            let mut o = vec![0.0f64; b.z.len()];
             let mut o0 = vec![T::zero(); b.z.len()];
             let mut o1 = vec![T::zero(); b.z.len()];
+            StackReference::new()
+                .forward(spec, &c64, pass, &b64, &mut o)
+                .map_err(|e| format!("{e}"))?;
             StackReference::new()
                 .forward(spec, &c, pass, &b, &mut o0)
                 .map_err(|e| format!("{e}"))?;
@@ -152,10 +202,10 @@ pub fn forward_matches<T: Scalar>(make: Make<T>, tol: f64) -> Result<(), String>
             make()
                 .forward(spec, &c, pass, &b, &mut o1)
                 .map_err(|e| format!("{e}"))?;
-            let d = rel(&o1, &o0);
-            if !(d <= tol) {
+            let (d, bd) = (rel(&o1, &o), bound(tol, rel(&o0, &o)));
+            if !(d <= bd) {
                 return Err(format!(
-                    "{spec:?} {pass:?}: forward rel diff {d:.2e} > {tol:.0e}"
+                    "{spec:?} {pass:?}: forward {d:.2e} from the f64 truth > {bd:.1e}"
                 ));
             }
         }
