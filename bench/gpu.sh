@@ -19,9 +19,13 @@
 # garg-linear-tiny/-small (the Vulkan engine runs them op by op, llm.c's way). Then a 64-seed
 # he2025 sweep (4 seeds with --lavapipe), whole `icl sweep run` processes: on Vulkan its runs train
 # as one pack, one call per step for all seeds (docs/sweeps.md); on the SIMD engine one run per core
-# at a time. Steps/s there counts every seed's steps.
+# at a time. Steps/s there counts every seed's steps. Where the host's python3 (env TORCH_PY) has
+# PyTorch with CUDA, the same rows run in PyTorch on that GPU too (bench/torch_reference.py,
+# torch_multilayer.py, torch_gpt2.py with --device cuda: eager, batches drawn on the GPU), a column
+# of their own; none of these with --lavapipe.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
 QUICK=0
 LAVAPIPE=0
 JSON=0
@@ -58,7 +62,8 @@ if [ -n "$PACK" ]; then
     mkdir -p "$PACK"
     strip -o "$PACK/icl" "$ICL_BIN"
     cp "$0" "$PACK/gpu.sh"
-    echo "packed: $PACK/icl ($(($(stat -c %s "$PACK/icl") / 1048576)) MiB, stripped) and $PACK/gpu.sh"
+    cp bench/torch_reference.py bench/torch_multilayer.py bench/torch_gpt2.py "$PACK/"
+    echo "packed: $PACK/icl ($(($(stat -c %s "$PACK/icl") / 1048576)) MiB, stripped), $PACK/gpu.sh and the PyTorch scripts"
     echo "on the GPU machine: ICL_BIN=\$PWD/icl ./gpu.sh [--quick]"
     exit 0
 fi
@@ -116,6 +121,28 @@ else
     row garg-linear-small garg-linear-small 4
 fi
 
+# PyTorch on the GPU: torch_row NAME SCRIPT [ARGS...], one line of JSON (none without CUDA)
+TORCH_PY=${TORCH_PY:-python3}
+: >"$tmp/torch"
+torch_row() {
+    local name=$1 script=$2
+    shift 2
+    local out
+    if out=$("$TORCH_PY" "$here/$script" --device cuda --threads "$THREADS" "$@" 2>"$tmp/err"); then
+        printf '%s\ttorch_cuda\t%s\n' "$name" "$out" >>"$tmp/torch"
+    else
+        printf '%s\ttorch_cuda\t{"error": %s}\n' "$name" \
+            "$(python3 -c 'import json,sys; print(json.dumps(sys.stdin.read().strip()))' <"$tmp/err")" >>"$tmp/torch"
+    fi
+}
+if [ "$LAVAPIPE" = 0 ] && "$TORCH_PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    TSTEPS=$((STEPS / 2))
+    torch_row he2025 torch_reference.py --heads 2 --d 5 --len 40 --batch 256 --steps "$TSTEPS"
+    torch_row multilayer-t3 torch_multilayer.py --layers 3 --heads 2 --L 120 --batch 256 --steps "$TSTEPS"
+    torch_row garg-linear-tiny torch_gpt2.py --size tiny --steps $((TSTEPS / 4))
+    torch_row garg-linear-small torch_gpt2.py --size small --steps $((TSTEPS / 4))
+fi
+
 # the seed sweep: SEEDS runs of he2025, SWEEP_STEPS steps each, per engine (wall seconds of the process)
 if [ "$LAVAPIPE" = 1 ]; then
     SEEDS=4
@@ -141,10 +168,16 @@ for engine in vulkan simd; do
     fi
 done
 
-python3 - "$tmp/rows" "$JSON" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" "$tmp/sweep" "$SEEDS" "$SWEEP_STEPS" <<'PY'
+python3 - "$tmp/rows" "$JSON" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" "$tmp/sweep" "$SEEDS" "$SWEEP_STEPS" "$tmp/torch" <<'PY'
 import json, sys
 rows, as_json, cpu = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 table, device = {}, None
+torch_rows = {}
+for line in open(sys.argv[7]):
+    name, _, doc = line.rstrip("\n").split("\t", 2)
+    d = json.loads(doc)
+    torch_rows[name] = ({"error": d["error"].splitlines()[-1] if d["error"] else "failed"} if "error" in d
+                        else {"steps_per_s": d["steps_per_s"], "torch": d.get("torch")})
 for line in open(rows):
     name, engine, doc = line.rstrip("\n").split("\t", 2)
     d = json.loads(doc)
@@ -158,6 +191,8 @@ for line in open(rows):
         "steps_per_s": r["steps_per_s"], "gflops": r["gflops"], "len": r["len"], "batch": r["batch"],
         "threads": r["threads"], "level": r.get("simd_level"),
     }
+for name, t in torch_rows.items():
+    table.setdefault(name, {})["torch_cuda"] = t
 sweep = {"seeds": int(sys.argv[5]), "steps_per_run": int(sys.argv[6])}
 for line in open(sys.argv[4]):
     engine, v = line.rstrip("\n").split("\t", 1)
@@ -177,8 +212,11 @@ if not as_json:
         if "error" in s:
             print(f"{name:18} simd: {s['error']}")
             continue
+        t = e.get("torch_cuda")
+        torch_col = ("" if t is None else f"   torch cuda: {t['error']}" if "error" in t
+                     else f"   torch cuda {t['steps_per_s']:.1f} steps/s (vulkan/torch {v['steps_per_s'] / t['steps_per_s']:.2f}x)")
         print(f"{name:18} {v['len']:>4} {v['batch']:>5} {v['steps_per_s']:>15.1f} {v['gflops']:>8.2f} "
-              f"{s['steps_per_s']:>13.1f} {s['gflops']:>8.2f} {v['steps_per_s'] / s['steps_per_s']:>10.2f}x")
+              f"{s['steps_per_s']:>13.1f} {s['gflops']:>8.2f} {v['steps_per_s'] / s['steps_per_s']:>10.2f}x{torch_col}")
     sv, ss = sweep.get("vulkan"), sweep.get("simd")
     text = lambda e: e if isinstance(e, str) else f"{e['steps_per_s']:.1f} steps/s"
     ratio = (f", vulkan/simd {sv['steps_per_s'] / ss['steps_per_s']:.2f}x"
@@ -187,7 +225,7 @@ if not as_json:
           f"vulkan (one pack) {text(sv)}, simd (one run per core) {text(ss)}{ratio}")
 # every engine runs every row (GPT-2 too, since the Vulkan engine has it): any failed row fails
 # the script (CI)
-bad = [f"{n} ({e})" for n, es in table.items() for e, r in es.items() if "error" in r]
+bad = [f"{n} ({e})" for n, es in table.items() for e, r in es.items() if "error" in r and e != "torch_cuda"]
 bad += [f"sweep ({e})" for e in ("vulkan", "simd") if isinstance(sweep.get(e), str)]
 if bad:
     print(f"gpu.sh: failed rows: {', '.join(bad)}", file=sys.stderr)

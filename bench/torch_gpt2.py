@@ -4,6 +4,10 @@ y = w.x) at a fixed size (no curriculum), Adam, batch 64, the loss over every po
 one JSON line: {"steps_per_s", "steps", "threads", "size", "final_loss"}.
 
     bench/.venv-torch/bin/python bench/torch_gpt2.py --size tiny --threads 2 --steps 50
+    python3 bench/torch_gpt2.py --size small --device cuda --steps 200     (bench/gpu.sh, on a GPU)
+
+On a GPU the batches are drawn there too, and the timed loop ends with the device synchronised
+(each step's loss.item() waits for it anyway).
 """
 import argparse
 import json
@@ -32,7 +36,8 @@ class TransformerModel(torch.nn.Module):
     @staticmethod
     def _combine(xs, ys):
         b, points, dim = xs.shape
-        wide = torch.cat((ys.view(b, points, 1), torch.zeros(b, points, dim - 1, dtype=ys.dtype)), dim=2)
+        zeros = torch.zeros(b, points, dim - 1, dtype=ys.dtype, device=ys.device)
+        wide = torch.cat((ys.view(b, points, 1), zeros), dim=2)
         return torch.stack((xs, wide), dim=2).view(b, 2 * points, dim)
 
     def forward(self, xs, ys):
@@ -49,17 +54,19 @@ def main():
     ap.add_argument("--d", type=int, default=20)
     ap.add_argument("--L", type=int, default=40)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
     a = ap.parse_args()
+    dev = torch.device(a.device)
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     layers, heads, embd = SIZES[a.size]
-    model = TransformerModel(a.d, 101, embd, layers, heads)
+    model = TransformerModel(a.d, 101, embd, layers, heads).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4)
     points = a.L + 1
 
     def step():
-        xs = torch.randn(a.batch, points, a.d)
-        w = torch.randn(a.batch, a.d, 1)
+        xs = torch.randn(a.batch, points, a.d, device=dev)
+        w = torch.randn(a.batch, a.d, 1, device=dev)
         ys = (xs @ w)[:, :, 0]
         loss = ((model(xs, ys) - ys) ** 2).mean()
         opt.zero_grad()
@@ -72,9 +79,12 @@ def main():
     t0 = time.perf_counter()
     for _ in range(a.steps):
         loss = step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     print(json.dumps({"steps_per_s": a.steps / dt, "steps": a.steps, "threads": a.threads,
-                      "size": a.size, "final_loss": loss}))
+                      "size": a.size, "final_loss": loss, "device": a.device,
+                      "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ no LayerNorm/MLP, readout Z[d+1, L+1]; MSE on the query's y slot, Adam(lr=1e-3),
 data each step with a covariance resampled per sequence (U Haar by QR, lambda_i ~ U(0.8, 1.2),
 beta ~ N(0, I_d), sigma^2 = 0.1).
 
-Prints one JSON line: {"engine": "torch", "steps_per_s": ..., "gflops": ...}.
+Prints one JSON line: {"engine": "torch", "steps_per_s": ..., "gflops": ...}. `--device cuda`
+(bench/gpu.sh on a GPU) draws the batches on the GPU too and synchronises it before the clock stops.
 """
 import argparse
 import json
@@ -47,12 +48,13 @@ class Looped(nn.Module):
 
 
 def batch(gen, n, length, d, sigma):
-    u, _ = torch.linalg.qr(torch.randn(n, d, d, generator=gen))
-    lam = 0.8 + 0.4 * torch.rand(n, d, generator=gen)
-    g = torch.randn(n, length + 1, d, generator=gen)
+    dev = gen.device
+    u, _ = torch.linalg.qr(torch.randn(n, d, d, generator=gen, device=dev))
+    lam = 0.8 + 0.4 * torch.rand(n, d, generator=gen, device=dev)
+    g = torch.randn(n, length + 1, d, generator=gen, device=dev)
     x = (g * lam.sqrt().unsqueeze(1)) @ u.transpose(-1, -2)
-    beta = torch.randn(n, d, 1, generator=gen)
-    y = (x @ beta).squeeze(-1) + sigma * torch.randn(n, length + 1, generator=gen)
+    beta = torch.randn(n, d, 1, generator=gen, device=dev)
+    y = (x @ beta).squeeze(-1) + sigma * torch.randn(n, length + 1, generator=gen, device=dev)
     z = torch.cat([x, y.unsqueeze(-1)], dim=-1)
     target = y[:, -1].clone()
     z[:, -1, -1] = 0.0
@@ -69,14 +71,16 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--dtype", default="f32")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
     a = ap.parse_args()
+    dev = torch.device(a.device)
     torch.set_num_threads(a.threads)
     dt = torch.float32 if a.dtype == "f32" else torch.float64
     torch.set_default_dtype(dt)
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator(device=dev).manual_seed(0)
     torch.manual_seed(0)
     e = a.d + 1
-    model = Looped(e, a.heads, a.layers)
+    model = Looped(e, a.heads, a.layers).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     sigma = math.sqrt(0.1)
 
@@ -93,6 +97,8 @@ def main():
     t0 = time.perf_counter()
     for _ in range(a.steps):
         loss = step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     dt_s = time.perf_counter() - t0
     sps = a.steps / dt_s
     # forward + backward ~ 3x forward; forward per layer and head ~ 2 N L E (scores) + 2 N L E
@@ -100,7 +106,7 @@ def main():
     n = a.L + 1
     fwd = a.layers * a.heads * (4 * n * a.L * e + 8 * n * e * e) * a.batch
     print(json.dumps({"engine": "torch", "torch": torch.__version__, "layers": a.layers, "heads": a.heads,
-                      "L": a.L, "batch": a.batch, "threads": a.threads, "dtype": a.dtype,
+                      "L": a.L, "batch": a.batch, "threads": a.threads, "dtype": a.dtype, "device": a.device,
                       "steps": a.steps, "seconds": dt_s, "steps_per_s": sps,
                       "gflops": 3 * fwd * sps / 1e9, "final_loss": float(loss)}))
 

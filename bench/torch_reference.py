@@ -5,7 +5,8 @@ default init), an output projection O, scores scaled by 1/sqrt(d+1), strict caus
 query attends to the L context tokens), MSE loss on the query's y slot, Adam(lr=1e-3), batch 256,
 fresh data each step (x ~ N(0, I_d), beta ~ N(0, I_d/d), y = beta.x + sigma eps, sigma^2 = 0.1).
 
-Prints one JSON line: {"engine": "torch", "steps_per_s": ..., ...}.
+Prints one JSON line: {"engine": "torch", "steps_per_s": ..., ...}. `--device cuda` (bench/gpu.sh
+on a GPU) draws the batches on the GPU too and synchronises it before the clock stops.
 """
 import argparse
 import json
@@ -39,9 +40,10 @@ class QueryAttention(nn.Module):
 
 
 def batch(gen, n, length, d, sigma):
-    x = torch.randn(n, length + 1, d, generator=gen)
-    beta = torch.randn(n, d, 1, generator=gen) / math.sqrt(d)
-    y = (x @ beta).squeeze(-1) + sigma * torch.randn(n, length + 1, generator=gen)
+    dev = gen.device
+    x = torch.randn(n, length + 1, d, generator=gen, device=dev)
+    beta = torch.randn(n, d, 1, generator=gen, device=dev) / math.sqrt(d)
+    y = (x @ beta).squeeze(-1) + sigma * torch.randn(n, length + 1, generator=gen, device=dev)
     z = torch.cat([x, y.unsqueeze(-1)], dim=-1)
     target = y[:, -1].clone()
     z[:, -1, -1] = 0.0
@@ -57,13 +59,15 @@ def main():
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--dtype", default="f32", choices=["f32", "f64"])
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     dt = torch.float32 if a.dtype == "f32" else torch.float64
     torch.set_default_dtype(dt)
-    gen = torch.Generator().manual_seed(1)
-    model = QueryAttention(a.d + 1, a.heads)
+    dev = torch.device(a.device)
+    gen = torch.Generator(device=dev).manual_seed(1)
+    model = QueryAttention(a.d + 1, a.heads).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.MSELoss()
 
@@ -80,10 +84,12 @@ def main():
     t0 = time.perf_counter()
     for _ in range(a.steps):
         loss = step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     dt_s = time.perf_counter() - t0
     print(json.dumps({
         "engine": "torch", "torch": torch.__version__, "heads": a.heads, "len": a.len, "batch": a.batch,
-        "dtype": a.dtype, "threads": a.threads, "steps": a.steps, "seconds": dt_s,
+        "dtype": a.dtype, "threads": a.threads, "device": a.device, "steps": a.steps, "seconds": dt_s,
         "steps_per_s": a.steps / dt_s, "final_loss": float(loss),
     }))
 
