@@ -1,9 +1,11 @@
 //! Buffers and their memory.
 //!
 //! A [`GpuArray`] is a storage buffer the shaders read and write that the host also fills or
-//! reads. Where device-local memory is host-visible (integrated GPUs, resizable BAR, lavapipe)
-//! the host maps it directly; otherwise it gets a host-visible staging buffer and the command
-//! buffer copies through it, so shaders always read device-local memory.
+//! reads. Where device-local memory is host-visible and the policy ([`HostMap`]) allows it
+//! (lavapipe, integrated GPUs; on a discrete GPU only host-cached memory, since its BAR is read
+//! uncached across the bus) the host maps it directly; otherwise it gets a host-visible staging
+//! buffer (host-cached where there is such memory) and the command buffer copies through it, so
+//! shaders always read device-local memory.
 use crate::context::Context;
 use crate::error::{call, VkError};
 use ash::vk;
@@ -180,21 +182,47 @@ pub(crate) struct GpuArray {
     stage: Option<Buffer>,
 }
 
+/// Which device-local memory the host may map directly ([`crate::Options::map_device_memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HostMap {
+    /// Any host-visible device-local memory.
+    Any,
+    /// Only host-cached device-local memory (a discrete GPU's BAR is not).
+    Cached,
+    /// None: always stage.
+    Never,
+}
+
+impl HostMap {
+    /// The policy `setting` asks for on a device of `kind`.
+    pub fn of(setting: Option<bool>, kind: crate::DeviceKind) -> HostMap {
+        match setting {
+            Some(true) => HostMap::Any,
+            Some(false) => HostMap::Never,
+            None if kind == crate::DeviceKind::Discrete => HostMap::Cached,
+            None => HostMap::Any,
+        }
+    }
+}
+
 impl GpuArray {
-    pub fn new(ctx: &Context, size: u64) -> Result<GpuArray, VkError> {
+    pub fn new(ctx: &Context, size: u64, map: HostMap) -> Result<GpuArray, VkError> {
         use vk::BufferUsageFlags as U;
         use vk::MemoryPropertyFlags as M;
         let usage = U::STORAGE_BUFFER | U::TRANSFER_SRC | U::TRANSFER_DST;
-        if let Some(b) = Buffer::try_new(
-            ctx,
-            size,
-            usage,
-            M::DEVICE_LOCAL | M::HOST_VISIBLE | M::HOST_COHERENT,
-        )? {
-            return Ok(GpuArray {
-                dev: b,
-                stage: None,
-            });
+        let direct = M::DEVICE_LOCAL | M::HOST_VISIBLE | M::HOST_COHERENT;
+        let tries: &[M] = match map {
+            HostMap::Any => &[direct | M::HOST_CACHED, direct],
+            HostMap::Cached => &[direct | M::HOST_CACHED],
+            HostMap::Never => &[],
+        };
+        for &want in tries {
+            if let Some(b) = Buffer::try_new(ctx, size, usage, want)? {
+                return Ok(GpuArray {
+                    dev: b,
+                    stage: None,
+                });
+            }
         }
         let dev = Buffer::new(ctx, size, usage, M::DEVICE_LOCAL)?;
         let stage = match Buffer::try_new(

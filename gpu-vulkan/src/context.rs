@@ -79,6 +79,13 @@ pub struct Options {
     /// Invocations per workgroup, 16 or 64; `None` picks 16 on CPU implementations (lavapipe
     /// runs all invocations of a workgroup on one core, idle or not) and 64 on GPUs.
     pub workgroup_size: Option<u32>,
+    /// Whether the host may map device-local memory directly instead of copying through a
+    /// staging buffer. `None`: where that memory is host-cached (CPU implementations, most
+    /// integrated GPUs) or the device is not discrete; a discrete GPU's device memory seen
+    /// through its BAR is read uncached across the bus, so there results come back through
+    /// host-cached staging memory. `Some(false)` always stages (`ICL_VULKAN_STAGING=1`; the
+    /// tests run the staged path on lavapipe so), `Some(true)` maps wherever the device allows.
+    pub map_device_memory: Option<bool>,
 }
 
 impl Default for Options {
@@ -91,13 +98,14 @@ impl Default for Options {
             f16_batch: false,
             max_chunk_bytes: 64 << 20,
             workgroup_size: None,
+            map_device_memory: None,
         }
     }
 }
 
 impl Options {
     /// Defaults changed by environment variables: `ICL_VULKAN_VALIDATION=1` (required) or `auto`
-    /// (when installed), `ICL_VULKAN_DEVICE=<index>`, `ICL_VULKAN_F16=1`.
+    /// (when installed), `ICL_VULKAN_DEVICE=<index>`, `ICL_VULKAN_F16=1`, `ICL_VULKAN_STAGING=1`.
     pub fn from_env() -> Self {
         let mut o = Options::default();
         match std::env::var("ICL_VULKAN_VALIDATION").as_deref() {
@@ -113,6 +121,12 @@ impl Options {
             Ok("1") | Ok("true")
         ) {
             o.f16_batch = true;
+        }
+        if matches!(
+            std::env::var("ICL_VULKAN_STAGING").as_deref(),
+            Ok("1") | Ok("true")
+        ) {
+            o.map_device_memory = Some(false);
         }
         o
     }

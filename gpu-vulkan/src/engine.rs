@@ -14,6 +14,7 @@
 //! and sequence s reads those of run s / n; the reduction blocks never straddle runs, so each
 //! run's loss and gradient (K of them read back) are bit for bit what it gets alone. An ordinary
 //! call is the pack of one run.
+use crate::buffer::HostMap;
 use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
 use crate::kernels::{self, Entry, Kernels, Module, Variant, MAX_H};
@@ -272,8 +273,9 @@ impl VulkanEngine {
     /// Open the best device the options allow.
     pub fn new(opts: &Options) -> Result<VulkanEngine, VkError> {
         let (ctx, wg) = session::open(opts)?;
+        let map = HostMap::of(opts.map_device_memory, ctx.info.kind);
         Ok(VulkanEngine {
-            s: Session::new(ctx, N_ARRAYS as u32)?,
+            s: Session::new(ctx, N_ARRAYS as u32, map)?,
             kernels: Vec::new(),
             // the attention module's 16 words, then the sampler's
             bufs: DeviceArrays::new(

@@ -4,7 +4,7 @@
 //! dispatches) and a blocking submit; [`DeviceArrays`], the buffers bound to that set; and
 //! [`ModuleSession`], the three together with one shader module, as the stack and GPT-2 engines
 //! use them.
-use crate::buffer::{Buffer, GpuArray};
+use crate::buffer::{Buffer, GpuArray, HostMap};
 use crate::context::{Context, DeviceKind, Options};
 use crate::error::{call, VkError};
 use crate::kernels::Module;
@@ -39,6 +39,8 @@ pub(crate) fn open(opts: &Options) -> Result<(Arc<Context>, u32), VkError> {
 
 pub(crate) struct Session {
     pub ctx: Arc<Context>,
+    /// Which device memory the host maps directly (the rest is staged).
+    pub map: HostMap,
     dsl: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     pool: vk::DescriptorPool,
@@ -49,10 +51,12 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A session on `ctx` whose descriptor set holds a uniform block and `storage` storage buffers.
-    pub fn new(ctx: Arc<Context>, storage: u32) -> Result<Session, VkError> {
+    /// A session on `ctx` whose descriptor set holds a uniform block and `storage` storage
+    /// buffers, whose arrays the host maps as `map` allows.
+    pub fn new(ctx: Arc<Context>, storage: u32, map: HostMap) -> Result<Session, VkError> {
         let mut s = Session {
             ctx,
+            map,
             dsl: vk::DescriptorSetLayout::null(),
             layout: vk::PipelineLayout::null(),
             pool: vk::DescriptorPool::null(),
@@ -387,7 +391,7 @@ impl<const N: usize> DeviceArrays<N> {
             )?;
             let mut made: Vec<GpuArray> = Vec::new();
             for &bytes in &need {
-                match GpuArray::new(ctx, bytes) {
+                match GpuArray::new(ctx, bytes, s.map) {
                     Ok(a) => made.push(a),
                     Err(e) => {
                         // SAFETY: nothing uses these yet.
@@ -410,7 +414,8 @@ impl<const N: usize> DeviceArrays<N> {
             for (a, &bytes) in b.arrays.iter_mut().zip(&need) {
                 if a.size() < bytes {
                     let grown = bytes.max(a.size() + a.size() / 2);
-                    let fresh = GpuArray::new(ctx, cap.map_or(grown, |c| grown.min(c.max(bytes))))?;
+                    let fresh =
+                        GpuArray::new(ctx, cap.map_or(grown, |c| grown.min(c.max(bytes))), s.map)?;
                     // SAFETY: the last submission finished (we wait on its fence before returning).
                     unsafe { a.destroy(d) };
                     *a = fresh;
@@ -462,8 +467,9 @@ impl<const N: usize> ModuleSession<N> {
         bufs: DeviceArrays<N>,
     ) -> Result<ModuleSession<N>, VkError> {
         let (ctx, wg) = open(opts)?;
+        let map = HostMap::of(opts.map_device_memory, ctx.info.kind);
         let mut m = ModuleSession {
-            s: Session::new(ctx, N as u32)?,
+            s: Session::new(ctx, N as u32, map)?,
             module: None,
             bufs,
             wg,

@@ -1,5 +1,6 @@
 //! The engine conformance suite on the Vulkan engine (lavapipe in CI), for both workgroup
-//! variants (16: the CPU driver's, 64: a GPU's), f32 only: one-layer attention, multi-layer
+//! variants (16: the CPU driver's, 64: a GPU's) and with host access staged (a discrete GPU's
+//! path), f32 only: one-layer attention, multi-layer
 //! transformer stacks (looped or not, softmax and linear, T = 1..3, stacked passes and the
 //! leave-one-out mask) and GPT-2 models (Garg et al.'s learner: one to three layers, one to four
 //! heads, tau != 1, loss, gradient and predictions) against the scalar reference, at 2e-5
@@ -8,13 +9,17 @@
 mod vulkan_common;
 
 use icl_core::Engine;
-use vulkan_common::factory_wg;
+use vulkan_common::{factory_staged, factory_wg};
 
 icl_core::engine_conformance!(vulkan_wg16, f32, 2e-5, || -> Box<dyn Engine<f32>> {
     Box::new(factory_wg(Some(16)))
 });
 icl_core::engine_conformance!(vulkan_wg64, f32, 2e-5, || -> Box<dyn Engine<f32>> {
     Box::new(factory_wg(Some(64)))
+});
+// Host access through staging buffers and copies, as on discrete GPUs (lavapipe maps directly).
+icl_core::engine_conformance!(vulkan_staged, f32, 2e-5, || -> Box<dyn Engine<f32>> {
+    Box::new(factory_staged())
 });
 
 /// GPT-2 on Vulkan gives the same bits whatever the chunking (13 prompts in one submission and

@@ -24,7 +24,8 @@ pub fn options(f16: bool, max_chunk_bytes: Option<u64>, workgroup_size: Option<u
         validation,
         f16_batch: f16,
         workgroup_size,
-        ..Options::default()
+        // (ICL_VULKAN_STAGING=1 runs every Vulkan test with host access staged)
+        ..Options::from_env()
     };
     if let Some(b) = max_chunk_bytes {
         opts.max_chunk_bytes = b;
@@ -51,6 +52,17 @@ pub fn engine_wg(
 pub fn factory_wg(workgroup_size: Option<u32>) -> VulkanFactory {
     drop(engine_wg(false, None, workgroup_size));
     VulkanFactory(options(false, None, workgroup_size))
+}
+
+/// The Vulkan engine (every family) with every host access staged through copies (what discrete
+/// GPUs do; lavapipe would map its memory directly).
+pub fn factory_staged() -> VulkanFactory {
+    let opts = Options {
+        map_device_memory: Some(false),
+        ..options(false, None, None)
+    };
+    drop(VulkanEngine::new(&opts).unwrap_or_else(|e| panic!("{e}")));
+    VulkanFactory(opts)
 }
 
 pub fn engine() -> VulkanEngine {
