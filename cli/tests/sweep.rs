@@ -302,6 +302,25 @@ fn local_jobs_and_array_tasks_collect_the_same_bytes() {
     ] {
         assert!(script.contains(want), "{want}: {script}");
     }
+    // three runs a task: tasks 0 and 1 (runs 0-2 and 3), each told its share
+    let sh = ok(&icl(&[
+        "sweep",
+        "slurm",
+        s(&a),
+        "--runs-per-task",
+        "3",
+        "--engine",
+        "vulkan",
+    ]));
+    let script = std::fs::read_to_string(sh.trim()).unwrap();
+    for want in [
+        "#SBATCH --array=0-1\n",
+        "--index \"$SLURM_ARRAY_TASK_ID\" --runs-per-task 3 --engine vulkan",
+    ] {
+        assert!(script.contains(want), "{want}: {script}");
+    }
+    let bad = icl(&["sweep", "slurm", s(&a), "--runs-per-task", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&t);
 }
 

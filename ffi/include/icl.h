@@ -751,13 +751,15 @@ icl_status icl_sweep_plan(const char *file, const char *out_dir, char *buf, size
  * a run's bytes depend on its config only, not on `jobs` or the thread count. The options are
  * `n` text pairs `keys[i]` = `values[i]`, with the CLI's defaults: `jobs` (runs trained at
  * once, `"0"` (one per core) to `"256"`, default `"1"`), `index` (train only that run, from
- * `"0"`; not with `jobs`), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset:
+ * `"0"`; not with `jobs`), `runs_per_task` (with `index`: train that Slurm array task's runs,
+ * index·K .. index·K + K − 1 for K `"1"` to `"256"`, on `vulkan` the one-layer runs of one
+ * shape among them as one pack), `engine` (`"simd"`, `"scalar"` or `"vulkan"`; unset:
  * `icl_default_engine()`), `eval_samples` (Monte Carlo samples for the final risk in each
  * `summary.json`, default `"20000"`, `"0"`: none), `checkpoint_minutes` (default `"0.5"`, `"0"`:
  * off), `checkpoint_every` (steps, default `"0"`: off) and `force` (`"true"`: retrain
  * complete runs too, replacing their folders; default `"false"`). Statuses:
  * `ICL_ERR_ARGUMENT` (an unknown or repeated key, a value not of its kind, `jobs` over 256,
- * `jobs` with `index`, `index` past the last run, a negative or non-finite
+ * `jobs` with `index`, `index` past the last run or task, `runs_per_task` without `index`, a negative or non-finite
  * `checkpoint_minutes`, `dir` not a sweep folder, a run's config refused), `ICL_ERR_UNKNOWN_NAME`
  * (an unknown `engine`, or a manifest edited to name an unknown preset), `ICL_ERR_CHECKPOINT` (the manifest or a run's file cannot be
  * decoded), `ICL_ERR_IO`, `ICL_ERR_NULL` (`dir` NULL, `keys` or `values` NULL with `n` > 0,

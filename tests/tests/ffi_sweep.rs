@@ -158,11 +158,40 @@ fn c_sweeps_are_the_run_layer_sweeps() {
         )
         .to_string()
     );
+    // the second Slurm task at two runs a task: runs 2 (complete, skipped) and 3
+    let (st, task) = run(
+        &a,
+        &[("index", "1"), ("runs_per_task", "2"), opts[0], opts[1]],
+    );
+    assert_eq!(st, icl_status::ICL_OK, "{}", last_error());
+    let v: Value = serde_json::from_str(&task).unwrap();
+    let got: Vec<(&str, &str)> = (0..2)
+        .map(|i| {
+            (
+                v[i]["name"].as_str().unwrap(),
+                v[i]["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [("heads=2,seed=1", "skipped"), ("heads=2,seed=2", "trained")]
+    );
+    assert_eq!(v.as_array().unwrap().len(), 2);
+    // a task past the last, and runs_per_task without a task, are refused
+    for bad in [
+        &[("index", "2"), ("runs_per_task", "2")][..],
+        &[("runs_per_task", "2")][..],
+        &[("index", "0"), ("runs_per_task", "0")][..],
+    ] {
+        let (st, _) = run(&a, bad);
+        assert_eq!(st, icl_status::ICL_ERR_ARGUMENT, "{bad:?}");
+    }
     let (st, json) = run(&a, &[("jobs", "2"), opts[0], opts[1]]);
     assert_eq!(st, icl_status::ICL_OK, "{}", last_error());
     let v: Value = serde_json::from_str(&json).unwrap();
     let got: Vec<&str> = (0..4).map(|i| v[i]["status"].as_str().unwrap()).collect();
-    assert_eq!(got, ["trained", "trained", "skipped", "trained"]);
+    assert_eq!(got, ["trained", "trained", "skipped", "skipped"]);
     // the same sweep through the run layer, one at a time: the same bytes
     let o = icl_core_run::options::from_pairs::<SweepRunArgs, _, _>(&opts)
         .unwrap()

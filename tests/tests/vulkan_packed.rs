@@ -322,6 +322,40 @@ mod sweeps {
         let _ = std::fs::remove_dir_all(&alone);
     }
 
+    /// A Slurm array task of several runs (`icl sweep run-one --index I --runs-per-task K`) packs
+    /// them: task 0 at two a task, stopped at step 25, leaves both its runs interrupted (one at a
+    /// time, the second would not have started) and run 2 untouched; task 1 trains run 2 alone.
+    #[test]
+    fn an_array_task_packs_its_runs() {
+        let dir = tmp("task");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("sweep.toml");
+        std::fs::write(
+            &file,
+            "preset = \"quick\"\nseeds = [1, 2, 3]\n[set]\n\"train.steps\" = 60\n\"train.batch\" = 70\n",
+        )
+        .unwrap();
+        let sw = dir.join("sw");
+        icl_core_run::sweep::plan(&file, &sw).unwrap();
+        let task = |i, stop: u64| {
+            icl_core_run::sweep::run_task(&sw, i, 2, &opts(), &|_, step, _, _| step < stop).unwrap()
+        };
+        let r = task(0, 25);
+        assert_eq!(r.len(), 2);
+        for x in &r {
+            assert!(matches!(x.status, RunStatus::Interrupted { .. }), "{x:?}");
+        }
+        let r = task(1, u64::MAX);
+        assert_eq!(r.len(), 1);
+        assert!(matches!(r[0].status, RunStatus::Trained), "{:?}", r[0]);
+        let r = task(0, u64::MAX);
+        assert!(
+            r.iter().all(|x| matches!(x.status, RunStatus::Resumed)),
+            "{r:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Members stepping in threads meet in the pack: fewer calls than steps handed in, and each
     /// member's loss and gradient are its engine's alone, bit for bit.
     #[test]

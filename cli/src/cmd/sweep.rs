@@ -55,13 +55,19 @@ pub enum Cmd {
         #[command(flatten)]
         run: RunArgs,
     },
-    /// Train run I of the sweep (what a Slurm array task runs).
+    /// Train run I of the sweep, or with --runs-per-task K runs I*K..I*K+K-1 (what a Slurm
+    /// array task runs).
     RunOne {
         /// The sweep folder (from `icl sweep plan`).
         dir: PathBuf,
-        /// The run's index (its line in the manifest, from 0).
+        /// The run's index (its line in the manifest, from 0); with --runs-per-task K, the
+        /// array task's: runs index*K .. index*K+K-1.
         #[arg(long, allow_negative_numbers = true)]
         index: usize,
+        /// Runs per array task (default 1; `icl sweep slurm --runs-per-task`): on the Vulkan
+        /// engine the one-layer runs of one shape among them train as one pack.
+        #[arg(long, value_name = "K", allow_negative_numbers = true)]
+        runs_per_task: Option<usize>,
         #[command(flatten)]
         run: RunArgs,
     },
@@ -126,6 +132,11 @@ pub struct SlurmArgs {
     /// The icl executable the tasks run (default: this one).
     #[arg(long, value_name = "PATH")]
     pub icl: Option<PathBuf>,
+    /// Runs per array task (default 1, at most 256): task i trains runs i*K..i*K+K-1; on the
+    /// Vulkan engine the one-layer runs of one shape among them train as one pack (one device,
+    /// one call per step for all of them).
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
+    pub runs_per_task: Option<usize>,
 }
 
 impl SlurmArgs {
@@ -146,6 +157,7 @@ impl SlurmArgs {
             job_name: self.job_name.clone(),
             extra: self.sbatch.clone(),
             run_args,
+            runs_per_task: self.runs_per_task,
         })
     }
 }
@@ -234,9 +246,15 @@ pub fn run(a: &Args) -> CliResult {
             let results = opts.run(dir, &|_, _, _, _| !signals::interrupted())?;
             finish(&results, r.quiet, r.json)
         }
-        Cmd::RunOne { dir, index, run: r } => {
+        Cmd::RunOne {
+            dir,
+            index,
+            runs_per_task,
+            run: r,
+        } => {
             let opts = SweepRunArgs {
                 index: Some(*index),
+                runs_per_task: *runs_per_task,
                 ..r.opts.clone()
             }
             .options()?;

@@ -166,6 +166,12 @@ pub struct SweepRunArgs {
     /// Train only this run (its line in the manifest, from 0): `icl sweep run-one --index`.
     #[arg(skip)]
     pub index: Option<usize>,
+    /// With `index`: train the K runs index·K .. index·K + K − 1 (K this; default 1), what a
+    /// Slurm array task of `icl sweep slurm --runs-per-task K` trains; on the Vulkan engine the
+    /// one-layer runs among them of one shape train as one pack. `icl sweep run-one
+    /// --runs-per-task`.
+    #[arg(skip)]
+    pub runs_per_task: Option<usize>,
     /// Engine: simd (default), scalar or vulkan.
     #[arg(long)]
     pub engine: Option<String>,
@@ -395,16 +401,22 @@ impl ReproArgs {
 }
 
 impl SweepRunArgs {
-    /// The checked options ([`SweepRunOptions::new`]): `jobs` (default 1) or `index`, not both.
+    /// The checked options ([`SweepRunOptions::new`]): `jobs` (default 1) or `index` (with
+    /// `runs_per_task`), not both.
     pub fn options(&self) -> Result<SweepRunOptions> {
         if self.index.is_some() && self.jobs.is_some() {
             return Err(RunError::Refused(
                 "give jobs (every run, that many at once) or index (one run), not both".into(),
             ));
         }
+        if self.runs_per_task.is_some() && self.index.is_none() {
+            return Err(RunError::Refused(
+                "runs_per_task goes with index (the runs of one array task)".into(),
+            ));
+        }
         SweepRunOptions::new(
             self.jobs.unwrap_or(1),
-            self.index,
+            self.index.map(|i| (i, self.runs_per_task.unwrap_or(1))),
             self.engine.as_deref(),
             self.eval_samples,
             self.checkpoint_minutes,

@@ -1310,7 +1310,7 @@ void eval_plot(::rust::Str rows_json, ::rust::Str path);
 
 // Train the runs of the sweep folder `dir` like `icl sweep run DIR --json` and return
 // the results as a JSON array (`{"name", "status", "steps", "seconds", "steps_per_s",
-// "wall_seconds"}`); options as `icl_sweep_run` takes them (`jobs`, `index`, `engine`,
+// "wall_seconds"}`); options as `icl_sweep_run` takes them (`jobs`, `index`, `runs_per_task`, `engine`,
 // `eval_samples`, `checkpoint_minutes`, `checkpoint_every`, `force`). Complete runs are
 // skipped, interrupted ones resumed; prints nothing. Throws where `icl_sweep_run`
 // returns a status (a run that failed: after every run was tried, its message).

@@ -39,7 +39,8 @@ pub fn sweep_plan<'py>(
 ///
 /// * the options of `icl sweep run`'s flags, with its defaults (`icl.options("sweep_run")` lists
 ///   them): `jobs` (runs at once, 0: one per core, at most 256), `index` (train only that run, a
-///   Slurm array task's `icl sweep run-one`; not with `jobs`), `engine`, `eval_samples`,
+///   Slurm array task's `icl sweep run-one`; not with `jobs`), `runs_per_task` (with `index`:
+///   that array task's runs index*K .. index*K+K-1), `engine`, `eval_samples`,
 ///   `checkpoint_minutes`, `checkpoint_every`, `force`;
 /// * `progress`: `True` prints a line per run and step on `sys.stderr`; a callable is called as
 ///   `progress(index, step, total, loss)` (`index`: the run's in the manifest) at each run's

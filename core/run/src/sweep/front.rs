@@ -15,17 +15,18 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// How a sweep's runs are trained: `jobs` at a time, or only run `index` (a Slurm array task),
-/// each with `train`.
+/// How a sweep's runs are trained: `jobs` at a time, or only the runs of one Slurm array task
+/// (`task`: its index and runs per task), each with `train`.
 #[derive(Debug, Clone)]
 pub struct SweepRunOptions {
     pub jobs: usize,
-    pub index: Option<usize>,
+    pub task: Option<(usize, usize)>,
     pub train: TrainOptions,
 }
 
 impl SweepRunOptions {
-    /// Checked options: `jobs` in `0..=MAX_JOBS` (0: one per core), `engine` one of
+    /// Checked options: `jobs` in `0..=MAX_JOBS` (0: one per core), `task` (index, runs per
+    /// task from 1 to [`super::exec::MAX_PACK`]), `engine` one of
     /// [`crate::ENGINES`] (`None`: the default), `checkpoint_minutes` finite and >= 0 (0: only by
     /// steps and on interruption), `checkpoint_every` steps (0: off), `eval_samples` for the final
     /// risk in each `summary.json` (< 2: skip), `force` retrains complete runs. Anything else is
@@ -33,7 +34,7 @@ impl SweepRunOptions {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         jobs: usize,
-        index: Option<usize>,
+        task: Option<(usize, usize)>,
         engine: Option<&str>,
         eval_samples: usize,
         checkpoint_minutes: f64,
@@ -50,12 +51,20 @@ impl SweepRunOptions {
                 "checkpoint_minutes = {checkpoint_minutes}: give a number >= 0"
             )));
         }
+        if let Some((_, k)) = task {
+            if !(1..=super::exec::MAX_PACK).contains(&k) {
+                return Err(RunError::Refused(format!(
+                    "runs_per_task = {k}: give 1 to {}",
+                    super::exec::MAX_PACK
+                )));
+            }
+        }
         if let Some(e) = engine {
             crate::engines::check(e, icl_core::config::Dtype::F32)?;
         }
         Ok(SweepRunOptions {
             jobs,
-            index,
+            task,
             train: TrainOptions {
                 engine: engine.map(String::from),
                 preset: None,
@@ -68,10 +77,11 @@ impl SweepRunOptions {
         })
     }
 
-    /// Train the sweep folder `dir` with these options: every run not complete, or run `index`.
+    /// Train the sweep folder `dir` with these options: every run not complete, or one array
+    /// task's runs.
     pub fn run(&self, dir: &Path, progress: SweepProgress) -> Result<Vec<RunResult>> {
-        match self.index {
-            Some(i) => Ok(vec![super::run_one(dir, i, &self.train, progress)?]),
+        match self.task {
+            Some((i, k)) => super::run_task(dir, i, k, &self.train, progress),
             None => super::run(dir, self.jobs, &self.train, progress),
         }
     }
@@ -225,7 +235,7 @@ mod tests {
     #[test]
     fn pairs_take_the_cli_defaults_and_refuse_what_the_cli_refuses() {
         let o = from_pairs(&[]).unwrap();
-        assert_eq!((o.jobs, o.index), (1, None));
+        assert_eq!((o.jobs, o.task), (1, None));
         assert_eq!(o.train.eval_samples, 20_000);
         assert_eq!(
             o.train.checkpoint_seconds,
@@ -241,16 +251,27 @@ mod tests {
             ("force", "true"),
         ])
         .unwrap();
-        assert_eq!(o.index, Some(3));
+        assert_eq!(o.task, Some((3, 1)));
         assert_eq!(o.train.engine.as_deref(), Some("scalar"));
         assert_eq!((o.train.eval_samples, o.train.checkpoint_every), (0, 100));
         assert_eq!(o.train.checkpoint_seconds, 30.0);
         assert!(o.train.force);
+        let o = from_pairs(&[("index", "3"), ("runs_per_task", "8")]).unwrap();
+        assert_eq!(o.task, Some((3, 8)));
         for (pairs, want) in [
             (vec![("jobs", "x")], "is not a non-negative integer"),
             (vec![("jobs", "-1")], "is outside 0..="),
             (vec![("jobs", "257")], "give 0 (one per core) to 256"),
             (vec![("jobs", "2"), ("index", "0")], "not both"),
+            (vec![("runs_per_task", "2")], "goes with index"),
+            (
+                vec![("index", "0"), ("runs_per_task", "0")],
+                "give 1 to 256",
+            ),
+            (
+                vec![("index", "0"), ("runs_per_task", "257")],
+                "give 1 to 256",
+            ),
             (vec![("jobs", "1"), (" jobs", "2")], "given twice"),
             (vec![("checkpoint_minutes", "-1")], "give a number >= 0"),
             (vec![("checkpoint_minutes", "inf")], "give a number >= 0"),

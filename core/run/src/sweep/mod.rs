@@ -39,23 +39,38 @@ pub fn run(
     run_specs(dir, &plan::specs(dir)?, jobs, opts, progress)
 }
 
-/// Run (train, resume or skip) run `index` of the sweep folder `dir` (a Slurm array task).
-pub fn run_one(
+/// Run (train, resume or skip) the runs of Slurm array task `index` of the sweep folder `dir`,
+/// `per_task` runs a task: runs index·per_task .. index·per_task + per_task − 1 (fewer in the
+/// last task), one at a time, or on the Vulkan engine the one-layer runs of one shape as one
+/// pack. Progress reports carry the runs' manifest indices.
+pub fn run_task(
     dir: &Path,
     index: usize,
+    per_task: usize,
     opts: &TrainOptions,
     progress: SweepProgress,
-) -> Result<RunResult> {
+) -> Result<Vec<RunResult>> {
     let specs = plan::specs(dir)?;
-    let spec = specs.get(index).cloned().ok_or_else(|| {
-        RunError::Refused(format!(
-            "--index {index}: the sweep in {} has runs 0..={}",
-            dir.display(),
-            specs.len().saturating_sub(1)
-        ))
-    })?;
-    let mut r = run_specs(dir, &[spec], 1, opts, &|_, s, t, l| {
-        progress(index, s, t, l)
-    })?;
-    Ok(r.remove(0))
+    let per_task = per_task.max(1);
+    let tasks = specs.len().div_ceil(per_task);
+    let first = index.saturating_mul(per_task);
+    if first >= specs.len() {
+        let has = if per_task == 1 {
+            format!("runs 0..={}", specs.len().saturating_sub(1))
+        } else {
+            format!(
+                "{} runs, tasks 0..={} at {per_task} a task",
+                specs.len(),
+                tasks.saturating_sub(1)
+            )
+        };
+        return Err(RunError::Refused(format!(
+            "--index {index}: the sweep in {} has {has}",
+            dir.display()
+        )));
+    }
+    let last = (first + per_task).min(specs.len());
+    run_specs(dir, &specs[first..last], 1, opts, &|i, s, t, l| {
+        progress(first + i, s, t, l)
+    })
 }

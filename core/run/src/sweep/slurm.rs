@@ -1,6 +1,8 @@
 //! Slurm: a sweep folder as one `sbatch --array` job, task `i` running
 //! `icl sweep run-one DIR --index i` (which trains, resumes or skips run `i` like the local
-//! executor). Slurm's SIGTERM at the time limit checkpoints the run; submitting again resumes it.
+//! executor), or with `runs_per_task` K the runs i·K .. i·K + K − 1 (on the Vulkan engine as one
+//! pack where they share a shape). Slurm's SIGTERM at the time limit checkpoints the runs;
+//! submitting again resumes them.
 use super::plan::load;
 use crate::error::{Result, RunError};
 use crate::folder::atomic_write;
@@ -27,6 +29,10 @@ pub struct SlurmOptions {
     pub extra: Vec<String>,
     /// Extra arguments of `icl sweep run-one` (e.g. `--engine scalar`).
     pub run_args: Vec<String>,
+    /// Runs per array task (1 when `None`, at most [`super::exec::MAX_PACK`]): task i trains the
+    /// runs i·K .. i·K + K − 1, on the Vulkan engine the one-layer runs of one shape among them
+    /// as one pack (one device, one call per step).
+    pub runs_per_task: Option<usize>,
 }
 
 /// Quote `s` for a POSIX shell.
@@ -186,7 +192,15 @@ pub fn array_script(dir: &Path, n: usize, o: &SlurmOptions) -> Result<String> {
                 .unwrap_or_default()
         )
     });
-    let mut array = format!("0-{}", n - 1);
+    let per_task = o.runs_per_task.unwrap_or(1);
+    if !(1..=super::exec::MAX_PACK).contains(&per_task) {
+        return Err(RunError::Refused(format!(
+            "--runs-per-task {per_task}: give 1 to {}",
+            super::exec::MAX_PACK
+        )));
+    }
+    let tasks = n.div_ceil(per_task);
+    let mut array = format!("0-{}", tasks - 1);
     if let Some(k) = o.max_parallel {
         if k == 0 {
             return Err(RunError::Refused(
@@ -197,9 +211,16 @@ pub fn array_script(dir: &Path, n: usize, o: &SlurmOptions) -> Result<String> {
     }
     let mut lines = header(&name, Some(&array), &format!("{d}/slurm/%A_%a.out"), o)?;
     lines.push(String::new());
-    lines.push(format!(
-        "# {n} runs of the sweep {d}; task i runs `icl sweep run-one --index i` (complete runs are"
-    ));
+    if per_task == 1 {
+        lines.push(format!(
+            "# {n} runs of the sweep {d}; task i runs `icl sweep run-one --index i` (complete runs are"
+        ));
+    } else {
+        lines.push(format!(
+            "# {n} runs of the sweep {d}, {per_task} a task; task i trains runs i*{per_task} .. i*{per_task}+{} (complete runs are",
+            per_task - 1
+        ));
+    }
     lines.push(
         "# skipped, interrupted ones resumed: submitting again finishes what is left).".into(),
     );
@@ -209,6 +230,9 @@ pub fn array_script(dir: &Path, n: usize, o: &SlurmOptions) -> Result<String> {
         "exec {icl} sweep run-one {} --index \"$SLURM_ARRAY_TASK_ID\"",
         sh(&d)
     );
+    if per_task > 1 {
+        cmd.push_str(&format!(" --runs-per-task {per_task}"));
+    }
     if !o.run_args.is_empty() {
         cmd.push(' ');
         cmd.push_str(&command(&o.run_args)?);
