@@ -4,8 +4,13 @@
 # per row (the engine alone: no start-up, no checkpoint), f32.
 #
 #   bench/gpu.sh [--quick] [--lavapipe]     measure (prints a table; --json prints the rows as JSON)
-#   bench/gpu.sh --pack DIR                 copy a stripped release icl and this script into DIR, to
-#                                           run on a GPU machine as DIR/gpu.sh (ICL_BIN=DIR/icl)
+#   bench/gpu.sh --tests                    run the Vulkan test suites on this machine's device, one
+#                                           binary at a time (10 minutes at most each): those --pack
+#                                           put beside the script, else through cargo
+#   bench/gpu.sh --pack DIR                 copy a stripped release icl, the Vulkan test binaries
+#                                           (DIR/tests) and this script into DIR, to run on a GPU
+#                                           machine as `DIR/gpu.sh --tests` and
+#                                           `ICL_BIN=$PWD/DIR/icl DIR/gpu.sh --json` (about 55 MB)
 #
 #   --quick     fewer timed steps (the whole script in under 5 minutes on a GPU)
 #   --lavapipe  sizes for Mesa's CPU driver (batch 32, shorter contexts, a few steps): the path is
@@ -29,18 +34,22 @@ cd "$here/.."
 QUICK=0
 LAVAPIPE=0
 JSON=0
+TESTS=0
 PACK=""
+# the Vulkan test suites (tests/tests/vulkan_*.rs) --tests runs and --pack ships
+VK_TESTS=(vulkan_conformance vulkan_agreement vulkan_packed vulkan_sampler vulkan_training vulkan_errors)
 while [ $# -gt 0 ]; do
     case "$1" in
     --quick) QUICK=1 ;;
     --lavapipe) LAVAPIPE=1 ;;
     --json) JSON=1 ;;
+    --tests) TESTS=1 ;;
     --pack)
         PACK=${2:?--pack needs a folder}
         shift
         ;;
     -h | --help)
-        sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *)
@@ -50,6 +59,30 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+
+if [ "$TESTS" = 1 ]; then
+    # each suite once, one at a time (they open the device themselves; a hung one is cut off)
+    fail=0
+    log=$(mktemp)
+    for t in "${VK_TESTS[@]}"; do
+        t0=$(date +%s)
+        if [ -x "$here/tests/$t" ]; then
+            timeout 600 "$here/tests/$t" --test-threads 2 >"$log" 2>&1 && rc=0 || rc=$?
+        else
+            timeout 600 cargo test --locked --release -q -p icl-tests --test "$t" -- --test-threads 2 >"$log" 2>&1 && rc=0 || rc=$?
+        fi
+        res=$(grep -E '^test result' "$log" | tail -1)
+        if [ "$rc" = 0 ]; then
+            echo "$t: ok in $(($(date +%s) - t0)) s ($res)"
+        else
+            fail=1
+            echo "$t: FAILED (exit $rc$([ "$rc" = 124 ] && echo ': timed out'), $(($(date +%s) - t0)) s) $res"
+            grep -E '^test .* FAILED|panicked|Err' "$log" | head -20
+        fi
+    done
+    rm -f "$log"
+    exit $fail
+fi
 
 if [ -z "${ICL_BIN:-}" ]; then
     if [ ! -x target/release/icl ] || [ -n "$PACK" ]; then
@@ -63,8 +96,28 @@ if [ -n "$PACK" ]; then
     strip -o "$PACK/icl" "$ICL_BIN"
     cp "$0" "$PACK/gpu.sh"
     cp bench/torch_reference.py bench/torch_multilayer.py bench/torch_gpt2.py "$PACK/"
-    echo "packed: $PACK/icl ($(($(stat -c %s "$PACK/icl") / 1048576)) MiB, stripped), $PACK/gpu.sh and the PyTorch scripts"
-    echo "on the GPU machine: ICL_BIN=\$PWD/icl ./gpu.sh [--quick]"
+    mkdir -p "$PACK/tests"
+    args=()
+    for t in "${VK_TESTS[@]}"; do args+=(--test "$t"); done
+    cargo test --locked --release --no-run --message-format=json -p icl-tests "${args[@]}" 2>/dev/null |
+        python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        d = json.loads(line)
+    except ValueError:
+        continue
+    if d.get("executable") and d.get("target", {}).get("kind") == ["test"]:
+        print(d["target"]["name"], d["executable"])' |
+        while read -r name exe; do strip -o "$PACK/tests/$name" "$exe"; done
+    for t in "${VK_TESTS[@]}"; do
+        [ -x "$PACK/tests/$t" ] || {
+            echo "gpu.sh: the test binary $t was not built" >&2
+            exit 1
+        }
+    done
+    echo "packed: $PACK/icl ($(($(stat -c %s "$PACK/icl") / 1048576)) MiB, stripped), $PACK/gpu.sh, the PyTorch scripts and ${#VK_TESTS[@]} Vulkan test binaries ($(($(du -sb "$PACK/tests" | cut -f1) / 1048576)) MiB)"
+    echo "on the GPU machine: ./gpu.sh --tests, then ICL_BIN=\$PWD/icl ./gpu.sh [--quick] [--json]"
     exit 0
 fi
 
