@@ -5,9 +5,10 @@
 // and the sequence's composition (task vector scale, covariance factor, labels, noise) in f64 as
 // the CPU does it, each f64 value rounded to f32 once, as the CPU stores it.
 //
-// One workgroup per sequence. Sequence b of the dispatch draws from stream (seed, Train, step,
-// seq0 + b): Philox key = the halves of stream_base(seed, Train, step), counter of block j =
-// (j_lo, seq_lo, seq_hi, j_hi); each block is two slots (w0, w1), (w2, w3); normal m of the
+// One workgroup per sequence. The call's sequences are runs of run_n sequences each (one run, or
+// a packed sweep's runs), run r with its own Philox key keys[r] = the halves of
+// stream_base(seed_r, Train, step_r). Sequence g = seq0 + b of the call (b the workgroup) draws
+// from stream g % run_n of run g / run_n: counter of block j = (j_lo, seq_lo, seq_hi, j_hi); each block is two slots (w0, w1), (w2, w3); normal m of the
 // sequence is the cosine (m even) or sine (m odd) half of slot m / 2's Box-Muller pair. The
 // sequence's normals are, in order: d task-vector coordinates, (L + 1) d covariates (query
 // last), (L + 1) n_out noises (query last) (`core/src/data/task.rs`).
@@ -15,7 +16,7 @@
 struct Params {
     // the attention module's 16 words (binding 0 is shared)
     _attention: array<vec4<u32>, 4>,
-    key: vec2<u32>,
+    _unused: vec2<u32>,
     seq0: vec2<u32>,
     n: u32,
     len: u32,
@@ -29,6 +30,10 @@ struct Params {
     scale: f64,
     // the noise's standard deviation
     sigma: f64,
+    // sequences per run
+    run_n: u32,
+    // the runs' Philox keys, two a vector: run r's is keys[r / 2].xy (r even) or .zw (odd)
+    keys: array<vec4<u32>, 128>,
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
@@ -156,9 +161,9 @@ fn normal_pair(a: u32, b: u32) -> vec2<f32> {
     return vec2<f32>(r * c, r * si);
 }
 
-// Slot `slot` of the stream with sequence words `seq`: its Box-Muller pair.
-fn pair_at(seq: vec2<u32>, slot: u32) -> vec2<f32> {
-    let w = philox(vec4<u32>(slot >> 1u, seq.x, seq.y, 0u), P.key);
+// Slot `slot` of the stream with sequence words `seq` under `key`: its Box-Muller pair.
+fn pair_at(seq: vec2<u32>, key: vec2<u32>, slot: u32) -> vec2<f32> {
+    let w = philox(vec4<u32>(slot >> 1u, seq.x, seq.y, 0u), key);
     if ((slot & 1u) == 0u) {
         return normal_pair(w.x, w.y);
     }
@@ -168,6 +173,7 @@ fn pair_at(seq: vec2<u32>, slot: u32) -> vec2<f32> {
 // A cursor over a stream's normals: the pair of the last slot used, computed once.
 struct Cursor {
     seq: vec2<u32>,
+    key: vec2<u32>,
     slot: u32,
     pair: vec2<f32>,
 }
@@ -176,7 +182,7 @@ fn normal(c: ptr<function, Cursor>, m: u32) -> f32 {
     let slot = m >> 1u;
     if (slot != (*c).slot) {
         (*c).slot = slot;
-        (*c).pair = pair_at((*c).seq, slot);
+        (*c).pair = pair_at((*c).seq, (*c).key, slot);
     }
     return select((*c).pair.x, (*c).pair.y, (m & 1u) == 1u);
 }
@@ -190,8 +196,11 @@ fn sample(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l
     let d = P.d;
     let no = P.no;
     let e = d + no;
-    let lo = P.seq0.x + b;
-    var cur = Cursor(vec2<u32>(lo, P.seq0.y + select(0u, 1u, lo < b)), 0xffffffffu, vec2<f32>(0.0, 0.0));
+    let g = P.seq0.x + b;
+    let r = g / P.run_n;
+    let k4 = P.keys[r >> 1u];
+    let key = select(k4.xy, k4.zw, (r & 1u) == 1u);
+    var cur = Cursor(vec2<u32>(g % P.run_n, 0u), key, 0xffffffffu, vec2<f32>(0.0, 0.0));
     for (var i = lid.x; i < d; i += __WG__) {
         wbeta[i] = normal(&cur, i);
     }

@@ -226,11 +226,23 @@ const N_ARRAYS: usize = 7;
 #[derive(Clone, Copy)]
 enum Tokens<'a> {
     Host(&'a [&'a Batch<f32>]),
+    /// Made by the sampler: run r's sequences from the Philox key `keys[r]`.
     Device {
         task: PlainGaussian<'a>,
-        seed: u64,
-        step: u64,
+        keys: &'a [[u32; 2]],
     },
+}
+
+/// Most runs of one call whose batches the device makes (their keys fill the uniform block).
+pub const MAX_SAMPLED_RUNS: usize = 256;
+
+/// The uniform block: the attention module's 16 words, the sampler's 16, then two words (a
+/// Philox key) per run the sampler makes batches for.
+const UNIFORM_BYTES: u64 = 128 + 8 * MAX_SAMPLED_RUNS as u64;
+
+/// The law-2 Philox key of the training batch (seed, Train, step).
+fn train_key(seed: u64, step: u64) -> [u32; 2] {
+    rng::law2::key_of(rng::stream_base(seed, Domain::Train, step))
 }
 
 /// Whether the device's law-2 batches are the CPU's, bit for bit (checked on the first batch the
@@ -277,9 +289,8 @@ impl VulkanEngine {
         Ok(VulkanEngine {
             s: Session::new(ctx, N_ARRAYS as u32, map)?,
             kernels: Vec::new(),
-            // the attention module's 16 words, then the sampler's
             bufs: DeviceArrays::new(
-                128,
+                UNIFORM_BYTES,
                 vk::BufferUsageFlags::UNIFORM_BUFFER,
                 vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
             ),
@@ -463,11 +474,20 @@ impl VulkanEngine {
         p[..16].copy_from_slice(&plan.params(spec, start));
         match tokens {
             Tokens::Host(batches) => self.write_batch(plan, batches, start, count, targets)?,
-            Tokens::Device { task, seed, step } => {
-                p[16..].copy_from_slice(&sample_params(&task, seed, step, start, count, plan.len));
+            Tokens::Device { task, keys } => {
+                p[16..].copy_from_slice(&sample_params(&task, start, count, plan));
                 if ci == 0 && !task.factor.is_empty() {
                     self.bufs.get_mut()?.arrays[AUX].host().write(task.factor);
                 }
+                if keys.len() != plan.runs || keys.len() > MAX_SAMPLED_RUNS {
+                    return Err(VkError::Unsupported(format!(
+                        "the device makes the batches of at most {MAX_SAMPLED_RUNS} runs a call, with a key each ({} keys for {} runs)",
+                        keys.len(),
+                        plan.runs
+                    )));
+                }
+                let words: Vec<u32> = keys.iter().flatten().copied().collect();
+                self.bufs.get_mut()?.uniform.write_at(32, &words);
             }
         }
         self.bufs.get_mut()?.uniform.write(&p);
@@ -746,7 +766,8 @@ impl VulkanEngine {
         n: usize,
         len: usize,
     ) -> Result<Batch<f32>, VkError> {
-        let tokens = Tokens::Device { task, seed, step };
+        let keys = [train_key(seed, step)];
+        let tokens = Tokens::Device { task, keys: &keys };
         let (plan, _) = self.prepare(spec, (1, n), len, aux_bytes(tokens))?;
         let mut batch = Batch::try_zeros(n, len, task.d, task.n_out)
             .map_err(|e| VkError::Unsupported(e.to_string()))?;
@@ -780,27 +801,19 @@ fn aux_bytes(tokens: Tokens<'_>) -> u64 {
     }
 }
 
-/// The sampler's parameters (`Params` of `sample.wgsl` after the attention module's 16 words):
-/// the Philox key of (seed, Train, step), the first sequence, the sizes, and the f64 scale and
-/// noise as two words each (low word first).
-fn sample_params(
-    t: &PlainGaussian<'_>,
-    seed: u64,
-    step: u64,
-    first: usize,
-    count: usize,
-    len: usize,
-) -> [u32; 16] {
-    let key = rng::law2::key_of(rng::stream_base(seed, Domain::Train, step));
+/// The sampler's parameters (`Params` of `sample.wgsl` after the attention module's 16 words;
+/// the runs' keys follow them): the call's first sequence of the chunk, the sizes, the f64 scale
+/// and noise as two words each (low word first), and the sequences per run.
+fn sample_params(t: &PlainGaussian<'_>, first: usize, count: usize, plan: &Plan) -> [u32; 16] {
     let first = first as u64;
     let (scale, sigma) = (t.scale.to_bits(), t.sigma.to_bits());
     [
-        key[0],
-        key[1],
+        0,
+        0,
         first as u32,
         (first >> 32) as u32,
         count as u32,
-        len as u32,
+        plan.len as u32,
         t.d as u32,
         t.n_out as u32,
         t.query_noise as u32,
@@ -809,7 +822,7 @@ fn sample_params(
         (scale >> 32) as u32,
         sigma as u32,
         (sigma >> 32) as u32,
-        0,
+        plan.run_n as u32,
         0,
     ]
 }
@@ -885,14 +898,96 @@ impl AttentionKernels<f32> for VulkanEngine {
                 Err(e) => return Some(Err(e.into())),
             }
         }
+        let keys = [train_key(s.seed, s.step)];
         let tokens = Tokens::Device {
             task: t,
-            seed: s.seed,
-            step: s.step,
+            keys: &keys,
         };
         Some(
             self.run_one(spec, circ, tokens, (s.n, s.len), grad)
                 .map_err(Into::into),
+        )
+    }
+
+    /// [`AttentionKernels::sampled_loss_grad`] of several runs of one task in one call, each
+    /// run's batch made on the device from its own seed and step: run r's loss and gradient bit
+    /// for bit what `sampled_loss_grad` gives it alone. `None` where that would sample on the
+    /// CPU (another task, or a device whose batches differ).
+    fn sampled_loss_grad_packed(
+        &mut self,
+        spec: &AttentionSpec,
+        circs: &[&Circuits<f32>],
+        task: &Task,
+        runs: &[Sampling],
+        grads: &mut [Circuits<f32>],
+    ) -> Option<icl_core::Result<Vec<f32>>> {
+        let first = *runs.first()?;
+        if self.device_data == DeviceData::No {
+            return None;
+        }
+        let t = match self.device_task(task) {
+            Ok(Some(t)) => t,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let checked = (|| -> icl_core::Result<()> {
+            if circs.len() != runs.len() || grads.len() != runs.len() {
+                return Err(icl_core::Error::Shape(format!(
+                    "{} sampled runs, {} circuits and {} gradients",
+                    runs.len(),
+                    circs.len(),
+                    grads.len()
+                )));
+            }
+            if runs.len() > MAX_SAMPLED_RUNS {
+                return Err(icl_core::Error::Unsupported(format!(
+                    "{} runs in one call: the device makes the batches of at most {MAX_SAMPLED_RUNS}",
+                    runs.len()
+                )));
+            }
+            for (r, (c, g)) in runs.iter().zip(circs.iter().zip(grads.iter())) {
+                if (r.n, r.len) != (first.n, first.len) {
+                    return Err(icl_core::Error::Shape(format!(
+                        "a packed call's runs need one n and L: n={} L={} and n={} L={}",
+                        r.n, r.len, first.n, first.len
+                    )));
+                }
+                icl_core::engine::check_task(spec, task, r)?;
+                check_circuits(spec, c)?;
+                check_circuits(spec, g)?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = checked {
+            return Some(Err(e));
+        }
+        if self.device_data == DeviceData::Unchecked {
+            match self.matches_cpu(spec, t, task, first.seed, first.step, (first.n, first.len)) {
+                Ok(true) => self.device_data = DeviceData::Yes,
+                Ok(false) => {
+                    self.device_data = DeviceData::No;
+                    return None;
+                }
+                Err(e) => return Some(Err(e.into())),
+            }
+        }
+        let keys: Vec<[u32; 2]> = runs.iter().map(|r| train_key(r.seed, r.step)).collect();
+        let tokens = Tokens::Device {
+            task: t,
+            keys: &keys,
+        };
+        let mut losses = vec![0.0f32; runs.len()];
+        Some(
+            self.run_loss_grad(
+                spec,
+                circs,
+                tokens,
+                (first.n, first.len),
+                grads,
+                &mut losses,
+            )
+            .map(|()| losses)
+            .map_err(Into::into),
         )
     }
 }

@@ -159,6 +159,80 @@ fn packed_runs_of_f16_tokens_are_each_run_alone() {
     assert_no_validation_errors(&eng);
 }
 
+/// Runs whose batches the device makes (data law 2), each from its own seed and step, in one
+/// call: every run's loss and gradient bit for bit `sampled_loss_grad` alone, and that the
+/// loss and gradient on the CPU's batch (so the device drew each run's own batch), at both
+/// workgroup sizes, in chunks straddling runs and in one; a device-sampled call of a task the
+/// device does not make is `None`.
+#[test]
+fn sampled_packs_are_each_run_alone() {
+    use icl_core::engine::Sampling;
+    let cfg = config(&[("task.data_law", "2")]);
+    let spec = Model::<f32>::init(&cfg)
+        .unwrap()
+        .attention()
+        .unwrap()
+        .clone();
+    let task = Task::new(&cfg).unwrap();
+    let (runs, n) = (5, 70);
+    let (circs, _) = runs_of(&cfg, runs, n);
+    let samplings: Vec<Sampling> = (0..runs)
+        .map(|r| Sampling {
+            seed: 50 + r as u64,
+            step: 3 * r as u64,
+            n,
+            len: cfg.task.len,
+        })
+        .collect();
+    let refs: Vec<&Circuits<f32>> = circs.iter().collect();
+    for wg in [16, 64] {
+        for chunk in [Some(SMALL_CHUNK), None] {
+            let mut eng = engine_wg(false, chunk, Some(wg));
+            let mut grads = vec![Circuits::<f32>::zeros(&spec); runs];
+            let losses = eng
+                .sampled_loss_grad_packed(&spec, &refs, &task, &samplings, &mut grads)
+                .expect("the device makes law-2 batches")
+                .unwrap();
+            for (r, s) in samplings.iter().enumerate() {
+                let mut alone = Circuits::<f32>::zeros(&spec);
+                let loss = eng
+                    .sampled_loss_grad(&spec, &circs[r], &task, *s, &mut alone)
+                    .unwrap()
+                    .unwrap();
+                let batch = task.sample_batch::<f32>(s.seed, Domain::Train, s.step, n, s.len);
+                let mut cpu = Circuits::<f32>::zeros(&spec);
+                let cpu_loss = eng.loss_grad(&spec, &circs[r], &batch, &mut cpu).unwrap();
+                assert_eq!(
+                    losses[r].to_bits(),
+                    loss.to_bits(),
+                    "wg {wg} {chunk:?} run {r}"
+                );
+                assert_eq!(
+                    loss.to_bits(),
+                    cpu_loss.to_bits(),
+                    "wg {wg} {chunk:?} run {r}"
+                );
+                assert!(bits(&grads[r]) == bits(&alone), "wg {wg} {chunk:?} run {r}");
+                assert!(bits(&alone) == bits(&cpu), "wg {wg} {chunk:?} run {r}");
+            }
+            assert_no_validation_errors(&eng);
+        }
+    }
+    // law 1: the CPU samples
+    let cfg1 = config(&[]);
+    let mut eng = engine_wg(false, None, None);
+    let mut grads = vec![Circuits::<f32>::zeros(&spec); runs];
+    assert!(eng
+        .sampled_loss_grad_packed(
+            &spec,
+            &refs,
+            &Task::new(&cfg1).unwrap(),
+            &samplings,
+            &mut grads
+        )
+        .is_none());
+}
+
 #[test]
 fn a_pack_of_one_is_loss_grad() {
     let mut eng = engine_wg(false, Some(SMALL_CHUNK), None);

@@ -79,6 +79,22 @@ pub trait AttentionKernels<T: Scalar>: Send {
         None
     }
 
+    /// Loss and circuit gradient of several runs of one spec and task in one call, each run's
+    /// training batch made by the engine from its own sampling `runs[r]` (one n and len for all):
+    /// for run r, bit for bit what [`AttentionKernels::sampled_loss_grad`] gives it alone, into
+    /// `grads[r]`. `None`: the engine does not make these batches (callers then sample on the
+    /// CPU and call [`AttentionKernels::loss_grad_packed`]).
+    fn sampled_loss_grad_packed(
+        &mut self,
+        _spec: &AttentionSpec,
+        _circs: &[&Circuits<T>],
+        _task: &Task,
+        _runs: &[Sampling],
+        _grads: &mut [Circuits<T>],
+    ) -> Option<Result<Vec<T>>> {
+        None
+    }
+
     /// Loss and circuit gradient of several runs of one spec in one call, each run with its own
     /// circuits and batch (every batch of the same n and len): for run r, bit for bit what
     /// [`AttentionKernels::loss_grad`] gives on `runs[r]` alone, into `grads[r]`. For engines
