@@ -489,4 +489,82 @@ mod sweeps {
             }
         }
     }
+
+    /// Members on a law-2 task hand in their samplings: the pack's calls make every member's
+    /// batch on the device from its own seed and step (fewer calls than steps), and each result is
+    /// bit for bit the engine's `sampled_loss_grad` alone; a law-1 task is declined at once (the
+    /// member's thread samples).
+    #[test]
+    fn members_on_law2_tasks_have_their_batches_made_in_the_pack() {
+        use icl_core::engine::{AttentionKernels, Sampling};
+        let mut cfg = icl_core::presets::preset("quick").unwrap();
+        cfg.set("task.data_law", "2").unwrap();
+        let spec = icl_core::model::ModelSpec::from_config(&cfg)
+            .unwrap()
+            .as_attention()
+            .unwrap()
+            .clone();
+        let task = Task::new(&cfg).unwrap();
+        let pack = Pack::from_env().unwrap();
+        let (k, steps) = (3usize, 4u64);
+        let circ = |r: usize| {
+            let mut c = Circuits::<f32>::zeros(&spec);
+            for (i, x) in c.kq.iter_mut().chain(c.ov.iter_mut()).enumerate() {
+                *x = (((i * 5 + r * 3) % 13) as f32 - 6.0) * 0.04;
+            }
+            c
+        };
+        let sampling = |r: usize, t: u64| Sampling {
+            seed: 10 + r as u64,
+            step: t,
+            n: 70,
+            len: 20,
+        };
+        let members: Vec<_> = (0..k).map(|_| pack.member()).collect();
+        let got: Vec<Vec<(u32, Vec<u32>)>> = std::thread::scope(|s| {
+            let hs: Vec<_> = members
+                .into_iter()
+                .enumerate()
+                .map(|(r, mut m)| {
+                    let (spec, circ, task) = (&spec, &circ, &task);
+                    s.spawn(move || {
+                        (0..steps)
+                            .map(|t| {
+                                let mut g = Circuits::zeros(spec);
+                                let l = m
+                                    .sampled_loss_grad(spec, &circ(r), task, sampling(r, t), &mut g)
+                                    .expect("the pack makes law-2 batches")
+                                    .unwrap();
+                                let bits = g.kq.iter().chain(&g.ov).map(|x| x.to_bits()).collect();
+                                (l.to_bits(), bits)
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let calls = pack.calls();
+        assert!(calls >= steps && calls < k as u64 * steps, "{calls} calls");
+        let mut alone = icl_gpu_vulkan::VulkanEngine::from_env().unwrap();
+        for (r, rows) in got.iter().enumerate() {
+            for (t, (l, g)) in rows.iter().enumerate() {
+                let mut ga = Circuits::zeros(&spec);
+                let la = alone
+                    .sampled_loss_grad(&spec, &circ(r), &task, sampling(r, t as u64), &mut ga)
+                    .unwrap()
+                    .unwrap();
+                let bits: Vec<u32> = ga.kq.iter().chain(&ga.ov).map(|x| x.to_bits()).collect();
+                assert_eq!((la.to_bits(), &bits), (*l, g), "run {r} step {t}");
+            }
+        }
+        // law 1: declined without a call
+        let law1 = Task::new(&icl_core::presets::preset("quick").unwrap()).unwrap();
+        let mut m = pack.member();
+        let mut g = Circuits::zeros(&spec);
+        assert!(m
+            .sampled_loss_grad(&spec, &circ(0), &law1, sampling(0, 0), &mut g)
+            .is_none());
+        assert_eq!(pack.calls(), calls);
+    }
 }

@@ -11,12 +11,14 @@
 //! hands each its own result. The packed call gives every run, bit for bit, what
 //! [`AttentionKernels::loss_grad`] gives it alone, so a run's bytes do not depend on which
 //! runs share its calls, on their timing, or on the pack's size: the run folder is the one it
-//! gives alone on the Vulkan engine (the timings in `summary.json` aside). Batches are sampled
-//! on the CPU by each run's thread (law 2's device sampler makes the same bits, so a run
-//! alone on a law-2 task computes the same steps).
+//! gives alone on the Vulkan engine (the timings in `summary.json` aside). A run on a law-2 task
+//! the device makes hands in its sampling instead of a batch, and the runs of one task have their
+//! batches made on the device in the same call, each from its own key
+//! ([`AttentionKernels::sampled_loss_grad_packed`]: a step then uploads nothing but circuits);
+//! other runs' batches are sampled on the CPU by each run's thread. Both make the same bits.
 use crate::error::{Result, RunError};
 use icl_core::config::{Arch, Config, TaskKind};
-use icl_core::engine::{AttentionKernels, PackedRun};
+use icl_core::engine::{AttentionKernels, PackedRun, Sampling};
 use icl_core::families::attention::AttentionSpec;
 use icl_core::{Batch, Circuits, Task};
 use icl_gpu_vulkan::{Options, VulkanEngine};
@@ -59,8 +61,9 @@ struct Shared {
     cv: Condvar,
 }
 
-/// A member's result: its loss and circuit gradient, under the id of its step.
-type Done = (u64, icl_core::Result<(f32, Circuits<f32>)>);
+/// A member's result under the id of its step: its loss and circuit gradient, or `None` for a
+/// sampling the device does not make (the member then samples on the CPU).
+type Done = (u64, Option<icl_core::Result<(f32, Circuits<f32>)>>);
 
 #[derive(Default)]
 struct State {
@@ -75,12 +78,38 @@ struct State {
     calls: u64,
 }
 
-/// One member's step: its circuits and batch, copied (the caller waits for the result).
+/// One member's step: its circuits and its batch or sampling, copied (the caller waits for the
+/// result).
 struct Request {
     id: u64,
     spec: AttentionSpec,
     circ: Circuits<f32>,
-    batch: Batch<f32>,
+    work: Work,
+}
+
+/// What a step computes on: a batch, or a law-2 task's training batch the device makes.
+enum Work {
+    Batch(Batch<f32>),
+    Sampled(Box<Task>, Sampling),
+}
+
+impl Request {
+    /// Whether `self` and `r` can share a packed call: one spec, and one batch shape, or one
+    /// task (as the device sampler sees it) at one n and len.
+    fn packs_with(&self, r: &Request) -> bool {
+        self.spec == r.spec
+            && match (&self.work, &r.work) {
+                (Work::Batch(a), Work::Batch(b)) => {
+                    (a.n, a.len, a.d, a.n_out) == (b.n, b.len, b.d, b.n_out)
+                }
+                (Work::Sampled(ta, a), Work::Sampled(tb, b)) => {
+                    (a.n, a.len) == (b.n, b.len)
+                        && ta.plain_gaussian().is_some()
+                        && ta.plain_gaussian() == tb.plain_gaussian()
+                }
+                _ => false,
+            }
+    }
 }
 
 impl Shared {
@@ -107,6 +136,7 @@ impl Pack {
         Member {
             pack: self.clone(),
             joined: true,
+            device_data: true,
         }
     }
 
@@ -117,6 +147,7 @@ impl Pack {
         Member {
             pack: self.clone(),
             joined: false,
+            device_data: false,
         }
     }
 
@@ -131,8 +162,8 @@ impl Pack {
         &self,
         spec: &AttentionSpec,
         circ: &Circuits<f32>,
-        batch: &Batch<f32>,
-    ) -> icl_core::Result<(f32, Circuits<f32>)> {
+        work: Work,
+    ) -> Option<icl_core::Result<(f32, Circuits<f32>)>> {
         let sh = &self.0;
         let mut st = sh.state();
         let id = st.next_id;
@@ -141,7 +172,7 @@ impl Pack {
             id,
             spec: spec.clone(),
             circ: circ.clone(),
-            batch: batch.clone(),
+            work,
         });
         let since = Instant::now();
         loop {
@@ -176,18 +207,12 @@ impl Pack {
         }
     }
 
-    /// Run handed-in steps on the device: one packed call per model shape.
+    /// Run handed-in steps on the device: one packed call per model shape and kind of work.
     fn run(&self, reqs: Vec<Request>) -> Vec<Done> {
         let mut engine = self.0.engine.lock().unwrap_or_else(|e| e.into_inner());
         let mut groups: Vec<Vec<Request>> = Vec::new();
         for r in reqs {
-            let same = |g: &Vec<Request>| {
-                let f = &g[0];
-                f.spec == r.spec
-                    && (f.batch.n, f.batch.len, f.batch.d, f.batch.n_out)
-                        == (r.batch.n, r.batch.len, r.batch.d, r.batch.n_out)
-            };
-            match groups.iter_mut().find(|g| same(g)) {
+            match groups.iter_mut().find(|g| g[0].packs_with(&r)) {
                 Some(g) => g.push(r),
                 None => groups.push(vec![r]),
             }
@@ -196,25 +221,47 @@ impl Pack {
         for g in groups {
             let spec = g[0].spec.clone();
             let mut grads: Vec<Circuits<f32>> = g.iter().map(|_| Circuits::zeros(&spec)).collect();
-            let runs: Vec<PackedRun<'_, f32>> = g
-                .iter()
-                .map(|r| PackedRun {
-                    circ: &r.circ,
-                    batch: &r.batch,
-                })
-                .collect();
-            let losses = match engine.loss_grad_packed(&spec, &runs, &mut grads) {
-                Some(Ok(l)) => l.into_iter().map(Ok).collect(),
-                Some(Err(e)) => vec![Err(e); g.len()],
-                None => runs
-                    .iter()
-                    .zip(grads.iter_mut())
-                    .map(|(r, gr)| engine.loss_grad(&spec, r.circ, r.batch, gr))
-                    .collect::<Vec<_>>(),
+            let losses: Vec<Option<icl_core::Result<f32>>> = match &g[0].work {
+                Work::Sampled(task, _) => {
+                    let circs: Vec<&Circuits<f32>> = g.iter().map(|r| &r.circ).collect();
+                    let runs: Vec<Sampling> = g
+                        .iter()
+                        .filter_map(|r| match &r.work {
+                            Work::Sampled(_, s) => Some(*s),
+                            Work::Batch(_) => None,
+                        })
+                        .collect();
+                    match engine.sampled_loss_grad_packed(&spec, &circs, task, &runs, &mut grads) {
+                        Some(Ok(l)) => l.into_iter().map(|l| Some(Ok(l))).collect(),
+                        Some(Err(e)) => vec![Some(Err(e)); g.len()],
+                        None => vec![None; g.len()],
+                    }
+                }
+                Work::Batch(_) => {
+                    let runs: Vec<PackedRun<'_, f32>> = g
+                        .iter()
+                        .filter_map(|r| match &r.work {
+                            Work::Batch(batch) => Some(PackedRun {
+                                circ: &r.circ,
+                                batch,
+                            }),
+                            Work::Sampled(..) => None,
+                        })
+                        .collect();
+                    match engine.loss_grad_packed(&spec, &runs, &mut grads) {
+                        Some(Ok(l)) => l.into_iter().map(|l| Some(Ok(l))).collect(),
+                        Some(Err(e)) => vec![Some(Err(e)); g.len()],
+                        None => runs
+                            .iter()
+                            .zip(grads.iter_mut())
+                            .map(|(r, gr)| Some(engine.loss_grad(&spec, r.circ, r.batch, gr)))
+                            .collect(),
+                    }
+                }
             };
             self.0.state().calls += 1;
             for ((r, l), gr) in g.iter().zip(losses).zip(grads) {
-                out.push((r.id, l.map(|l| (l, gr))));
+                out.push((r.id, l.map(|l| l.map(|l| (l, gr)))));
             }
         }
         out
@@ -227,6 +274,8 @@ pub struct Member {
     pack: Pack,
     /// Counted among the members whose steps a packed call waits for.
     joined: bool,
+    /// Whether to hand in law-2 samplings for the device to make (until it declines one).
+    device_data: bool,
 }
 
 impl Drop for Member {
@@ -253,7 +302,14 @@ impl AttentionKernels<f32> for Member {
         batch: &Batch<f32>,
         grad: &mut Circuits<f32>,
     ) -> icl_core::Result<f32> {
-        let (loss, g) = self.pack.step(spec, circ, batch)?;
+        let (loss, g) = self
+            .pack
+            .step(spec, circ, Work::Batch(batch.clone()))
+            .unwrap_or_else(|| {
+                Err(icl_core::Error::Unsupported(
+                    "internal: a packed batch step without a result".into(),
+                ))
+            })?;
         grad.kq.copy_from_slice(&g.kq);
         grad.ov.copy_from_slice(&g.ov);
         Ok(loss)
@@ -270,16 +326,34 @@ impl AttentionKernels<f32> for Member {
         e.predict(spec, circ, batch, out)
     }
 
-    /// Batches are made on the member's own thread (the Runner's CPU sampler): law 2's device
-    /// sampler makes the same bits.
+    /// A law-2 task the device makes: the sampling goes to the pack, whose call makes the batches
+    /// of every run of the task on the device. Other tasks, and every step after the device
+    /// declined one, are made on the member's own thread (the Runner's CPU sampler, `None`):
+    /// the same bits either way.
     fn sampled_loss_grad(
         &mut self,
-        _spec: &AttentionSpec,
-        _circ: &Circuits<f32>,
-        _task: &Task,
-        _s: icl_core::engine::Sampling,
-        _grad: &mut Circuits<f32>,
+        spec: &AttentionSpec,
+        circ: &Circuits<f32>,
+        task: &Task,
+        s: Sampling,
+        grad: &mut Circuits<f32>,
     ) -> Option<icl_core::Result<f32>> {
-        None
+        if !self.device_data || task.plain_gaussian().is_none() {
+            return None;
+        }
+        match self
+            .pack
+            .step(spec, circ, Work::Sampled(Box::new(task.clone()), s))
+        {
+            None => {
+                self.device_data = false;
+                None
+            }
+            Some(r) => Some(r.map(|(loss, g)| {
+                grad.kq.copy_from_slice(&g.kq);
+                grad.ov.copy_from_slice(&g.ov);
+                loss
+            })),
+        }
     }
 }
