@@ -22,8 +22,9 @@
 # same under data law 2, whose batches the Vulkan engine makes on the device), multilayer-t3 (the multilayer paper's size:
 # 3 looped layers, H=2, L=120, batch 256), iv-2stage (L=200, batch 256), and the GPT-2 presets
 # garg-linear-tiny/-small (the Vulkan engine runs them op by op, llm.c's way). Then a 64-seed
-# he2025 sweep (4 seeds with --lavapipe), whole `icl sweep run` processes: on Vulkan its runs train
-# as one pack, one call per step for all seeds (docs/sweeps.md); on the SIMD engine one run per core
+# he2025 sweep (4 seeds with --lavapipe) under each data law, whole `icl sweep run` processes: on
+# Vulkan its runs train as one pack, one call per step for all seeds, whose batches under law 2 the
+# device makes (docs/sweeps.md); on the SIMD engine one run per core
 # at a time. Steps/s there counts every seed's steps. Where the host's python3 (env TORCH_PY) has
 # PyTorch with CUDA, the same rows run in PyTorch on that GPU too (bench/torch_reference.py,
 # torch_multilayer.py, torch_gpt2.py with --device cuda: eager, batches drawn on the GPU), a column
@@ -204,21 +205,25 @@ else
     SEEDS=64
     SWEEP_STEPS=$((STEPS / 4))
 fi
-python3 -c "print('preset = \"he2025\"'); print('seeds = ' + str(list(range(1, $SEEDS + 1)))); print('[set]'); print('\"train.steps\" = $SWEEP_STEPS'); print('\"train.log_every\" = 1000')" >"$tmp/sweep.toml"
-[ "$LAVAPIPE" = 1 ] && echo '"train.batch" = 32' >>"$tmp/sweep.toml"
+# under data law 1 (the CPU samples every seed's batches) and law 2 (on Vulkan the pack's call
+# makes them on the device, each seed from its own key)
 : >"$tmp/sweep"
-for engine in vulkan simd; do
-    jobs=$THREADS
-    [ "$engine" = vulkan ] && jobs=1
-    "$ICL_BIN" sweep plan "$tmp/sweep.toml" --out "$tmp/sw-$engine" >/dev/null 2>&1
-    t0=$(date +%s.%N)
-    if "$ICL_BIN" sweep run "$tmp/sw-$engine" --engine "$engine" --jobs "$jobs" --eval-samples 0 \
-        --checkpoint-minutes 0 --quiet 2>"$tmp/err"; then
-        t1=$(date +%s.%N)
-        printf '%s\t%s\n' "$engine" "$(python3 -c "print($SEEDS * $SWEEP_STEPS / ($t1 - $t0))")" >>"$tmp/sweep"
-    else
-        printf '%s\terror: %s\n' "$engine" "$(tail -1 "$tmp/err")" >>"$tmp/sweep"
-    fi
+for law in 1 2; do
+    python3 -c "print('preset = \"he2025\"'); print('seeds = ' + str(list(range(1, $SEEDS + 1)))); print('[set]'); print('\"train.steps\" = $SWEEP_STEPS'); print('\"train.log_every\" = 1000'); print('\"task.data_law\" = $law')" >"$tmp/sweep.toml"
+    [ "$LAVAPIPE" = 1 ] && echo '"train.batch" = 32' >>"$tmp/sweep.toml"
+    for engine in vulkan simd; do
+        jobs=$THREADS
+        [ "$engine" = vulkan ] && jobs=1
+        "$ICL_BIN" sweep plan "$tmp/sweep.toml" --out "$tmp/sw-$law-$engine" >/dev/null 2>&1
+        t0=$(date +%s.%N)
+        if "$ICL_BIN" sweep run "$tmp/sw-$law-$engine" --engine "$engine" --jobs "$jobs" --eval-samples 0 \
+            --checkpoint-minutes 0 --quiet 2>"$tmp/err"; then
+            t1=$(date +%s.%N)
+            printf '%s\t%s\t%s\n' "$law" "$engine" "$(python3 -c "print($SEEDS * $SWEEP_STEPS / ($t1 - $t0))")" >>"$tmp/sweep"
+        else
+            printf '%s\t%s\terror: %s\n' "$law" "$engine" "$(tail -1 "$tmp/err")" >>"$tmp/sweep"
+        fi
+    done
 done
 
 python3 - "$tmp/rows" "$JSON" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" "$tmp/sweep" "$SEEDS" "$SWEEP_STEPS" "$tmp/torch" <<'PY'
@@ -246,12 +251,13 @@ for line in open(rows):
     }
 for name, t in torch_rows.items():
     table.setdefault(name, {})["torch_cuda"] = t
-sweep = {"seeds": int(sys.argv[5]), "steps_per_run": int(sys.argv[6])}
+sweeps = {law: {"seeds": int(sys.argv[5]), "steps_per_run": int(sys.argv[6])} for law in ("1", "2")}
 for line in open(sys.argv[4]):
-    engine, v = line.rstrip("\n").split("\t", 1)
-    sweep[engine] = v if v.startswith("error") else {"steps_per_s": float(v)}
+    law, engine, v = line.rstrip("\n").split("\t", 2)
+    sweeps[law][engine] = v if v.startswith("error") else {"steps_per_s": float(v)}
 if as_json:
-    print(json.dumps({"device": device, "host_cpu": cpu, "rows": table, "he2025_seed_sweep": sweep}, indent=2))
+    print(json.dumps({"device": device, "host_cpu": cpu, "rows": table, "he2025_seed_sweep": sweeps["1"],
+                      "he2025_law2_seed_sweep": sweeps["2"]}, indent=2))
 if not as_json:
     print(f"device: {device or 'none (the Vulkan engine did not start)'}; host: {cpu}")
     print(f"{'model':18} {'L':>4} {'batch':>5} {'vulkan steps/s':>15} {'GFLOP/s':>8} {'simd steps/s':>13} {'GFLOP/s':>8} {'vulkan/simd':>11}")
@@ -270,16 +276,18 @@ if not as_json:
                      else f"   torch cuda {t['steps_per_s']:.1f} steps/s (vulkan/torch {v['steps_per_s'] / t['steps_per_s']:.2f}x)")
         print(f"{name:18} {v['len']:>4} {v['batch']:>5} {v['steps_per_s']:>15.1f} {v['gflops']:>8.2f} "
               f"{s['steps_per_s']:>13.1f} {s['gflops']:>8.2f} {v['steps_per_s'] / s['steps_per_s']:>10.2f}x{torch_col}")
-    sv, ss = sweep.get("vulkan"), sweep.get("simd")
-    text = lambda e: e if isinstance(e, str) else f"{e['steps_per_s']:.1f} steps/s"
-    ratio = (f", vulkan/simd {sv['steps_per_s'] / ss['steps_per_s']:.2f}x"
-             if isinstance(sv, dict) and isinstance(ss, dict) else "")
-    print(f"he2025 sweep, {sweep['seeds']} seeds x {sweep['steps_per_run']} steps (whole process, every seed's steps): "
-          f"vulkan (one pack) {text(sv)}, simd (one run per core) {text(ss)}{ratio}")
+    for law, sweep in sweeps.items():
+        sv, ss = sweep.get("vulkan"), sweep.get("simd")
+        text = lambda e: e if isinstance(e, str) else f"{e['steps_per_s']:.1f} steps/s"
+        ratio = (f", vulkan/simd {sv['steps_per_s'] / ss['steps_per_s']:.2f}x"
+                 if isinstance(sv, dict) and isinstance(ss, dict) else "")
+        print(f"he2025 sweep, law {law}, {sweep['seeds']} seeds x {sweep['steps_per_run']} steps (whole process, "
+              f"every seed's steps): vulkan (one pack) {text(sv)}, simd (one run per core) {text(ss)}{ratio}")
 # every engine runs every row (GPT-2 too, since the Vulkan engine has it): any failed row fails
 # the script (CI)
 bad = [f"{n} ({e})" for n, es in table.items() for e, r in es.items() if "error" in r and e != "torch_cuda"]
-bad += [f"sweep ({e})" for e in ("vulkan", "simd") if isinstance(sweep.get(e), str)]
+bad += [f"law-{law} sweep ({e})" for law, sw in sweeps.items() for e in ("vulkan", "simd")
+        if isinstance(sw.get(e), str)]
 if bad:
     print(f"gpu.sh: failed rows: {', '.join(bad)}", file=sys.stderr)
     sys.exit(1)
