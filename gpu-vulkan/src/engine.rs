@@ -871,7 +871,8 @@ impl AttentionKernels<f32> for VulkanEngine {
     /// Law-2 tasks of [`Task::plain_gaussian`]'s kinds are made on the device (nothing is
     /// uploaded but the circuits), bit for bit the CPU's batches: the first batch is read back
     /// and compared with [`Task::sample_into`]'s, and a device that differs (or has no f64 in
-    /// shaders) keeps the CPU sampler (the Runner's path, `None`), as do other tasks.
+    /// shaders) keeps the CPU sampler (the Runner's path, `None`), as do other tasks. The pack
+    /// of one run of [`AttentionKernels::sampled_loss_grad_packed`].
     fn sampled_loss_grad(
         &mut self,
         spec: &AttentionSpec,
@@ -880,33 +881,16 @@ impl AttentionKernels<f32> for VulkanEngine {
         s: Sampling,
         grad: &mut Circuits<f32>,
     ) -> Option<icl_core::Result<f32>> {
-        if self.device_data == DeviceData::No {
-            return None;
-        }
-        let t = match self.device_task(task) {
-            Ok(Some(t)) => t,
-            Ok(None) => return None,
-            Err(e) => return Some(Err(e.into())),
-        };
-        if self.device_data == DeviceData::Unchecked {
-            match self.matches_cpu(spec, t, task, s.seed, s.step, (s.n, s.len)) {
-                Ok(true) => self.device_data = DeviceData::Yes,
-                Ok(false) => {
-                    self.device_data = DeviceData::No;
-                    return None;
-                }
-                Err(e) => return Some(Err(e.into())),
-            }
-        }
-        let keys = [train_key(s.seed, s.step)];
-        let tokens = Tokens::Device {
-            task: t,
-            keys: &keys,
-        };
-        Some(
-            self.run_one(spec, circ, tokens, (s.n, s.len), grad)
-                .map_err(Into::into),
-        )
+        self.sampled_loss_grad_packed(spec, &[circ], task, &[s], std::slice::from_mut(grad))
+            .map(|r| {
+                r.and_then(|losses| {
+                    losses.first().copied().ok_or_else(|| {
+                        icl_core::Error::Unsupported(
+                            "internal: a pack of one without a loss".into(),
+                        )
+                    })
+                })
+            })
     }
 
     /// [`AttentionKernels::sampled_loss_grad`] of several runs of one task in one call, each
