@@ -200,6 +200,8 @@ pub(crate) struct Context {
     pub info: DeviceInfo,
     /// Host access to the queue (submissions, waiting for it) is externally synchronised.
     queue_lock: Mutex<()>,
+    /// The device was lost: [`Context::shared`] opens a fresh one for later engines.
+    lost: std::sync::atomic::AtomicBool,
 }
 
 /// The part of [`Options`] that picks the instance and device (the rest is per engine).
@@ -227,12 +229,31 @@ impl Context {
             loader_path: opts.loader_path.clone(),
         };
         let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        // a lost device stays with the engines that hold it; later ones get a fresh one
+        open.retain(|(_, c)| !c.is_lost());
         if let Some((_, c)) = open.iter().find(|(k, _)| *k == key) {
             return Ok(c.clone());
         }
         let c = Arc::new(Context::new(opts)?);
         open.push((key, c.clone()));
         Ok(c)
+    }
+
+    /// Whether a call reported the device lost.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Note `r`: a lost device is not handed to later engines.
+    pub fn note<T>(&self, r: Result<T, VkError>) -> Result<T, VkError> {
+        if let Err(VkError::Call {
+            result: vk::Result::ERROR_DEVICE_LOST,
+            ..
+        }) = &r
+        {
+            self.lost.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        r
     }
 
     /// Submit `cmds` to the queue, signalling `fence`.
@@ -247,13 +268,13 @@ impl Context {
     ) -> Result<(), VkError> {
         let _q = self.queue_lock.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: the caller's promise; the lock serialises host access to the queue.
-        call("vkQueueSubmit", unsafe {
+        self.note(call("vkQueueSubmit", unsafe {
             self.device.queue_submit(
                 self.queue,
                 &[vk::SubmitInfo::default().command_buffers(cmds)],
                 fence,
             )
-        })
+        }))
     }
 
     /// Wait until the queue (every engine's work on this device) is idle.
@@ -385,6 +406,7 @@ impl Context {
             mem,
             info,
             queue_lock: Mutex::new(()),
+            lost: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -535,4 +557,33 @@ fn pick_device(
             found.join(", ")
         }
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Engines share a device until it is lost; then later engines get a fresh one (lavapipe
+    /// in CI, where a missing device fails; skipped elsewhere without one).
+    #[test]
+    fn a_lost_device_is_not_shared_again() {
+        let opts = Options::default();
+        let a = match Context::shared(&opts) {
+            Ok(a) => a,
+            Err(e) => {
+                assert!(std::env::var_os("CI").is_none(), "no Vulkan device: {e}");
+                return;
+            }
+        };
+        let b = Context::shared(&opts).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        let r: Result<(), VkError> = a.note(Err(VkError::Call {
+            call: "vkQueueSubmit",
+            result: vk::Result::ERROR_DEVICE_LOST,
+        }));
+        assert!(r.is_err() && a.is_lost());
+        let c = Context::shared(&opts).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c) && !c.is_lost());
+        assert!(Arc::ptr_eq(&c, &Context::shared(&opts).unwrap()));
+    }
 }

@@ -305,7 +305,7 @@ impl Session {
                 // Do not reuse resources the device may still touch.
                 self.ctx.wait_idle();
             }
-            call("vkWaitForFences", waited)?;
+            self.ctx.note(call("vkWaitForFences", waited))?;
             call("vkResetFences", d.reset_fences(&[self.fence]))
         }
     }
