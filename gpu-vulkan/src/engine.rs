@@ -14,7 +14,6 @@
 //! and sequence s reads those of run s / n; the reduction blocks never straddle runs, so each
 //! run's loss and gradient (K of them read back) are bit for bit what it gets alone. An ordinary
 //! call is the pack of one run.
-use crate::buffer::HostMap;
 use crate::context::{DeviceInfo, Options};
 use crate::error::VkError;
 use crate::kernels::{self, Entry, Kernels, Module, Variant, MAX_H};
@@ -284,8 +283,7 @@ impl std::fmt::Debug for VulkanEngine {
 impl VulkanEngine {
     /// Open the best device the options allow.
     pub fn new(opts: &Options) -> Result<VulkanEngine, VkError> {
-        let (ctx, wg) = session::open(opts)?;
-        let map = HostMap::of(opts.map_device_memory, ctx.info.kind);
+        let (ctx, wg, map) = session::open(opts)?;
         Ok(VulkanEngine {
             s: Session::new(ctx, N_ARRAYS as u32, map)?,
             kernels: Vec::new(),
@@ -479,15 +477,18 @@ impl VulkanEngine {
                 if ci == 0 && !task.factor.is_empty() {
                     self.bufs.get_mut()?.arrays[AUX].host().write(task.factor);
                 }
-                if keys.len() != plan.runs || keys.len() > MAX_SAMPLED_RUNS {
-                    return Err(VkError::Unsupported(format!(
-                        "the device makes the batches of at most {MAX_SAMPLED_RUNS} runs a call, with a key each ({} keys for {} runs)",
-                        keys.len(),
-                        plan.runs
-                    )));
+                if ci == 0 {
+                    if keys.len() != plan.runs || keys.len() > MAX_SAMPLED_RUNS {
+                        return Err(VkError::Unsupported(format!(
+                            "the device makes the batches of at most {MAX_SAMPLED_RUNS} runs a call, with a key each ({} keys for {} runs)",
+                            keys.len(),
+                            plan.runs
+                        )));
+                    }
+                    // the keys stay for the call's later chunks (only words 0..32 are rewritten)
+                    let words: Vec<u32> = keys.iter().flatten().copied().collect();
+                    self.bufs.get_mut()?.uniform.write_at(32, &words);
                 }
-                let words: Vec<u32> = keys.iter().flatten().copied().collect();
-                self.bufs.get_mut()?.uniform.write_at(32, &words);
             }
         }
         self.bufs.get_mut()?.uniform.write(&p);
@@ -921,12 +922,6 @@ impl AttentionKernels<f32> for VulkanEngine {
                     runs.len(),
                     circs.len(),
                     grads.len()
-                )));
-            }
-            if runs.len() > MAX_SAMPLED_RUNS {
-                return Err(icl_core::Error::Unsupported(format!(
-                    "{} runs in one call: the device makes the batches of at most {MAX_SAMPLED_RUNS}",
-                    runs.len()
                 )));
             }
             for (r, (c, g)) in runs.iter().zip(circs.iter().zip(grads.iter())) {

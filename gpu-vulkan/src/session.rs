@@ -15,10 +15,10 @@ use std::sync::Arc;
 /// How long to wait for one submission before reporting a hung device.
 const FENCE_TIMEOUT_NS: u64 = 600_000_000_000;
 
-/// The device `opts` selects and the shaders' workgroup size: `opts.workgroup_size` (16 or 64,
-/// refused otherwise, before any device is opened), else 16 on a CPU implementation and 64 on a
-/// GPU.
-pub(crate) fn open(opts: &Options) -> Result<(Arc<Context>, u32), VkError> {
+/// The device `opts` selects, the shaders' workgroup size (`opts.workgroup_size`: 16 or 64,
+/// refused otherwise, before any device is opened; else 16 on a CPU implementation and 64 on a
+/// GPU) and which of its memory the host maps directly (`opts.map_device_memory`).
+pub(crate) fn open(opts: &Options) -> Result<(Arc<Context>, u32, HostMap), VkError> {
     let wg = match opts.workgroup_size {
         Some(w @ (16 | 64)) => Some(w),
         Some(w) => {
@@ -34,7 +34,8 @@ pub(crate) fn open(opts: &Options) -> Result<(Arc<Context>, u32), VkError> {
     } else {
         64
     });
-    Ok((ctx, wg))
+    let map = HostMap::of(opts.map_device_memory, ctx.info.kind);
+    Ok((ctx, wg, map))
 }
 
 pub(crate) struct Session {
@@ -466,8 +467,7 @@ impl<const N: usize> ModuleSession<N> {
         entries: &[&CStr],
         bufs: DeviceArrays<N>,
     ) -> Result<ModuleSession<N>, VkError> {
-        let (ctx, wg) = open(opts)?;
-        let map = HostMap::of(opts.map_device_memory, ctx.info.kind);
+        let (ctx, wg, map) = open(opts)?;
         let mut m = ModuleSession {
             s: Session::new(ctx, N as u32, map)?,
             module: None,

@@ -207,6 +207,18 @@ pub fn run_specs_reporting(
 /// Most runs in one pack (each trains in a thread of its own).
 pub const MAX_PACK: usize = 256;
 
+/// Refuse runs per array task outside 1..=[`MAX_PACK`] (`what`: the option as the caller's
+/// front end spells it, e.g. `--runs-per-task`).
+pub fn check_runs_per_task(what: &str, k: usize) -> Result<()> {
+    if (1..=MAX_PACK).contains(&k) {
+        Ok(())
+    } else {
+        Err(RunError::Refused(format!(
+            "{what} {k}: give 1 to {MAX_PACK}"
+        )))
+    }
+}
+
 /// What one worker takes at a time: a run alone, or a pack of runs that share one Vulkan
 /// device and its calls ([`crate::pack`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -52,12 +52,7 @@ impl SweepRunOptions {
             )));
         }
         if let Some((_, k)) = task {
-            if !(1..=super::exec::MAX_PACK).contains(&k) {
-                return Err(RunError::Refused(format!(
-                    "runs_per_task = {k}: give 1 to {}",
-                    super::exec::MAX_PACK
-                )));
-            }
+            super::exec::check_runs_per_task("runs_per_task =", k)?;
         }
         if let Some(e) = engine {
             crate::engines::check(e, icl_core::config::Dtype::F32)?;

@@ -193,12 +193,7 @@ pub fn array_script(dir: &Path, n: usize, o: &SlurmOptions) -> Result<String> {
         )
     });
     let per_task = o.runs_per_task.unwrap_or(1);
-    if !(1..=super::exec::MAX_PACK).contains(&per_task) {
-        return Err(RunError::Refused(format!(
-            "--runs-per-task {per_task}: give 1 to {}",
-            super::exec::MAX_PACK
-        )));
-    }
+    super::exec::check_runs_per_task("--runs-per-task", per_task)?;
     let tasks = n.div_ceil(per_task);
     let mut array = format!("0-{}", tasks - 1);
     if let Some(k) = o.max_parallel {
