@@ -321,13 +321,9 @@ fn stack_results_are_independent_of_chunking_and_workgroup_size() {
     let mut o3 = vec![0.0; b.z.len()];
     wg64.forward(spec, &c, pass, &b, &mut o3).unwrap();
     assert_eq!(o1, o3);
-    for e in [
-        whole.validation_errors(),
-        chunked.validation_errors(),
-        wg64.validation_errors(),
-    ] {
-        assert!(e.is_empty(), "validation errors:\n{}", e.join("\n"));
-    }
+    // (every engine of the process shares one device, and so one list of messages)
+    let e = whole.validation_errors();
+    assert!(e.is_empty(), "validation errors:\n{}", e.join("\n"));
 }
 
 /// Engines made on several threads at once share the process's device (opened once: on an H200

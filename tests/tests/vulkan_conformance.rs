@@ -84,13 +84,9 @@ fn gpt2_results_are_independent_of_chunking_and_workgroup_size() {
         outs[1] == outs[0] && outs[2] == outs[0],
         "predictions differ"
     );
-    for e in [
-        whole.validation_errors(),
-        chunked.validation_errors(),
-        wg64.validation_errors(),
-    ] {
-        assert!(e.is_empty(), "validation errors:\n{}", e.join("\n"));
-    }
+    // (every engine of the process shares one device, and so one list of messages)
+    let e = whole.validation_errors();
+    assert!(e.is_empty(), "validation errors:\n{}", e.join("\n"));
 }
 
 /// A GPT-2 model beyond one storage buffer is refused with Unsupported (never a panic or a device

@@ -430,50 +430,78 @@ mod sweeps {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// The one-layer spec of `cfg`'s model.
+    fn spec_of(cfg: &icl_core::Config) -> icl_core::families::attention::AttentionSpec {
+        icl_core::model::ModelSpec::from_config(cfg)
+            .unwrap()
+            .as_attention()
+            .unwrap()
+            .clone()
+    }
+
+    /// Circuits whose entry i is ((i a + r b) mod m - m / 2) scale: run r's own.
+    fn patterned(
+        spec: &icl_core::families::attention::AttentionSpec,
+        r: usize,
+        (a, b, m, scale): (usize, usize, usize, f32),
+    ) -> Circuits<f32> {
+        let mut c = Circuits::<f32>::zeros(spec);
+        for (i, x) in c.kq.iter_mut().chain(c.ov.iter_mut()).enumerate() {
+            *x = (((i * a + r * b) % m) as f32 - (m / 2) as f32) * scale;
+        }
+        c
+    }
+
+    /// A loss and gradient as bits.
+    fn bits_of(loss: f32, g: &Circuits<f32>) -> Bits {
+        (
+            loss.to_bits(),
+            g.kq.iter().chain(&g.ov).map(|x| x.to_bits()).collect(),
+        )
+    }
+
+    /// One step's loss and gradient as bits.
+    type Bits = (u32, Vec<u32>);
+
+    /// Member r's state on a thread of its own taking `steps` steps `step(state, r, t)`: every
+    /// member's results in order.
+    fn on_threads<S: Send>(
+        states: Vec<S>,
+        steps: u64,
+        step: &(dyn Fn(&mut S, usize, u64) -> Bits + Sync),
+    ) -> Vec<Vec<Bits>> {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = states
+                .into_iter()
+                .enumerate()
+                .map(|(r, mut st)| {
+                    s.spawn(move || (0..steps).map(|t| step(&mut st, r, t)).collect())
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
     /// Members stepping in threads meet in the pack: fewer calls than steps handed in, and each
     /// member's loss and gradient are its engine's alone, bit for bit.
     #[test]
     fn members_step_together_and_get_their_own_results() {
         let cfg = icl_core::presets::preset("quick").unwrap();
-        let spec = icl_core::model::ModelSpec::from_config(&cfg)
-            .unwrap()
-            .as_attention()
-            .unwrap()
-            .clone();
+        let spec = spec_of(&cfg);
         let task = Task::new(&cfg).unwrap();
         let pack = Pack::from_env().unwrap();
         let (k, steps) = (3usize, 4u64);
-        let circ = |r: usize| {
-            let mut c = Circuits::<f32>::zeros(&spec);
-            for (i, x) in c.kq.iter_mut().chain(c.ov.iter_mut()).enumerate() {
-                *x = (((i * 7 + r * 13) % 11) as f32 - 5.0) * 0.05;
-            }
-            c
-        };
+        let circ = |r: usize| patterned(&spec, r, (7, 13, 11, 0.05));
         let batch = |r: usize, t: u64| -> Batch<f32> {
             task.sample_batch(r as u64, Domain::Train, t, 70, 20)
         };
-        let members: Vec<_> = (0..k).map(|_| pack.member()).collect();
-        let got: Vec<Vec<(u32, Vec<u32>)>> = std::thread::scope(|s| {
-            let hs: Vec<_> = members
-                .into_iter()
-                .enumerate()
-                .map(|(r, m)| {
-                    let (spec, circ, batch) = (&spec, &circ, &batch);
-                    s.spawn(move || {
-                        let mut runner = Runner::new(Box::new(m));
-                        (0..steps)
-                            .map(|t| {
-                                let mut g = Circuits::zeros(spec);
-                                let l = runner.loss_grad(spec, &circ(r), &batch(r, t), &mut g);
-                                let bits = g.kq.iter().chain(&g.ov).map(|x| x.to_bits()).collect();
-                                (l.unwrap().to_bits(), bits)
-                            })
-                            .collect()
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        let runners: Vec<Runner<f32>> = (0..k)
+            .map(|_| Runner::new(Box::new(pack.member())))
+            .collect();
+        let got = on_threads(runners, steps, &|runner, r, t| {
+            let mut g = Circuits::zeros(&spec);
+            let l = runner.loss_grad(&spec, &circ(r), &batch(r, t), &mut g);
+            bits_of(l.unwrap(), &g)
         });
         let calls = pack.calls();
         assert!(calls >= steps && calls < k as u64 * steps, "{calls} calls");
@@ -484,8 +512,8 @@ mod sweeps {
                 let la = alone
                     .loss_grad(&spec, &circ(r), &batch(r, t as u64), &mut ga)
                     .unwrap();
-                let bits: Vec<u32> = ga.kq.iter().chain(&ga.ov).map(|x| x.to_bits()).collect();
-                assert_eq!((la.to_bits(), &bits), (*l, g), "run {r} step {t}");
+                let (la, bits) = bits_of(la, &ga);
+                assert_eq!((la, &bits), (*l, g), "run {r} step {t}");
             }
         }
     }
@@ -499,21 +527,11 @@ mod sweeps {
         use icl_core::engine::{AttentionKernels, Sampling};
         let mut cfg = icl_core::presets::preset("quick").unwrap();
         cfg.set("task.data_law", "2").unwrap();
-        let spec = icl_core::model::ModelSpec::from_config(&cfg)
-            .unwrap()
-            .as_attention()
-            .unwrap()
-            .clone();
+        let spec = spec_of(&cfg);
         let task = Task::new(&cfg).unwrap();
         let pack = Pack::from_env().unwrap();
         let (k, steps) = (3usize, 4u64);
-        let circ = |r: usize| {
-            let mut c = Circuits::<f32>::zeros(&spec);
-            for (i, x) in c.kq.iter_mut().chain(c.ov.iter_mut()).enumerate() {
-                *x = (((i * 5 + r * 3) % 13) as f32 - 6.0) * 0.04;
-            }
-            c
-        };
+        let circ = |r: usize| patterned(&spec, r, (5, 3, 13, 0.04));
         let sampling = |r: usize, t: u64| Sampling {
             seed: 10 + r as u64,
             step: t,
@@ -521,28 +539,13 @@ mod sweeps {
             len: 20,
         };
         let members: Vec<_> = (0..k).map(|_| pack.member()).collect();
-        let got: Vec<Vec<(u32, Vec<u32>)>> = std::thread::scope(|s| {
-            let hs: Vec<_> = members
-                .into_iter()
-                .enumerate()
-                .map(|(r, mut m)| {
-                    let (spec, circ, task) = (&spec, &circ, &task);
-                    s.spawn(move || {
-                        (0..steps)
-                            .map(|t| {
-                                let mut g = Circuits::zeros(spec);
-                                let l = m
-                                    .sampled_loss_grad(spec, &circ(r), task, sampling(r, t), &mut g)
-                                    .expect("the pack makes law-2 batches")
-                                    .unwrap();
-                                let bits = g.kq.iter().chain(&g.ov).map(|x| x.to_bits()).collect();
-                                (l.to_bits(), bits)
-                            })
-                            .collect()
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        let got = on_threads(members, steps, &|m, r, t| {
+            let mut g = Circuits::zeros(&spec);
+            let l = m
+                .sampled_loss_grad(&spec, &circ(r), &task, sampling(r, t), &mut g)
+                .expect("the pack makes law-2 batches")
+                .unwrap();
+            bits_of(l, &g)
         });
         let calls = pack.calls();
         assert!(calls >= steps && calls < k as u64 * steps, "{calls} calls");
@@ -554,8 +557,8 @@ mod sweeps {
                     .sampled_loss_grad(&spec, &circ(r), &task, sampling(r, t as u64), &mut ga)
                     .unwrap()
                     .unwrap();
-                let bits: Vec<u32> = ga.kq.iter().chain(&ga.ov).map(|x| x.to_bits()).collect();
-                assert_eq!((la.to_bits(), &bits), (*l, g), "run {r} step {t}");
+                let (la, bits) = bits_of(la, &ga);
+                assert_eq!((la, &bits), (*l, g), "run {r} step {t}");
             }
         }
         // law 1: declined without a call
