@@ -23,7 +23,7 @@ pub struct Args {
     /// Stop timing a configuration after this many seconds (at least 50 steps are timed).
     #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     pub max_seconds: f64,
-    /// Preset to measure.
+    /// Preset to measure, at the task.d and task.L it states (a curriculum is turned off).
     #[arg(long, default_value = "he2025")]
     pub preset: String,
     /// Heads, comma-separated.

@@ -115,9 +115,13 @@ fn rss_kb() -> u64 {
 }
 
 /// `cfg` as [`measure`] runs it: `train.steps` is the steps it times (and its 20 warm-up
-/// steps), so the memory estimate counts the log and snapshots of those, not of the config's run.
+/// steps), so the memory estimate counts the log and snapshots of those, not of the config's run;
+/// and without Garg et al.'s curriculum, so that a curriculum preset is timed at the `task.d` and
+/// `task.L` the row states (its first stage would be d = 5, L = 10 for the 2,000 steps a
+/// benchmark lasts).
 pub fn bench_config(cfg: &Config, steps: u64) -> Config {
     let mut c = cfg.clone();
+    c.task.curriculum = false;
     c.train.steps = steps
         .max(1)
         .saturating_add(20)
@@ -359,6 +363,19 @@ mod tests {
             attention: AttentionKind::Softmax,
             scale: 1.0,
         }
+    }
+
+    #[test]
+    fn curriculum_presets_are_timed_at_their_stated_size() {
+        let cfg = icl_core::presets::preset("garg-linear-tiny").unwrap();
+        assert!(cfg.task.curriculum);
+        let b = super::bench_config(&cfg, 100);
+        assert!(!b.task.curriculum);
+        assert_eq!((b.task.d, b.task.len, b.train.steps), (20, 40, 120));
+        // the trainer's first step would have been at d = 5, L = 10
+        use icl_core::families::gpt2::objective::Curriculum;
+        assert_eq!(Curriculum::of(&cfg.task).unwrap().at(0), (5, 10));
+        assert_eq!(Curriculum::of(&b.task), None);
     }
 
     #[test]
