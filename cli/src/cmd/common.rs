@@ -71,9 +71,15 @@ pub fn split_set(s: &str) -> CliResult<(&str, &str)> {
 
 /// A progress bar on stderr when it is a terminal (hidden otherwise, and when `quiet`) over the
 /// `total - start` steps of this session (a resumed run starts at `start`): its rate and ETA count
-/// only the steps this process trains. The bar shows the run's step (`start` + position) and
+/// only the steps this process trains, the ETA by the work of the steps left (`eta`: a
+/// curriculum's later steps cost more). The bar shows the run's step (`start` + position) and
 /// the rate in whole steps per second; the message is the caller's (the loss, labelled).
-pub fn progress(start: u64, total: u64, quiet: bool) -> indicatif::ProgressBar {
+pub fn progress(
+    start: u64,
+    total: u64,
+    eta: icl_core_run::eta::Eta,
+    quiet: bool,
+) -> indicatif::ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
@@ -84,6 +90,13 @@ pub fn progress(start: u64, total: u64, quiet: bool) -> indicatif::ProgressBar {
     let rate = |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
         let _ = write!(w, "{:.0}", s.per_sec());
     };
+    let left = move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+        let _ = write!(
+            w,
+            "{}",
+            eta.left(start + s.pos(), total, s.elapsed().as_secs_f64())
+        );
+    };
     pb.set_style(
         indicatif::ProgressStyle::with_template(
             "{elapsed_precise} [{bar:40}] step {step} {rate} steps/s eta {eta} {msg}",
@@ -91,6 +104,7 @@ pub fn progress(start: u64, total: u64, quiet: bool) -> indicatif::ProgressBar {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
         .with_key("step", step)
         .with_key("rate", rate)
+        .with_key("eta", left)
         .progress_chars("=> "),
     );
     pb

@@ -83,7 +83,7 @@ pub fn run(a: &Args) -> CliResult {
         _ => None,
     };
     let mut pb = None;
-    let mut last = 0u64;
+    let (mut last, mut last_t) = (0u64, std::time::Instant::now());
     let mut report = |step: u64, total: u64, loss: f64| {
         let (start, bar) = pb.get_or_insert_with(|| {
             // the first call comes after this session's first step
@@ -104,12 +104,17 @@ pub fn run(a: &Args) -> CliResult {
                 }
             }
             last = start;
-            (start, progress(start, total, a.quiet))
+            let eta = match &cfg {
+                Some(c) => icl_core_run::eta::Eta::new(c, start),
+                None => icl_core_run::eta::Eta::uniform(start),
+            };
+            (start, progress(start, total, eta, a.quiet))
         });
-        if step - last >= 500 || step == total {
+        // every 500 steps, and at least every quarter second where steps are slow
+        if step - last >= 500 || step == total || last_t.elapsed().as_millis() >= 250 {
             bar.set_position(step - *start);
             bar.set_message(format!("loss {loss:.4} (this step's batch)"));
-            last = step;
+            (last, last_t) = (step, std::time::Instant::now());
         }
         if signals::interrupted() {
             return false;

@@ -36,6 +36,7 @@ pub mod csv_text;
 pub mod embedded;
 pub mod engines;
 pub mod error;
+pub mod eta;
 pub mod eval;
 pub mod folder;
 pub mod options;

@@ -385,6 +385,7 @@ pub(crate) fn stderr_write(py: Python<'_>, s: &str) {
 fn run_training(
     py: Python<'_>,
     report: Report,
+    cfg: Option<icl_core::config::Config>,
     f: impl FnOnce(icl_core_run::train::Progress) -> icl_core_run::Result<Outcome> + Send,
 ) -> PyResult<Outcome> {
     let t0 = Instant::now();
@@ -394,8 +395,14 @@ fn run_training(
     let mut printed = false;
     // the step this session started from (a resumed run's first call is after its step + 1)
     let mut start: Option<u64> = None;
+    // the time left by the work of the steps left (`icl_core_run::eta`, as the CLI's bar)
+    let mut eta: Option<icl_core_run::eta::Eta> = None;
     let mut progress = |step: u64, total: u64, loss: f64| -> bool {
         let from = *start.get_or_insert(step.saturating_sub(1));
+        let eta = eta.get_or_insert_with(|| match &cfg {
+            Some(c) => icl_core_run::eta::Eta::new(c, from),
+            None => icl_core_run::eta::Eta::uniform(from),
+        });
         if step < total && last_check.elapsed() < Duration::from_millis(100) {
             return true;
         }
@@ -411,11 +418,13 @@ fn run_training(
                     if step == total || last_line.elapsed() >= Duration::from_millis(500) {
                         last_line = Instant::now();
                         // this session's steps only: a resumed run's restored ones took no time
-                        let rate = (step - from) as f64 / t0.elapsed().as_secs_f64().max(1e-9);
+                        let secs = t0.elapsed().as_secs_f64();
+                        let rate = (step - from) as f64 / secs.max(1e-9);
+                        let left = eta.left(step, total, secs);
                         stderr_write(
                             py,
                             &format!(
-                                "\rstep {step}/{total}  batch loss {loss:.6}  {rate:.0} steps/s  "
+                                "\rstep {step}/{total}  batch loss {loss:.6}  {rate:.0} steps/s  eta {left}  "
                             ),
                         );
                         printed = true;
@@ -461,8 +470,9 @@ fn finished(outcome: Outcome) -> PyResult<Run> {
 /// * `config`: an `icl.Config` or a preset name;
 /// * `out`: the run folder (written completely or not at all); `None` makes a new folder under
 ///   the system's temporary directory (`Run.dir` tells where; it is not removed);
-/// * `progress`: `True` prints step, loss and speed on `sys.stderr`; a callable is called as
-///   `progress(step, total, loss)` about every 0.1 s (an exception it raises stops the run);
+/// * `progress`: `True` prints step, loss, speed and the time left on `sys.stderr`; a callable
+///   is called as `progress(step, total, loss)` about every 0.1 s (an exception it raises stops
+///   the run);
 /// * the options of `icl train`'s flags, with its defaults (`icl.options("train")` lists them):
 ///   `steps`, `seed` (override `train.steps`, `train.seed`), `engine` (`"simd"`, the default
 ///   and fastest built in, `"scalar"` or `"vulkan"`), `force` (replace an existing run in
@@ -497,7 +507,7 @@ pub fn train(
             .extract::<PathBuf>()?,
     };
     let report = Report::of(py, progress)?;
-    let outcome = run_training(py, report, |p| {
+    let outcome = run_training(py, report, Some(cfg.clone()), |p| {
         icl_core_run::train::train(&cfg, &out, &opts, p)
     })?;
     finished(outcome)
@@ -522,7 +532,8 @@ pub fn resume(
     let opts = args.resume_options().or_py()?;
     let steps = args.steps;
     let report = Report::of(py, progress)?;
-    let outcome = run_training(py, report, |p| {
+    let cfg = icl_core_run::train::resume_config(&dir);
+    let outcome = run_training(py, report, cfg, |p| {
         icl_core_run::train::resume(&dir, steps, &opts, p)
     })?;
     finished(outcome)

@@ -57,7 +57,7 @@ def test_progress_callback(tmp_path):
 def test_progress_line_on_stderr(tmp_path, capsys):
     icl.train("quick", steps=200, out=tmp_path / "r", eval_samples=0)
     err = capsys.readouterr().err
-    assert "step 200/200" in err and "loss" in err
+    assert "step 200/200" in err and "loss" in err and "eta 0:00:00" in err
     icl.train("quick", steps=200, out=tmp_path / "q", progress=False, eval_samples=0)
     assert capsys.readouterr().err == ""
 

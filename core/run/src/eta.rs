@@ -1,0 +1,147 @@
+//! The time left of a training run, from the work of its steps rather than their count: a step
+//! costs its forward and backward FLOPs (`ModelSpec::step_flops` at the step's context length), so
+//! a run whose curriculum grows its prompts (Garg et al.'s GPT-2 presets: L from 10 to 40, or 25 to
+//! 100, over the first 30,000 steps) is not promised the rate of its first, cheapest stages. One
+//! estimate for every front end: the CLI's progress bar and Python's progress line.
+use icl_core::config::Config;
+use icl_core::families::gpt2::objective::Curriculum;
+use icl_core::model::ModelSpec;
+
+/// Stages of a curriculum followed one by one; a longer one is counted at the final cost from
+/// there on (a pessimistic estimate; the presets have 16 stages).
+const MAX_STAGES: u64 = 100_000;
+
+/// The cost of a run's steps, and the step this session started from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Eta {
+    /// Steps per stage and the cost of a step in each stage before the last (empty without a
+    /// curriculum).
+    every: u64,
+    stages: Vec<f64>,
+    /// The cost of a step at the run's full size.
+    last: f64,
+    start: u64,
+}
+
+impl Eta {
+    /// The estimate for `cfg`'s run, this session starting after step `start` (0 for a new run;
+    /// a resumed run's restored steps took no time here).
+    pub fn new(cfg: &Config, start: u64) -> Self {
+        let (batch, len) = (cfg.train.batch, cfg.task.len);
+        let flops = |l: usize| -> f64 {
+            ModelSpec::from_config(cfg)
+                .map(|m| m.step_flops(l, batch))
+                .ok()
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .unwrap_or(1.0)
+        };
+        let last = flops(len);
+        let (mut every, mut stages) = (1, Vec::new());
+        if let Some(c) = Curriculum::of(&cfg.task) {
+            every = cfg.task.curriculum_every.max(1);
+            for k in 0..MAX_STAGES {
+                let l = c.at(k.saturating_mul(every)).1;
+                if l >= len {
+                    break;
+                }
+                stages.push(flops(l));
+            }
+        }
+        Eta {
+            every,
+            stages,
+            last,
+            start,
+        }
+    }
+
+    /// The estimate where the run's config is not at hand: every step costs the same.
+    pub fn uniform(start: u64) -> Self {
+        Eta {
+            every: 1,
+            stages: Vec::new(),
+            last: 1.0,
+            start,
+        }
+    }
+
+    /// The work of steps `0..s` (in FLOPs).
+    pub fn work(&self, s: u64) -> f64 {
+        let mut w = 0.0;
+        let mut first = 0u64;
+        for &c in &self.stages {
+            let end = first.saturating_add(self.every);
+            w += c * (s.min(end).saturating_sub(first)) as f64;
+            if s <= end {
+                return w;
+            }
+            first = end;
+        }
+        w + self.last * s.saturating_sub(first) as f64
+    }
+
+    /// Seconds left after `step` of `total` steps, `elapsed` seconds into this session, at the
+    /// session's rate of work so far; `None` before the session has done any work.
+    pub fn seconds_left(&self, step: u64, total: u64, elapsed: f64) -> Option<f64> {
+        let done = self.work(step) - self.work(self.start.min(step));
+        if !(done > 0.0) || !(elapsed >= 0.0) {
+            return None;
+        }
+        let left = (self.work(total.max(step)) - self.work(step)).max(0.0);
+        Some(elapsed * left / done)
+    }
+
+    /// [`Eta::seconds_left`] as `H:MM:SS` (`?` before any work).
+    pub fn left(&self, step: u64, total: u64, elapsed: f64) -> String {
+        match self.seconds_left(step, total, elapsed) {
+            Some(s) if s < 1e9 => {
+                let s = s.round() as u64;
+                format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+            }
+            _ => "?".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Eta;
+    use icl_core::presets::preset;
+
+    #[test]
+    fn a_run_at_one_size_is_left_its_steps_at_the_rate_so_far() {
+        let cfg = preset("he2025").unwrap();
+        let e = Eta::new(&cfg, 0);
+        assert_eq!(e.seconds_left(250, 1000, 10.0), Some(30.0));
+        assert_eq!(e.left(250, 1000, 10.0), "0:00:30");
+        assert_eq!(e.left(1000, 1000, 10.0), "0:00:00");
+        assert_eq!(e.left(0, 1000, 0.0), "?");
+        // resumed at step 600: only this session's 200 steps took the 10 s
+        let r = Eta::new(&cfg, 600);
+        assert_eq!(r.seconds_left(800, 1000, 10.0), Some(10.0));
+        assert_eq!(r.left(600, 1000, 3.0), "?");
+        assert_eq!(Eta::new(&cfg, 0).left(1, 3_600_001, 1.0), "1000:00:00");
+    }
+
+    #[test]
+    fn a_curriculum_counts_each_step_at_its_stage_s_size() {
+        // garg-linear-tiny: L = 10 + 2 k at stage k (2,000 steps each) up to 40 at step 30,000
+        let cfg = preset("garg-linear-tiny").unwrap();
+        let spec = icl_core::model::ModelSpec::from_config(&cfg).unwrap();
+        let flops = |s: u64| spec.step_flops((10 + 2 * (s / 2000) as usize).min(40), 64);
+        // the work summed step by step
+        let brute = |s: u64| (0..s).map(flops).sum::<f64>();
+        let e = Eta::new(&cfg, 0);
+        for s in [0, 1, 1999, 2000, 2001, 29_999, 30_000, 31_234, 100_000] {
+            let (w, b) = (e.work(s), brute(s));
+            assert!((w - b).abs() <= 1e-12 * b, "step {s}: {w} vs {b}");
+        }
+        // after the first stage in 100 s: the steps left cost more than the first stage's, so
+        // far more than the 100 s x 498,001 / 2,000 that the step count says
+        let naive = 100.0 * (500_001.0 - 2000.0) / 2000.0;
+        let left = e.seconds_left(2000, 500_001, 100.0).unwrap();
+        let want = 100.0 * (brute(30_000) - brute(2000) + 470_001.0 * flops(30_000)) / brute(2000);
+        assert!((left / want - 1.0).abs() < 1e-9, "{left} vs {want}");
+        assert!(left > 3.0 * naive, "{left} vs {naive}");
+    }
+}
