@@ -3,7 +3,7 @@
 use crate::cmd::common::outln;
 use crate::error::{CliError, CliResult};
 use icl_core_run::options::ReproArgs;
-use icl_core_run::repro::{repro, ReproOptions};
+use icl_core_run::repro::{repro_lines, ReproOptions};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -68,7 +68,12 @@ pub fn run(a: &Args) -> CliResult {
             let _ = writeln!(std::io::stderr(), "[{}/{n}] {what:5} {name}", i + 1);
         }
     };
-    let r = repro(&o, &mut progress)?;
+    let mut lines = move |line: &str| {
+        if !quiet {
+            let _ = writeln!(std::io::stderr(), "      {line}");
+        }
+    };
+    let r = repro_lines(&o, &mut progress, &mut lines)?;
     if a.json {
         outln(icl_core_run::repro::report::json(&r).trim_end())?;
     } else {

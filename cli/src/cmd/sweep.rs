@@ -173,6 +173,24 @@ fn status_word(s: &RunStatus) -> String {
     }
 }
 
+/// The sweep's step reports: stop at a signal, and (unless `quiet`) a line on stderr of the runs
+/// in training, their steps and time left, every [`icl_core_run::eta::LINE_EVERY`].
+fn lines(
+    dir: &std::path::Path,
+    quiet: bool,
+) -> CliResult<impl Fn(usize, u64, u64, f64) -> bool + Sync> {
+    let runs = (!quiet)
+        .then(|| sweep::plan::specs(dir))
+        .transpose()?
+        .map(|specs| icl_core_run::eta::RunsLines::new(&specs, icl_core_run::eta::LINE_EVERY));
+    Ok(move |i: usize, step: u64, total: u64, _: f64| {
+        if let Some(line) = runs.as_ref().and_then(|r| r.step(i, step, total)) {
+            eprintln!("{line}");
+        }
+        !signals::interrupted()
+    })
+}
+
 /// Report the results and exit as the worst of them: 130 when interrupted, 1 when a run failed.
 fn finish(results: &[sweep::RunResult], quiet: bool, json: bool) -> CliResult {
     if json {
@@ -243,7 +261,7 @@ pub fn run(a: &Args) -> CliResult {
             // the runs checkpoint at a step: a first signal stops them there
             signals::install();
             signals::arm();
-            let results = opts.run(dir, &|_, _, _, _| !signals::interrupted())?;
+            let results = opts.run(dir, &lines(dir, r.quiet)?)?;
             finish(&results, r.quiet, r.json)
         }
         Cmd::RunOne {
@@ -261,7 +279,7 @@ pub fn run(a: &Args) -> CliResult {
             // the runs checkpoint at a step: a first signal stops them there
             signals::install();
             signals::arm();
-            let results = opts.run(dir, &|_, _, _, _| !signals::interrupted())?;
+            let results = opts.run(dir, &lines(dir, r.quiet)?)?;
             finish(&results, r.quiet, r.json)
         }
         Cmd::Status { dir, json } => {

@@ -104,9 +104,10 @@ pub fn run(a: &Args) -> CliResult {
                 }
             }
             last = start;
+            // the bar's clock starts after this session's first step: the work from there on
             let eta = match &cfg {
-                Some(c) => icl_core_run::eta::Eta::new(c, start),
-                None => icl_core_run::eta::Eta::uniform(start),
+                Some(c) => icl_core_run::eta::Eta::new(c, step),
+                None => icl_core_run::eta::Eta::uniform(step),
             };
             (start, progress(start, total, eta, a.quiet))
         });

@@ -3,9 +3,13 @@
 //! a run whose curriculum grows its prompts (Garg et al.'s GPT-2 presets: L from 10 to 40, or 25 to
 //! 100, over the first 30,000 steps) is not promised the rate of its first, cheapest stages. One
 //! estimate for every front end: the CLI's progress bar and Python's progress line.
+use crate::sweep::RunSpec;
 use icl_core::config::Config;
 use icl_core::families::gpt2::objective::Curriculum;
 use icl_core::model::ModelSpec;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Stages of a curriculum followed one by one; a longer one is counted at the final cost from
 /// there on (a pessimistic estimate; the presets have 16 stages).
@@ -81,10 +85,10 @@ impl Eta {
     }
 
     /// Seconds left after `step` of `total` steps, `elapsed` seconds into this session, at the
-    /// session's rate of work so far; `None` before the session has done any work.
+    /// session's rate of work so far; `None` before the session has done work in some time.
     pub fn seconds_left(&self, step: u64, total: u64, elapsed: f64) -> Option<f64> {
         let done = self.work(step) - self.work(self.start.min(step));
-        if !(done > 0.0) || !(elapsed >= 0.0) {
+        if !(done > 0.0) || !(elapsed > 0.0) {
             return None;
         }
         let left = (self.work(total.max(step)) - self.work(step)).max(0.0);
@@ -103,10 +107,112 @@ impl Eta {
     }
 }
 
+/// Runs named in one progress line at most; the others are counted.
+const MAX_NAMED: usize = 4;
+
+/// How often the front ends print a line of the runs in training (`icl sweep run`, `icl repro`).
+pub const LINE_EVERY: Duration = Duration::from_secs(30);
+
+/// Progress lines of several runs (`icl sweep run`, `icl repro`): at most one line every
+/// `every`, with each run in training, its step and its time left ([`Eta`]). The runs are the
+/// specs' (by index); thread-safe, as the runs report from their workers.
+#[derive(Debug)]
+pub struct RunsLines {
+    every: Duration,
+    specs: Vec<(String, Option<Config>)>,
+    state: Mutex<Lines>,
+}
+
+#[derive(Debug)]
+struct Lines {
+    last: Instant,
+    /// The runs in training.
+    running: BTreeMap<usize, Running>,
+}
+
+/// A run in training: its estimate, when its first and its last report came, its step.
+#[derive(Debug)]
+struct Running {
+    eta: Eta,
+    first: Instant,
+    last: Instant,
+    step: u64,
+    total: u64,
+}
+
+impl RunsLines {
+    /// Lines for `specs` (a spec's config is read once here), the first `every` after now.
+    pub fn new(specs: &[RunSpec], every: Duration) -> Self {
+        RunsLines {
+            every,
+            specs: specs
+                .iter()
+                .map(|s| (s.name.clone(), s.build().ok()))
+                .collect(),
+            state: Mutex::new(Lines {
+                last: Instant::now(),
+                running: BTreeMap::new(),
+            }),
+        }
+    }
+
+    /// Run `i` has done `step` of `total`: the line to print, when one is due.
+    pub fn step(&self, i: usize, step: u64, total: u64) -> Option<String> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let e = st.running.entry(i).or_insert_with(|| {
+            // the clock starts at this first report: the work from this step on
+            let eta = match self.specs.get(i).and_then(|s| s.1.as_ref()) {
+                Some(c) => Eta::new(c, step),
+                None => Eta::uniform(step),
+            };
+            Running {
+                eta,
+                first: now,
+                last: now,
+                step,
+                total,
+            }
+        });
+        (e.last, e.step, e.total) = (now, step, total);
+        if step >= total {
+            st.running.remove(&i);
+            return None;
+        }
+        if now.duration_since(st.last) < self.every {
+            return None;
+        }
+        st.last = now;
+        // a run that stopped reporting has ended (failed or stopped: its last step never came)
+        let stale = (3 * self.every).max(Duration::from_secs(300));
+        st.running.retain(|_, r| now.duration_since(r.last) < stale);
+        let mut parts: Vec<String> = Vec::new();
+        for (&j, r) in st.running.iter().take(MAX_NAMED) {
+            let name = self.specs.get(j).map_or("?", |s| s.0.as_str());
+            let left = r
+                .eta
+                .left(r.step, r.total, now.duration_since(r.first).as_secs_f64());
+            parts.push(format!("{name} step {}/{} eta {left}", r.step, r.total));
+        }
+        if st.running.len() > MAX_NAMED {
+            parts.push(format!("{} more", st.running.len() - MAX_NAMED));
+        }
+        Some(format!("training: {}", parts.join("; ")))
+    }
+
+    /// Run `i` ended (finished, failed or stopped): no longer in the lines.
+    pub fn ended(&self, i: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.running.remove(&i);
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Eta;
+    use super::{Eta, RunsLines};
+    use crate::sweep::RunSpec;
     use icl_core::presets::preset;
+    use std::time::Duration;
 
     #[test]
     fn a_run_at_one_size_is_left_its_steps_at_the_rate_so_far() {
@@ -143,5 +249,34 @@ mod tests {
         let want = 100.0 * (brute(30_000) - brute(2000) + 470_001.0 * flops(30_000)) / brute(2000);
         assert!((left / want - 1.0).abs() < 1e-9, "{left} vs {want}");
         assert!(left > 3.0 * naive, "{left} vs {naive}");
+    }
+
+    #[test]
+    fn runs_lines_name_the_runs_in_training_at_most_every_interval() {
+        let spec = |name: &str| RunSpec {
+            name: name.into(),
+            preset: Some("he2025".into()),
+            config: None,
+            set: vec![],
+        };
+        let specs = [spec("a"), spec("b")];
+        // no interval: a line at every report, the runs in index order
+        let l = RunsLines::new(&specs, Duration::ZERO);
+        assert_eq!(l.step(1, 1, 100).unwrap(), "training: b step 1/100 eta ?");
+        let line = l.step(0, 11, 100).unwrap();
+        assert!(line.starts_with("training: a step 11/100 eta "), "{line}");
+        assert!(line.ends_with("; b step 1/100 eta ?"), "{line}");
+        // a run's last step takes it out of the lines (and prints none)
+        assert_eq!(l.step(1, 100, 100), None);
+        assert!(l
+            .step(0, 12, 100)
+            .unwrap()
+            .starts_with("training: a step 12/100"));
+        l.ended(0);
+        assert_eq!(l.step(1, 5, 100).unwrap(), "training: b step 5/100 eta ?");
+        // a long interval: none yet
+        let quiet = RunsLines::new(&specs, Duration::from_secs(3600));
+        assert_eq!(quiet.step(0, 1, 100), None);
+        assert_eq!(quiet.step(0, 50, 100), None);
     }
 }

@@ -26,7 +26,8 @@ use std::path::PathBuf;
 /// * `engine`: `"simd"` (default, the fastest built in), `"scalar"` or `"vulkan"`;
 /// * `set`: config overrides for every run the claims train, `{"train.steps": 50000}` (as
 ///   `icl repro --set train.steps=50000`; `report.json` lists them under `"set"`);
-/// * `progress`: `True` prints a line per run (`[i/n] start|done|skip NAME`) on `sys.stderr`; a
+/// * `progress`: `True` prints a line per run (`[i/n] start|done|skip NAME`) on `sys.stderr`,
+///   and every 30 s one of the runs in training with their steps and time left; a
 ///   callable is called as `progress(name, index, count, event)` with those events (`"start"`
 ///   when a run starts training, `"done"` when it ends, `"skip"` for a complete run; then the
 ///   same for the computations without training, counted apart), one call at a time. It
@@ -69,7 +70,12 @@ pub fn repro<'py>(
                     }
                 }
             };
-            icl_core_run::repro::repro(&o, &mut say)
+            let mut lines = |line: &str| {
+                if progress {
+                    Python::attach(|py| stderr_write(py, &format!("      {line}\n")));
+                }
+            };
+            icl_core_run::repro::repro_lines(&o, &mut say, &mut lines)
         })
         .or_py()?;
     if let Some(e) = raised {

@@ -507,10 +507,20 @@ fn select(o: &ReproOptions) -> Result<(Vec<RunSpec>, Vec<ClaimDef>)> {
 
 /// Train every run the selected claims need, measure the claims, write the reports.
 pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
+    repro_lines(o, progress, &mut |_| {})
+}
+
+/// [`repro`], also passing `lines` a line of the runs in training, their steps and time left
+/// ([`crate::eta::RunsLines`]), every [`crate::eta::LINE_EVERY`] while runs train.
+pub fn repro_lines(
+    o: &ReproOptions,
+    progress: Progress,
+    lines: &mut (dyn FnMut(&str) + Send),
+) -> Result<Report> {
     let (needed, defs) = select(o)?;
     let runs_dir = o.out.join("runs");
     std::fs::create_dir_all(&runs_dir).map_err(|e| RunError::Os(runs_dir.clone(), e))?;
-    let mut rows = run_all(&runs_dir, &needed, o, &mut *progress)?;
+    let mut rows = run_all(&runs_dir, &needed, o, &mut *progress, lines)?;
     // the experiments the claims need, computed in the paper's order
     if let Some(ex) = o.paper.def().experiments {
         let computed: Vec<&str> = ex
@@ -710,8 +720,11 @@ fn run_all(
     specs: &[RunSpec],
     o: &ReproOptions,
     progress: Progress,
+    lines: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Vec<RunRow>> {
     let n = specs.len();
+    let runs = crate::eta::RunsLines::new(specs, crate::eta::LINE_EVERY);
+    let lines = std::sync::Mutex::new(lines);
     let to = TrainOptions {
         engine: o.engine.clone(),
         ..TrainOptions::default()
@@ -724,17 +737,24 @@ fn run_all(
         let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
         (*p)(&specs[i].name, i, n, what);
     };
-    let on_step = |i: usize, _: u64, _: u64, _: f64| {
+    let on_step = |i: usize, step: u64, total: u64, _: f64| {
         if !started[i].swap(true, std::sync::atomic::Ordering::SeqCst) {
             say(i, "start");
+        }
+        if let Some(line) = runs.step(i, step, total) {
+            let mut l = lines.lock().unwrap_or_else(|e| e.into_inner());
+            (*l)(&line);
         }
         true
     };
     // each run's end as it happens (not once all are trained)
-    let on_done = |i: usize, r: &RunResult| match r.status {
-        RunStatus::Skipped => say(i, "skip"),
-        RunStatus::Trained | RunStatus::Resumed => say(i, "done"),
-        _ => {}
+    let on_done = |i: usize, r: &RunResult| {
+        runs.ended(i);
+        match r.status {
+            RunStatus::Skipped => say(i, "skip"),
+            RunStatus::Trained | RunStatus::Resumed => say(i, "done"),
+            _ => {}
+        }
     };
     let results = run_specs_reporting(dir, specs, o.jobs, &to, &on_step, &on_done)?;
     let mut rows = Vec::with_capacity(n);
