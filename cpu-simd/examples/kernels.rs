@@ -2,7 +2,9 @@
 //! fused loss + gradient of a training step (he2025-like: d = 5, L = 40, batch 256), and print a
 //! hash of the results (equal hashes: equal bits).
 //!
-//!     [KERNELS_THREADS=1] cargo run --release -p icl-cpu-simd --example kernels -- [H] [STEPS] [f32|f64]
+//!     [KERNELS_THREADS=1] [KERNELS_LAW=1|2] cargo run --release -p icl-cpu-simd --example kernels -- [H] [STEPS] [f32|f64]
+//!
+//! (`KERNELS_LAW`: the data law, `task.data_law`; `KERNELS_LEVEL`: one level only.)
 use icl_core::engine::Sampling;
 use icl_core::model::{Circuits, Model};
 use icl_core::{Config, Task};
@@ -31,6 +33,10 @@ fn run<T: SimdScalar>(heads: usize, steps: u64) {
         ("train.batch", "256"),
         ("model.init", "gaussian"),
         ("model.init_scale", "0.5"),
+        (
+            "task.data_law",
+            &std::env::var("KERNELS_LAW").unwrap_or_else(|_| "1".into()),
+        ),
     ] {
         cfg.set(k, v).expect("config");
     }

@@ -182,19 +182,19 @@ pub(crate) fn generate_gaussian<T: SimdScalar>(
         let key = law2::key_of(stream_base(seed, Domain::Train, step));
         let blocks = total / 4;
         for j in (0..blocks - blocks % 2).step_by(2) {
-            for v in T::law2_block2(key, b0 as u64, j as u64) {
+            for v in T::law2_block2(key, b0 as u64, j as u64, native) {
                 sink.put(v);
             }
         }
         if blocks % 2 == 1 {
-            let ((c, sn), (c2, sn2)) = T::law2_block(key, b0 as u64, (blocks - 1) as u64);
+            let ((c, sn), (c2, sn2)) = T::law2_block(key, b0 as u64, (blocks - 1) as u64, native);
             sink.put(c);
             sink.put(sn);
             sink.put(c2);
             sink.put(sn2);
         }
         if !total.is_multiple_of(4) {
-            let ((c, sn), (c2, _)) = T::law2_block(key, b0 as u64, (total / 4) as u64);
+            let ((c, sn), (c2, _)) = T::law2_block(key, b0 as u64, (total / 4) as u64, native);
             sink.put(c);
             if total % 4 > 1 {
                 sink.put(sn);

@@ -432,13 +432,17 @@ pub fn fill_normal_f32<const N: usize>(rng: &mut Xoshiro<N>, out: &mut [[f32; N]
 /// `j + m / N` of stream `first + m % N`. Returns the normal pairs of its two slots, lane by lane,
 /// in the 32-bit operations of the reference, so the same bits at every level. Two blocks at a
 /// time give the processor two independent Philox chains (its rounds are a chain of 32-bit
-/// multiplications).
+/// multiplications). `avx512` (only where the CPU has AVX-512F): the Philox rounds in 512-bit
+/// registers ([`philox_avx512`]) and the normals 16 lanes (one register) at a time, 14 % less
+/// time a he2025 batch than the compiler's code for 32 lanes (at AVX2, 16 at a time was 7 %
+/// slower than 32).
 #[inline(always)]
 #[allow(clippy::type_complexity, clippy::needless_range_loop)] // lane m of every counter word
 pub fn law2_blocks<const N: usize, const M: usize>(
     key: [u32; 2],
     first: u64,
     j: u64,
+    avx512: bool,
 ) -> (([f32; M], [f32; M]), ([f32; M], [f32; M])) {
     let mut c = [[0u32; M]; 4];
     for m in 0..M {
@@ -448,11 +452,101 @@ pub fn law2_blocks<const N: usize, const M: usize>(
         c[2][m] = (s >> 32) as u32;
         c[3][m] = (b >> 32) as u32;
     }
-    let w = law2::philox::<M>(c, key);
-    (
-        law2::normal_pairs_with(&w[0], &w[1], f32::sqrt),
-        law2::normal_pairs_with(&w[2], &w[3], f32::sqrt),
-    )
+    let w = philox_lanes::<M>(c, key, avx512);
+    if !avx512 || !M.is_multiple_of(16) {
+        return (
+            law2::normal_pairs_with(&w[0], &w[1], f32::sqrt),
+            law2::normal_pairs_with(&w[2], &w[3], f32::sqrt),
+        );
+    }
+    let (mut c0, mut s0, mut c1, mut s1) = ([0.0; M], [0.0; M], [0.0; M], [0.0; M]);
+    for g in (0..M).step_by(16) {
+        let part = |x: &[u32; M]| -> [u32; 16] { core::array::from_fn(|k| x[g + k]) };
+        let (c, s) = law2::normal_pairs_with(&part(&w[0]), &part(&w[1]), f32::sqrt);
+        c0[g..g + 16].copy_from_slice(&c);
+        s0[g..g + 16].copy_from_slice(&s);
+        let (c, s) = law2::normal_pairs_with(&part(&w[2]), &part(&w[3]), f32::sqrt);
+        c1[g..g + 16].copy_from_slice(&c);
+        s1[g..g + 16].copy_from_slice(&s);
+    }
+    ((c0, s0), (c1, s1))
+}
+
+/// [`law2::philox`] of `M` counters: with `avx512` and `M` a multiple of 16 in 512-bit registers
+/// ([`philox_avx512`]), else the reference's loops (vectorised by the compiler).
+#[inline(always)]
+fn philox_lanes<const M: usize>(c: [[u32; M]; 4], key: [u32; 2], avx512: bool) -> [[u32; M]; 4] {
+    #[cfg(target_arch = "x86_64")]
+    if avx512 && M.is_multiple_of(16) {
+        let mut w = c;
+        // SAFETY: the caller passes `avx512` only when the CPU has AVX-512F; every pointer is
+        // to a whole group of 16 lanes of one of the four `[u32; M]` rows
+        unsafe {
+            let p = w.each_mut().map(|r| r.as_mut_ptr());
+            for g in (0..M).step_by(32) {
+                if g + 32 <= M {
+                    philox_avx512::<2>(p.map(|r| r.add(g)), key);
+                } else {
+                    philox_avx512::<1>(p.map(|r| r.add(g)), key);
+                }
+            }
+        }
+        return w;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = avx512;
+    law2::philox::<M>(c, key)
+}
+
+/// Philox4x32-10 in place on `16 G` lanes: `rows[w]` points to counter word w of the lanes
+/// (`16 G` u32 each), overwritten by output word w. The low halves of the products by
+/// `vpmulld`, the high ones from the even and odd lanes' 64-bit products (`vpmuludq`); the same
+/// bits as [`law2::philox`] (tested).
+///
+/// # Safety
+/// The CPU has AVX-512F; each of the four pointers is valid for `16 G` reads and writes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn philox_avx512<const G: usize>(rows: [*mut u32; 4], key: [u32; 2]) {
+    use core::arch::x86_64::*;
+    const M0: u32 = 0xD251_1F53;
+    const M1: u32 = 0xCD9E_8D57;
+    let (m0, m1) = (_mm512_set1_epi32(M0 as i32), _mm512_set1_epi32(M1 as i32));
+    // (high, low) 32-bit halves of x * m, lane by lane
+    let mulhilo = |x: __m512i, m: __m512i| {
+        let even = _mm512_mul_epu32(x, m);
+        let odd = _mm512_mul_epu32(_mm512_srli_epi64::<32>(x), m);
+        let hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64::<32>(even), odd);
+        (hi, _mm512_mullo_epi32(x, m))
+    };
+    let mut c = [[_mm512_setzero_si512(); 4]; G];
+    for (g, cg) in c.iter_mut().enumerate() {
+        for (w, v) in cg.iter_mut().enumerate() {
+            *v = _mm512_loadu_si512(rows[w].add(16 * g) as *const __m512i);
+        }
+    }
+    let (mut k0, mut k1) = (key[0], key[1]);
+    for round in 0..10 {
+        if round > 0 {
+            k0 = k0.wrapping_add(0x9E37_79B9);
+            k1 = k1.wrapping_add(0xBB67_AE85);
+        }
+        let (vk0, vk1) = (_mm512_set1_epi32(k0 as i32), _mm512_set1_epi32(k1 as i32));
+        for cg in c.iter_mut() {
+            let (hi0, lo0) = mulhilo(cg[0], m0);
+            let (hi1, lo1) = mulhilo(cg[2], m1);
+            // n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1 (0x96: a three-way xor)
+            let n0 = _mm512_ternarylogic_epi32::<0x96>(hi1, cg[1], vk0);
+            let n2 = _mm512_ternarylogic_epi32::<0x96>(hi0, cg[3], vk1);
+            *cg = [n0, lo1, n2, lo0];
+        }
+    }
+    for (g, cg) in c.iter().enumerate() {
+        for (w, v) in cg.iter().enumerate() {
+            _mm512_storeu_si512(rows[w].add(16 * g) as *mut __m512i, *v);
+        }
+    }
 }
 
 /// [`law2_blocks`] of blocks `j` and `j + 1` in `M = 2N` lanes, split into the eight `N`-lane
@@ -462,8 +556,9 @@ pub fn law2_block2<const N: usize, const M: usize>(
     key: [u32; 2],
     first: u64,
     j: u64,
+    avx512: bool,
 ) -> [[f32; N]; 8] {
-    let ((c, s), (c2, s2)) = law2_blocks::<N, M>(key, first, j);
+    let ((c, s), (c2, s2)) = law2_blocks::<N, M>(key, first, j, avx512);
     let half = |x: &[f32; M], h: usize| -> [f32; N] { core::array::from_fn(|k| x[h * N + k]) };
     [
         half(&c, 0),
@@ -484,8 +579,9 @@ pub fn law2_block<const N: usize>(
     key: [u32; 2],
     first: u64,
     j: u64,
+    avx512: bool,
 ) -> (([f32; N], [f32; N]), ([f32; N], [f32; N])) {
-    law2_blocks::<N, N>(key, first, j)
+    law2_blocks::<N, N>(key, first, j, avx512)
 }
 
 #[cfg(test)]

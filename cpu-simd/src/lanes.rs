@@ -106,10 +106,15 @@ pub trait SimdScalar:
     /// Data law 2: the two normal pairs of block `j` of the lanes' streams `first ..` under the
     /// Philox key `key` ([`gauss::law2_block`]).
     #[allow(clippy::type_complexity)]
-    fn law2_block(key: [u32; 2], first: u64, j: u64) -> ((Self::V, Self::V), (Self::V, Self::V));
+    fn law2_block(
+        key: [u32; 2],
+        first: u64,
+        j: u64,
+        native: bool,
+    ) -> ((Self::V, Self::V), (Self::V, Self::V));
     /// Blocks `j` and `j + 1` of [`SimdScalar::law2_block`], computed side by side: the four
     /// normals of block j, then those of block j + 1.
-    fn law2_block2(key: [u32; 2], first: u64, j: u64) -> [Self::V; 8];
+    fn law2_block2(key: [u32; 2], first: u64, j: u64, native: bool) -> [Self::V; 8];
     /// [`crate::SimdEngine::generate_only`], an ordinary function of this crate per precision (a
     /// caller generic in the scalar links to it instead of compiling the generators again).
     #[allow(clippy::too_many_arguments)]
@@ -203,13 +208,18 @@ impl SimdScalar for f32 {
         (1.0 / (d as f64).sqrt()) as f32
     }
     #[inline(always)]
-    fn law2_block(key: [u32; 2], first: u64, j: u64) -> ((Self::V, Self::V), (Self::V, Self::V)) {
-        let ((c, s), (c2, s2)) = gauss::law2_block::<W32>(key, first, j);
+    fn law2_block(
+        key: [u32; 2],
+        first: u64,
+        j: u64,
+        native: bool,
+    ) -> ((Self::V, Self::V), (Self::V, Self::V)) {
+        let ((c, s), (c2, s2)) = gauss::law2_block::<W32>(key, first, j, native);
         ((Pack(c), Pack(s)), (Pack(c2), Pack(s2)))
     }
     #[inline(always)]
-    fn law2_block2(key: [u32; 2], first: u64, j: u64) -> [Self::V; 8] {
-        gauss::law2_block2::<W32, { 2 * W32 }>(key, first, j).map(Pack)
+    fn law2_block2(key: [u32; 2], first: u64, j: u64, native: bool) -> [Self::V; 8] {
+        gauss::law2_block2::<W32, { 2 * W32 }>(key, first, j, native).map(Pack)
     }
 }
 
@@ -239,14 +249,20 @@ impl SimdScalar for f64 {
         1.0 / (d as f64).sqrt()
     }
     #[inline(always)]
-    fn law2_block(key: [u32; 2], first: u64, j: u64) -> ((Self::V, Self::V), (Self::V, Self::V)) {
-        let ((c, s), (c2, s2)) = gauss::law2_block::<W64>(key, first, j);
+    fn law2_block(
+        key: [u32; 2],
+        first: u64,
+        j: u64,
+        native: bool,
+    ) -> ((Self::V, Self::V), (Self::V, Self::V)) {
+        let ((c, s), (c2, s2)) = gauss::law2_block::<W64>(key, first, j, native);
         let wide = |x: [f32; W64]| Pack(x.map(|v| v as f64));
         ((wide(c), wide(s)), (wide(c2), wide(s2)))
     }
     #[inline(always)]
-    fn law2_block2(key: [u32; 2], first: u64, j: u64) -> [Self::V; 8] {
-        gauss::law2_block2::<W64, { 2 * W64 }>(key, first, j).map(|x| Pack(x.map(|v| v as f64)))
+    fn law2_block2(key: [u32; 2], first: u64, j: u64, native: bool) -> [Self::V; 8] {
+        gauss::law2_block2::<W64, { 2 * W64 }>(key, first, j, native)
+            .map(|x| Pack(x.map(|v| v as f64)))
     }
 }
 

@@ -82,44 +82,48 @@ fn conformance_levels() {
     report.finish();
 }
 
-/// Data law 2: the SIMD generator's lanes (16 streams side by side, the square root vectorised)
-/// are the reference streams' normals bit for bit, including sequence indices past 2^32.
+/// Data law 2: the SIMD generator's lanes (16 streams side by side, the square root vectorised;
+/// where the CPU has AVX-512F also the Philox rounds in 512-bit registers, one to three groups of
+/// 16 lanes) are the reference streams' normals bit for bit, including sequence indices past 2^32.
 #[test]
 fn law2_lanes_are_the_reference_streams_bit_for_bit() {
     use icl_core::rng::{law2, Law};
+    use icl_cpu_simd::gauss::{law2_block, law2_blocks};
     let key = law2::key_of(rng::stream_base(9, Domain::Train, 4));
-    for first in [0u64, 100, (1 << 32) - 3] {
-        let refs: Vec<Vec<f64>> = (0..16)
-            .map(|k| {
-                let mut v = vec![0.0; 4 * 40];
-                let mut r = rng::stream_in(Law::V2, 9, Domain::Train, 4, first + k);
-                rng::fill_normal(&mut r, &mut v);
-                v
-            })
-            .collect();
-        for j in 0..40 {
-            let ((c, s), (c2, s2)) = icl_cpu_simd::gauss::law2_block::<16>(key, first, j as u64);
-            for (k, want) in refs.iter().enumerate() {
-                let got = [c[k], s[k], c2[k], s2[k]].map(|x| x as f64);
-                assert_eq!(
-                    got[..],
-                    want[4 * j..4 * j + 4],
-                    "stream {first} + {k}, block {j}"
-                );
-            }
-        }
-        // two blocks side by side (lane m: block j + m / 16 of stream first + m % 16)
-        for j in (0..40).step_by(2) {
-            let ((c, s), (c2, s2)) =
-                icl_cpu_simd::gauss::law2_blocks::<16, 32>(key, first, j as u64);
-            for m in 0..32 {
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    for native in [false, avx512] {
+        for first in [0u64, 100, (1 << 32) - 3] {
+            let refs: Vec<Vec<f64>> = (0..16)
+                .map(|k| {
+                    let mut v = vec![0.0; 4 * 42];
+                    let mut r = rng::stream_in(Law::V2, 9, Domain::Train, 4, first + k);
+                    rng::fill_normal(&mut r, &mut v);
+                    v
+                })
+                .collect();
+            // lane m of a call at block j: block j + m / 16 of stream first + m % 16
+            let check = |j: usize, m: usize, got: [f32; 4]| {
                 let (k, b) = (m % 16, j + m / 16);
-                let got = [c[m], s[m], c2[m], s2[m]].map(|x| x as f64);
                 assert_eq!(
-                    got[..],
+                    got.map(|x| x as f64)[..],
                     refs[k][4 * b..4 * b + 4],
-                    "stream {first} + {k}, block {b}"
+                    "stream {first} + {k}, block {b}, native {native}"
                 );
+            };
+            for j in 0..40 {
+                let ((c, s), (c2, s2)) = law2_block::<16>(key, first, j as u64, native);
+                (0..16).for_each(|m| check(j, m, [c[m], s[m], c2[m], s2[m]]));
+            }
+            for j in (0..40).step_by(2) {
+                let ((c, s), (c2, s2)) = law2_blocks::<16, 32>(key, first, j as u64, native);
+                (0..32).for_each(|m| check(j, m, [c[m], s[m], c2[m], s2[m]]));
+            }
+            for j in (0..40).step_by(3) {
+                let ((c, s), (c2, s2)) = law2_blocks::<16, 48>(key, first, j as u64, native);
+                (0..48).for_each(|m| check(j, m, [c[m], s[m], c2[m], s2[m]]));
             }
         }
     }
