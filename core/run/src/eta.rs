@@ -32,10 +32,10 @@ impl Eta {
     /// a resumed run's restored steps took no time here).
     pub fn new(cfg: &Config, start: u64) -> Self {
         let (batch, len) = (cfg.train.batch, cfg.task.len);
+        let spec = ModelSpec::from_config(cfg).ok();
         let flops = |l: usize| -> f64 {
-            ModelSpec::from_config(cfg)
+            spec.as_ref()
                 .map(|m| m.step_flops(l, batch))
-                .ok()
                 .filter(|f| f.is_finite() && *f > 0.0)
                 .unwrap_or(1.0)
         };
