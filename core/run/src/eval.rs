@@ -605,10 +605,16 @@ pub fn gpt2_baselines(cfg: &Config) -> Vec<Estimator> {
 /// (`plot_utils.collect_results`): k for sparse linear functions, 1 for decision trees, d
 /// otherwise (linear functions, E (w·x)² = d; two-layer networks, whose scaling gives d too).
 pub fn normalization(cfg: &Config) -> f64 {
+    normalization_at(cfg, cfg.task.d)
+}
+
+/// [`normalization`] with `d` of `cfg.task.d`'s coordinates in use (a curriculum's stage, the
+/// others zero).
+pub fn normalization_at(cfg: &Config, d: usize) -> f64 {
     match cfg.task.kind {
         TaskKind::Sparse => cfg.task.sparsity as f64,
         TaskKind::Tree => 1.0,
-        _ => cfg.task.d as f64,
+        _ => d as f64,
     }
 }
 

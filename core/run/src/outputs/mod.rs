@@ -42,7 +42,7 @@ pub fn write<T: RunScalar>(
 
 /// The run's name for its figures' titles: the folder's name (without the staging folder's
 /// `.` and `.partial` while the trainer writes it).
-fn run_name(dir: &RunDir) -> String {
+pub(super) fn run_name(dir: &RunDir) -> String {
     let name = dir
         .dir
         .file_name()
@@ -57,7 +57,7 @@ fn run_name(dir: &RunDir) -> String {
 }
 
 /// `loss.svg`: the training loss curve (log step and loss axes), titled with the run's name.
-fn loss_plot(dir: &RunDir, curve: &[(f64, f64)]) -> Result<()> {
+pub(super) fn loss_plot(dir: &RunDir, curve: &[(f64, f64)]) -> Result<()> {
     if curve.len() >= 2 {
         figures::loss(curve)
             .for_run(&run_name(dir))

@@ -21,6 +21,26 @@ pub fn loss(curve: &[(f64, f64)]) -> Figure {
     })
 }
 
+/// [`loss`] over a curriculum (Garg et al.'s, which grows d and L as training goes): the raw loss,
+/// which rises with d while the model learns, and below it the loss over E y² at each point's
+/// dimension (`per_d`: (step, loss / E y²), their squared error / d).
+pub fn loss_curriculum(curve: &[(f64, f64)], per_d: &[(f64, f64)]) -> Figure {
+    Figure::stacked(vec![
+        Panel {
+            title: "training loss (the curriculum grows d, and E y² with it)".into(),
+            x: Axis::log("step").steps(),
+            y: Axis::log("MSE"),
+            series: vec![Series::line("train loss", curve.to_vec())],
+        },
+        Panel {
+            title: "training loss / E y² at the step's curriculum d".into(),
+            x: Axis::log("step").steps(),
+            y: Axis::log("MSE / E y²"),
+            series: vec![Series::line("train loss / E y²", per_d.to_vec())],
+        },
+    ])
+}
+
 /// Each head's omega (mean diagonal of KQ_11) and mu (OV entry of the first output) against the
 /// step, one panel each: `omega[h]` and `mu[h]` hold head h's value at every `steps` entry
 /// (heads numbered from 0, as in `summary.json` and `circuits.svg`). `omega_refs` and
