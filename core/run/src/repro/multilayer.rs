@@ -9,7 +9,7 @@
 //! linear T = 2..4, H = 2 / 1, d = 5, L = 120, batch 256, the presets' step counts; the IV
 //! two-block model and TF Ref) and the claims measured on them (depth, Table 1, stacking, TF ≈
 //! Algorithm 1, OOD, IV). Errors are measured against the noise-free target, not divided by d.
-use super::claim::{claim, fmt_list, ClaimDef, Reading, Tolerance};
+use super::claim::{claim, fmt_list, mean_se, ClaimDef, Reading, Tolerance};
 use super::{risk_se, spec, theory_list, RunSpec, Runs, Scale};
 use crate::error::{Result, RunError};
 use crate::eval::MlEvalOptions;
@@ -28,6 +28,23 @@ const TABLE1_LINEAR: [(usize, f64, f64); 3] = [
 ];
 /// The spec's Monte Carlo of Algorithm 1 at s = T with the Table-1 softmax parameters (§8).
 const ALG1_AT_T: [f64; 3] = [0.095, 0.033, 0.012];
+
+/// The seeds of the softmax T = 2 runs whose spread Table 1's T = 2 claims show: the preset's
+/// (`softmax-t2`) and the next two (`softmax-t2-seed2`, `-seed3`).
+const T2_SEEDS: [u64; 3] = [1029, 1030, 1031];
+
+/// The runs of [`T2_SEEDS`], the preset's seed first.
+fn t2_seed_runs() -> Vec<String> {
+    (1..=T2_SEEDS.len())
+        .map(|k| {
+            if k == 1 {
+                "softmax-t2".to_string()
+            } else {
+                format!("softmax-t2-seed{k}")
+            }
+        })
+        .collect()
+}
 
 /// The eigenvalue ranges of the out-of-distribution claims (Fig. 24, C.7): the training one,
 /// three moderate shifts and a large one.
@@ -195,6 +212,14 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
             &[],
         ));
     }
+    // the seed-to-seed spread of Table 1 at T = 2: two more seeds of the softmax T = 2 run
+    for (k, seed) in T2_SEEDS.iter().enumerate().skip(1) {
+        specs.push(spec(
+            format!("softmax-t2-seed{}", k + 1),
+            "multilayer-t2",
+            &[("train.seed", seed.to_string())],
+        ));
+    }
     specs.push(spec("iv-2stage", "iv-2stage", &[]));
     specs.push(spec("iv-tf-ref", "iv-tf-ref", &[]));
     let soft: Vec<String> = (1..=4).map(|t| format!("softmax-t{t}")).collect();
@@ -222,24 +247,46 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
     ] {
         for (t, u1, u2) in rows {
             let name = format!("{kind}-t{t}");
+            // softmax T = 2 over three seeds (their mean and its standard error), the others one
+            let runs: Vec<String> = if kind == "softmax" && t == 2 {
+                t2_seed_runs()
+            } else {
+                vec![name.clone()]
+            };
             for (j, paper) in [u1, u2].into_iter().enumerate() {
-                let n = name.clone();
+                let runs = runs.clone();
                 defs.push(
                     claim(format!("table1-{name}-u{}", j + 1), "Table 1", if j == 0 {
                         "Table 1: the covariate step ⟨u₁, ω⟩ of the trained looped block (negative)"
                     } else {
                         "Table 1: the label step ⟨u₂, ω⟩ of the trained looped block (positive)"
                     })
-                    .runs([&name])
+                    .runs(runs.clone())
                     .paper(paper)
                     .within(paper, tol)
                     .measure(move |r| {
-                        let s = r.summary(&n)?;
-                        let ta = s
-                            .transformer
-                            .as_ref()
-                            .ok_or_else(|| RunError::Refused(format!("{n} is not a transformer run")))?;
-                        Ok(Reading::new(if j == 0 { ta.u1_omega } else { ta.u2_omega }.unwrap_or(f64::NAN)))
+                        let v: Vec<f64> = runs
+                            .iter()
+                            .map(|n| {
+                                let s = r.summary(n)?;
+                                let ta = s.transformer.as_ref().ok_or_else(|| {
+                                    RunError::Refused(format!("{n} is not a transformer run"))
+                                })?;
+                                Ok(if j == 0 { ta.u1_omega } else { ta.u2_omega }.unwrap_or(f64::NAN))
+                            })
+                            .collect::<Result<_>>()?;
+                        if v.len() == 1 {
+                            return Ok(Reading::new(v[0]));
+                        }
+                        let (m, se) = mean_se(&v);
+                        let sd = se * (v.len() as f64).sqrt();
+                        Ok(Reading::mean(&v).note(format!(
+                            "the mean of {} seeds ({}: {}), their standard deviation {sd:.4}; the paper's is one run, {:+.1} of these standard deviations from the mean",
+                            v.len(),
+                            runs.join(", "),
+                            fmt_list(&v),
+                            (paper - m) / sd
+                        )))
                     }),
                 );
             }
@@ -340,4 +387,48 @@ fn ml_eval(r: &Runs, name: &str, ml: MlEvalOptions) -> Result<EvalRows> {
 /// The risk of `estimator` at length `len` (NaN when absent).
 fn risk(rows: &EvalRows, estimator: &str, len: usize) -> f64 {
     risk_se(rows, estimator, len).0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Table 1's softmax T = 2 claims are measured over three runs of three different seeds,
+    /// the first the preset's own (so `softmax-t2` is the run every other claim reads); the
+    /// other Table 1 claims over one run each.
+    #[test]
+    fn table1_t2_is_measured_over_three_seeds() {
+        let (specs, defs) = plan(Scale::Paper);
+        let runs = |id: &str| defs.iter().find(|d| d.id == id).unwrap().runs.clone();
+        let three = ["softmax-t2", "softmax-t2-seed2", "softmax-t2-seed3"];
+        assert_eq!(runs("table1-softmax-t2-u1"), three);
+        assert_eq!(runs("table1-softmax-t2-u2"), three);
+        assert_eq!(runs("table1-softmax-t3-u1"), ["softmax-t3"]);
+        assert_eq!(runs("table1-linear-t2-u2"), ["linear-t2"]);
+        let seeds: Vec<u64> = three
+            .iter()
+            .map(|n| {
+                let s = specs.iter().find(|s| s.name == *n).unwrap();
+                let cfg = s.build().unwrap();
+                assert_eq!(
+                    cfg.train.steps,
+                    icl_core::presets::preset("multilayer-t2")
+                        .unwrap()
+                        .train
+                        .steps
+                );
+                cfg.train.seed
+            })
+            .collect();
+        assert_eq!(seeds, [1029, 1030, 1031]);
+        assert_eq!(
+            seeds[0],
+            icl_core::presets::preset("multilayer-t2")
+                .unwrap()
+                .train
+                .seed
+        );
+        // the smoke scale trains nothing
+        assert!(plan(Scale::Smoke).0.is_empty());
+    }
 }
