@@ -26,12 +26,10 @@ fn run<T: SimdScalar>(spec: &StackSpec, steps: usize) {
     let (n, len) = (256, 120);
     let (c, batch) = inputs::<T>(spec, n, len, 0.3, 7);
     let mut g = StackCircuits::zeros(spec);
-    // forward + backward flops per sequence, layer and head: 4 N L E + 8 N E^2, times 3
-    let (nn, e) = ((len + 1) as f64, spec.e as f64);
-    let flop = 3.0
-        * (spec.layers * spec.heads) as f64
-        * (4.0 * nn * len as f64 * e + 8.0 * nn * e * e)
-        * n as f64;
+    // `icl bench`'s count (`StackSpec::step_flops`: the columns the kernels compute, the last
+    // layer the query's only; before 2026-11-30 this example counted every column of every
+    // layer, 1.7x the work at T = 3)
+    let flop = spec.step_flops(len, n);
     for level in [Level::Base, Level::Avx2, Level::Avx512] {
         if level > icl_cpu_simd::dispatch::detected()
             || std::env::var("KERNELS_LEVEL").is_ok_and(|l| l != level.as_str())
