@@ -11,7 +11,11 @@
 //!   grouped by the probe that logs it, so TensorBoard shows one section per probe;
 //! * `train/lr`: the learning rate (`train.lr`);
 //! * `train/steps_per_second`: training steps per wall-clock second since the previous row of the
-//!   session (or its start); rows a resumed session writes from its checkpoint have none.
+//!   session (or its start); rows a resumed session writes from its checkpoint have none;
+//! * under Garg et al.'s curriculum (GPT-2 runs with `task.curriculum`): `curriculum/d` and
+//!   `curriculum/L`, the dimension and context length of the row's last step, and
+//!   `curriculum/loss_over_Ey2`, the loss over E y² at that dimension (Garg et al.'s squared
+//!   error / d; the raw loss rises as the curriculum grows d).
 //!
 //! Each event carries its wall time, so event files are outside icl's same-seed-same-bytes
 //! guarantee (which `model.safetensors`, `metrics.csv` and `snapshots.safetensors` keep).
@@ -48,6 +52,8 @@
 //! bytes (2: strings and messages). Fields at their default (step 0) are left out, as protobuf
 //! does; the first event of a file has `file_version = "brain.Event:2"`.
 use crate::error::{Result, RunError};
+use icl_core::config::Config;
+use icl_core::families::gpt2::objective::Curriculum;
 use icl_core::train::{Column, LogRow};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -322,6 +328,21 @@ pub struct EventLog {
     /// The trainer's step count and the time of the last row written in this session (or of
     /// its start), for `train/steps_per_second`.
     last: (u64, Instant),
+    /// The run's curriculum and config, for the `curriculum/*` scalars (`None`: no curriculum).
+    stages: Option<(Curriculum, Box<Config>)>,
+}
+
+/// The `curriculum/*` scalars of a row at `step` (steps done) of a run of `cfg` under `c`: its
+/// last step's (0-based `step - 1`) dimension and length, and the loss over E y² at that
+/// dimension ([`crate::eval::normalization_at`]).
+fn stage_values(c: &Curriculum, cfg: &Config, step: u64, loss: f64) -> [(String, f32); 3] {
+    let (d, l) = c.at(step.saturating_sub(1));
+    let norm = crate::eval::normalization_at(cfg, d);
+    [
+        ("curriculum/d".into(), d as f32),
+        ("curriculum/L".into(), l as f32),
+        ("curriculum/loss_over_Ey2".into(), (loss / norm) as f32),
+    ]
 }
 
 impl EventLog {
@@ -343,6 +364,23 @@ impl EventLog {
         step: u64,
         t0: Instant,
     ) -> Result<EventLog> {
+        Self::open_for(dir, from, rows, columns, lr, step, t0, None)
+    }
+
+    /// [`EventLog::open`] for a run of `cfg` (`Some`): its curriculum, where it has one, adds the
+    /// `curriculum/*` scalars to every row.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_for(
+        dir: &Path,
+        from: &Path,
+        rows: &[&LogRow],
+        columns: &[Column],
+        lr: f64,
+        step: u64,
+        t0: Instant,
+        cfg: Option<&Config>,
+    ) -> Result<EventLog> {
+        let stages = cfg.and_then(|c| Some((Curriculum::of(&c.task)?, Box::new(c.clone()))));
         let kept = keep_prefix(dir, from, rows)?;
         let path = dir.join(new_name(dir)?);
         let file = std::fs::OpenOptions::new()
@@ -362,6 +400,7 @@ impl EventLog {
             lr,
             written: kept,
             last: (step, t0),
+            stages,
         };
         let head = Event {
             wall_time: now(),
@@ -412,6 +451,9 @@ impl EventLog {
         let xs = r.values.iter().copied().chain([self.lr]);
         values.extend(self.tags.iter().cloned().zip(xs.map(|x| x as f32)));
         values.extend(rate.map(|x| ("train/steps_per_second".to_string(), x)));
+        if let Some((c, cfg)) = &self.stages {
+            values.extend(stage_values(c, cfg, r.step, r.loss));
+        }
         Event {
             wall_time: now(),
             step: r.step as i64,
@@ -576,6 +618,54 @@ mod tests {
 
     /// Sessions that stop after writing rows a checkpoint does not hold (and one cut mid-record)
     /// continue the stream: every row once, in order, and each earlier file keeps its prefix.
+    #[test]
+    fn a_curriculum_run_logs_its_stage_and_the_loss_over_its_e_y2() {
+        let dir = std::env::temp_dir().join(format!("icl-tb-curriculum-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cfg = icl_core::presets::preset("garg-linear-tiny").unwrap();
+        let all: Vec<LogRow> = [1u64, 2000, 2001, 4000, 50_000]
+            .iter()
+            .map(|&s| row(s, 10.0))
+            .collect();
+        let refs: Vec<&LogRow> = all.iter().collect();
+        let t0 = Instant::now();
+        let mut log = EventLog::open_for(&dir, &dir, &[], &[], 1e-4, 0, t0, Some(&cfg)).unwrap();
+        log.rows(&refs, 50_000).unwrap();
+        drop(log);
+        // Garg et al.'s curriculum written out: d = min(5 + floor(t / 2000), 20) and
+        // L = min(10 + 2 floor(t / 2000), 40) at 0-based step t = row step - 1
+        let evs: Vec<Event> = read_run(&dir)
+            .unwrap()
+            .into_iter()
+            .filter(|e| !e.values.is_empty())
+            .collect();
+        let want = [
+            (5.0, 10.0),
+            (5.0, 10.0),
+            (6.0, 12.0),
+            (6.0, 12.0),
+            (20.0, 40.0),
+        ];
+        assert_eq!(evs.len(), want.len());
+        for (e, (d, l)) in evs.iter().zip(want) {
+            assert_eq!(e.value("curriculum/d"), Some(d), "step {}", e.step);
+            assert_eq!(e.value("curriculum/L"), Some(l));
+            assert_eq!(e.value("curriculum/loss_over_Ey2"), Some((10.0 / d) as f32));
+        }
+        // without a curriculum, none of them
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        cfg.set("task.curriculum", "false").unwrap();
+        let mut log = EventLog::open_for(&dir, &dir, &[], &[], 1e-4, 0, t0, Some(&cfg)).unwrap();
+        log.rows(&refs, 50_000).unwrap();
+        drop(log);
+        let evs = read_run(&dir).unwrap();
+        assert!(evs.iter().all(|e| e.value("curriculum/d").is_none()));
+        assert!(evs.iter().any(|e| e.value("train/loss").is_some()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn sessions_continue_the_stream_without_repeats_or_gaps() {
         let dir = std::env::temp_dir().join(format!("icl-tb-sessions-{}", std::process::id()));

@@ -373,7 +373,7 @@ fn run(
         Some(r) if r.finished => stage.out.clone(),
         _ => stage.dir.dir.clone(),
     };
-    let mut events = dispatch!(&tr, t => EventLog::open(
+    let mut events = dispatch!(&tr, t => EventLog::open_for(
         &stage.dir.dir,
         &from,
         &t.rows(),
@@ -381,6 +381,7 @@ fn run(
         t.cfg.train.lr,
         t.step,
         clock.t0,
+        Some(&t.cfg),
     )?);
     let finished =
         dispatch!(&mut tr, t => train_loop(t, &stage, o, &clock, &mut events, progress)?);
