@@ -640,7 +640,7 @@ mod tests {
             .into_iter()
             .filter(|e| !e.values.is_empty())
             .collect();
-        let want = [
+        let want: [(f64, f32); 5] = [
             (5.0, 10.0),
             (5.0, 10.0),
             (6.0, 12.0),
@@ -649,7 +649,7 @@ mod tests {
         ];
         assert_eq!(evs.len(), want.len());
         for (e, (d, l)) in evs.iter().zip(want) {
-            assert_eq!(e.value("curriculum/d"), Some(d), "step {}", e.step);
+            assert_eq!(e.value("curriculum/d"), Some(d as f32), "step {}", e.step);
             assert_eq!(e.value("curriculum/L"), Some(l));
             assert_eq!(e.value("curriculum/loss_over_Ey2"), Some((10.0 / d) as f32));
         }
