@@ -140,6 +140,12 @@ fn fig2_in_small_and_the_family_contracts() {
     ];
     a.extend(SMALL);
     ok(&a);
+    // under the curriculum loss.svg has a second panel, the loss over E y² at the step's d
+    let loss = std::fs::read_to_string(run.join("loss.svg")).unwrap();
+    assert!(
+        loss.contains("training loss / E y² at the step"),
+        "loss.svg"
+    );
 
     // Fig. 2 in small: the error at every number of examples L before the query
     let ev = eval_json(&run, &["--samples", "2000"]);
@@ -465,5 +471,47 @@ fn function_classes_train_and_evaluate_with_their_baselines() {
         );
         assert!(!run.exists());
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `icl train` says a curriculum's schedule and when it reaches the full size.
+#[test]
+fn train_says_the_curriculum_schedule() {
+    let dir = tmp("schedule");
+    let mut a = vec![
+        "train",
+        "--preset",
+        "garg-linear-tiny",
+        "--steps",
+        "2",
+        "--set",
+        "task.curriculum_every=300",
+        "--out",
+        s(&dir),
+    ];
+    a.extend(SMALL);
+    let o = icl(&a);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // SMALL's d = 5, L = 10 from the preset's d = 5, L = 10 start: the full size at once, so
+    // the schedule is said without a step
+    assert!(
+        err.contains("icl: curriculum: d 5 and L 10 from the start"),
+        "{err}"
+    );
+    let mut b = a.clone();
+    b.extend([
+        "--set",
+        "task.curriculum_d=2",
+        "--set",
+        "task.curriculum_L=4",
+        "--force",
+    ]);
+    let o = icl(&b);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("icl: curriculum: d 2 -> 5 (+1) and L 4 -> 10 (+2) every 300 steps; the full size (d = 5, L = 10) not reached: it starts at step 900"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -71,14 +71,15 @@ pub fn run(a: &Args) -> CliResult {
     // what a fresh run trains, said once it has started (a refusal before stays one line)
     let starting = match (&a.resume, &cfg) {
         (None, Some(c)) => Some(format!(
-            "icl: training {}: {} steps{}",
+            "icl: training {}: {} steps{}{}",
             a.cfg.describe(),
             c.train.steps,
             if a.opts.steps.is_none() {
                 " (--steps N sets another length)"
             } else {
                 ""
-            }
+            },
+            curriculum_line(c)
         )),
         _ => None,
     };
@@ -206,4 +207,30 @@ pub fn run(a: &Args) -> CliResult {
             std::process::exit(130);
         }
     }
+}
+
+/// A second line for a run under Garg et al.'s curriculum: its schedule and the step from which
+/// it trains at the full size (empty without a curriculum).
+fn curriculum_line(cfg: &icl_core::Config) -> String {
+    let Some(c) = icl_core::families::gpt2::objective::Curriculum::of(&cfg.task) else {
+        return String::new();
+    };
+    let when = match c.full_size_step() {
+        Some(0) => String::new(),
+        Some(s) if s < cfg.train.steps => {
+            format!(
+                "; the full size (d = {}, L = {}) from step {s}",
+                cfg.task.d, cfg.task.len
+            )
+        }
+        Some(s) => format!(
+            "; the full size (d = {}, L = {}) not reached: it starts at step {s}",
+            cfg.task.d, cfg.task.len
+        ),
+        None => format!(
+            "; the full size (d = {}, L = {}) never (an increment of 0)",
+            cfg.task.d, cfg.task.len
+        ),
+    };
+    format!("\nicl: curriculum: {}{when}", c.describe())
 }

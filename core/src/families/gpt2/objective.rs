@@ -38,6 +38,39 @@ impl Curriculum {
         })
     }
 
+    /// The first step (counted from 0) that trains at the full d and L, `None` when an
+    /// increment of 0 leaves one below its end for ever.
+    pub fn full_size_step(&self) -> Option<u64> {
+        let stage = |(start, inc, end): (usize, usize, usize)| -> Option<u64> {
+            if start >= end {
+                Some(0)
+            } else if inc == 0 {
+                None
+            } else {
+                u64::try_from((end - start).div_ceil(inc)).ok()
+            }
+        };
+        let k = stage(self.d)?.max(stage(self.len)?);
+        k.checked_mul(self.every)
+    }
+
+    /// The schedule in words: `d 5 -> 20 (+1) and L 10 -> 40 (+2) every 2000 steps`.
+    pub fn describe(&self) -> alloc::string::String {
+        let part = |name: &str, (start, inc, end): (usize, usize, usize)| {
+            if start >= end {
+                alloc::format!("{name} {end}")
+            } else {
+                alloc::format!("{name} {start} -> {end} (+{inc})")
+            }
+        };
+        let (d, l) = (part("d", self.d), part("L", self.len));
+        if self.full_size_step() == Some(0) {
+            alloc::format!("{d} and {l} from the start")
+        } else {
+            alloc::format!("{d} and {l} every {} steps", self.every)
+        }
+    }
+
     /// (dimension, context length) at step `step` (counted from 0).
     pub fn at(&self, step: u64) -> (usize, usize) {
         let k = usize::try_from(step / self.every).unwrap_or(usize::MAX);
@@ -194,6 +227,40 @@ mod tests {
         let c = Curriculum::of(&cfg.task).unwrap();
         assert_eq!(c.at(0), (3, 8));
         assert_eq!(c.at(1 << 40), (3, 8));
+    }
+
+    #[test]
+    fn the_full_size_step_is_where_the_curriculum_ends() {
+        let mut cfg = crate::presets::preset("garg-linear").unwrap();
+        let c = Curriculum::of(&cfg.task).unwrap();
+        // d: 15 increments of 1, L: 15 of 2, every 2000 steps: the full size from step 30,000
+        assert_eq!(c.full_size_step(), Some(30_000));
+        assert_eq!(c.at(29_999), (19, 38));
+        assert_eq!(
+            c.describe(),
+            "d 5 -> 20 (+1) and L 10 -> 40 (+2) every 2000 steps"
+        );
+        // L ends later than d: d 5 -> 8 in 3 stages, L 10 -> 40 in ceil(30 / 4) = 8
+        cfg.set("task.d", "8").unwrap();
+        cfg.set("task.curriculum_L_inc", "4").unwrap();
+        let c = Curriculum::of(&cfg.task).unwrap();
+        assert_eq!(c.full_size_step(), Some(16_000));
+        assert_eq!(c.at(15_999), (8, 38));
+        assert_eq!(c.at(16_000), (8, 40));
+        assert_eq!(
+            c.describe(),
+            "d 5 -> 8 (+1) and L 10 -> 40 (+4) every 2000 steps"
+        );
+        // an increment of 0 never reaches the end
+        cfg.set("task.curriculum_d_inc", "0").unwrap();
+        let c = Curriculum::of(&cfg.task).unwrap();
+        assert_eq!(c.full_size_step(), None);
+        // already at full size
+        cfg.set("task.d", "5").unwrap();
+        cfg.set("task.L", "10").unwrap();
+        let c = Curriculum::of(&cfg.task).unwrap();
+        assert_eq!(c.full_size_step(), Some(0));
+        assert_eq!(c.describe(), "d 5 and L 10 from the start");
     }
 
     /// Truncation keeps the noise and the first coordinates' share of every label: with
