@@ -355,22 +355,11 @@ impl EventLog {
     ///    of `rows`, in order (a file left with no row is removed);
     /// 2. a new file, named after every earlier one, gets the `file_version` event and the rows
     ///    no earlier file held (without `train/steps_per_second`).
-    pub fn open(
-        dir: &Path,
-        from: &Path,
-        rows: &[&LogRow],
-        columns: &[Column],
-        lr: f64,
-        step: u64,
-        t0: Instant,
-    ) -> Result<EventLog> {
-        Self::open_for(dir, from, rows, columns, lr, step, t0, None)
-    }
-
-    /// [`EventLog::open`] for a run of `cfg` (`Some`): its curriculum, where it has one, adds the
-    /// `curriculum/*` scalars to every row.
+    ///
+    /// `cfg`: the run's config; its curriculum, where it has one, adds the `curriculum/*`
+    /// scalars to every row.
     #[allow(clippy::too_many_arguments)]
-    pub fn open_for(
+    pub fn open(
         dir: &Path,
         from: &Path,
         rows: &[&LogRow],
@@ -630,7 +619,7 @@ mod tests {
             .collect();
         let refs: Vec<&LogRow> = all.iter().collect();
         let t0 = Instant::now();
-        let mut log = EventLog::open_for(&dir, &dir, &[], &[], 1e-4, 0, t0, Some(&cfg)).unwrap();
+        let mut log = EventLog::open(&dir, &dir, &[], &[], 1e-4, 0, t0, Some(&cfg)).unwrap();
         log.rows(&refs, 50_000).unwrap();
         drop(log);
         // Garg et al.'s curriculum written out: d = min(5 + floor(t / 2000), 20) and
@@ -657,7 +646,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         cfg.set("task.curriculum", "false").unwrap();
-        let mut log = EventLog::open_for(&dir, &dir, &[], &[], 1e-4, 0, t0, Some(&cfg)).unwrap();
+        let mut log = EventLog::open(&dir, &dir, &[], &[], 1e-4, 0, t0, Some(&cfg)).unwrap();
         log.rows(&refs, 50_000).unwrap();
         drop(log);
         let evs = read_run(&dir).unwrap();
@@ -685,14 +674,14 @@ mod tests {
         };
         let t0 = Instant::now();
         // session 1: 12 rows written, the checkpoint holds 8
-        let mut a = EventLog::open(&dir, &dir, &[], &cols, 0.1, 0, t0).unwrap();
+        let mut a = EventLog::open(&dir, &dir, &[], &cols, 0.1, 0, t0, None).unwrap();
         for n in 1..=12 {
             a.rows(&refs(n), all[n - 1].step).unwrap();
         }
         let first = a.path().to_path_buf();
         drop(a);
         // session 2 from the checkpoint: 8 rows kept, then 20 written, the last one cut short
-        let mut b = EventLog::open(&dir, &dir, &refs(8), &cols, 0.1, 80, t0).unwrap();
+        let mut b = EventLog::open(&dir, &dir, &refs(8), &cols, 0.1, 80, t0, None).unwrap();
         assert_ne!(b.path(), first);
         assert_eq!(steps(&read_events(&first).unwrap()).len(), 8);
         b.rows(&refs(20), 200).unwrap();
@@ -706,7 +695,7 @@ mod tests {
         f.set_len(len - 3).unwrap();
         drop(f);
         // session 3 from a checkpoint at row 15, whose state holds 15 rows
-        let mut c = EventLog::open(&dir, &dir, &refs(15), &cols, 0.1, 150, t0).unwrap();
+        let mut c = EventLog::open(&dir, &dir, &refs(15), &cols, 0.1, 150, t0, None).unwrap();
         c.rows(&refs(30), 300).unwrap();
         let evs = read_run(&dir).unwrap();
         let want: Vec<i64> = all.iter().map(|r| r.step as i64).collect();
@@ -719,7 +708,7 @@ mod tests {
         assert_eq!(event_files(&dir).unwrap().len(), 3);
         // session 4 restarts from a run killed before its first checkpoint (no rows): the
         // earlier files go
-        EventLog::open(&dir, &dir, &[], &cols, 0.1, 0, t0).unwrap();
+        EventLog::open(&dir, &dir, &[], &cols, 0.1, 0, t0, None).unwrap();
         assert_eq!(steps(&read_run(&dir).unwrap()), Vec::<i64>::new());
         assert_eq!(event_files(&dir).unwrap().len(), 1);
         // a session extending a finished run copies its files (from the run, not the staging
@@ -727,10 +716,10 @@ mod tests {
         let (run, stage) = (dir.join("run"), dir.join("stage"));
         std::fs::create_dir_all(&run).unwrap();
         std::fs::create_dir_all(&stage).unwrap();
-        let mut done = EventLog::open(&run, &run, &[], &cols, 0.1, 0, t0).unwrap();
+        let mut done = EventLog::open(&run, &run, &[], &cols, 0.1, 0, t0, None).unwrap();
         done.rows(&refs(10), 100).unwrap();
         std::fs::write(stage.join(format!("{FILE_PREFIX}0000000001.icl")), b"junk").unwrap();
-        let mut more = EventLog::open(&stage, &run, &refs(10), &cols, 0.1, 100, t0).unwrap();
+        let mut more = EventLog::open(&stage, &run, &refs(10), &cols, 0.1, 100, t0, None).unwrap();
         more.rows(&refs(30), 300).unwrap();
         assert_eq!(steps(&read_run(&stage).unwrap()), want);
         assert_eq!(steps(&read_run(&run).unwrap()), want[..10]);

@@ -373,7 +373,7 @@ fn run(
         Some(r) if r.finished => stage.out.clone(),
         _ => stage.dir.dir.clone(),
     };
-    let mut events = dispatch!(&tr, t => EventLog::open_for(
+    let mut events = dispatch!(&tr, t => EventLog::open(
         &stage.dir.dir,
         &from,
         &t.rows(),
