@@ -226,20 +226,53 @@ fn risk_per_position(res: &EvalRows, d: usize) -> Result<Figure> {
             format!("d = {d}, E y² = {}", super::ticks::number(norm, None)),
         )
     };
-    let series = eval_series(res, norm)?;
-    let title = with_shift(
-        res,
-        format!("{ylabel} ({what}) against in-context examples (±1 standard error)"),
-    );
+    let mut series = eval_series(res, norm)?;
     let lens: Vec<f64> = res.rows.iter().map(|r| r.len as f64).collect();
+    // Garg et al.'s axis: up to 1.25, with the zero predictor's level at 1; higher where the
+    // model goes higher, so that a baseline's blow-up at few examples (averaging's, ~d / L)
+    // does not flatten every other line
+    let (x0, x1) = lens
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &l| {
+            (a.min(l), b.max(l))
+        });
+    if x0 <= x1 {
+        series.push(
+            Series::level("predicting 0 (E y²)", 1.0, x0, x1)
+                .with_dash(super::Dash::Dashed)
+                .with_color(7),
+        );
+    }
+    let top = res
+        .rows
+        .iter()
+        .filter(|r| r.estimator == "model")
+        .map(|r| (r.risk + r.stderr) / norm)
+        .filter(|v| v.is_finite())
+        .fold(1.25f64, |a, v| a.max(1.1 * v));
+    let highest = res
+        .rows
+        .iter()
+        .map(|r| (r.risk + r.stderr) / norm)
+        .filter(|v| v.is_finite())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let title = format!("{ylabel} ({what}) against in-context examples (±1 standard error)");
+    let y = if highest > top {
+        // the axis ends on the labelled tick above `top` (as every axis does)
+        let end = super::ticks::outer(0.0, top, false).1;
+        let label = format!("{ylabel} (cut at {})", super::ticks::number(end, None));
+        Axis::linear(&label).with_max(top)
+    } else {
+        Axis::linear(&ylabel)
+    };
     Ok(Figure::single(Panel {
-        title,
+        title: with_shift(res, title),
         x: Axis::auto(
             "in-context examples (pairs before the prediction)",
             lens.iter().copied(),
             20.0,
         ),
-        y: Axis::linear(&ylabel),
+        y,
         series,
     }))
 }
@@ -331,4 +364,67 @@ fn with_shift(res: &EvalRows, mut title: String) -> String {
         }
     }
     title
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GPT-2 evaluation (d = 20) whose model peaks at `model_top` × d and whose averaging
+    /// baseline reaches `avg_top` × d at one example.
+    fn gpt2_rows(model_top: f64, avg_top: f64) -> EvalRows {
+        let mut rows = Vec::new();
+        for l in 0..=40usize {
+            let m = model_top * (1.0 - l as f64 / 80.0);
+            rows.push(
+                serde_json::json!({"estimator": "model", "L": l, "risk": 20.0 * m, "stderr": 0.2}),
+            );
+            let a = if l == 1 { avg_top } else { 0.9 };
+            rows.push(serde_json::json!({"estimator": "averaging", "L": l, "risk": 20.0 * a, "stderr": 0.2}));
+        }
+        serde_json::from_value(serde_json::json!({
+            "rows": rows, "samples": 100, "seed": 1, "engine": "simd",
+            "d": 20, "normalization": 20.0, "train_len": 40
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_gpt2_figure_cuts_its_axis_above_the_model_as_garg_et_al_do() {
+        // averaging at 20 × E y² with one example: the axis ends at Garg et al.'s 1.25 (on its
+        // labelled tick, 1.4) and says so; the zero predictor's level is drawn at 1
+        let f = risk_vs_len(&gpt2_rows(1.0, 20.0)).unwrap();
+        let p = &f.panels[0];
+        assert_eq!(p.y.max, Some(1.25));
+        assert!(p.y.label.contains("(cut at 1.4)"), "{}", p.y.label);
+        assert!(p
+            .series
+            .iter()
+            .any(|s| s.name == "predicting 0 (E y²)" && s.points.iter().all(|q| q.1 == 1.0)));
+        // a model above 1.25 (under a shift) keeps its whole line: 1.1 × (its top + 1 SE)
+        let f = risk_vs_len(&gpt2_rows(2.4, 20.0)).unwrap();
+        let want = 1.1 * (2.4 + 0.2 / 20.0);
+        assert!((f.panels[0].y.max.unwrap() - want).abs() < 1e-12);
+        // nothing above: no cut
+        let f = risk_vs_len(&gpt2_rows(1.0, 1.0)).unwrap();
+        assert_eq!(f.panels[0].y.max, None);
+        assert!(!f.panels[0].y.label.contains("cut"));
+        f.svg().unwrap();
+    }
+
+    #[test]
+    fn a_line_leaves_the_plot_where_it_crosses_the_top() {
+        let pieces = crate::plot::below_top(&[(0.0, 0.0), (1.0, 2.0), (2.0, 0.0), (3.0, 0.5)], 1.0);
+        assert_eq!(
+            pieces,
+            vec![
+                vec![(0.0, 0.0), (0.5, 1.0)],
+                vec![(1.5, 1.0), (2.0, 0.0), (3.0, 0.5)]
+            ]
+        );
+        // entirely above: nothing; entirely below: the line itself
+        assert!(crate::plot::below_top(&[(0.0, 2.0), (1.0, 3.0)], 1.0).is_empty());
+        let low = [(0.0, 0.1), (1.0, 0.2)];
+        assert_eq!(crate::plot::below_top(&low, 1.0), vec![low.to_vec()]);
+    }
 }

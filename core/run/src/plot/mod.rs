@@ -344,6 +344,9 @@ pub struct Axis {
     /// The labelled ticks, when they are given (e.g. the evaluated lengths); used when every
     /// two are far enough apart to be read, otherwise the automatic ticks are.
     pub ticks: Option<Vec<f64>>,
+    /// The highest value the axis shows (a y axis): where the data go higher, the axis ends
+    /// there and the lines leave the plot at its top edge (points above it are not drawn).
+    pub max: Option<f64>,
 }
 
 impl Axis {
@@ -354,6 +357,7 @@ impl Axis {
             scale: Scale::Linear,
             labels: Labels::Number,
             ticks: None,
+            max: None,
         }
     }
     /// A log axis of numbers.
@@ -380,6 +384,11 @@ impl Axis {
     /// The same axis labelled at `ticks` where they are far enough apart.
     pub fn with_ticks(mut self, ticks: Vec<f64>) -> Axis {
         self.ticks = Some(ticks);
+        self
+    }
+    /// The same axis ending at `max` at most (see [`Axis::max`]).
+    pub fn with_max(mut self, max: f64) -> Axis {
+        self.max = Some(max);
         self
     }
     /// The same axis with integer / SI tick labels (training steps).
@@ -863,6 +872,35 @@ fn sparse_points(data: &[(f64, f64, f64)], xc: &Coord) -> Vec<usize> {
         .collect()
 }
 
+/// The stretches of the polyline `xy` at or below `top`, each ending where the line crosses it
+/// (linearly between two points): what a line leaving the plot at its top edge draws.
+pub(crate) fn below_top(xy: &[(f64, f64)], top: f64) -> Vec<Vec<(f64, f64)>> {
+    let mut out: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut cur: Vec<(f64, f64)> = Vec::new();
+    let cross = |a: (f64, f64), b: (f64, f64)| {
+        let t = (top - a.1) / (b.1 - a.1);
+        (a.0 + t * (b.0 - a.0), top)
+    };
+    for (k, &p) in xy.iter().enumerate() {
+        let prev = k.checked_sub(1).map(|j| xy[j]);
+        match (prev, p.1 <= top) {
+            (Some(a), true) if a.1 > top => cur.push(cross(a, p)),
+            (Some(a), false) if a.1 <= top => {
+                cur.push(cross(a, p));
+                out.push(std::mem::take(&mut cur));
+            }
+            _ => {}
+        }
+        if p.1 <= top {
+            cur.push(p);
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
 fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
     let all: Vec<Vec<(f64, f64, f64)>> = p.series.iter().map(|s| drawable(p, s)).collect();
     let xs = all.iter().flatten().map(|q| q.0);
@@ -885,6 +923,10 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
         (0.0, yr.1)
     } else {
         yr
+    };
+    let yr = match p.y.max {
+        Some(m) if yr.1 > m && yr.0 < m => (yr.0, m),
+        _ => yr,
     };
     let yr = ticks::outer(yr.0, yr.1, p.y.scale == Scale::Log);
     let (xc, yc) = (Coord::new(&p.x, xr), Coord::new(&p.y, yr));
@@ -925,16 +967,19 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
         let style = col.stroke_width(2);
         let xy: Vec<(f64, f64)> = data.iter().map(|q| (q.0, q.1)).collect();
         if !s.scatter {
-            match s.dash.pattern() {
-                Some((on, off)) => chart
-                    .draw_series(DashedLineSeries::new(xy, on, off, style))
-                    .map_err(perr)?,
-                None => chart
-                    .draw_series(LineSeries::new(xy, style))
-                    .map_err(perr)?,
-            };
+            for piece in below_top(&xy, yc.hi) {
+                match s.dash.pattern() {
+                    Some((on, off)) => chart
+                        .draw_series(DashedLineSeries::new(piece, on, off, style))
+                        .map_err(perr)?,
+                    None => chart
+                        .draw_series(LineSeries::new(piece, style))
+                        .map_err(perr)?,
+                };
+            }
         }
-        // every point of a marked series; the sparse stretches of a measured (solid) one
+        // every point of a marked series; the sparse stretches of a measured (solid) one; none
+        // above the axis
         let marked: Vec<usize> = if s.markers || s.scatter {
             (0..data.len()).collect()
         } else if s.dash == Dash::Solid {
@@ -942,6 +987,7 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
         } else {
             Vec::new()
         };
+        let marked: Vec<usize> = marked.into_iter().filter(|&k| data[k].1 <= yc.hi).collect();
         chart
             .draw_series(
                 marked
@@ -950,7 +996,7 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
             )
             .map_err(perr)?;
         let bar = col.stroke_width(1);
-        for &(x, y, e) in data.iter().filter(|q| q.2 > 0.0) {
+        for &(x, y, e) in data.iter().filter(|q| q.2 > 0.0 && q.1 <= yc.hi) {
             // clipped to the axis (a risk's bar does not reach below 0)
             let lo = if usable(&p.y, y - e) {
                 (y - e).max(yc.lo)
