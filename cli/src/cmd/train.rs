@@ -79,7 +79,7 @@ pub fn run(a: &Args) -> CliResult {
             } else {
                 ""
             },
-            curriculum_line(c)
+            icl_core_run::eta::curriculum_note(c).map_or(String::new(), |n| format!("\nicl: {n}"))
         )),
         _ => None,
     };
@@ -207,30 +207,4 @@ pub fn run(a: &Args) -> CliResult {
             std::process::exit(130);
         }
     }
-}
-
-/// A second line for a run under Garg et al.'s curriculum: its schedule and the step from which
-/// it trains at the full size (empty without a curriculum).
-fn curriculum_line(cfg: &icl_core::Config) -> String {
-    let Some(c) = icl_core::families::gpt2::objective::Curriculum::of(&cfg.task) else {
-        return String::new();
-    };
-    let when = match c.full_size_step() {
-        Some(0) => String::new(),
-        Some(s) if s < cfg.train.steps => {
-            format!(
-                "; the full size (d = {}, L = {}) from step {s}",
-                cfg.task.d, cfg.task.len
-            )
-        }
-        Some(s) => format!(
-            "; the full size (d = {}, L = {}) not reached: it starts at step {s}",
-            cfg.task.d, cfg.task.len
-        ),
-        None => format!(
-            "; the full size (d = {}, L = {}) never (an increment of 0)",
-            cfg.task.d, cfg.task.len
-        ),
-    };
-    format!("\nicl: curriculum: {}{when}", c.describe())
 }

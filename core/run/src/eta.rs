@@ -15,6 +15,22 @@ use std::time::{Duration, Instant};
 /// there on (a pessimistic estimate; the presets have 16 stages).
 const MAX_STAGES: u64 = 100_000;
 
+/// What a run under Garg et al.'s curriculum says when it starts (`None` without one): its
+/// schedule and the step from which it trains at the full size, e.g. `curriculum: d 5 -> 20 (+1)
+/// and L 10 -> 40 (+2) every 2000 steps; the full size (d = 20, L = 40) from step 30000`. The CLI
+/// and Python's progress line print it.
+pub fn curriculum_note(cfg: &Config) -> Option<String> {
+    let c = Curriculum::of(&cfg.task)?;
+    let size = format!("the full size (d = {}, L = {})", cfg.task.d, cfg.task.len);
+    let when = match c.full_size_step() {
+        Some(0) => String::new(),
+        Some(s) if s < cfg.train.steps => format!("; {size} from step {s}"),
+        Some(s) => format!("; {size} not reached: it starts at step {s}"),
+        None => format!("; {size} never (an increment of 0)"),
+    };
+    Some(format!("curriculum: {}{when}", c.describe()))
+}
+
 /// The cost of a run's steps, and the step this session started from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Eta {

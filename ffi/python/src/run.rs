@@ -393,6 +393,8 @@ fn run_training(
     let mut last_line = Instant::now();
     let mut stop: Option<PyErr> = None;
     let mut printed = false;
+    // the curriculum's schedule is said once, before the first line
+    let mut said = false;
     // the step this session started from (a resumed run's first call is after its step + 1)
     let mut start: Option<u64> = None;
     // the time left by the work of the steps left (`icl_core_run::eta`, as the CLI's bar)
@@ -415,6 +417,14 @@ fn run_training(
             match &report {
                 Report::Quiet => {}
                 Report::Line => {
+                    if !said {
+                        // a fresh run under a curriculum says its schedule first
+                        said = true;
+                        let note = cfg.as_ref().and_then(icl_core_run::eta::curriculum_note);
+                        if let Some(n) = note.filter(|_| from == 0) {
+                            stderr_write(py, &format!("{n}\n"));
+                        }
+                    }
                     if step == total || last_line.elapsed() >= Duration::from_millis(500) {
                         last_line = Instant::now();
                         // this session's steps only: a resumed run's restored ones took no time

@@ -62,6 +62,19 @@ def test_progress_line_on_stderr(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_curriculum_run_says_its_schedule(tmp_path, capsys):
+    cfg = icl.Config.preset("garg-linear-tiny")
+    for k, v in [("task.d", 5), ("task.L", 10), ("model.positions", 11), ("model.layers", 1),
+                 ("model.embd", 8), ("task.curriculum_d", 2), ("task.curriculum_L", 4),
+                 ("task.curriculum_every", 300)]:
+        cfg.set(k, v)
+    icl.train(cfg, steps=3, out=tmp_path / "g", eval_samples=0)
+    err = capsys.readouterr().err
+    want = "curriculum: d 2 -> 5 (+1) and L 4 -> 10 (+2) every 300 steps; the full size (d = 5, L = 10) not reached: it starts at step 900"
+    assert err.count(want) == 1, err
+    assert "step 3/3" in err
+
+
 class Stop(Exception):
     pass
 
