@@ -60,12 +60,18 @@ pub fn omega_mu(
     Figure::stacked(vec![om, mp])
 }
 
+/// The smallest and largest of `v` (`(inf, -inf)` when empty: then `lo <= hi` is false).
+fn min_max(v: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    v.into_iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        })
+}
+
 /// Grey dashed levels (name, y) across the steps of `panel`, each in its own dash.
 fn with_levels(panel: &mut Panel, steps: &[f64], levels: &[(String, f64)]) {
     let x = steps.iter().copied().filter(|s| *s > 0.0 && s.is_finite());
-    let (x0, x1) = x.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| {
-        (a.min(s), b.max(s))
-    });
+    let (x0, x1) = min_max(x);
     if !(x0 <= x1) {
         return;
     }
@@ -231,11 +237,7 @@ fn risk_per_position(res: &EvalRows, d: usize) -> Result<Figure> {
     // Garg et al.'s axis: up to 1.25, with the zero predictor's level at 1; higher where the
     // model goes higher, so that a baseline's blow-up at few examples (averaging's, ~d / L)
     // does not flatten every other line
-    let (x0, x1) = lens
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &l| {
-            (a.min(l), b.max(l))
-        });
+    let (x0, x1) = min_max(lens.iter().copied());
     if x0 <= x1 {
         series.push(
             Series::level("predicting 0 (E y²)", 1.0, x0, x1)
@@ -310,11 +312,7 @@ fn eval_series(res: &EvalRows, scale: f64) -> Result<Vec<Series>> {
     for ((est, tau), pts, err, taus) in groups {
         let mut name = estimator_name(&est);
         if tau == "opt" {
-            let (lo, hi) = taus
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &t| {
-                    (a.min(t), b.max(t))
-                });
+            let (lo, hi) = min_max(taus.iter().copied());
             name = if lo == hi {
                 format!("{name}, τ opt = {}", tau_text(lo))
             } else {
@@ -336,11 +334,7 @@ fn eval_series(res: &EvalRows, scale: f64) -> Result<Vec<Series>> {
     if let Some(l) = res.train_len {
         let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
         let ys: Vec<f64> = ys.filter(|y| y.is_finite() && *y > 0.0).collect();
-        let (lo, hi) = ys
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &y| {
-                (a.min(y), b.max(y))
-            });
+        let (lo, hi) = min_max(ys);
         if lo <= hi {
             series.push(
                 Series::line(
