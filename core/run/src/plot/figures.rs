@@ -259,24 +259,24 @@ fn risk_per_position(res: &EvalRows, d: usize) -> Result<Figure> {
         .filter(|v| v.is_finite())
         .fold(f64::NEG_INFINITY, f64::max);
     let title = format!("{ylabel} ({what}) against in-context examples (±1 standard error)");
-    let y = if highest > top {
-        // the axis ends on the labelled tick above `top` (as every axis does)
-        let end = super::ticks::outer(0.0, top, false).1;
-        let label = format!("{ylabel} (cut at {})", super::ticks::number(end, None));
-        Axis::linear(&label).with_max(top)
-    } else {
-        Axis::linear(&ylabel)
-    };
-    Ok(Figure::single(Panel {
+    let mut panel = Panel {
         title: with_shift(res, title),
         x: Axis::auto(
             "in-context examples (pairs before the prediction)",
             lens.iter().copied(),
             20.0,
         ),
-        y,
+        y: Axis::linear(&ylabel),
         series,
-    }))
+    };
+    if highest > top {
+        // the axis ends where the drawing will end it: on the labelled tick above `top`
+        panel.y = panel.y.with_max(top);
+        if let Some((_, end)) = super::y_extent(&panel) {
+            panel.y.label = format!("{ylabel} (cut at {})", super::ticks::number(end, None));
+        }
+    }
+    Ok(Figure::single(panel))
 }
 
 /// One line per estimator (and temperature) of `res`, risks and errors divided by `scale`, and

@@ -872,6 +872,28 @@ fn sparse_points(data: &[(f64, f64, f64)], xc: &Coord) -> Vec<usize> {
         .collect()
 }
 
+/// The y range `p` is drawn over (`None`: nothing to draw): its points and error bars, padded;
+/// not below 0 for a quantity never negative; cut at the axis' [`Axis::max`] where the data go
+/// higher; ending on labelled ticks, so that its bottom and top values can be read off.
+pub(crate) fn y_extent(p: &Panel) -> Option<(f64, f64)> {
+    let all: Vec<(f64, f64, f64)> = p.series.iter().flat_map(|s| drawable(p, s)).collect();
+    let ys = all
+        .iter()
+        .flat_map(|&(_, y, e)| [y, y + e, if e > 0.0 && y - e > 0.0 { y - e } else { y }]);
+    let yr = range(&p.y, ys, 0.05)?;
+    let nonneg = all.iter().all(|q| q.1 >= 0.0);
+    let yr = if nonneg && yr.0 < 0.0 {
+        (0.0, yr.1)
+    } else {
+        yr
+    };
+    let yr = match p.y.max {
+        Some(m) if yr.1 > m && yr.0 < m => (yr.0, m),
+        _ => yr,
+    };
+    Some(ticks::outer(yr.0, yr.1, p.y.scale == Scale::Log))
+}
+
 /// The stretches of the polyline `xy` at or below `top`, each ending where the line crosses it
 /// (linearly between two points): what a line leaving the plot at its top edge draws.
 pub(crate) fn below_top(xy: &[(f64, f64)], top: f64) -> Vec<Vec<(f64, f64)>> {
@@ -906,29 +928,12 @@ fn draw_panel(area: &DrawingArea<SVGBackend, Shift>, p: &Panel) -> Result<()> {
     let xs = all.iter().flatten().map(|q| q.0);
     let markers = p.series.iter().any(|s| s.markers);
     let xr = range(&p.x, xs, if markers { 0.04 } else { 0.0 });
-    let ys = all
-        .iter()
-        .flatten()
-        .flat_map(|&(_, y, e)| [y, y + e, if e > 0.0 && y - e > 0.0 { y - e } else { y }]);
-    let (Some(xr), Some(yr)) = (xr, range(&p.y, ys, 0.05)) else {
+    let (Some(xr), Some(yr)) = (xr, y_extent(p)) else {
         return Err(RunError::Refused(format!(
             "nothing to plot in \"{}\"",
             p.title
         )));
     };
-    // the y range ends on labelled ticks: its bottom and top values can be read off; a
-    // quantity never negative is not padded below 0
-    let nonneg = all.iter().flatten().all(|q| q.1 >= 0.0);
-    let yr = if nonneg && yr.0 < 0.0 {
-        (0.0, yr.1)
-    } else {
-        yr
-    };
-    let yr = match p.y.max {
-        Some(m) if yr.1 > m && yr.0 < m => (yr.0, m),
-        _ => yr,
-    };
-    let yr = ticks::outer(yr.0, yr.1, p.y.scale == Scale::Log);
     let (xc, yc) = (Coord::new(&p.x, xr), Coord::new(&p.y, yr));
     let (corner, crowd) = legend_corner(p, &xc, &yc);
     let inside = p.series.len() <= INSIDE_LEGEND && crowd == 0;
