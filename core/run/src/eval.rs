@@ -608,6 +608,18 @@ pub fn normalization(cfg: &Config) -> f64 {
     normalization_at(cfg, cfg.task.d)
 }
 
+/// The curriculum stage of a row logged at `step` (steps done): the dimension and context length
+/// of its last step (0-based `step - 1`) and E y² at that dimension ([`normalization_at`]), what
+/// the row's loss is divided by in `loss.svg` and TensorBoard.
+pub fn row_stage(
+    cfg: &Config,
+    c: &icl_core::families::gpt2::objective::Curriculum,
+    step: u64,
+) -> (usize, usize, f64) {
+    let (d, l) = c.at(step.saturating_sub(1));
+    (d, l, normalization_at(cfg, d))
+}
+
 /// [`normalization`] with `d` of `cfg.task.d`'s coordinates in use (a curriculum's stage, the
 /// others zero).
 pub fn normalization_at(cfg: &Config, d: usize) -> f64 {

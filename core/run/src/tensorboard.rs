@@ -332,12 +332,10 @@ pub struct EventLog {
     stages: Option<(Curriculum, Box<Config>)>,
 }
 
-/// The `curriculum/*` scalars of a row at `step` (steps done) of a run of `cfg` under `c`: its
-/// last step's (0-based `step - 1`) dimension and length, and the loss over E y² at that
-/// dimension ([`crate::eval::normalization_at`]).
+/// The `curriculum/*` scalars of a row at `step` (steps done) of a run of `cfg` under `c`
+/// ([`crate::eval::row_stage`]).
 fn stage_values(c: &Curriculum, cfg: &Config, step: u64, loss: f64) -> [(String, f32); 3] {
-    let (d, l) = c.at(step.saturating_sub(1));
-    let norm = crate::eval::normalization_at(cfg, d);
+    let (d, l, norm) = crate::eval::row_stage(cfg, c, step);
     [
         ("curriculum/d".into(), d as f32),
         ("curriculum/L".into(), l as f32),

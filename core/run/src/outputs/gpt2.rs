@@ -62,19 +62,16 @@ pub fn write<T: RunScalar>(
 }
 
 /// Under a curriculum, each point of the loss curve over E y² at its step's dimension
-/// ([`crate::eval::normalization_at`]: Garg et al.'s squared error / d); `None` without one.
-/// A point at step s (steps done) is the mean loss of the steps since the previous row, divided
-/// at the dimension of its last step, s - 1 counted from 0: exact where `train.log_every`
-/// divides `task.curriculum_every` (every preset's), as no row then spans two stages.
+/// ([`crate::eval::row_stage`]: Garg et al.'s squared error / d); `None` without one. A point at
+/// step s (steps done) is the mean loss of the steps since the previous row, divided at the
+/// dimension of its last step: exact where `train.log_every` divides `task.curriculum_every`
+/// (every preset's), as no row then spans two stages.
 fn loss_per_d(cfg: &Config, curve: &[(f64, f64)]) -> Option<Vec<(f64, f64)>> {
     let c = Curriculum::of(&cfg.task)?;
     Some(
         curve
             .iter()
-            .map(|&(s, loss)| {
-                let (d, _) = c.at((s as u64).saturating_sub(1));
-                (s, loss / crate::eval::normalization_at(cfg, d))
-            })
+            .map(|&(s, loss)| (s, loss / crate::eval::row_stage(cfg, &c, s as u64).2))
             .collect(),
     )
 }

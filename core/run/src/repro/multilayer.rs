@@ -280,7 +280,7 @@ fn trained(specs: &mut Vec<RunSpec>, defs: &mut Vec<ClaimDef>) {
                         }
                         let (m, se) = mean_se(&v);
                         let sd = se * (v.len() as f64).sqrt();
-                        Ok(Reading::mean(&v).note(format!(
+                        Ok(Reading::new(m).stderr(Some(se)).note(format!(
                             "the mean of {} seeds ({}: {}), their standard deviation {sd:.4}; the paper's is one run, {:+.1} of these standard deviations from the mean",
                             v.len(),
                             runs.join(", "),
