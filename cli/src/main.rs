@@ -35,6 +35,8 @@ enum Command {
     Export(cmd::export::Args),
     /// A trained model's predictions on given prompts (safetensors in and out).
     Predict(cmd::predict::Args),
+    /// Draw a finished run's training figures again (loss.svg, omega_mu.svg, pattern.svg, ...).
+    Plot(cmd::plot::Args),
     /// List presets (and with --keys every configuration key).
     Presets(cmd::presets::Args),
     /// Closed forms and dynamical systems of the four papers.
@@ -68,6 +70,7 @@ fn main() {
         Command::Import(a) => cmd::import::run(a),
         Command::Predict(a) => cmd::predict::run(a),
         Command::Export(a) => cmd::export::run(a),
+        Command::Plot(a) => cmd::plot::run(a),
         Command::Presets(a) => cmd::presets::run(a),
         Command::Theory(a) => cmd::theory::run(a),
         Command::Bench(a) => cmd::bench::run(a),

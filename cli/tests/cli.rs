@@ -111,6 +111,23 @@ fn train_writes_run_folder_and_prints_summary_path_last() {
     }
     assert!(out.join("circuits.svg").is_file());
 
+    // plot --json: the training figures drawn again, the same bytes, listed with the folder's
+    // other figures
+    let loss_svg = std::fs::read(out.join("loss.svg")).unwrap();
+    std::fs::write(out.join("loss.svg"), "stale").unwrap();
+    let o = icl(&["plot", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        p["figures"],
+        serde_json::json!(["circuits.svg", "loss.svg", "omega_mu.svg"])
+    );
+    assert!(std::fs::read(out.join("loss.svg")).unwrap() == loss_svg);
+    // a folder that is not there: one line, exit 2
+    let o = icl(&["plot", out.join("nothing").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
+
     // eval --json contract
     let o = icl(&[
         "eval",
@@ -328,6 +345,26 @@ fn import_torch_state_dict() {
         run.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // an imported model has no training log: `icl plot` refuses it, nothing written
+    let files = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    let listed = files(&run);
+    let o = icl(&["plot", run.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("icl: error: ")
+            && err.contains("no training log")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_eq!(files(&run), listed);
     // the run's model holds the file's tensors, bit for bit
     let model = std::fs::read(run.join("model.safetensors")).unwrap();
     let model = safetensors::SafeTensors::deserialize(&model).unwrap();

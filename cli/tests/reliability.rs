@@ -1151,6 +1151,20 @@ fn class6_sigterm_and_sigint_checkpoint_and_the_minute_cadence_survives_kill_9()
         step > 0 && step < steps.parse().unwrap(),
         "checkpoint at step {step}"
     );
+    // training into the folder again without --resume is refused, nothing touched, and the
+    // error names the command that continues it
+    let again = icl(&["train", "--preset", "quick", "-q", "--out", s(&out)]);
+    let err = String::from_utf8_lossy(&again.stderr).to_string();
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("icl train --resume {}", out.display())),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&ckpt).unwrap(),
+        bytes,
+        "the refusal touched the checkpoint"
+    );
     let r = resume(&out);
     let err = String::from_utf8_lossy(&r.stderr).to_string();
     assert!(r.status.success(), "{err}");

@@ -6,6 +6,7 @@ pub mod embedded;
 pub mod eval;
 pub mod export;
 pub mod import;
+pub mod plot;
 pub mod predict;
 pub mod presets;
 pub mod repro;

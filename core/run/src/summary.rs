@@ -93,7 +93,7 @@ pub struct LinattnSummary {
 }
 
 /// `summary.json` of a trained run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub preset: Option<String>,
     pub config: serde_json::Value,

@@ -614,9 +614,11 @@ impl Stage {
         if !resume && stage.checkpoint().is_file() {
             if !force {
                 return Err(RunError::Refused(format!(
-                    "{} has an interrupted run (in {}): continue it with --resume, or start over with --force",
+                    "{} has an interrupted run (in {}): continue it with `icl train --resume {}` \
+                     (icl.resume in Python), or start over with --force",
                     out.display(),
-                    path.display()
+                    path.display(),
+                    out.display()
                 )));
             }
             stage.clear()?;

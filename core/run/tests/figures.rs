@@ -732,8 +732,39 @@ fn every_figure_of_a_run_renders() {
             check_png_of(&dir.file(f));
         }
     };
+    // `icl plot`: the training figures drawn again from the model's training log are the bytes
+    // training wrote, the run's other files untouched (checked before analyze and eval add theirs)
+    let redraws = |dir: &RunDir, drawn: &[&str]| {
+        let read = |f: &str| std::fs::read(dir.file(f)).unwrap();
+        let kept: Vec<(&str, Vec<u8>)> = ["model.safetensors", "metrics.csv", "summary.json"]
+            .iter()
+            .map(|&f| (f, read(f)))
+            .collect();
+        let before: Vec<Vec<u8>> = drawn.iter().map(|f| read(f)).collect();
+        for f in drawn {
+            std::fs::remove_file(dir.file(f)).unwrap();
+        }
+        let figures = icl_core_run::outputs::redraw(dir).unwrap();
+        let svgs: Vec<&str> = drawn
+            .iter()
+            .copied()
+            .filter(|f| f.ends_with(".svg"))
+            .collect();
+        assert_eq!(figures, svgs, "{}", dir.dir.display());
+        for (f, b) in drawn.iter().zip(before) {
+            assert!(
+                read(f) == b,
+                "{f} of {} drawn differently",
+                dir.dir.display()
+            );
+        }
+        for (f, b) in kept {
+            assert!(read(f) == b, "{f} of {} changed", dir.dir.display());
+        }
+    };
     let short = [("train.steps", "60"), ("train.log_every", "20")];
     let he = run("he2025", &short);
+    redraws(&he, &["loss.svg", "omega_mu.svg"]);
     icl_core_run::analyze::analyze_run(&he, true).unwrap();
     check(&he, &["loss.svg", "omega_mu.svg", "circuits.svg"]);
     let loss_svg = std::fs::read_to_string(he.file("loss.svg")).unwrap();
@@ -787,12 +818,24 @@ fn every_figure_of_a_run_renders() {
         "zhang2025-fig1",
         &[("train.steps", "200"), ("train.log_every", "20")],
     );
+    redraws(
+        &z,
+        &[
+            "alignment.csv",
+            "loss.csv",
+            "loss.svg",
+            "m.csv",
+            "values.csv",
+            "values.svg",
+        ],
+    );
     check(&z, &["loss.svg", "values.svg"]);
     // fig. 1's twin is dashed, so the loss under it still shows
     let t = texts(&std::fs::read_to_string(z.file("loss.svg")).unwrap());
     assert!(has(&t, "cubic-feature MLP (twin, dashed)"), "{t:?}");
 
     let ml = run("multilayer-t2", &short);
+    redraws(&ml, &["loss.svg", "pattern.svg"]);
     icl_core_run::analyze::analyze_run(&ml, true).unwrap();
     check(&ml, &["loss.svg", "pattern.svg", "circuits.svg"]);
 
@@ -800,6 +843,7 @@ fn every_figure_of_a_run_renders() {
         "garg-linear-tiny",
         &[("train.steps", "20"), ("train.log_every", "10")],
     );
+    redraws(&g, &["loss.svg"]);
     icl_core_run::analyze::analyze_run(&g, true).unwrap();
     check(&g, &["loss.svg", "attention.svg"]);
 }

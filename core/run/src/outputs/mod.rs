@@ -40,6 +40,39 @@ pub fn write<T: RunScalar>(
     }
 }
 
+/// Draw a finished run's figures again (`icl plot DIR`) with this icl's code, from the trainer's
+/// state that its `model.safetensors` keeps (the log, its early rows, the snapshots) and its
+/// config: the same files [`write`] wrote when the run finished (`loss.svg` and the family's
+/// figures; a linear-attention run's CSVs too), byte for byte where the drawing code has not
+/// changed since. Nothing is evaluated, and `summary.json`, the model and `metrics.csv` are not
+/// touched. Returns the run's figure files (`*.svg`) afterwards, by name. A folder that is not a
+/// run, and a model without a trainer's state (an imported one, or one saved by a trainer handle
+/// of the C API, which keeps no log), are refused with nothing written.
+pub fn redraw(dir: &RunDir) -> Result<Vec<String>> {
+    use crate::any::AnyTrainer;
+    use crate::dispatch;
+    dir.check_run()?;
+    let loaded = crate::checkpoint::load(&dir.model())?;
+    let Some(state) = loaded.state else {
+        return Err(crate::error::RunError::Refused(format!(
+            "{} holds no training log (an imported model, or a run saved without the trainer's \
+             state): there is nothing to draw",
+            dir.model().display()
+        )));
+    };
+    let engines = crate::engines::Engines::named(None);
+    let tr = AnyTrainer::resume(&loaded.config, &engines, state, &Default::default())?;
+    let mut scratch = Summary::default();
+    dispatch!(&tr, t => write(t, dir, None, None, 0, &mut scratch))?;
+    let mut figures: Vec<String> = std::fs::read_dir(&dir.dir)
+        .map_err(|e| crate::error::RunError::Os(dir.dir.clone(), e))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".svg"))
+        .collect();
+    figures.sort();
+    Ok(figures)
+}
+
 /// The run's name for its figures' titles: the folder's name (without the staging folder's
 /// `.` and `.partial` while the trainer writes it).
 pub(super) fn run_name(dir: &RunDir) -> String {
