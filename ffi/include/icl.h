@@ -957,6 +957,22 @@ icl_status icl_theory_value(const char *name, const char *const *keys, const cha
 icl_status icl_train_run(const icl_config *cfg, const char *out_dir, const char *const *keys, const char *const *values, size_t n, char *buf, size_t cap, size_t *needed);
 
 /**
+ * Draw the training figures of the finished run in `dir` again like `icl plot DIR --json`
+ * (`loss.svg` and its family's: `omega_mu.svg`, `pattern.svg`, ...; a linear-attention run's
+ * CSVs too) from the training log its `model.safetensors` keeps, and copy `{"dir", "figures"}`
+ * (the folder's figure files by name) into `buf` (capacity `cap`, NUL included; `needed`,
+ * optional, receives the size required). `summary.json`, the model and `metrics.csv` are not
+ * touched. Statuses: `ICL_ERR_ARGUMENT` (`dir` is not a run folder, or its model keeps no
+ * training log: an imported model, or one saved by `icl_model_save` or `icl_trainer_save`),
+ * `ICL_ERR_IO` (`dir` is missing, or a figure cannot be written), `ICL_ERR_CHECKPOINT` (its
+ * `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `buf`
+ * NULL with `cap` > 0), `ICL_ERR_UTF8`, `ICL_ERR_SIZE` (`cap` too small: nothing is copied and
+ * `*needed` is set, but the figures are drawn; calling again draws the same bytes).
+ * Thread-safe.
+ */
+icl_status icl_run_plot(const char *dir, char *buf, size_t cap, size_t *needed);
+
+/**
  * Create a trainer for a configuration into `*out`: the model initialised from `train.seed`, the
  * optimiser of `train.*`, run by the engine `engine` (optional: NULL means `icl_default_engine()`,
  * the engine `icl train` uses without `--engine`; "" is not a name). With the same configuration

@@ -356,6 +356,10 @@ pub mod bridge {
         /// --json` prints one per line, as one JSON array (`{"index", "name", "state", ...}`). Throws where
         /// `icl_sweep_status` returns a status.
         fn sweep_status(dir: &str) -> Result<String>;
+        /// Draw the training figures of the finished run `dir` again like `icl plot DIR
+        /// --json` and return `{"dir", "figures"}`. Throws where `icl_run_plot` returns a
+        /// status.
+        fn run_plot(dir: &str) -> Result<String>;
         /// Collect the sweep folder `dir` like `icl sweep collect DIR --json` (writes
         /// `results.csv`, `results.json`, `runs.csv`, plots) and return `{"columns", "rows",
         /// "incomplete", "files"}`; `partial` leaves out runs not complete instead of throwing.
@@ -811,6 +815,9 @@ fn sweep_run(dir: &str, keys: &Vec<String>, values: &Vec<String>) -> FfiResult<S
 }
 fn sweep_status(dir: &str) -> FfiResult<String> {
     guard_cxx(|| crate::c::sweep::status_json(dir))
+}
+fn run_plot(dir: &str) -> FfiResult<String> {
+    guard_cxx(|| crate::c::train::plot_json(dir))
 }
 fn sweep_collect(dir: &str, partial: bool) -> FfiResult<String> {
     guard_cxx(|| crate::c::sweep::collect_json(dir, partial))

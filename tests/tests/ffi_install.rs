@@ -264,7 +264,7 @@ fn cpp_eval_and_repro_are_the_clis() {
     assert!(text.ends_with("0 failed\n"), "{text}");
     assert_eq!(
         text.lines().filter(|l| l.starts_with("ok ")).count(),
-        17,
+        19,
         "{text}"
     );
     // train_run: the run folder of `icl train` with the same options, byte for byte

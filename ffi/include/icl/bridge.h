@@ -1329,6 +1329,11 @@ void eval_plot(::rust::Str rows_json, ::rust::Str path);
 // `icl_sweep_status` returns a status.
 ::rust::String sweep_status(::rust::Str dir);
 
+// Draw the training figures of the finished run `dir` again like `icl plot DIR
+// --json` and return `{"dir", "figures"}`. Throws where `icl_run_plot` returns a
+// status.
+::rust::String run_plot(::rust::Str dir);
+
 // Collect the sweep folder `dir` like `icl sweep collect DIR --json` (writes
 // `results.csv`, `results.json`, `runs.csv`, plots) and return `{"columns", "rows",
 // "incomplete", "files"}`; `partial` leaves out runs not complete instead of throwing.

@@ -193,6 +193,14 @@ impl Run {
         to_py(py, &a)
     }
 
+    /// Draw the run's training figures again (as `icl plot DIR`): `loss.svg` and its family's
+    /// (`omega_mu.svg`, `pattern.svg`, ...) from the training log its model keeps, with this
+    /// icl's drawing code; returns the folder's figure files by name.
+    fn plot(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let dir = RunDir::new(&self.dir);
+        py.detach(|| icl_core_run::outputs::redraw(&dir)).or_py()
+    }
+
     /// The effective circuits: `{"kq": (H, E, E), "ov": (H, n_out, E), "omega": (H,),
     /// "mu": (H, n_out)}` float64 arrays (E = d + n_out; score of key z_l for query z_q is
     /// z_l^T KQ z_q).

@@ -52,6 +52,14 @@ def test_analyze_plot_writes_circuits_svg(tmp_path):
     assert (run.dir / "circuits.svg").read_text().lstrip().startswith("<svg")
 
 
+def test_plot_draws_the_figures_training_wrote(tmp_path):
+    run = icl.train("quick", steps=20, out=tmp_path / "r", progress=False, eval_samples=0)
+    loss = (run.dir / "loss.svg").read_bytes()
+    (run.dir / "loss.svg").unlink()
+    assert run.plot() == ["loss.svg", "omega_mu.svg"]
+    assert (run.dir / "loss.svg").read_bytes() == loss
+
+
 def test_eval_equals_cli(runs, cli_json):
     want = cli_json("eval", runs["cli"], "--lengths", "10,40", "--samples", 3000, "--json")
     got = runs["py"].eval(lengths=[10, 40], samples=3000, as_frame=False)

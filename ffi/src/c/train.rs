@@ -75,3 +75,35 @@ pub(crate) fn train_json(cfg: &Config, out: &str, a: &TrainArgs) -> FfiResult<St
         )),
     }
 }
+
+/// Draw the training figures of the finished run in `dir` again like `icl plot DIR --json`
+/// (`loss.svg` and its family's: `omega_mu.svg`, `pattern.svg`, ...; a linear-attention run's
+/// CSVs too) from the training log its `model.safetensors` keeps, and copy `{"dir", "figures"}`
+/// (the folder's figure files by name) into `buf` (capacity `cap`, NUL included; `needed`,
+/// optional, receives the size required). `summary.json`, the model and `metrics.csv` are not
+/// touched. Statuses: `ICL_ERR_ARGUMENT` (`dir` is not a run folder, or its model keeps no
+/// training log: an imported model, or one saved by `icl_model_save` or `icl_trainer_save`),
+/// `ICL_ERR_IO` (`dir` is missing, or a figure cannot be written), `ICL_ERR_CHECKPOINT` (its
+/// `model.safetensors` is refused as by `icl_model_load`), `ICL_ERR_NULL` (`dir` NULL, `buf`
+/// NULL with `cap` > 0), `ICL_ERR_UTF8`, `ICL_ERR_SIZE` (`cap` too small: nothing is copied and
+/// `*needed` is set, but the figures are drawn; calling again draws the same bytes).
+/// Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn icl_run_plot(
+    dir: *const c_char,
+    buf: *mut c_char,
+    cap: usize,
+    needed: *mut usize,
+) -> icl_status {
+    super::guard(|| {
+        let dir = text(dir, "dir")?;
+        super::check_str_out(buf, cap, needed)?;
+        super::copy_str(&plot_json(dir)?, buf, cap, needed)
+    })
+}
+
+/// `icl plot DIR --json`: the body of [`icl_run_plot`] and of C++'s `icl::run_plot`.
+pub(crate) fn plot_json(dir: &str) -> FfiResult<String> {
+    let figures = icl_core_run::outputs::redraw(&icl_core_run::RunDir::new(dir))?;
+    Ok(serde_json::json!({ "dir": dir, "figures": figures }).to_string())
+}

@@ -2024,6 +2024,39 @@ static void c_train_run(void) {
     icl_config_free(cfg);
 }
 
+static void c_run_plot(void) {
+    icl_config *cfg = config();
+    const char *dir = path("plot-run");
+    const char *k[] = {"engine", "eval_samples", "steps"};
+    const char *v[] = {"scalar", "0", "4"};
+    char buf[16384];
+    OK(icl_train_run(cfg, dir, k, v, 3, buf, sizeof buf, NULL));
+    icl_config_free(cfg);
+    /* icl plot DIR: the loss figure drawn again, the same bytes, named in the JSON */
+    char file[4096];
+    snprintf(file, sizeof file, "%s/loss.svg", dir);
+    FILE *f = fopen(file, "rb");
+    CHECK(f != NULL);
+    static char before[1 << 16], after[1 << 16];
+    size_t n = fread(before, 1, sizeof before, f);
+    fclose(f);
+    CHECK(n > 100 && n < sizeof before);
+    CHECK(remove(file) == 0);
+    size_t need = 0;
+    EXPECT(ICL_ERR_SIZE, icl_run_plot(dir, buf, 4, &need));
+    OK(icl_run_plot(dir, buf, sizeof buf, &need));
+    CHECK(strlen(buf) + 1 == need && strstr(buf, "\"loss.svg\"") != NULL);
+    f = fopen(file, "rb");
+    CHECK(f != NULL);
+    CHECK(fread(after, 1, sizeof after, f) == n && memcmp(before, after, n) == 0);
+    fclose(f);
+    /* a model saved without a training log, a missing folder, NULLs */
+    EXPECT(ICL_ERR_ARGUMENT, icl_run_plot(run_folder(), buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_IO, icl_run_plot(path("no-such-run"), buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_run_plot(NULL, buf, sizeof buf, NULL));
+    EXPECT(ICL_ERR_NULL, icl_run_plot(dir, NULL, sizeof buf, NULL));
+}
+
 static void c_eval_run_bad(void) {
     const char *dir = run_folder();
     char buf[8192];
@@ -2584,6 +2617,7 @@ static const kase CASES[] = {
     {"icl_eval_run", "sizing, JSON rows, tau and shift, same bytes, nothing written", c_eval_run},
     {"icl_options_list", "every entry point's options as JSON; sizing; unknown name, NULL, UTF-8", c_options_list},
     {"icl_train_run", "a run folder and its summary; existing run, unknown key or engine, NULLs", c_train_run},
+    {"icl_run_plot", "a run's loss figure drawn again, the same bytes; no log, missing folder, NULLs", c_run_plot},
     {"icl_eval_run", "bad options, not a run, damaged model, NULLs, UTF-8", c_eval_run_bad},
     {"icl_eval_plot", "SVG and PNG files from icl_eval_run's rows, same bytes", c_eval_plot},
     {"icl_repro", "zhang2025 fig13-final: sizing, report.json, claim passes, complete run skipped", c_repro},

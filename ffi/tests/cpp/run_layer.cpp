@@ -1,5 +1,5 @@
-// The run layer from C++: icl::eval_run, icl::eval_plot, icl::repro, icl::sweep_* and
-// icl::train_run are `icl eval DIR --json`, `icl eval --plot`, `icl repro PAPER --json`,
+// The run layer from C++: icl::eval_run, icl::eval_plot, icl::repro, icl::sweep_*,
+// icl::run_plot (`icl plot DIR --json`) and icl::train_run are `icl eval DIR --json`, `icl eval --plot`, `icl repro PAPER --json`,
 // `icl sweep ... --json` and `icl train` (OUT_DIR/train, its summary.json as OUT_DIR/train.json).
 // Usage: run_layer RUN_DIR OUT_DIR SWEEP_FILE. Writes OUT_DIR/eval.json, OUT_DIR/risk.svg,
 // OUT_DIR/repro/ (report.json returned as OUT_DIR/repro.json) and the sweep folder
@@ -105,6 +105,16 @@ int main(int argc, char **argv) {
     rust::String summary = icl::train_run(*quick, out + "/train", tk, tv);
     write(out + "/train.json", std::string(summary));
     std::printf("ok train_run: %zu bytes\n", summary.size());
+    rust::String drawn = icl::run_plot(out + "/train");
+    if (std::string(drawn).find("\"loss.svg\"") == std::string::npos) {
+        std::printf("FAIL run_plot: %s lacks loss.svg\n", std::string(drawn).c_str());
+        failures++;
+    } else {
+        std::printf("ok run_plot: %zu bytes\n", drawn.size());
+    }
+    expect_throw("plot of a missing folder", [&] {
+        icl::run_plot(out + "/no-such-run");
+    }, "no-such-run");
     expect_throw("train option unknown", [&] {
         rust::Vec<rust::String> a, b;
         pairs({{"stpes", "60"}}, a, b);

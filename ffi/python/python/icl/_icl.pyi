@@ -111,6 +111,9 @@ class Run:
     def analyze(self, plot: bool = False) -> Dict[str, Any]:
         """The dict ``icl analyze --json`` prints; ``plot=True`` also writes ``circuits.svg``
         (``attention.svg`` for a GPT-2 run: every layer's and head's attention on one prompt)."""
+    def plot(self) -> List[str]:
+        """Draw the training figures again as ``icl plot DIR`` does (``loss.svg``,
+        ``omega_mu.svg``, ``pattern.svg``, ...); the folder's figure files by name."""
     def circuits(self) -> Dict[str, npt.NDArray[np.float64]]:
         """``{"kq": (H, E, E), "ov": (H, n_out, E), "omega": (H,), "mu": (H, n_out)}``."""
     def params(self) -> Dict[str, npt.NDArray[np.float64]]:
