@@ -629,4 +629,38 @@ fn bench_table_marks_a_skipped_split_with_dashes() {
         c.parse::<f64>()
             .unwrap_or_else(|_| panic!("{c:?} in {out}"));
     }
+    // --repeat 3: each configuration's median with the spread, in the table and the JSON
+    let two = [
+        "bench",
+        "--heads",
+        "1",
+        "--dtypes",
+        "f32",
+        "--steps",
+        "60",
+        "--threads",
+        "1,2",
+        "--no-split",
+        "--repeat",
+        "3",
+    ];
+    let out = stdout(&icl(&two));
+    let rows: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{out}");
+    for r in rows {
+        assert!(r.ends_with("(3 runs)"), "{out}");
+    }
+    let o = icl(&[&two[..], &["--json"]].concat());
+    assert!(o.status.success(), "{o:?}");
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for r in j["rows"].as_array().unwrap() {
+        let (lo, hi) = (
+            r["repeats"]["steps_per_s_min"].as_f64().unwrap(),
+            r["repeats"]["steps_per_s_max"].as_f64().unwrap(),
+        );
+        let mid = r["steps_per_s"].as_f64().unwrap();
+        assert!(lo <= mid && mid <= hi && r["repeats"]["n"] == 3, "{r}");
+    }
+    let o = icl(&[&args[..], &["--repeat", "0"]].concat());
+    assert_eq!(o.status.code(), Some(2));
 }

@@ -51,6 +51,12 @@ pub struct Args {
     /// Override config keys, e.g. `--set train.batch=64` (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Measure every configuration N times, one round over all of them after another, and report
+    /// each one's median by steps/s with the slowest and fastest (the table's last column; JSON:
+    /// "repeats"): on a shared machine one window can be far off the next, and rounds put the
+    /// configurations under the same load.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub repeat: usize,
     /// Skip the time split (data / forward-backward / optimiser; data and optimiser are timed
     /// apart, forward-backward is the step minus those two, so it also holds the rest of the step)
     #[arg(long)]
@@ -82,11 +88,20 @@ pub fn run(a: &Args) -> CliResult {
         max_seconds: a.max_seconds,
         split: !a.no_split,
     };
-    let mut rows: Vec<BenchRow> = Vec::new();
+    if !(1..=1000).contains(&a.repeat) {
+        return Err(CliError::input("--repeat needs a count from 1 to 1000"));
+    }
+    // every configuration, checked before the first is measured
+    let mut configs = Vec::new();
     for dt in &a.dtypes {
         if engine == "vulkan" && dt != "f32" {
             eprintln!("bench: skipping {dt}: the vulkan engine computes in f32");
             continue;
+        }
+        if dt != "f32" && dt != "f64" {
+            return Err(CliError::input(format!(
+                "unknown dtype {dt:?}; use f32 or f64"
+            )));
         }
         for &len in &lens {
             for &h in &a.heads {
@@ -97,21 +112,36 @@ pub fn run(a: &Args) -> CliResult {
                 // snapshots of a long run are kept)
                 icl_core_run::bench::bench_config(&cfg, a.steps).validate()?;
                 for &t in &a.threads {
-                    let row = match dt.as_str() {
-                        "f32" => measure::<f32>(&cfg, &engine, t, &budget)?,
-                        "f64" => measure::<f64>(&cfg, &engine, t, &budget)?,
-                        other => {
-                            return Err(CliError::input(format!(
-                                "unknown dtype {other:?}; use f32 or f64"
-                            )))
-                        }
-                    };
-                    if !a.json {
-                        print_row(&row, rows.is_empty())?;
-                    }
-                    rows.push(row);
+                    configs.push((dt.as_str(), cfg.clone(), t));
                 }
             }
+        }
+    }
+    let mut measured: Vec<Vec<BenchRow>> = vec![Vec::new(); configs.len()];
+    for round in 0..a.repeat {
+        if a.repeat > 1 && !a.json {
+            eprintln!("bench: round {} of {}", round + 1, a.repeat);
+        }
+        for (i, (dt, cfg, t)) in configs.iter().enumerate() {
+            let row = if *dt == "f32" {
+                measure::<f32>(cfg, &engine, *t, &budget)?
+            } else {
+                measure::<f64>(cfg, &engine, *t, &budget)?
+            };
+            // one round: each row as it is measured
+            if a.repeat == 1 && !a.json {
+                print_row(&row, i == 0)?;
+            }
+            measured[i].push(row);
+        }
+    }
+    let rows: Vec<BenchRow> = measured
+        .into_iter()
+        .filter_map(icl_core_run::bench::median_of)
+        .collect();
+    if a.repeat > 1 && !a.json {
+        for (i, r) in rows.iter().enumerate() {
+            print_row(r, i == 0)?;
         }
     }
     #[cfg(not(feature = "vulkan"))]
@@ -186,6 +216,9 @@ fn print_row(r: &BenchRow, header: bool) -> CliResult {
             "rss KiB",
             "GFLOP/s/peak"
         ));
+        if r.repeats.is_some() {
+            s.push_str("  steps/s min-max");
+        }
         s.push('\n');
     }
     // the split's three columns, or "-" when it was skipped (--no-split)
@@ -219,5 +252,11 @@ fn print_row(r: &BenchRow, header: bool) -> CliResult {
             _ => "-".into(),
         }
     ));
+    if let Some(x) = r.repeats {
+        s.push_str(&format!(
+            "  {:.0}-{:.0} ({} runs)",
+            x.steps_per_s_min, x.steps_per_s_max, x.n
+        ));
+    }
     super::common::outln(&s)
 }

@@ -74,6 +74,41 @@ pub struct BenchRow {
     pub flops_per_step: Option<f64>,
     /// The stated peak for the threads used ([`peak_gflops`]).
     pub peak_gflops: Option<f64>,
+    /// Set when the configuration was measured several times (`icl bench --repeat N`): the row
+    /// is the median measurement by steps/s, and this holds the spread ([`median_of`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
+}
+
+/// The spread of repeated measurements of one configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Repeats {
+    /// How many measurements.
+    pub n: usize,
+    /// The slowest and the fastest, in steps/s.
+    pub steps_per_s_min: f64,
+    pub steps_per_s_max: f64,
+}
+
+/// The median of `n` measurements of one configuration by steps/s (the lower middle one for an
+/// even `n`: a measurement that was taken, not an average of two), with their spread in
+/// [`BenchRow::repeats`]; `None` for no measurement. On a shared machine one window can be 40 %
+/// off the next: the median of windows taken in turn with the other configurations (`icl bench
+/// --repeat N` measures every configuration once per round) compares configurations under the
+/// same load.
+pub fn median_of(mut rows: Vec<BenchRow>) -> Option<BenchRow> {
+    rows.sort_by(|a, b| a.steps_per_s.total_cmp(&b.steps_per_s));
+    let n = rows.len();
+    let (lo, hi) = (rows.first()?.steps_per_s, rows.last()?.steps_per_s);
+    let mut row = rows.swap_remove((n - 1) / 2);
+    if n > 1 {
+        row.repeats = Some(Repeats {
+            n,
+            steps_per_s_min: lo,
+            steps_per_s_max: hi,
+        });
+    }
+    Some(row)
 }
 
 /// Nominal clock of this machine in GHz (`cpu MHz` of /proc/cpuinfo), if known.
@@ -216,6 +251,7 @@ pub fn measure<T: RunScalar>(
             rss_kb_start: rss0,
             rss_kb_end: rss1,
             final_loss: loss,
+            repeats: None,
         })
     })
 }
@@ -363,6 +399,41 @@ mod tests {
             attention: AttentionKind::Softmax,
             scale: 1.0,
         }
+    }
+
+    #[test]
+    fn repeated_measurements_give_the_median_row_and_the_spread() {
+        let row = |r: f64| super::BenchRow {
+            engine: "simd".into(),
+            simd_level: None,
+            dtype: "f32".into(),
+            heads: 2,
+            len: 40,
+            batch: 64,
+            threads: 1,
+            steps: 100,
+            seconds: 100.0 / r,
+            steps_per_s: r,
+            us_per_step: 1e6 / r,
+            split_us: None,
+            rss_kb_start: 0,
+            rss_kb_end: 0,
+            final_loss: r,
+            gflops: None,
+            flops_per_step: None,
+            peak_gflops: None,
+            repeats: None,
+        };
+        assert_eq!(super::median_of(Vec::new()), None);
+        // one measurement is itself, with no spread
+        assert_eq!(super::median_of(vec![row(5.0)]), Some(row(5.0)));
+        // odd: the middle one, whole (its loss and time too); even: the lower middle one
+        let m = super::median_of(vec![row(9.0), row(3.0), row(4.0)]).unwrap();
+        assert_eq!((m.steps_per_s, m.final_loss, m.seconds), (4.0, 4.0, 25.0));
+        let r = m.repeats.unwrap();
+        assert_eq!((r.n, r.steps_per_s_min, r.steps_per_s_max), (3, 3.0, 9.0));
+        let m = super::median_of(vec![row(8.0), row(2.0), row(6.0), row(4.0)]).unwrap();
+        assert_eq!((m.steps_per_s, m.repeats.unwrap().n), (4.0, 4));
     }
 
     #[test]
