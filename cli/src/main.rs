@@ -59,9 +59,14 @@ fn main() {
         Err(e) => parse_error(e),
     };
     // a misspelt ICL_SIMD would otherwise run at the detected level without a word
-    if let Err(e) = icl_core_run::engines::check_simd_env() {
-        eprintln!("icl: error: {e}");
-        std::process::exit(2);
+    for check in [
+        icl_core_run::engines::check_simd_env,
+        icl_core_run::eta::check_progress_env,
+    ] {
+        if let Err(e) = check() {
+            eprintln!("icl: error: {e}");
+            std::process::exit(2);
+        }
     }
     let res = match &cli.cmd {
         Command::Train(a) => cmd::train::run(a),

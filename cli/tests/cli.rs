@@ -664,3 +664,59 @@ fn bench_table_marks_a_skipped_split_with_dashes() {
     let o = icl(&[&args[..], &["--repeat", "0"]].concat());
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Where stderr is not a terminal (a log file, a cluster job's output) `icl train` prints a plain
+/// progress line every ICL_PROGRESS_SECONDS (30 s by default) instead of a bar: step, loss,
+/// steps/s and the time left; `-q` prints none, and an interval that is not a number of seconds
+/// is refused before any work.
+#[test]
+fn train_logs_progress_lines_where_stderr_is_not_a_terminal() {
+    let out = tmp("lines");
+    let run = |env: &str, quiet: bool| -> Output {
+        let mut a = vec![
+            "train",
+            "--preset",
+            "quick",
+            "--steps",
+            "20000",
+            "--eval-samples",
+            "0",
+            "--force",
+            "--out",
+        ];
+        a.push(out.to_str().unwrap());
+        if quiet {
+            a.push("-q");
+        }
+        Command::new(env!("CARGO_BIN_EXE_icl"))
+            .args(&a)
+            .env("ICL_PROGRESS_SECONDS", env)
+            .output()
+            .unwrap()
+    };
+    let o = run("0.02", false);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("icl: step "))
+        .collect();
+    assert!(lines.len() >= 2, "{err}");
+    for l in &lines {
+        assert!(
+            l.contains("/20000, loss ") && l.contains(" steps/s, eta "),
+            "{l}"
+        );
+    }
+    let o = run("0.02", true);
+    assert!(o.status.success() && o.stderr.is_empty(), "{o:?}");
+    for bad in ["0", "abc", "-5"] {
+        let o = run(bad, false);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.lines().count() == 1 && err.contains("ICL_PROGRESS_SECONDS"),
+            "{bad}: {err}"
+        );
+    }
+}

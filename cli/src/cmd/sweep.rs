@@ -174,7 +174,7 @@ fn status_word(s: &RunStatus) -> String {
 }
 
 /// The sweep's step reports: stop at a signal, and (unless `quiet`) a line on stderr of the runs
-/// in training, their steps and time left, every [`icl_core_run::eta::LINE_EVERY`].
+/// in training, their steps and time left, every [`icl_core_run::eta::line_every`].
 fn lines(
     dir: &std::path::Path,
     quiet: bool,
@@ -182,7 +182,7 @@ fn lines(
     let runs = (!quiet)
         .then(|| sweep::plan::specs(dir))
         .transpose()?
-        .map(|specs| icl_core_run::eta::RunsLines::new(&specs, icl_core_run::eta::LINE_EVERY));
+        .map(|specs| icl_core_run::eta::RunsLines::new(&specs, icl_core_run::eta::line_every()));
     Ok(move |i: usize, step: u64, total: u64, _: f64| {
         if let Some(line) = runs.as_ref().and_then(|r| r.step(i, step, total)) {
             eprintln!("{line}");

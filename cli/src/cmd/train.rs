@@ -85,8 +85,14 @@ pub fn run(a: &Args) -> CliResult {
     };
     let mut pb = None;
     let (mut last, mut last_t) = (0u64, std::time::Instant::now());
+    // stderr not a terminal (a log file, a cluster's job output): no bar, a plain line every
+    // `line_every()` instead (30 s, or ICL_PROGRESS_SECONDS)
+    use std::io::IsTerminal;
+    let lines = !a.quiet && !std::io::stderr().is_terminal();
+    let every = icl_core_run::eta::line_every();
+    let mut line_t = std::time::Instant::now();
     let mut report = |step: u64, total: u64, loss: f64| {
-        let (start, bar) = pb.get_or_insert_with(|| {
+        let (start, bar, eta, t0) = pb.get_or_insert_with(|| {
             // the first call comes after this session's first step
             let start = step - 1;
             if !a.quiet {
@@ -110,8 +116,24 @@ pub fn run(a: &Args) -> CliResult {
                 Some(c) => icl_core_run::eta::Eta::new(c, step),
                 None => icl_core_run::eta::Eta::uniform(step),
             };
-            (start, progress(start, total, eta, a.quiet))
+            let bar = progress(start, total, eta.clone(), a.quiet);
+            line_t = std::time::Instant::now();
+            (start, bar, eta, line_t)
         });
+        if lines && step < total && line_t.elapsed() >= every {
+            let secs = t0.elapsed().as_secs_f64();
+            let rate = (step - *start - 1) as f64 / secs.max(1e-9);
+            let rate = if rate >= 100.0 {
+                format!("{rate:.0}")
+            } else {
+                format!("{rate:.2}")
+            };
+            eprintln!(
+                "icl: step {step}/{total}, loss {loss:.4} (this step's batch), {rate} steps/s, eta {}",
+                eta.left(step, total, secs)
+            );
+            line_t = std::time::Instant::now();
+        }
         // every 500 steps, and at least every quarter second where steps are slow
         if step - last >= 500 || step == total || last_t.elapsed().as_millis() >= 250 {
             bar.set_position(step - *start);
@@ -145,7 +167,7 @@ pub fn run(a: &Args) -> CliResult {
         }
         (None, None) => return Err(CliError::input("no config to train")),
     };
-    if let Some((_, bar)) = pb {
+    if let Some((_, bar, _, _)) = pb {
         bar.finish_and_clear();
     }
     match outcome {

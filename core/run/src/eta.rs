@@ -126,8 +126,39 @@ impl Eta {
 /// Runs named in one progress line at most; the others are counted.
 const MAX_NAMED: usize = 4;
 
-/// How often the front ends print a line of the runs in training (`icl sweep run`, `icl repro`).
+/// How often the front ends print a progress line by default: of the runs in training (`icl
+/// sweep run`, `icl repro`), and of `icl train` where stderr is not a terminal (a log file, a
+/// cluster job's output).
 pub const LINE_EVERY: Duration = Duration::from_secs(30);
+
+/// The progress lines' interval: `ICL_PROGRESS_SECONDS` (a positive number of seconds, e.g.
+/// `600` for a long job's log) or [`LINE_EVERY`]; a value that is not such a number is refused
+/// by [`check_progress_env`] before any work.
+pub fn line_every() -> Duration {
+    progress_env().ok().flatten().unwrap_or(LINE_EVERY)
+}
+
+/// `ICL_PROGRESS_SECONDS`, when set: `Err` for a value that is not a positive, finite number of
+/// seconds (at most a year).
+fn progress_env() -> Result<Option<Duration>, String> {
+    let Some(v) = std::env::var_os("ICL_PROGRESS_SECONDS") else {
+        return Ok(None);
+    };
+    let text = v.to_string_lossy().into_owned();
+    match text.trim().parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 3.2e7 => Ok(Some(Duration::from_secs_f64(s))),
+        _ => Err(text),
+    }
+}
+
+/// Refuse an `ICL_PROGRESS_SECONDS` that is not a positive number of seconds.
+pub fn check_progress_env() -> crate::error::Result<()> {
+    progress_env().map(|_| ()).map_err(|v| {
+        crate::error::RunError::Refused(format!(
+            "ICL_PROGRESS_SECONDS={v:?} is not a number of seconds above 0: give e.g. 60, or unset it"
+        ))
+    })
+}
 
 /// Progress lines of several runs (`icl sweep run`, `icl repro`): at most one line every
 /// `every`, with each run in training, its step and its time left ([`Eta`]). The runs are the

@@ -511,7 +511,7 @@ pub fn repro(o: &ReproOptions, progress: Progress) -> Result<Report> {
 }
 
 /// [`repro`], also passing `lines` a line of the runs in training, their steps and time left
-/// ([`crate::eta::RunsLines`]), every [`crate::eta::LINE_EVERY`] while runs train.
+/// ([`crate::eta::RunsLines`]), every [`crate::eta::line_every`] while runs train.
 pub fn repro_lines(
     o: &ReproOptions,
     progress: Progress,
@@ -723,7 +723,7 @@ fn run_all(
     lines: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Vec<RunRow>> {
     let n = specs.len();
-    let runs = crate::eta::RunsLines::new(specs, crate::eta::LINE_EVERY);
+    let runs = crate::eta::RunsLines::new(specs, crate::eta::line_every());
     let lines = std::sync::Mutex::new(lines);
     let to = TrainOptions {
         engine: o.engine.clone(),
