@@ -27,7 +27,8 @@ use std::path::PathBuf;
 /// * `set`: config overrides for every run the claims train, `{"train.steps": 50000}` (as
 ///   `icl repro --set train.steps=50000`; `report.json` lists them under `"set"`);
 /// * `progress`: `True` prints a line per run (`[i/n] start|done|skip NAME`) on `sys.stderr`,
-///   and every 30 s one of the runs in training with their steps and time left; a
+///   and every 30 s (`ICL_PROGRESS_SECONDS`) one of the runs in training with their steps and
+///   time left; a
 ///   callable is called as `progress(name, index, count, event)` with those events (`"start"`
 ///   when a run starts training, `"done"` when it ends, `"skip"` for a complete run; then the
 ///   same for the computations without training, counted apart), one call at a time. It

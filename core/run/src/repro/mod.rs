@@ -517,6 +517,7 @@ pub fn repro_lines(
     progress: Progress,
     lines: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Report> {
+    crate::eta::check_progress_env()?;
     let (needed, defs) = select(o)?;
     let runs_dir = o.out.join("runs");
     std::fs::create_dir_all(&runs_dir).map_err(|e| RunError::Os(runs_dir.clone(), e))?;
