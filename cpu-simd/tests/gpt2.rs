@@ -141,3 +141,43 @@ fn gpt2_bits_hash() {
         );
     }
 }
+
+/// The classical estimators' per-prompt fits run on the engine's threads: the values in index
+/// order and the first error by index, as the sequential default, at 1, 2 and 16 threads (the
+/// prompts take unequal times, so the threads finish out of order).
+#[test]
+fn gpt2_map_prompts_is_the_sequential_map_at_any_thread_count() {
+    use icl_core::families::gpt2::Gpt2Kernels;
+    use icl_core::Error;
+    let f = |b: usize| -> icl_core::Result<f64> {
+        // unequal work per prompt
+        let mut x = b as f64;
+        for _ in 0..(b % 7) * 2000 {
+            x = (x * 1.000_001).sin() + b as f64;
+        }
+        match b {
+            37 | 91 => Err(Error::Numerical(format!("prompt {b}"))),
+            _ => Ok(x),
+        }
+    };
+    let sequential: Vec<icl_core::Result<f64>> = (0..200).map(f).collect();
+    let want: Vec<u64> = sequential[..37]
+        .iter()
+        .map(|r| r.as_ref().unwrap().to_bits())
+        .collect();
+    let engine = Gpt2Simd::<f64>::new();
+    for threads in [1, 2, 16] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let got = pool.install(|| engine.map_prompts(37, &f)).unwrap();
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want,
+            "{threads} threads"
+        );
+        let err = pool.install(|| engine.map_prompts(200, &f)).unwrap_err();
+        assert!(err.to_string().contains("prompt 37"), "{threads}: {err}");
+    }
+}

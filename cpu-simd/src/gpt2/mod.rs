@@ -181,6 +181,14 @@ impl<T: Gpt2Scalar> Gpt2Kernels<T> for Gpt2Simd<T> {
         "simd"
     }
 
+    /// In parallel, one prompt per task, the results kept in index order and the first error
+    /// by index returned (rayon's own `Result` collection returns any one of several errors):
+    /// the sequential result at any thread count.
+    fn map_prompts(&self, n: usize, f: &(dyn Fn(usize) -> Result<f64> + Sync)) -> Result<Vec<f64>> {
+        let each: Vec<Result<f64>> = (0..n).into_par_iter().map(f).collect();
+        each.into_iter().collect()
+    }
+
     fn loss_grad(
         &mut self,
         spec: &Gpt2Spec,

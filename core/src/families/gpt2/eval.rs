@@ -116,7 +116,6 @@ fn risks_on<T: Scalar>(
     let (d, k) = (task.d, len + 1);
     let mut accs = vec![vec![Acc::default(); k]; taus.len() + estimators.len()];
     let mut normals = Vec::new();
-    let mut out = [0.0f64];
     let mut first = 0;
     while first < n {
         let m = CHUNK.min(n - first);
@@ -173,10 +172,15 @@ fn risks_on<T: Scalar>(
                 } else {
                     m
                 };
-                for b in 0..upto {
+                // each prompt's fit alone (on the engine's threads), added in prompt order
+                let errs = runner.map_prompts(upto, &|b| {
+                    let mut out = [0.0f64];
                     est.predict(&pre, b, &mut out)?;
                     let e = out[0] - pre.y[b];
-                    accs[taus.len() + j][i].push(e * e);
+                    Ok(e * e)
+                })?;
+                for e2 in errs {
+                    accs[taus.len() + j][i].push(e2);
                 }
             }
         }

@@ -41,6 +41,13 @@ pub trait Gpt2Kernels<T: Scalar>: Send {
         k: usize,
         out: &mut [T],
     ) -> Result<()>;
+    /// `[f(0), ..., f(n - 1)]`, on the engine's threads where it has them: the classical
+    /// estimators' fits beside an evaluation, one independent computation per prompt (a Lasso,
+    /// a tree, a network trained by gradient descent), so the values and their order do not
+    /// depend on the threads. The first error, by index, is returned. Sequential here.
+    fn map_prompts(&self, n: usize, f: &(dyn Fn(usize) -> Result<f64> + Sync)) -> Result<Vec<f64>> {
+        (0..n).map(f).collect()
+    }
 }
 
 /// Sequence `b` of `batch` as a prompt of K = len + 1 pairs: `xs: [K, d]`, `ys: [K]`.
@@ -202,6 +209,15 @@ impl<T: Scalar> Gpt2Runner<T> {
         check_finite("z", &batch.z)?;
         check_finite("y", &batch.y)?;
         self.engine.loss_grad(spec, params, batch, grad)
+    }
+
+    /// [`Gpt2Kernels::map_prompts`] of the engine.
+    pub fn map_prompts(
+        &self,
+        n: usize,
+        f: &(dyn Fn(usize) -> Result<f64> + Sync),
+    ) -> Result<Vec<f64>> {
+        self.engine.map_prompts(n, f)
     }
 
     /// Predictions at every position of `n` prompts of `k` pairs (`xs: [n, k, d]`, `ys: [n, k]`,
