@@ -1058,6 +1058,18 @@ impl Gpt2Kernels<f32> for VulkanGpt2 {
         "vulkan"
     }
 
+    /// On the host's threads, as the SIMD engine's (the fits are CPU work): the values in index
+    /// order and the first error by index, whatever the thread count.
+    fn map_prompts(
+        &self,
+        n: usize,
+        f: &(dyn Fn(usize) -> icl_core::Result<f64> + Sync),
+    ) -> icl_core::Result<Vec<f64>> {
+        use rayon::prelude::*;
+        let each: Vec<icl_core::Result<f64>> = (0..n).into_par_iter().map(f).collect();
+        each.into_iter().collect()
+    }
+
     fn loss_grad(
         &mut self,
         spec: &Gpt2Spec,
