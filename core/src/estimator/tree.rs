@@ -79,14 +79,32 @@ pub fn grow(
     max_depth: Option<usize>,
     rule: Rule,
 ) -> Tree {
-    let mut tree = Tree { nodes: Vec::new() };
-    let sorted: Vec<Vec<usize>> = (0..d)
+    grow_sorted(x, t, n, d, max_depth, rule, feature_orders(x, n, d))
+}
+
+/// Each feature's order of the rows (ties by row index): what [`grow`] sorts at the root, once
+/// for every tree grown on the same rows (boosting's 100).
+fn feature_orders(x: &[f64], n: usize, d: usize) -> Vec<Vec<usize>> {
+    (0..d)
         .map(|f| {
             let mut o: Vec<usize> = (0..n).collect();
             o.sort_by(|&a, &b| x[a * d + f].total_cmp(&x[b * d + f]).then(a.cmp(&b)));
             o
         })
-        .collect();
+        .collect()
+}
+
+/// [`grow`] from the rows' [`feature_orders`].
+fn grow_sorted(
+    x: &[f64],
+    t: &[f64],
+    n: usize,
+    d: usize,
+    max_depth: Option<usize>,
+    rule: Rule,
+    sorted: Vec<Vec<usize>>,
+) -> Tree {
+    let mut tree = Tree { nodes: Vec::new() };
     let grower = Grower {
         x,
         t,
@@ -216,11 +234,13 @@ pub fn boost_predict(x: &[f64], y: &[f64], n: usize, d: usize, xq: &[f64]) -> f6
     let mut f = alloc::vec![base; n];
     let mut out = base;
     let mut g = alloc::vec![0.0; n];
+    // the rows do not change from tree to tree: their feature orders are sorted once
+    let orders = feature_orders(x, n, d);
     for _ in 0..BOOST_TREES {
         for i in 0..n {
             g[i] = f[i] - y[i];
         }
-        let tree = grow(
+        let tree = grow_sorted(
             x,
             &g,
             n,
@@ -229,6 +249,7 @@ pub fn boost_predict(x: &[f64], y: &[f64], n: usize, d: usize, xq: &[f64]) -> f6
             Rule::Boost {
                 lambda: BOOST_LAMBDA,
             },
+            orders.clone(),
         );
         for i in 0..n {
             f[i] += BOOST_ETA * tree.predict(&x[i * d..(i + 1) * d]);
