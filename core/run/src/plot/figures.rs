@@ -245,19 +245,16 @@ fn risk_per_position(res: &EvalRows, d: usize) -> Result<Figure> {
                 .with_color(7),
         );
     }
-    let top = res
-        .rows
-        .iter()
-        .filter(|r| r.estimator == "model")
-        .map(|r| (r.risk + r.stderr) / norm)
-        .filter(|v| v.is_finite())
-        .fold(1.25f64, |a, v| a.max(1.1 * v));
-    let highest = res
-        .rows
-        .iter()
-        .map(|r| (r.risk + r.stderr) / norm)
-        .filter(|v| v.is_finite())
-        .fold(f64::NEG_INFINITY, f64::max);
+    // each row's top (its risk + 1 SE, over E y²), of the model's rows or of all
+    let tops = |model_only: bool| {
+        res.rows
+            .iter()
+            .filter(move |r| !model_only || r.estimator == "model")
+            .map(|r| (r.risk + r.stderr) / norm)
+            .filter(|v| v.is_finite())
+    };
+    let top = tops(true).fold(1.25f64, |a, v| a.max(1.1 * v));
+    let highest = min_max(tops(false)).1;
     let title = format!("{ylabel} ({what}) against in-context examples (±1 standard error)");
     let mut panel = Panel {
         title: with_shift(res, title),

@@ -8,7 +8,8 @@
 //! baselines (Fig. 5a). Paper scale adds the trained models of §7 (looped softmax T = 1..4, T = 2
 //! at three seeds for the spread of Table 1, and linear T = 2..4, H = 2 / 1, d = 5, L = 120,
 //! batch 256, the presets' step counts; the IV two-block model and TF Ref) and the claims
-//! measured on them (depth, Table 1, stacking, TF ≈ Algorithm 1, OOD, IV). Errors are measured against the noise-free target, not divided by d.
+//! measured on them (depth, Table 1, stacking, TF ≈ Algorithm 1, OOD, IV). Errors are measured
+//! against the noise-free target, not divided by d.
 use super::claim::{claim, fmt_list, mean_se, ClaimDef, Reading, Tolerance};
 use super::{risk_se, spec, theory_list, RunSpec, Runs, Scale};
 use crate::error::{Result, RunError};
