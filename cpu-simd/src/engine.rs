@@ -9,11 +9,11 @@ use crate::data::{gather, generate, GenScratch};
 use crate::dispatch::{self, Kernel, Level};
 use crate::kernel::{Dim, Group, Shape};
 use crate::lanes::{Lanes, SimdScalar};
+use crate::par;
 use icl_core::engine::{AttentionKernels, Sampling};
 use icl_core::families::attention::act::Act;
 use icl_core::families::attention::{AttentionSpec, Circuits};
 use icl_core::{Batch, Result, Task};
-use rayon::prelude::*;
 
 /// Sequences per chunk: the unit of parallel work and of the fixed reduction order.
 pub const CHUNK: usize = 32;
@@ -339,15 +339,7 @@ impl<T: SimdScalar> SimdEngine<T> {
     /// Run `f` on chunks `0 .. nch` (in parallel when there is more than one), with the level.
     fn each(&mut self, nch: usize, f: impl Fn(Level, usize, &mut Chunk<T>) + Sync + Send) {
         let level = self.level;
-        let chunks = &mut self.chunks[..nch];
-        if nch == 1 {
-            f(level, 0, &mut chunks[0]);
-        } else {
-            chunks
-                .par_iter_mut()
-                .enumerate()
-                .for_each(|(c, ch)| f(level, c, ch));
-        }
+        par::each_mut(&mut self.chunks[..nch], |c, ch| f(level, c, ch));
     }
 
     fn run_loss_grad(
@@ -467,23 +459,22 @@ impl<T: SimdScalar> AttentionKernels<T> for SimdEngine<T> {
         let nch = self.fit(Self::shape(spec, batch.len), batch.n);
         let act = spec.act();
         let level = self.level;
-        let chunks = &mut self.chunks[..nch];
-        chunks
-            .par_iter_mut()
-            .zip(out.par_chunks_mut(CHUNK * spec.n_out))
-            .enumerate()
-            .for_each(|(c, (ch, o))| {
-                let k = Predict {
-                    ch,
-                    act: &act,
-                    circ,
-                    batch,
-                    first: c * CHUNK,
-                    out: o,
-                    wide: wide_lanes(level),
-                };
-                dispatch::run(level, k)
-            });
+        let mut jobs: Vec<(&mut Chunk<T>, &mut [T])> = self.chunks[..nch]
+            .iter_mut()
+            .zip(out.chunks_mut(CHUNK * spec.n_out))
+            .collect();
+        par::each_mut(&mut jobs, |c, (ch, o)| {
+            let k = Predict {
+                ch,
+                act: &act,
+                circ,
+                batch,
+                first: c * CHUNK,
+                out: o,
+                wide: wide_lanes(level),
+            };
+            dispatch::run(level, k)
+        });
         Ok(())
     }
 

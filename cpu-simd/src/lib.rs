@@ -28,6 +28,7 @@ pub mod kernel;
 pub mod lane;
 pub mod lanes;
 pub mod multilayer;
+pub mod par;
 pub mod wide;
 
 pub use dispatch::Level;

@@ -8,12 +8,12 @@
 //! inside AVX2 / AVX-512 entry points ([`crate::dispatch`]).
 use crate::dispatch::{self, Level};
 use crate::lane::{LaneScalar, Lv, W};
+use crate::par;
 use icl_core::config::AttentionKind;
 use icl_core::data::batch::RowsFill;
 use icl_core::families::stack::layers::{Pass, StackCircuits, StackSpec};
 use icl_core::families::stack::{StackKernels, StackReference};
 use icl_core::{Batch, Result, Scalar};
-use rayon::prelude::*;
 
 /// Sequences per chunk: the unit of parallel work and of the fixed reduction order.
 pub const ML_CHUNK: usize = 16;
@@ -693,20 +693,17 @@ fn par_fill_rows<U: Send>(n: usize, bufs: &mut [&mut [U]], fill: &RowsFill<'_, U
             rest = tail;
         }
     }
-    chunks
-        .into_par_iter()
-        .enumerate()
-        .for_each_init(Vec::new, |scratch, (c, mut parts)| {
-            let count = (n - c * ML_CHUNK).min(ML_CHUNK);
-            for k in 0..count {
-                let mut rows: Vec<&mut [U]> = parts
-                    .iter_mut()
-                    .zip(&widths)
-                    .map(|(p, &w)| &mut p[k * w..(k + 1) * w])
-                    .collect();
-                fill(c * ML_CHUNK + k, &mut rows, scratch);
-            }
-        });
+    par::each_mut_with(&mut chunks, |scratch, c, parts| {
+        let count = (n - c * ML_CHUNK).min(ML_CHUNK);
+        for k in 0..count {
+            let mut rows: Vec<&mut [U]> = parts
+                .iter_mut()
+                .zip(&widths)
+                .map(|(p, &w)| &mut p[k * w..(k + 1) * w])
+                .collect();
+            fill(c * ML_CHUNK + k, &mut rows, scratch);
+        }
+    });
 }
 
 impl<T: MlScalar> StackKernels<T> for MlSimd<T> {
@@ -744,12 +741,7 @@ impl<T: MlScalar> StackKernels<T> for MlSimd<T> {
                 real: 0,
                 w: T::lane_of(1.0 / (batch.n * batch.n_out) as f64),
             };
-            Some(
-                (0..chunks)
-                    .into_par_iter()
-                    .map_init(Ws::default, |ws, ch| self.chunk::<D>(job, ch, ws, true, None))
-                    .collect(),
-            )
+            Some(par::map_with(chunks, |ws, ch| self.chunk::<D>(job, ch, ws, true, None)))
         }, None);
         let Some(parts) = parts else {
             return StackReference::new().loss_grad(spec, c, batch, g);
@@ -789,11 +781,10 @@ impl<T: MlScalar> StackKernels<T> for MlSimd<T> {
                 real: 0,
                 w: T::ZERO,
             };
-            out.par_chunks_mut(per)
-                .enumerate()
-                .for_each_init(Ws::default, |ws, (ch, o)| {
-                    self.chunk::<D>(job, ch, ws, false, Some(o));
-                });
+            let mut outs: Vec<&mut [T]> = out.chunks_mut(per).collect();
+            par::each_mut_with(&mut outs, |ws, ch, o| {
+                self.chunk::<D>(job, ch, ws, false, Some(o));
+            });
             true
         }, false);
         if !done {

@@ -27,11 +27,11 @@ pub mod ops;
 pub mod pass;
 
 use crate::dispatch::{self, Kernel, Level};
+use crate::par;
 use icl_core::families::gpt2::model::Gpt2Tensors;
 use icl_core::families::gpt2::{Gpt2Kernels, Gpt2Spec};
 use icl_core::{Batch, Error, Result};
 use pass::{ChunkWs, Gpt2Scalar};
-use rayon::prelude::*;
 use std::sync::Mutex;
 
 /// Prompts per chunk: the unit of parallel work and of the fixed reduction order (8 prompts of
@@ -185,8 +185,7 @@ impl<T: Gpt2Scalar> Gpt2Kernels<T> for Gpt2Simd<T> {
     /// by index returned (rayon's own `Result` collection returns any one of several errors):
     /// the sequential result at any thread count.
     fn map_prompts(&self, n: usize, f: &(dyn Fn(usize) -> Result<f64> + Sync)) -> Result<Vec<f64>> {
-        let each: Vec<Result<f64>> = (0..n).into_par_iter().map(f).collect();
-        each.into_iter().collect()
+        par::map(n, f).into_iter().collect()
     }
 
     fn loss_grad(
@@ -207,7 +206,7 @@ impl<T: Gpt2Scalar> Gpt2Kernels<T> for Gpt2Simd<T> {
         let p = Gpt2Tensors::new(spec, params)?;
         let chunks = n.div_ceil(GPT2_CHUNK);
         self.partials.resize_with(chunks - 1, Vec::new);
-        let targets: Vec<&mut [T]> = core::iter::once(&mut *grad)
+        let mut targets: Vec<&mut [T]> = core::iter::once(&mut *grad)
             .chain(self.partials.iter_mut().map(|v| {
                 v.resize(np, T::zero());
                 &mut v[..]
@@ -215,40 +214,35 @@ impl<T: Gpt2Scalar> Gpt2Kernels<T> for Gpt2Simd<T> {
             .collect();
         let w = T::one() / T::of((n * k) as f64);
         let (level, pool, p) = (self.level, &self.pool, &p);
-        let losses: Vec<Result<T>> = targets
-            .into_par_iter()
-            .enumerate()
-            .map(|(ci, grad)| {
-                let b0 = ci * GPT2_CHUNK;
-                let mut ws = take(pool);
-                let job = LossGrad {
-                    spec,
-                    p,
-                    batch,
-                    b0,
-                    nb: GPT2_CHUNK.min(n - b0),
-                    w,
-                    ws: &mut ws,
-                    grad,
-                };
-                let loss = dispatch::run(level, job);
-                give(pool, ws);
-                loss
-            })
-            .collect();
+        let losses = par::map_mut(&mut targets, |ci, grad| {
+            let b0 = ci * GPT2_CHUNK;
+            let mut ws = take(pool);
+            let job = LossGrad {
+                spec,
+                p,
+                batch,
+                b0,
+                nb: GPT2_CHUNK.min(n - b0),
+                w,
+                ws: &mut ws,
+                grad,
+            };
+            let loss = dispatch::run(level, job);
+            give(pool, ws);
+            loss
+        });
         let mut loss = T::zero();
         for l in losses {
             loss += l?;
         }
         // grad = chunk 0 + chunk 1 + .. in chunk order, block by block
         let partials = &self.partials;
-        grad.par_chunks_mut(SUM_BLOCK)
-            .enumerate()
-            .for_each(|(bi, blk)| {
-                for part in partials {
-                    ops::add(blk, &part[bi * SUM_BLOCK..][..blk.len()]);
-                }
-            });
+        let mut blocks: Vec<&mut [T]> = grad.chunks_mut(SUM_BLOCK).collect();
+        par::each_mut(&mut blocks, |bi, blk| {
+            for part in partials {
+                ops::add(blk, &part[bi * SUM_BLOCK..][..blk.len()]);
+            }
+        });
         Ok(loss)
     }
 
@@ -271,24 +265,23 @@ impl<T: Gpt2Scalar> Gpt2Kernels<T> for Gpt2Simd<T> {
         }
         let p = Gpt2Tensors::new(spec, params)?;
         let (level, pool, p) = (self.level, &self.pool, &p);
-        out.par_chunks_mut(GPT2_CHUNK * k)
-            .enumerate()
-            .for_each(|(ci, out)| {
-                let (b0, nb) = (ci * GPT2_CHUNK, out.len() / k);
-                let mut ws = take(pool);
-                let job = Predict {
-                    spec,
-                    p,
-                    xs: &xs[b0 * k * d..][..nb * k * d],
-                    ys: &ys[b0 * k..][..nb * k],
-                    nb,
-                    k,
-                    ws: &mut ws,
-                    out,
-                };
-                dispatch::run(level, job);
-                give(pool, ws);
-            });
+        let mut outs: Vec<&mut [T]> = out.chunks_mut(GPT2_CHUNK * k).collect();
+        par::each_mut(&mut outs, |ci, out| {
+            let (b0, nb) = (ci * GPT2_CHUNK, out.len() / k);
+            let mut ws = take(pool);
+            let job = Predict {
+                spec,
+                p,
+                xs: &xs[b0 * k * d..][..nb * k * d],
+                ys: &ys[b0 * k..][..nb * k],
+                nb,
+                k,
+                ws: &mut ws,
+                out,
+            };
+            dispatch::run(level, job);
+            give(pool, ws);
+        });
         Ok(())
     }
 }

@@ -1,0 +1,137 @@
+//! The engines' parallel loops, all through one non-generic loop over indices.
+//!
+//! Rayon compiles its job machinery (the splitting, `join`, the stack jobs) once per iterator and
+//! closure type. The engines' loops sit inside kernels generic over the scalar type and, for the
+//! multi-layer model, over 14 token widths, so each loop written with rayon's iterators was
+//! compiled about a hundred times: `cargo llvm-lines` counted 198,597 of the crate's 566,978 lines
+//! of LLVM IR (35 %) in rayon's code. Here every loop is [`for_each`] over `0..n` with a `&dyn
+//! Fn(usize)`, compiled once; the generic helpers around it only hand out the items.
+//!
+//! Every helper calls its closure once per index, and results are kept in index order, so what a
+//! loop computes does not depend on the thread count or on which thread ran which index.
+
+use rayon::prelude::*;
+use std::sync::Mutex;
+
+/// `f(i)` for every `i` in `0 .. n`, on rayon's threads (the one parallel loop of the crate).
+pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
+    if n == 1 {
+        f(0);
+    } else {
+        (0..n).into_par_iter().for_each(f);
+    }
+}
+
+/// A lock that a panic on another thread did not leave unusable (the panic itself reaches the
+/// caller through rayon).
+fn lock<V>(m: &Mutex<V>) -> std::sync::MutexGuard<'_, V> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `f(i, &mut items[i])` for every item, in parallel.
+pub fn each_mut<E: Send>(items: &mut [E], f: impl Fn(usize, &mut E) + Sync) {
+    // one uncontended lock per item (the items are chunks of sequences, a few dozen a call)
+    let cells: Vec<Mutex<&mut E>> = items.iter_mut().map(Mutex::new).collect();
+    for_each(cells.len(), &|i| f(i, &mut lock(&cells[i])));
+}
+
+/// `f(i, &mut items[i])` for every item, in parallel; the results in index order.
+pub fn map_mut<E: Send, R: Send>(items: &mut [E], f: impl Fn(usize, &mut E) -> R + Sync) -> Vec<R> {
+    let mut jobs: Vec<(&mut E, Option<R>)> = items.iter_mut().map(|e| (e, None)).collect();
+    each_mut(&mut jobs, |i, (e, r)| *r = Some(f(i, e)));
+    jobs.into_iter().filter_map(|(_, r)| r).collect()
+}
+
+/// `f(i)` for every `i` in `0 .. n`, in parallel; the results in index order.
+pub fn map<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
+    each_mut(&mut out, |i, o| *o = Some(f(i)));
+    out.into_iter().flatten().collect()
+}
+
+/// Scratch values for a loop: one per index running at a time, made by `S::default()` and reused
+/// by later indices (rayon's `map_init`, whose scratch a split of the work keeps). The loop's
+/// results must not depend on what a scratch value held before.
+struct Scratch<S>(Mutex<Vec<S>>);
+
+impl<S: Default> Scratch<S> {
+    fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut S) -> R) -> R {
+        let mut s = lock(&self.0).pop().unwrap_or_default();
+        let r = f(&mut s);
+        lock(&self.0).push(s);
+        r
+    }
+}
+
+/// [`each_mut`] with a scratch value (see [`Scratch`]).
+pub fn each_mut_with<E: Send, S: Default + Send>(
+    items: &mut [E],
+    f: impl Fn(&mut S, usize, &mut E) + Sync,
+) {
+    let scratch = Scratch::<S>::new();
+    each_mut(items, |i, e| scratch.with(|s| f(s, i, e)));
+}
+
+/// [`map`] with a scratch value (see [`Scratch`]).
+pub fn map_with<S: Default + Send, R: Send>(
+    n: usize,
+    f: impl Fn(&mut S, usize) -> R + Sync,
+) -> Vec<R> {
+    let scratch = Scratch::<S>::new();
+    map(n, |i| scratch.with(|s| f(s, i)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_index_once_and_results_in_order() {
+        for threads in [1, 2, 5] {
+            pool(threads).install(|| {
+                for n in [0, 1, 2, 7, 100] {
+                    let got = map(n, |i| i * i);
+                    assert_eq!(got, (0..n).map(|i| i * i).collect::<Vec<_>>());
+                    let mut v = vec![0usize; n];
+                    each_mut(&mut v, |i, x| *x += i + 1);
+                    assert_eq!(v, (1..=n).collect::<Vec<_>>());
+                }
+            });
+        }
+    }
+
+    #[test]
+    fn scratch_is_reused_and_never_shared() {
+        pool(3).install(|| {
+            // each scratch counts the indices it served: together they served every index once
+            let seen = Mutex::new(Vec::new());
+            let got = map_with(64, |s: &mut Vec<usize>, i| {
+                s.push(i);
+                lock(&seen).push(s.len());
+                i
+            });
+            assert_eq!(got, (0..64).collect::<Vec<_>>());
+            let seen = seen.into_inner().unwrap();
+            assert_eq!(seen.len(), 64);
+            // at most 3 scratch values ran at a time, so some were reused
+            assert!(seen.iter().any(|&k| k > 1));
+            let mut v = vec![0usize; 9];
+            each_mut_with(&mut v, |s: &mut usize, i, x| {
+                *s += 1;
+                *x = i;
+            });
+            assert_eq!(v, (0..9).collect::<Vec<_>>());
+        });
+    }
+}
