@@ -169,12 +169,18 @@ pub trait Kernel {
     fn run(self) -> Self::Out;
 }
 
+// Each level's entry point in a module of its own: rustc compiles a generic function's instances
+// in the code-generation unit of the function's module, so that each level's kernels (the
+// one-layer model, the data, GPT-2) form a unit of their own, compiled beside the other's.
 macro_rules! entry {
-    ($name:ident, $feat:literal) => {
+    ($module:ident, $feat:literal) => {
         #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $feat)]
-        fn $name<K: Kernel>(k: K) -> K::Out {
-            k.run()
+        mod $module {
+            use super::Kernel;
+            #[target_feature(enable = $feat)]
+            pub(super) fn run<K: Kernel>(k: K) -> K::Out {
+                k.run()
+            }
         }
     };
 }
@@ -187,10 +193,10 @@ pub fn run<K: Kernel>(level: Level, k: K) -> K::Out {
     match level.min(detected_cached()) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is capped at what the CPU has, so it has these features.
-        Level::Avx512 => unsafe { run_avx512(k) },
+        Level::Avx512 => unsafe { run_avx512::run(k) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
-        Level::Avx2 => unsafe { run_avx2(k) },
+        Level::Avx2 => unsafe { run_avx2::run(k) },
         _ => k.run(),
     }
 }
