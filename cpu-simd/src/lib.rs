@@ -28,7 +28,7 @@ pub mod kernel;
 pub mod lane;
 pub mod lanes;
 pub mod multilayer;
-pub mod par;
+mod par;
 pub mod wide;
 
 pub use dispatch::Level;
