@@ -528,8 +528,8 @@ fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: 
 
 // Each level's entry point in a module of its own: rustc compiles a generic function's instances
 // in the code-generation unit of the function's module, so with the entries here every width's
-// AVX2 and AVX-512 kernels were one unit with the baseline's, most of a release build's time on
-// one core. In three modules they are three units, which the build compiles side by side.
+// AVX2 and AVX-512 kernels were one unit with the baseline's, compiled on one core. In three
+// modules they are three units, which the build compiles side by side.
 macro_rules! entry {
     ($module:ident, $feat:literal) => {
         #[cfg(target_arch = "x86_64")]
