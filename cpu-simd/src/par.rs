@@ -10,15 +10,57 @@
 //! Every helper calls its closure once per index, and results are kept in index order, so what a
 //! loop computes does not depend on the thread count or on which thread ran which index.
 
-use rayon::prelude::*;
+use std::hint::spin_loop;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// `f(i)` for every `i` in `0 .. n`, on rayon's threads (the one parallel loop of the crate).
+///
+/// The calling thread and up to `threads - 1` helper jobs take the next index from one counter
+/// until none is left. The caller starts at once (no splitting first), and when it has run out
+/// of indices it spins on two counters until every helper that started has finished its index,
+/// instead of waiting in rayon's idle loop, which polls between `sched_yield` calls: on a 2-core
+/// VM that loop noticed the end of the other thread's half microseconds late, every step
+/// (docs/speed.md, "Two threads"). A helper that no thread picked up before the indices ran out
+/// finds none and returns.
 pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
-    if n == 1 {
-        f(0);
-    } else {
-        (0..n).into_par_iter().for_each(f);
+    let threads = rayon::current_num_threads();
+    if n <= 1 || threads == 1 {
+        (0..n).for_each(f);
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let (started, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            break;
+        }
+        f(i);
+    };
+    rayon::in_place_scope(|s| {
+        for _ in 0..(threads - 1).min(n - 1) {
+            s.spawn(|_| {
+                started.fetch_add(1, Ordering::AcqRel);
+                // counted as done on the way out, also when `f` panics (the scope then passes
+                // the panic on)
+                let _done = Done(&done);
+                work();
+            });
+        }
+        work();
+        while done.load(Ordering::Acquire) < started.load(Ordering::Acquire) {
+            spin_loop();
+        }
+    });
+}
+
+/// Adds one to its counter when dropped.
+struct Done<'a>(&'a AtomicUsize);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -107,6 +149,29 @@ mod tests {
                     each_mut(&mut v, |i, x| *x += i + 1);
                     assert_eq!(v, (1..=n).collect::<Vec<_>>());
                 }
+            });
+        }
+    }
+
+    #[test]
+    fn a_panic_reaches_the_caller_and_nested_loops_finish() {
+        for threads in [2, 3] {
+            pool(threads).install(|| {
+                // a panicking index (on whichever thread) ends the loop with the panic, no hang
+                for bad in [0, 5, 63] {
+                    let r = std::panic::catch_unwind(|| {
+                        for_each(64, &|i| {
+                            if i == bad {
+                                panic!("index {i}");
+                            }
+                        })
+                    });
+                    assert!(r.is_err());
+                }
+                // loops inside the items of a loop, every index once
+                let got = map(6, |i| map(i + 3, |j| i * j).iter().sum::<usize>());
+                let want: Vec<usize> = (0..6).map(|i| (0..i + 3).map(|j| i * j).sum()).collect();
+                assert_eq!(got, want);
             });
         }
     }
