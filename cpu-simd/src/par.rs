@@ -10,33 +10,37 @@
 //! Every helper calls its closure once per index, and results are kept in index order, so what a
 //! loop computes does not depend on the thread count or on which thread ran which index.
 
+use rayon::prelude::*;
 use std::hint::spin_loop;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// `f(i)` for every `i` in `0 .. n`, on rayon's threads (the one parallel loop of the crate).
 ///
-/// The calling thread and up to `threads - 1` helper jobs take the next index from one counter
-/// until none is left. The caller starts at once (no splitting first), and when it has run out
-/// of indices it spins on two counters until every helper that started has finished its index,
-/// instead of waiting in rayon's idle loop, which polls between `sched_yield` calls: on a 2-core
-/// VM that loop noticed the end of the other thread's half microseconds late, every step
-/// (docs/speed.md, "Two threads"). A helper that no thread picked up before the indices ran out
-/// finds none and returns.
+/// The calling thread takes indices from the front and up to `threads - 1` helper jobs take them
+/// from the back, until the two ends meet. The caller starts at once (no splitting first); on
+/// two threads each thread runs the same indices every call when the work is even (0, 1, ... on
+/// the caller, n - 1, n - 2, ... on the helper), so a chunk's buffers stay in one core's caches.
+/// When the caller has run out of indices it spins until every helper that started has finished
+/// its index, instead of waiting in rayon's idle loop, which polls between `sched_yield` calls: on
+/// a 2-core VM that loop noticed the end of the other thread's share microseconds late, every
+/// step (docs/speed.md, "Two threads"). A helper that no thread picked up before the indices ran
+/// out finds none and returns.
 pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
     let threads = rayon::current_num_threads();
     if n <= 1 || threads == 1 {
         (0..n).for_each(f);
         return;
     }
-    let next = AtomicUsize::new(0);
+    let Some(claims) = Claims::new(n) else {
+        (0..n).into_par_iter().for_each(f);
+        return;
+    };
     let (started, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= n {
-            break;
+    let work = |from_back: bool| {
+        while let Some(i) = claims.take(from_back) {
+            f(i);
         }
-        f(i);
     };
     rayon::in_place_scope(|s| {
         for _ in 0..(threads - 1).min(n - 1) {
@@ -45,14 +49,48 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
                 // counted as done on the way out, also when `f` panics (the scope then passes
                 // the panic on)
                 let _done = Done(&done);
-                work();
+                work(true);
             });
         }
-        work();
+        work(false);
         while done.load(Ordering::Acquire) < started.load(Ordering::Acquire) {
             spin_loop();
         }
     });
+}
+
+/// The indices not yet taken, `front .. back`, in one word (front in the low 32 bits).
+struct Claims(AtomicU64);
+
+impl Claims {
+    /// `0 .. n`, or `None` when `n` does not fit in 32 bits.
+    fn new(n: usize) -> Option<Self> {
+        let n = u32::try_from(n).ok()?;
+        Some(Claims(AtomicU64::new(u64::from(n) << 32)))
+    }
+
+    /// The first index left (`from_back`: the last), or `None` when none is.
+    fn take(&self, from_back: bool) -> Option<usize> {
+        let mut cur = self.0.load(Ordering::Relaxed);
+        loop {
+            let (front, back) = (cur as u32, (cur >> 32) as u32);
+            if front >= back {
+                return None;
+            }
+            let (next, i) = if from_back {
+                (u64::from(front) | (u64::from(back - 1) << 32), back - 1)
+            } else {
+                (u64::from(front + 1) | (u64::from(back) << 32), front)
+            };
+            match self
+                .0
+                .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(i as usize),
+                Err(now) => cur = now,
+            }
+        }
+    }
 }
 
 /// Adds one to its counter when dropped.
