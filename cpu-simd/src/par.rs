@@ -71,7 +71,9 @@ impl Claims {
 
     /// The first index left (`from_back`: the last), or `None` when none is.
     fn take(&self, from_back: bool) -> Option<usize> {
-        let mut cur = self.0.load(Ordering::Relaxed);
+        // Acquire: a caller that finds none left has seen every take before, and so the
+        // `started` count of each helper that made one (`for_each` waits for those)
+        let mut cur = self.0.load(Ordering::Acquire);
         loop {
             let (front, back) = (cur as u32, (cur >> 32) as u32);
             if front >= back {
@@ -84,7 +86,7 @@ impl Claims {
             };
             match self
                 .0
-                .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => return Some(i as usize),
                 Err(now) => cur = now,
