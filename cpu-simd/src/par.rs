@@ -21,8 +21,8 @@ use std::sync::Mutex;
 /// from the back, until the two ends meet. The caller starts at once (no splitting first); on
 /// two threads each thread runs the same indices every call when the work is even (0, 1, ... on
 /// the caller, n - 1, n - 2, ... on the helper), so a chunk's buffers stay in one core's caches.
-/// When the caller has run out of indices it spins until every helper that started has finished
-/// its index, instead of waiting in rayon's idle loop, which polls between `sched_yield` calls: on
+/// When the caller has run out of indices it spins (for up to [`SPINS`] polls) until every helper
+/// that started has finished its index, instead of waiting in rayon's idle loop, which polls between `sched_yield` calls: on
 /// a 2-core VM that loop noticed the end of the other thread's share microseconds late, every
 /// step (docs/speed.md, "Two threads"). A helper that no thread picked up before the indices ran
 /// out finds none and returns.
@@ -53,11 +53,20 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
             });
         }
         work(false);
-        while done.load(Ordering::Acquire) < started.load(Ordering::Acquire) {
+        // spin for a while (a he2025 chunk takes 10-20 us); past that, rayon's scope waits for
+        // the rest, stealing other work and sleeping as rayon does, so that a long index (a GPT-2
+        // prompt's baseline fit) does not keep this core busy
+        let mut spins = 0;
+        while done.load(Ordering::Acquire) < started.load(Ordering::Acquire) && spins < SPINS {
             spin_loop();
+            spins += 1;
         }
     });
 }
+
+/// How many times the caller polls the helpers before it leaves the wait to rayon: tens of
+/// microseconds (a spin-loop hint is ~10-140 cycles, by CPU).
+const SPINS: u32 = 1 << 11;
 
 /// The indices not yet taken, `front .. back`, in one word (front in the low 32 bits).
 struct Claims(AtomicU64);
