@@ -22,10 +22,10 @@ use std::sync::Mutex;
 /// two threads each thread runs the same indices every call when the work is even (0, 1, ... on
 /// the caller, n - 1, n - 2, ... on the helper), so a chunk's buffers stay in one core's caches.
 /// When the caller has run out of indices it spins (for up to [`SPINS`] polls) until every helper
-/// that started has finished its index, instead of waiting in rayon's idle loop, which polls between `sched_yield` calls: on
-/// a 2-core VM that loop noticed the end of the other thread's share microseconds late, every
-/// step (docs/speed.md, "Two threads"). A helper that no thread picked up before the indices ran
-/// out finds none and returns.
+/// that started has finished its index, instead of waiting in rayon's idle loop, which polls
+/// between `sched_yield` calls: on a 2-core VM that loop noticed the end of the other thread's
+/// share microseconds late, every step (docs/speed.md, "Two threads on the Intel Xeon"). A helper
+/// that no thread picked up before the indices ran out finds none and returns.
 pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
     let threads = rayon::current_num_threads();
     if n <= 1 || threads == 1 {
