@@ -11,21 +11,28 @@
 //! loop computes does not depend on the thread count or on which thread ran which index.
 
 use rayon::prelude::*;
+use std::any::Any;
+use std::cell::Cell;
 use std::hint::spin_loop;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// `f(i)` for every `i` in `0 .. n`, on rayon's threads (the one parallel loop of the crate).
 ///
-/// The calling thread takes indices from the front and up to `threads - 1` helper jobs take them
-/// from the back, until the two ends meet. The caller starts at once (no splitting first); on
-/// two threads each thread runs the same indices every call when the work is even (0, 1, ... on
-/// the caller, n - 1, n - 2, ... on the helper), so a chunk's buffers stay in one core's caches.
-/// When the caller has run out of indices it spins (for up to [`SPINS`] polls) until every helper
-/// that started has finished its index, instead of waiting in rayon's idle loop, which polls
-/// between `sched_yield` calls: on a 2-core VM that loop noticed the end of the other thread's
-/// share microseconds late, every step (docs/speed.md, "Two threads on the Intel Xeon"). A helper
-/// that no thread picked up before the indices ran out finds none and returns.
+/// The calling thread takes indices from the front and up to `threads - 1` helpers take them from
+/// the back, until the two ends meet. The caller starts at once (no splitting first); on two
+/// threads each thread runs the same indices every call when the work is even (0, 1, ... on the
+/// caller, n - 1, n - 2, ... on the helper), so a chunk's buffers stay in one core's caches.
+///
+/// Where the machine has a core for each, the helpers are the calling thread's [`Team`]: rayon
+/// jobs that, between loops, spin for up to [`IDLE`] waiting for the caller's next loop instead
+/// of returning to rayon, so a step's loops start and end within a fraction of a microsecond on
+/// every thread rather than the few microseconds rayon's idle loop takes to notice new or
+/// finished work (docs/speed.md, "Two threads on the Intel Xeon"). Otherwise (the helpers of
+/// every team in the process and their callers would be more threads than cores, or a loop
+/// inside a loop's index) the helpers are jobs of a rayon scope.
 pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
     let threads = rayon::current_num_threads();
     if n <= 1 || threads == 1 {
@@ -36,6 +43,14 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
         (0..n).into_par_iter().for_each(f);
         return;
     };
+    if IN_LOOP.get() || !TEAM.with(|team| team_loop(team, &claims, (threads - 1).min(n - 1), f)) {
+        scope_for_each(claims, threads, f);
+    }
+}
+
+/// [`for_each`] with helper jobs of a rayon scope.
+fn scope_for_each(claims: Claims, threads: usize, f: &(dyn Fn(usize) + Sync)) {
+    let n = claims.left();
     let (started, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let work = |from_back: bool| {
         while let Some(i) = claims.take(from_back) {
@@ -68,7 +83,190 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
 /// microseconds (a spin-loop hint is ~10-140 cycles, by CPU).
 const SPINS: u32 = 1 << 11;
 
+/// How long a team's helper waits for the next loop before it returns to rayon: longer than the
+/// serial part between two loops of a training step (the optimiser, the loss), short enough that
+/// a helper of a finished run does not keep a core busy.
+const IDLE: Duration = Duration::from_micros(200);
+
+/// The machine's cores (the threads the OS runs at once).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The helpers alive in every team of the process: a team makes new ones only while they and
+/// its caller fit on the cores left, so that spinning helpers never take a core from a thread
+/// with work (several trainers in one process, each on its own thread, share the cores).
+static HELPERS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's helpers (made on its first loop).
+    static TEAM: Arc<Team> = Arc::new(Team::default());
+    /// This thread is inside a loop (as its caller or running one of its indices).
+    static IN_LOOP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// One loop as a team's helpers see it.
+struct Task<'a> {
+    f: &'a (dyn Fn(usize) + Sync),
+    claims: &'a Claims,
+    /// The first panic of a helper's index, for the caller to pass on.
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+impl Task<'_> {
+    fn run(&self, from_back: bool) {
+        while let Some(i) = self.claims.take(from_back) {
+            (self.f)(i);
+        }
+    }
+}
+
+/// The helpers of one calling thread: rayon jobs that run the caller's loops one after the other
+/// (see [`for_each`]).
+///
+/// Aligned to its own cache lines (128 bytes: two lines, which some CPUs fetch in pairs): the
+/// helpers poll `state`, and the `Arc`'s counts or the caller's other data beside it would move
+/// the line between the cores at every write.
+#[derive(Default)]
+#[repr(align(128))]
+struct Team {
+    /// The loop now running: its number (bits 33 and up), whether helpers may still join it (bit
+    /// 32, [`OPEN`]) and how many are inside it (bits 0-31). Only the caller opens and closes a
+    /// loop; a helper joins by adding one while the loop is open, and leaves by taking one away.
+    state: AtomicU64,
+    /// The loop's task, set by the caller while no helper is inside and the loop is closed.
+    task: AtomicPtr<Task<'static>>,
+    /// How many helper jobs are alive (working or waiting for a loop).
+    alive: AtomicUsize,
+}
+
+const OPEN: u64 = 1 << 32;
+const NUMBER: u64 = 1 << 33;
+const INSIDE: u64 = OPEN - 1;
+
+/// [`for_each`] with the calling thread's [`Team`] of `helpers` helpers, or `false` (nothing
+/// run) when the team has none and the cores have no room for them.
+fn team_loop(
+    team: &Arc<Team>,
+    claims: &Claims,
+    helpers: usize,
+    f: &(dyn Fn(usize) + Sync),
+) -> bool {
+    // helpers that waited too long have returned to rayon: new ones replace them where the
+    // cores have room (the caller needs one too)
+    let alive = team.alive.load(Ordering::Acquire);
+    if alive < helpers {
+        let more = helpers - alive;
+        if HELPERS.fetch_add(more, Ordering::AcqRel) + more < cores() {
+            team.alive.fetch_add(more, Ordering::AcqRel);
+            for _ in 0..more {
+                let t = Arc::clone(team);
+                rayon::spawn(move || t.help());
+            }
+        } else {
+            HELPERS.fetch_sub(more, Ordering::AcqRel);
+            if alive == 0 {
+                return false;
+            }
+        }
+    }
+    let task = Task {
+        f,
+        claims,
+        panic: Mutex::new(None),
+    };
+    // SAFETY (of the helpers' use of the pointer): the loop is closed and no helper is inside, so
+    // none reads `task` now; a helper reads it only after joining the loop opened below, and this
+    // function waits for every helper that joined to leave before `task` goes out of scope.
+    team.task.store(
+        &task as *const Task as *mut Task<'static>,
+        Ordering::Release,
+    );
+    let s = team.state.load(Ordering::Acquire);
+    team.state.store(
+        (s & !(OPEN | INSIDE)).wrapping_add(NUMBER) | OPEN,
+        Ordering::Release,
+    );
+    let was = IN_LOOP.replace(true);
+    let mine = catch_unwind(AssertUnwindSafe(|| task.run(false)));
+    // every index is taken: close the loop and wait for the helpers inside it to finish theirs
+    team.state.fetch_and(!OPEN, Ordering::AcqRel);
+    let mut spins = 0;
+    while team.state.load(Ordering::Acquire) & INSIDE != 0 {
+        if spins < SPINS {
+            spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    IN_LOOP.set(was);
+    if let Err(p) = mine {
+        resume_unwind(p);
+    }
+    let theirs = lock(&task.panic).take();
+    if let Some(p) = theirs {
+        resume_unwind(p);
+    }
+    true
+}
+
+impl Team {
+    /// A helper: joins each loop the caller opens, takes indices from the back, and returns to
+    /// rayon after waiting [`IDLE`] for a loop.
+    fn help(self: &Arc<Self>) {
+        // a job the caller's own thread picked up (waiting in a scope of a loop inside a loop)
+        // would only delay it
+        if TEAM.with(|t| Arc::ptr_eq(t, self)) {
+            self.leave();
+            return;
+        }
+        let mut last = None;
+        let mut since = Instant::now();
+        let mut polls = 0u32;
+        loop {
+            let s = self.state.load(Ordering::Acquire);
+            if s & OPEN != 0 && last != Some(s >> 33) {
+                if self
+                    .state
+                    .compare_exchange_weak(s, s + 1, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    last = Some(s >> 33);
+                    // SAFETY: this helper is inside the open loop, whose caller keeps the task
+                    // alive until every helper inside has left (`team_loop`)
+                    let task = unsafe { &*self.task.load(Ordering::Acquire) };
+                    let was = IN_LOOP.replace(true);
+                    if let Err(p) = catch_unwind(AssertUnwindSafe(|| task.run(true))) {
+                        lock(&task.panic).get_or_insert(p);
+                    }
+                    IN_LOOP.set(was);
+                    self.state.fetch_sub(1, Ordering::Release);
+                    since = Instant::now();
+                }
+                continue;
+            }
+            spin_loop();
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(64) && since.elapsed() > IDLE {
+                self.leave();
+                return;
+            }
+        }
+    }
+
+    /// A helper returns to rayon.
+    fn leave(&self) {
+        self.alive.fetch_sub(1, Ordering::AcqRel);
+        HELPERS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The indices not yet taken, `front .. back`, in one word (front in the low 32 bits).
+///
+/// On cache lines of its own (see [`Team`]): every thread writes it at every index.
+#[repr(align(128))]
 struct Claims(AtomicU64);
 
 impl Claims {
@@ -76,6 +274,12 @@ impl Claims {
     fn new(n: usize) -> Option<Self> {
         let n = u32::try_from(n).ok()?;
         Some(Claims(AtomicU64::new(u64::from(n) << 32)))
+    }
+
+    /// How many indices are left.
+    fn left(&self) -> usize {
+        let cur = self.0.load(Ordering::Acquire);
+        ((cur >> 32) as u32).saturating_sub(cur as u32) as usize
     }
 
     /// The first index left (`from_back`: the last), or `None` when none is.
@@ -121,9 +325,23 @@ fn lock<V>(m: &Mutex<V>) -> std::sync::MutexGuard<'_, V> {
 
 /// `f(i, &mut items[i])` for every item, in parallel.
 pub fn each_mut<E: Send>(items: &mut [E], f: impl Fn(usize, &mut E) + Sync) {
-    // one uncontended lock per item (the items are chunks of sequences, a few dozen a call)
-    let cells: Vec<Mutex<&mut E>> = items.iter_mut().map(Mutex::new).collect();
-    for_each(cells.len(), &|i| f(i, &mut lock(&cells[i])));
+    let items = Items(items.as_mut_ptr(), items.len());
+    // SAFETY: `for_each` calls the closure once for each index below the length (and never
+    // after it returns), so no item is borrowed twice, and `items` stays borrowed meanwhile
+    for_each(items.1, &|i| f(i, unsafe { &mut *items.at(i) }));
+}
+
+/// A slice's items, to hand out one by one to the threads of a loop.
+struct Items<E>(*mut E, usize);
+
+// SAFETY: the threads get disjoint items (see `each_mut`), which may be sent between threads
+unsafe impl<E: Send> Sync for Items<E> {}
+
+impl<E> Items<E> {
+    fn at(&self, i: usize) -> *mut E {
+        debug_assert!(i < self.1);
+        self.0.wrapping_add(i)
+    }
 }
 
 /// `f(i, &mut items[i])` for every item, in parallel; the results in index order.
@@ -223,6 +441,76 @@ mod tests {
                 assert_eq!(got, want);
             });
         }
+    }
+
+    /// One loop through the calling thread's team with one helper (`true`), or through a scope
+    /// where the cores have no room for the helper now (other tests run at the same time).
+    fn by_team(n: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
+        let claims = Claims::new(n).unwrap();
+        if TEAM.with(|t| team_loop(t, &claims, 1, f)) {
+            return true;
+        }
+        scope_for_each(claims, 2, f);
+        false
+    }
+
+    #[test]
+    fn a_team_runs_loop_after_loop_and_replaces_helpers_that_left() {
+        pool(2).install(|| {
+            let me = std::thread::current().id();
+            let t0 = Instant::now();
+            let (mut round, mut helped) = (0, 0);
+            // until a team's helper has run indices (on one core there is never room for one;
+            // on a loaded machine it may take a while)
+            while round < 300 || (helped == 0 && cores() > 1 && t0.elapsed().as_secs() < 20) {
+                let n = round % 9 + 2;
+                let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+                let theirs = AtomicUsize::new(0);
+                let team = by_team(n, &|i| {
+                    hits[i].fetch_add(1, Ordering::Relaxed);
+                    if std::thread::current().id() != me {
+                        theirs.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let t = Instant::now();
+                    while t.elapsed() < Duration::from_micros(20) {
+                        spin_loop();
+                    }
+                });
+                assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+                if team {
+                    helped += theirs.load(Ordering::Relaxed);
+                }
+                if round % 100 == 0 {
+                    // the helper returns to rayon; a later loop makes a new one
+                    let t = Instant::now();
+                    while TEAM.with(|t| t.alive.load(Ordering::Acquire)) > 0 {
+                        assert!(t.elapsed().as_secs() < 20, "a helper did not return");
+                        std::thread::sleep(IDLE);
+                    }
+                }
+                round += 1;
+            }
+            assert!(helped > 0 || cores() == 1);
+            // a panic on either thread reaches the caller; loops inside a team's indices
+            for bad in [0, 63] {
+                let r = std::panic::catch_unwind(|| {
+                    by_team(64, &|i| {
+                        if i == bad {
+                            panic!("index {i}");
+                        }
+                    })
+                });
+                assert!(r.is_err());
+            }
+            let sums: Vec<AtomicUsize> = (0..6).map(|_| AtomicUsize::new(0)).collect();
+            by_team(6, &|i| {
+                let inner = map(i + 3, |j| i * j).iter().sum::<usize>();
+                sums[i].store(inner, Ordering::Relaxed);
+            });
+            let got: Vec<usize> = sums.iter().map(|s| s.load(Ordering::Relaxed)).collect();
+            let want: Vec<usize> = (0..6).map(|i| (0..i + 3).map(|j| i * j).sum()).collect();
+            assert_eq!(got, want);
+        });
     }
 
     #[test]
