@@ -88,6 +88,10 @@ const SPINS: u32 = 1 << 11;
 /// a helper of a finished run does not keep a core busy.
 const IDLE: Duration = Duration::from_micros(200);
 
+/// How long a team's caller sleeps between looks at a helper whose index is taking long (past
+/// [`SPINS`] polls).
+const NAP: Duration = Duration::from_micros(50);
+
 /// The machine's cores (the threads the OS runs at once).
 fn cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
@@ -192,13 +196,15 @@ fn team_loop(
     let mine = catch_unwind(AssertUnwindSafe(|| task.run(false)));
     // every index is taken: close the loop and wait for the helpers inside it to finish theirs
     team.state.fetch_and(!OPEN, Ordering::AcqRel);
+    // (spinning first; a long index, such as a GPT-2 prompt's baseline fit, is waited out in
+    // short sleeps, so that this thread does not keep its core busy meanwhile)
     let mut spins = 0;
     while team.state.load(Ordering::Acquire) & INSIDE != 0 {
         if spins < SPINS {
             spin_loop();
             spins += 1;
         } else {
-            std::thread::yield_now();
+            std::thread::sleep(NAP);
         }
     }
     IN_LOOP.set(was);
