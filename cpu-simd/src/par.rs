@@ -43,7 +43,13 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
         (0..n).into_par_iter().for_each(f);
         return;
     };
-    if IN_LOOP.get() || !TEAM.with(|team| team_loop(team, &claims, (threads - 1).min(n - 1), f)) {
+    let helpers = (threads - 1).min(n - 1);
+    // (`try_with`: a loop in a thread-local's destructor at the thread's end takes a scope)
+    if IN_LOOP.get()
+        || !TEAM
+            .try_with(|team| team_loop(team, &claims, helpers, f))
+            .unwrap_or(false)
+    {
         scope_for_each(claims, threads, f);
     }
 }
@@ -224,7 +230,7 @@ impl Team {
     fn help(self: &Arc<Self>) {
         // a job the caller's own thread picked up (waiting in a scope of a loop inside a loop)
         // would only delay it
-        if TEAM.with(|t| Arc::ptr_eq(t, self)) {
+        if TEAM.try_with(|t| Arc::ptr_eq(t, self)).unwrap_or(false) {
             self.leave();
             return;
         }
