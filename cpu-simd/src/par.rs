@@ -26,13 +26,13 @@ use std::time::{Duration, Instant};
 /// threads each thread runs the same indices every call when the work is even (0, 1, ... on the
 /// caller, n - 1, n - 2, ... on the helper), so a chunk's buffers stay in one core's caches.
 ///
-/// Where the machine has a core for each, the helpers are the calling thread's [`Team`]: rayon
+/// Where there is room for them, the helpers are the calling thread's [`Team`]: rayon
 /// jobs that, between loops, spin for up to [`IDLE`] waiting for the caller's next loop instead
 /// of returning to rayon, so a step's loops start and end within a fraction of a microsecond on
 /// every thread rather than the few microseconds rayon's idle loop takes to notice new or
-/// finished work (docs/speed.md, "Two threads on the Intel Xeon"). Otherwise (the helpers of
-/// every team in the process and their callers would be more threads than cores, or a loop
-/// inside a loop's index) the helpers are jobs of a rayon scope.
+/// finished work (docs/speed.md, "Two threads on the Intel Xeon"). Otherwise (no room for more
+/// helpers: see [`HELPERS`]; or a loop inside a loop's index) the helpers are jobs of a rayon
+/// scope.
 pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
     let threads = rayon::current_num_threads();
     if n <= 1 || threads == 1 {
@@ -47,7 +47,7 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
     // (`try_with`: a loop in a thread-local's destructor at the thread's end takes a scope)
     if IN_LOOP.get()
         || !TEAM
-            .try_with(|team| team_loop(team, &claims, helpers, f))
+            .try_with(|team| team_loop(team, &claims, helpers, threads, f))
             .unwrap_or(false)
     {
         scope_for_each(claims, threads, f);
@@ -105,8 +105,10 @@ fn cores() -> usize {
 }
 
 /// The helpers alive in every team of the process: a team makes new ones only while they and
-/// its caller fit on the cores left, so that spinning helpers never take a core from a thread
-/// with work (several trainers in one process, each on its own thread, share the cores).
+/// its caller fit on the cores, and on the threads of the caller's pool, so that spinning helpers
+/// never take a core from a thread with work (several trainers in one process, each on its own
+/// thread, share the cores) and never hold every thread of a pool (a loop that takes the scope
+/// path waits for its jobs to run on one).
 static HELPERS: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
@@ -155,12 +157,14 @@ const OPEN: u64 = 1 << 32;
 const NUMBER: u64 = 1 << 33;
 const INSIDE: u64 = OPEN - 1;
 
-/// [`for_each`] with the calling thread's [`Team`] of `helpers` helpers, or `false` (nothing
-/// run) when the team has none and the cores have no room for them.
+/// [`for_each`] with the calling thread's [`Team`] of `helpers` helpers in a pool of `threads`
+/// threads, or `false` (nothing run) when the team has none and there is no room for them (see
+/// [`HELPERS`]).
 fn team_loop(
     team: &Arc<Team>,
     claims: &Claims,
     helpers: usize,
+    threads: usize,
     f: &(dyn Fn(usize) + Sync),
 ) -> bool {
     // helpers that waited too long have returned to rayon: new ones replace them where the
@@ -168,7 +172,7 @@ fn team_loop(
     let alive = team.alive.load(Ordering::Acquire);
     if alive < helpers {
         let more = helpers - alive;
-        if HELPERS.fetch_add(more, Ordering::AcqRel) + more < cores() {
+        if HELPERS.fetch_add(more, Ordering::AcqRel) + more < cores().min(threads) {
             team.alive.fetch_add(more, Ordering::AcqRel);
             for _ in 0..more {
                 let t = Arc::clone(team);
@@ -459,7 +463,7 @@ mod tests {
     /// where the cores have no room for the helper now (other tests run at the same time).
     fn by_team(n: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
         let claims = Claims::new(n).unwrap();
-        if TEAM.with(|t| team_loop(t, &claims, 1, f)) {
+        if TEAM.with(|t| team_loop(t, &claims, 1, 2, f)) {
             return true;
         }
         scope_for_each(claims, 2, f);
