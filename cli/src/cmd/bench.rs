@@ -17,7 +17,7 @@ pub struct Args {
     /// Print one JSON document instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Timed steps per configuration (after 20 warm-up steps); see also --max-seconds.
+    /// Timed steps per configuration (after a warm-up of 20 steps, more until a tenth of --max-seconds, at most 0.25 s, has passed); see also --max-seconds.
     #[arg(long, default_value_t = 3000, allow_negative_numbers = true)]
     pub steps: u64,
     /// Stop timing a configuration after this many seconds (at least 50 steps are timed).

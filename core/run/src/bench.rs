@@ -18,7 +18,7 @@ use std::time::Instant;
 /// How long to measure each configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
-    /// Timed steps (after 20 warm-up steps).
+    /// Timed steps (after the warm-up: [`warm_up`]).
     pub steps: u64,
     /// Stop after this many seconds (at least 50 steps are timed).
     pub max_seconds: f64,
@@ -149,8 +149,8 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
-/// `cfg` as [`measure`] runs it: `train.steps` is the steps it times (and its 20 warm-up
-/// steps), so the memory estimate counts the log and snapshots of those, not of the config's run;
+/// `cfg` as [`measure`] runs it: `train.steps` is the steps it times and as many again for the
+/// warm-up (at most that many, see [`warm_up`]), so the memory estimate counts the log and snapshots of those, not of the config's run;
 /// and without Garg et al.'s curriculum, so that a curriculum preset is timed at the `task.d` and
 /// `task.L` the row states (its first stage would be d = 5, L = 10 for the 2,000 steps a
 /// benchmark lasts).
@@ -160,8 +160,24 @@ pub fn bench_config(cfg: &Config, steps: u64) -> Config {
     c.train.steps = steps
         .max(1)
         .saturating_add(20)
+        .saturating_mul(2)
         .min(icl_core::config::MAX_STEPS);
     c
+}
+
+/// The steps before the timed ones: 20, and more until a tenth of the time budget (at most a
+/// quarter of a second) has passed, up to the budget's step count. A process's first fraction
+/// of a second ran two threads a quarter slower on a 2-core VM (docs/speed.md, "Warm-up"), so
+/// the first configuration of a benchmark read low where 20 steps were the whole warm-up.
+fn warm_up(b: &Budget, step: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+    let t0 = Instant::now();
+    let warm = (b.max_seconds / 10.0).min(0.25);
+    let mut k = 0u64;
+    while k < 20 || (k < b.steps.max(1).saturating_add(20) && t0.elapsed().as_secs_f64() < warm) {
+        step()?;
+        k += 1;
+    }
+    Ok(())
 }
 
 /// Time the config `cfg` with engine `engine` in precision `T` in a pool of `threads` threads.
@@ -197,9 +213,10 @@ pub fn measure<T: RunScalar>(
             &engines,
             &Options::default(),
         )?;
-        for _ in 0..20 {
+        warm_up(b, &mut || {
             tr.step()?;
-        }
+            Ok(())
+        })?;
         let rss0 = rss_kb();
         let t0 = Instant::now();
         let mut steps = 0;
@@ -385,6 +402,7 @@ pub fn vulkan_device() -> Result<(String, &'static str)> {
 
 #[cfg(test)]
 mod tests {
+    use super::{warm_up, Budget, RunError};
     use icl_core::config::AttentionKind;
     use icl_core::families::iv::IvSpec;
     use icl_core::families::stack::StackSpec;
@@ -442,7 +460,8 @@ mod tests {
         assert!(cfg.task.curriculum);
         let b = super::bench_config(&cfg, 100);
         assert!(!b.task.curriculum);
-        assert_eq!((b.task.d, b.task.len, b.train.steps), (20, 40, 120));
+        // 100 timed steps, and room for a warm-up of 20 + 100 more: 2 x 120
+        assert_eq!((b.task.d, b.task.len, b.train.steps), (20, 40, 240));
         // the trainer's first step would have been at d = 5, L = 10
         use icl_core::families::gpt2::objective::Curriculum;
         assert_eq!(Curriculum::of(&cfg.task).unwrap().at(0), (5, 10));
@@ -492,5 +511,42 @@ mod tests {
         assert!((total / 1e9 - 3.346).abs() < 1e-3, "{total}");
         let tf_ref = StackSpec { e: 5, ..sp(4, 2) }.step_flops(k, b);
         assert!(total < tf_ref, "{total} vs {tf_ref}");
+    }
+
+    #[test]
+    fn the_warm_up_is_20_steps_and_then_time_up_to_the_step_budget() {
+        let budget = |steps, max_seconds| Budget {
+            steps,
+            max_seconds,
+            split: false,
+        };
+        let count = |b: Budget, pause: f64| {
+            let mut k = 0;
+            let t0 = std::time::Instant::now();
+            warm_up(&b, &mut || {
+                k += 1;
+                std::thread::sleep(std::time::Duration::from_secs_f64(pause));
+                Ok(())
+            })
+            .unwrap();
+            (k, t0.elapsed().as_secs_f64())
+        };
+        // a tiny time budget: the 20 steps alone
+        assert_eq!(count(budget(1_000_000, 1e-6), 0.0).0, 20);
+        // a fast step: as many more as the timed steps, at most
+        assert_eq!(count(budget(5, 100.0), 0.0).0, 25);
+        // a slow step: until a tenth of the time budget has passed
+        let (k, secs) = count(budget(1_000_000, 0.5), 0.002);
+        assert!(k > 20 && secs >= 0.05, "{k} steps in {secs} s");
+        // a step's error ends the warm-up with it
+        let mut k = 0;
+        let r = warm_up(&budget(100, 1.0), &mut || {
+            k += 1;
+            if k == 3 {
+                return Err(RunError::Refused("stop".into()));
+            }
+            Ok(())
+        });
+        assert!(r.is_err() && k == 3);
     }
 }
