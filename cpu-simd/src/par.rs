@@ -50,30 +50,24 @@ pub fn for_each(n: usize, f: &(dyn Fn(usize) + Sync)) {
             .try_with(|team| team_loop(team, &claims, helpers, threads, f))
             .unwrap_or(false)
     {
-        scope_for_each(claims, threads, f);
+        scope_for_each(&claims, helpers, f);
     }
 }
 
-/// [`for_each`] with helper jobs of a rayon scope.
-fn scope_for_each(claims: Claims, threads: usize, f: &(dyn Fn(usize) + Sync)) {
-    let n = claims.left();
+/// [`for_each`] with `helpers` helper jobs of a rayon scope.
+fn scope_for_each(claims: &Claims, helpers: usize, f: &(dyn Fn(usize) + Sync)) {
     let (started, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    let work = |from_back: bool| {
-        while let Some(i) = claims.take(from_back) {
-            f(i);
-        }
-    };
     rayon::in_place_scope(|s| {
-        for _ in 0..(threads - 1).min(n - 1) {
+        for _ in 0..helpers {
             s.spawn(|_| {
                 started.fetch_add(1, Ordering::AcqRel);
                 // counted as done on the way out, also when `f` panics (the scope then passes
                 // the panic on)
                 let _done = Done(&done);
-                work(true);
+                claims.run(true, f);
             });
         }
-        work(false);
+        claims.run(false, f);
         // spin for a while (a he2025 chunk takes 10-20 us); past that, rayon's scope waits for
         // the rest, stealing other work and sleeping as rayon does, so that a long index (a GPT-2
         // prompt's baseline fit) does not keep this core busy
@@ -124,14 +118,6 @@ struct Task<'a> {
     claims: &'a Claims,
     /// The first panic of a helper's index, for the caller to pass on.
     panic: Mutex<Option<Box<dyn Any + Send>>>,
-}
-
-impl Task<'_> {
-    fn run(&self, from_back: bool) {
-        while let Some(i) = self.claims.take(from_back) {
-            (self.f)(i);
-        }
-    }
 }
 
 /// The helpers of one calling thread: rayon jobs that run the caller's loops one after the other
@@ -203,7 +189,7 @@ fn team_loop(
         Ordering::Release,
     );
     let was = IN_LOOP.replace(true);
-    let mine = catch_unwind(AssertUnwindSafe(|| task.run(false)));
+    let mine = catch_unwind(AssertUnwindSafe(|| claims.run(false, f)));
     // every index is taken: close the loop and wait for the helpers inside it to finish theirs
     team.state.fetch_and(!OPEN, Ordering::AcqRel);
     // (spinning first; a long index, such as a GPT-2 prompt's baseline fit, is waited out in
@@ -254,7 +240,8 @@ impl Team {
                     // alive until every helper inside has left (`team_loop`)
                     let task = unsafe { &*self.task.load(Ordering::Acquire) };
                     let was = IN_LOOP.replace(true);
-                    if let Err(p) = catch_unwind(AssertUnwindSafe(|| task.run(true))) {
+                    if let Err(p) = catch_unwind(AssertUnwindSafe(|| task.claims.run(true, task.f)))
+                    {
                         lock(&task.panic).get_or_insert(p);
                     }
                     IN_LOOP.set(was);
@@ -292,16 +279,17 @@ impl Claims {
         Some(Claims(AtomicU64::new(u64::from(n) << 32)))
     }
 
-    /// How many indices are left.
-    fn left(&self) -> usize {
-        let cur = self.0.load(Ordering::Acquire);
-        ((cur >> 32) as u32).saturating_sub(cur as u32) as usize
+    /// `f(i)` for each index this thread takes (`from_back`: from the back), until none is left.
+    fn run(&self, from_back: bool, f: &(dyn Fn(usize) + Sync)) {
+        while let Some(i) = self.take(from_back) {
+            f(i);
+        }
     }
 
     /// The first index left (`from_back`: the last), or `None` when none is.
     fn take(&self, from_back: bool) -> Option<usize> {
         // Acquire: a caller that finds none left has seen every take before, and so the
-        // `started` count of each helper that made one (`for_each` waits for those)
+        // `started` count of each helper that made one (`scope_for_each` waits for those)
         let mut cur = self.0.load(Ordering::Acquire);
         loop {
             let (front, back) = (cur as u32, (cur >> 32) as u32);
@@ -466,7 +454,7 @@ mod tests {
         if TEAM.with(|t| team_loop(t, &claims, 1, 2, f)) {
             return true;
         }
-        scope_for_each(claims, 2, f);
+        scope_for_each(&claims, 1, f);
         false
     }
 
