@@ -149,31 +149,34 @@ fn rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
-/// `cfg` as [`measure`] runs it: `train.steps` is the steps it times and as many again for the
-/// warm-up (at most that many, see [`warm_up`]), so the memory estimate counts the log and snapshots of those, not of the config's run;
+/// `cfg` as [`measure`] runs it: `train.steps` is the steps it times and the most [`warm_up`]
+/// takes, so the memory estimate counts the log and snapshots of those, not of the config's run;
 /// and without Garg et al.'s curriculum, so that a curriculum preset is timed at the `task.d` and
 /// `task.L` the row states (its first stage would be d = 5, L = 10 for the 2,000 steps a
 /// benchmark lasts).
 pub fn bench_config(cfg: &Config, steps: u64) -> Config {
     let mut c = cfg.clone();
     c.task.curriculum = false;
-    c.train.steps = steps
-        .max(1)
-        .saturating_add(20)
+    c.train.steps = warm_up_steps(steps)
         .saturating_mul(2)
         .min(icl_core::config::MAX_STEPS);
     c
 }
 
+/// The most steps [`warm_up`] takes before `steps` timed ones (at least 1 is timed).
+fn warm_up_steps(steps: u64) -> u64 {
+    steps.max(1).saturating_add(20)
+}
+
 /// The steps before the timed ones: 20, and more until a tenth of the time budget (at most a
-/// quarter of a second) has passed, up to the budget's step count. A process's first fraction
+/// quarter of a second) has passed, up to [`warm_up_steps`]. A process's first fraction
 /// of a second ran two threads a quarter slower on a 2-core VM (docs/speed.md, "Warm-up"), so
 /// the first configuration of a benchmark read low where 20 steps were the whole warm-up.
 fn warm_up(b: &Budget, step: &mut dyn FnMut() -> Result<()>) -> Result<()> {
     let t0 = Instant::now();
     let warm = (b.max_seconds / 10.0).min(0.25);
     let mut k = 0u64;
-    while k < 20 || (k < b.steps.max(1).saturating_add(20) && t0.elapsed().as_secs_f64() < warm) {
+    while k < 20 || (k < warm_up_steps(b.steps) && t0.elapsed().as_secs_f64() < warm) {
         step()?;
         k += 1;
     }
@@ -531,8 +534,8 @@ mod tests {
             .unwrap();
             (k, t0.elapsed().as_secs_f64())
         };
-        // a tiny time budget: the 20 steps alone
-        assert_eq!(count(budget(1_000_000, 1e-6), 0.0).0, 20);
+        // a time budget whose tenth the 20 steps outlast (1 ms each): the 20 steps alone
+        assert_eq!(count(budget(1_000_000, 1e-3), 0.001).0, 20);
         // a fast step: as many more as the timed steps, at most
         assert_eq!(count(budget(5, 100.0), 0.0).0, 25);
         // a slow step: until a tenth of the time budget has passed
