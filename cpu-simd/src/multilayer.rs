@@ -67,8 +67,10 @@ impl<T: MlScalar> MlSimd<T> {
 #[derive(Clone, Copy)]
 struct Job<'a, T> {
     spec: &'a StackSpec,
-    /// Circuits splatted to lanes and padded to the kernel's width D (zero rows and columns
-    /// past the token width `spec.e`): phi, psi, each [sets, H, D, D].
+    /// The tokens' stride in the workspace: the kernel's width D (zero rows and columns past the
+    /// token width `spec.e`), or `spec.e` for the kernel of any width ([`group_any`]).
+    d: usize,
+    /// Circuits splatted to lanes and padded to the stride d: phi, psi, each [sets, H, d, d].
     phi: &'a [Lv<T>],
     psi: &'a [Lv<T>],
     pass: Pass,
@@ -117,33 +119,42 @@ fn fit<T: LaneScalar>(v: &mut Vec<Lv<T>>, n: usize) {
 }
 
 /// Load the group's tokens (lane k = sequence b0 + k, padding repeats the first) into `z`, each
-/// token's `e` rows followed by D - e zero rows.
+/// token's `e` rows followed by d - e zero rows.
 #[inline(always)]
-fn gather<T: LaneScalar, const D: usize>(job: &Job<'_, T>, z: &mut [Lv<T>]) {
+fn gather<T: LaneScalar>(job: &Job<'_, T>, z: &mut [Lv<T>], d: usize) {
     let b = job.batch;
     let e = job.spec.e;
     let w = (b.len + 1) * e;
     for k in 0..W {
         let s = job.b0 + if k < job.real { k } else { 0 };
         let src = &b.z[s * w..(s + 1) * w];
-        for (tok, zt) in src.chunks_exact(e).zip(z.chunks_exact_mut(D)) {
+        for (tok, zt) in src.chunks_exact(e).zip(z.chunks_exact_mut(d)) {
             for (v, &x) in zt.iter_mut().zip(tok) {
                 v.0[k] = x;
             }
         }
     }
-    if e < D {
-        for zt in z.chunks_exact_mut(D) {
+    if e < d {
+        for zt in z.chunks_exact_mut(d) {
             zt[e..].fill(Lv::zero());
         }
     }
 }
 
-/// `a . b` over the D rows of one token.
+/// The d rows of one token (or circuit row) at the front of `src`, in an array of the kernel's
+/// width D >= d (rows past d zero).
 #[inline(always)]
-fn dot<T: LaneScalar, const D: usize>(a: &[Lv<T>], b: &[Lv<T>; D]) -> Lv<T> {
+fn load<T: LaneScalar, const D: usize>(src: &[Lv<T>], d: usize) -> [Lv<T>; D] {
+    let src = &src[..d];
+    core::array::from_fn(|k| if k < d { src[k] } else { Lv::zero() })
+}
+
+/// `a . b` over the d rows of one token.
+#[inline(always)]
+fn dot<T: LaneScalar>(a: &[Lv<T>], b: &[Lv<T>], d: usize) -> Lv<T> {
+    let (a, b) = (&a[..d], &b[..d]);
     let mut acc = Lv::zero();
-    for k in 0..D {
+    for k in 0..d {
         acc += a[k] * b[k];
     }
     acc
@@ -203,9 +214,10 @@ fn layer_forward<T: LaneScalar, const D: usize>(
     n: usize,
     j0: usize,
     keep: bool,
+    d: usize,
 ) {
     let (l, h_n) = (n - 1, job.spec.heads);
-    let nd = n * D;
+    let nd = n * d;
     let (zin, zout) = ws.zs.split_at_mut((t + 1) * nd);
     let zin = &zin[t * nd..];
     let zout = &mut zout[..nd];
@@ -213,8 +225,8 @@ fn layer_forward<T: LaneScalar, const D: usize>(
     let linear = job.spec.attention == AttentionKind::Linear;
     let excl = job.pass.exclude_self;
     for h in 0..h_n {
-        let c = (set * h_n + h) * D * D;
-        let (phi, psi) = (&job.phi[c..c + D * D], &job.psi[c..c + D * D]);
+        let c = (set * h_n + h) * d * d;
+        let (phi, psi) = (&job.phi[c..c + d * d], &job.psi[c..c + d * d]);
         let base = (t * h_n + h) * nd;
         let p = &mut ws.p[base..base + nd];
         let m = &mut ws.m[base..base + nd];
@@ -225,9 +237,9 @@ fn layer_forward<T: LaneScalar, const D: usize>(
         };
         // p_j = Phi z_j
         for j in j0..n {
-            let zj: [Lv<T>; D] = core::array::from_fn(|k| zin[j * D + k]);
-            for r in 0..D {
-                p[j * D + r] = dot::<T, D>(&phi[r * D..r * D + D], &zj);
+            let zj: [Lv<T>; D] = load::<T, D>(&zin[j * d..], d);
+            for r in 0..d {
+                p[j * d + r] = dot(&phi[r * d..r * d + d], &zj, d);
             }
         }
         let mut j = j0;
@@ -241,7 +253,7 @@ fn layer_forward<T: LaneScalar, const D: usize>(
                 } else {
                     a[..2 * l].split_at_mut(l)
                 };
-                softmax_pair::<T, D>(zin, p, m, zout, psi, aj, ak, j, l, excl);
+                softmax_pair::<T, D>(zin, p, m, zout, psi, aj, ak, j, l, excl, d);
                 j += 2;
                 continue;
             }
@@ -250,7 +262,7 @@ fn layer_forward<T: LaneScalar, const D: usize>(
             } else {
                 &mut a[..l]
             };
-            let pj: [Lv<T>; D] = core::array::from_fn(|k| p[j * D + k]);
+            let pj: [Lv<T>; D] = load::<T, D>(&p[j * d..], d);
             let keys = key_ranges(l, j, excl);
             // s_ij = z_i . p_j; a_ij = s_ij / K_j (linear) or, by way of e_ij = exp(s_ij - max_i
             // s_ij) kept in a, softmax_i(s_ij)
@@ -258,7 +270,7 @@ fn layer_forward<T: LaneScalar, const D: usize>(
                 let k_j = if excl && j < l { l - 1 } else { l };
                 for r in &keys {
                     for i in r.clone() {
-                        aj[i] = dot::<T, D>(&zin[i * D..i * D + D], &pj);
+                        aj[i] = dot(&zin[i * d..i * d + d], &pj, d);
                     }
                 }
                 Lv::splat(T::lane_of(1.0 / k_j as f64))
@@ -266,7 +278,7 @@ fn layer_forward<T: LaneScalar, const D: usize>(
                 let mut mx = Lv::splat(T::lane_of(f64::NEG_INFINITY));
                 for r in &keys {
                     for i in r.clone() {
-                        let s = dot::<T, D>(&zin[i * D..i * D + D], &pj);
+                        let s = dot(&zin[i * d..i * d + d], &pj, d);
                         aj[i] = s;
                         mx = mx.max(s);
                     }
@@ -285,14 +297,14 @@ fn layer_forward<T: LaneScalar, const D: usize>(
             for i in 0..l {
                 let ai = aj[i] * inv;
                 aj[i] = ai;
-                for k in 0..D {
-                    mj[k] += ai * zin[i * D + k];
+                for k in 0..d {
+                    mj[k] += ai * zin[i * d + k];
                 }
             }
-            m[j * D..(j + 1) * D].copy_from_slice(&mj);
+            m[j * d..(j + 1) * d].copy_from_slice(&mj[..d]);
             // out_j += Psi m_j
-            for r in 0..D {
-                zout[j * D + r] += dot::<T, D>(&psi[r * D..r * D + D], &mj);
+            for r in 0..d {
+                zout[j * d + r] += dot(&psi[r * d..r * d + d], &mj, d);
             }
             j += 1;
         }
@@ -315,14 +327,15 @@ fn softmax_pair<T: LaneScalar, const D: usize>(
     j: usize,
     l: usize,
     excl: bool,
+    d: usize,
 ) {
-    let pj: [Lv<T>; D] = core::array::from_fn(|k| p[j * D + k]);
-    let pk: [Lv<T>; D] = core::array::from_fn(|k| p[(j + 1) * D + k]);
+    let pj: [Lv<T>; D] = load::<T, D>(&p[j * d..], d);
+    let pk: [Lv<T>; D] = load::<T, D>(&p[(j + 1) * d..], d);
     // s_ij = z_i . p_j for every key (a masked key's score is never read)
     for i in 0..l {
-        let zi = &zin[i * D..i * D + D];
-        aj[i] = dot::<T, D>(zi, &pj);
-        ak[i] = dot::<T, D>(zi, &pk);
+        let zi = &zin[i * d..i * d + d];
+        aj[i] = dot(zi, &pj, d);
+        ak[i] = dot(zi, &pk, d);
     }
     let mut inv = [Lv::<T>::zero(); 2];
     for (c, a) in [&mut *aj, &mut *ak].into_iter().enumerate() {
@@ -350,19 +363,19 @@ fn softmax_pair<T: LaneScalar, const D: usize>(
         let (a1, a2) = (aj[i] * inv[0], ak[i] * inv[1]);
         aj[i] = a1;
         ak[i] = a2;
-        for k in 0..D {
-            let z = zin[i * D + k];
+        for k in 0..d {
+            let z = zin[i * d + k];
             mj[k] += a1 * z;
             mk[k] += a2 * z;
         }
     }
-    m[j * D..(j + 1) * D].copy_from_slice(&mj);
-    m[(j + 1) * D..(j + 2) * D].copy_from_slice(&mk);
+    m[j * d..(j + 1) * d].copy_from_slice(&mj[..d]);
+    m[(j + 1) * d..(j + 2) * d].copy_from_slice(&mk[..d]);
     // out_j += Psi m_j
-    for r in 0..D {
-        let row = &psi[r * D..r * D + D];
-        zout[j * D + r] += dot::<T, D>(row, &mj);
-        zout[(j + 1) * D + r] += dot::<T, D>(row, &mk);
+    for r in 0..d {
+        let row = &psi[r * d..r * d + d];
+        zout[j * d + r] += dot(row, &mj, d);
+        zout[(j + 1) * d + r] += dot(row, &mk, d);
     }
 }
 
@@ -380,9 +393,10 @@ fn layer_backward<T: LaneScalar, const D: usize>(
     n: usize,
     j0: usize,
     input_grad: bool,
+    d: usize,
 ) {
     let (l, h_n) = (n - 1, job.spec.heads);
-    let nd = n * D;
+    let nd = n * d;
     let zin = &ws.zs[t * nd..(t + 1) * nd];
     let dzo = &ws.dz[..nd];
     let dz = &mut ws.dz2[..nd];
@@ -394,30 +408,30 @@ fn layer_backward<T: LaneScalar, const D: usize>(
     let excl = job.pass.exclude_self;
     let da = &mut ws.da[..l];
     for h in 0..h_n {
-        let c = (set * h_n + h) * D * D;
-        let (phi, psi) = (&job.phi[c..c + D * D], &job.psi[c..c + D * D]);
+        let c = (set * h_n + h) * d * d;
+        let (phi, psi) = (&job.phi[c..c + d * d], &job.psi[c..c + d * d]);
         let base = (t * h_n + h) * nd;
         let p = &ws.p[base..base + nd];
         let m = &ws.m[base..base + nd];
         let a = &ws.a[(t * h_n + h) * n * l..][..n * l];
-        let dphi = &mut ws.dphi[c..c + D * D];
-        let dpsi = &mut ws.dpsi[c..c + D * D];
+        let dphi = &mut ws.dphi[c..c + d * d];
+        let dpsi = &mut ws.dpsi[c..c + d * d];
         for j in j0..n {
             let aj = &a[j * l..(j + 1) * l];
             // out_j = Psi m_j: dPsi += dout_j m_j^T, dm_j = Psi^T dout_j
             let mut dm = [Lv::<T>::zero(); D];
-            for r in 0..D {
-                let g = dzo[j * D + r];
-                for k in 0..D {
-                    dpsi[r * D + k] += g * m[j * D + k];
-                    dm[k] += psi[r * D + k] * g;
+            for r in 0..d {
+                let g = dzo[j * d + r];
+                for k in 0..d {
+                    dpsi[r * d + k] += g * m[j * d + k];
+                    dm[k] += psi[r * d + k] * g;
                 }
             }
             // m_j = sum_i a_ij z_i: da_ij = dm_j . z_i (and dz_i += a_ij dm_j, below)
             // softmax: ds_ij = a_ij (da_ij - sum_i' a_i'j da_i'j); linear: da_ij / K_j
             let mut sum = Lv::zero();
             for i in 0..l {
-                let d = dot::<T, D>(&zin[i * D..i * D + D], &dm);
+                let d = dot(&zin[i * d..i * d + d], &dm, d);
                 da[i] = d;
                 sum += aj[i] * d;
             }
@@ -431,7 +445,7 @@ fn layer_backward<T: LaneScalar, const D: usize>(
             }
             // dz_i += a_ij dm_j + ds_ij p_j (in that order), dp_j = sum_i ds_ij z_i
             let mut dp = [Lv::<T>::zero(); D];
-            let pj: [Lv<T>; D] = core::array::from_fn(|k| p[j * D + k]);
+            let pj: [Lv<T>; D] = load::<T, D>(&p[j * d..], d);
             if input_grad {
                 for i in 0..l {
                     let ai = aj[i];
@@ -440,9 +454,9 @@ fn layer_backward<T: LaneScalar, const D: usize>(
                     } else {
                         ai * (da[i] - sum)
                     };
-                    for k in 0..D {
-                        let zik = zin[i * D + k];
-                        dz[i * D + k] = (dz[i * D + k] + ai * dm[k]) + g * pj[k];
+                    for k in 0..d {
+                        let zik = zin[i * d + k];
+                        dz[i * d + k] = (dz[i * d + k] + ai * dm[k]) + g * pj[k];
                         dp[k] += g * zik;
                     }
                 }
@@ -453,23 +467,23 @@ fn layer_backward<T: LaneScalar, const D: usize>(
                     } else {
                         aj[i] * (da[i] - sum)
                     };
-                    for k in 0..D {
-                        dp[k] += g * zin[i * D + k];
+                    for k in 0..d {
+                        dp[k] += g * zin[i * d + k];
                     }
                 }
             }
             // p_j = Phi z_j: dPhi += dp_j z_j^T, dz_j += Phi^T dp_j
-            for r in 0..D {
+            for r in 0..d {
                 let g = dp[r];
-                for k in 0..D {
-                    dphi[r * D + k] += g * zin[j * D + k];
+                for k in 0..d {
+                    dphi[r * d + k] += g * zin[j * d + k];
                 }
             }
             if input_grad {
-                for r in 0..D {
+                for r in 0..d {
                     let g = dp[r];
-                    for k in 0..D {
-                        dz[j * D + k] += phi[r * D + k] * g;
+                    for k in 0..d {
+                        dz[j * d + k] += phi[r * d + k] * g;
                     }
                 }
             }
@@ -479,21 +493,21 @@ fn layer_backward<T: LaneScalar, const D: usize>(
 
 /// Forward (and with `grad`, loss and backward) of one group.
 #[inline(always)]
-fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: bool) {
+fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: bool, d: usize) {
     let sp = job.spec;
     let n = job.batch.len + 1;
     let (l, h_n, nl) = (n - 1, sp.heads, job.pass.layers);
-    let nd = n * D;
+    let nd = n * d;
     fit(&mut ws.zs, (nl + 1) * nd);
     fit(&mut ws.p, nl * h_n * nd);
     fit(&mut ws.m, nl * h_n * nd);
     fit(&mut ws.a, if grad { nl * h_n * n * l } else { 2 * l });
-    gather::<T, D>(job, &mut ws.zs[..nd]);
+    gather::<T>(job, &mut ws.zs[..nd], d);
     for t in 0..nl {
         let set = if sp.looped { 0 } else { t % sp.layers };
         // the loss reads the last layer at the query column only
         let j0 = if grad && t + 1 == nl { l } else { 0 };
-        layer_forward::<T, D>(job, ws, t, set, n, j0, grad);
+        layer_forward::<T, D>(job, ws, t, set, n, j0, grad, d);
     }
     if !grad {
         return;
@@ -512,7 +526,7 @@ fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: 
             wl.0[k] = if k < job.real { job.w } else { T::ZERO };
             y.0[k] = job.batch.y[(job.b0 + k.min(job.real - 1)) * no + o];
         }
-        let q = l * D + job.spec.e - no + o;
+        let q = l * d + job.spec.e - no + o;
         let r = out[q] - y;
         ws.loss += wl * r * r;
         ws.dz[q] = (wl + wl) * r;
@@ -521,7 +535,7 @@ fn group<T: LaneScalar, const D: usize>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: 
     for t in (0..nl).rev() {
         let set = if sp.looped { 0 } else { t };
         let j0 = if t + 1 == nl { l } else { 0 };
-        layer_backward::<T, D>(job, ws, t, set, n, j0, t > 0);
+        layer_backward::<T, D>(job, ws, t, set, n, j0, t > 0, d);
         core::mem::swap(&mut ws.dz, &mut ws.dz2);
     }
 }
@@ -541,7 +555,7 @@ macro_rules! entry {
                 ws: &mut Ws<T>,
                 grad: bool,
             ) {
-                group::<T, D>(job, ws, grad)
+                group::<T, D>(job, ws, grad, D)
             }
         }
     };
@@ -563,8 +577,27 @@ fn run_group<T: LaneScalar, const D: usize>(
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Level::Avx2 => unsafe { group_avx2::run::<T, D>(job, ws, grad) },
-        _ => group::<T, D>(job, ws, grad),
+        #[cfg(target_arch = "x86_64")]
+        _ => group_any(job, ws, grad),
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => group::<T, D>(job, ws, grad, D),
     }
+}
+
+/// The x86-64 baseline's kernel (SSE2: CPUs without AVX2, and `ICL_SIMD=sse2`): one kernel for
+/// every token width, the stride d = e a value, instead of one per width (each width's kernel at
+/// this level cost as long to compile as at the others: 77 of the crate's 336 CPU-seconds in a
+/// release build). The same arithmetic in the same order as the kernel of width D >= e, whose
+/// zero rows add zeros to sums that start at +0 (so never -0): the same bits.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+fn group_any<T: LaneScalar>(job: &Job<'_, T>, ws: &mut Ws<T>, grad: bool) {
+    group::<T, ML_MAX_E>(job, ws, grad, job.d)
+}
+
+/// Whether `level` runs [`group_any`] (tokens at stride e) rather than a kernel of width D.
+fn any_width(level: Level) -> bool {
+    cfg!(target_arch = "x86_64") && !matches!(level, Level::Avx2 | Level::Avx512)
 }
 
 // The kernels' token widths D: every width up to 8, then the widths of the papers' models (IV
@@ -603,12 +636,21 @@ pub fn vectorised(e: usize) -> bool {
 }
 
 impl<T: MlScalar> MlSimd<T> {
-    /// The circuits ([sets, H, e, e] each) splatted to lanes and padded to [sets, H, D, D].
-    fn splat<const D: usize>(c: &StackCircuits<T>, e: usize) -> (Vec<Lv<T>>, Vec<Lv<T>>) {
+    /// The stride of tokens for a kernel of width D at this engine's level ([`Job::d`]).
+    fn stride<const D: usize>(&self, e: usize) -> usize {
+        if any_width(self.level) {
+            e
+        } else {
+            D
+        }
+    }
+
+    /// The circuits ([sets, H, e, e] each) splatted to lanes and padded to [sets, H, d, d].
+    fn splat(c: &StackCircuits<T>, e: usize, d: usize) -> (Vec<Lv<T>>, Vec<Lv<T>>) {
         let pad = |m: &[T]| {
-            let mut v = vec![Lv::zero(); m.len() / (e * e) * D * D];
-            for (blk, src) in v.chunks_exact_mut(D * D).zip(m.chunks_exact(e * e)) {
-                for (row, r) in blk.chunks_exact_mut(D).zip(src.chunks_exact(e)) {
+            let mut v = vec![Lv::zero(); m.len() / (e * e) * d * d];
+            for (blk, src) in v.chunks_exact_mut(d * d).zip(m.chunks_exact(e * e)) {
+                for (row, r) in blk.chunks_exact_mut(d).zip(src.chunks_exact(e)) {
                     for (x, &y) in row.iter_mut().zip(r) {
                         *x = Lv::splat(y);
                     }
@@ -631,8 +673,8 @@ impl<T: MlScalar> MlSimd<T> {
         let nb = job.batch.n;
         let first = ch * ML_CHUNK;
         let last = (first + ML_CHUNK).min(nb);
-        let (e, sz) = (job.spec.e, job.phi.len());
-        let unpadded = sz / (D * D) * e * e;
+        let (e, d, sz) = (job.spec.e, job.d, job.phi.len());
+        let unpadded = sz / (d * d) * e * e;
         let mut part = Partial {
             loss: T::ZERO,
             phi: vec![T::ZERO; if grad { unpadded } else { 0 }],
@@ -652,16 +694,16 @@ impl<T: MlScalar> MlSimd<T> {
                 // lane partials -> chunk partials, lanes in order (the padding's rows and
                 // columns dropped)
                 part.loss += ws.loss.sum();
-                unpad_sum::<T, D>(&mut part.phi, &ws.dphi, e);
-                unpad_sum::<T, D>(&mut part.psi, &ws.dpsi, e);
+                unpad_sum(&mut part.phi, &ws.dphi, e, d);
+                unpad_sum(&mut part.psi, &ws.dpsi, e, d);
             }
             if let Some(o) = out.as_deref_mut() {
                 let n = job.batch.len + 1;
                 let nl = job.pass.layers;
-                let fin = &ws.zs[nl * n * D..(nl + 1) * n * D];
+                let fin = &ws.zs[nl * n * d..(nl + 1) * n * d];
                 for k in 0..real {
                     let dst = &mut o[(b0 - first + k) * n * e..(b0 - first + k + 1) * n * e];
-                    for (tok, zt) in dst.chunks_exact_mut(e).zip(fin.chunks_exact(D)) {
+                    for (tok, zt) in dst.chunks_exact_mut(e).zip(fin.chunks_exact(d)) {
                         for (x, v) in tok.iter_mut().zip(zt) {
                             *x = v.0[k];
                         }
@@ -674,12 +716,11 @@ impl<T: MlScalar> MlSimd<T> {
     }
 }
 
-/// `dst[b, r, k] += lane sum of src[b, r, k]` for r, k < e: [sets, H, D, D] lane partials into
+/// `dst[b, r, k] += lane sum of src[b, r, k]` for r, k < e: [sets, H, d, d] lane partials into
 /// [sets, H, e, e] sums.
-#[inline(always)]
-fn unpad_sum<T: LaneScalar, const D: usize>(dst: &mut [T], src: &[Lv<T>], e: usize) {
-    for (blk, m) in dst.chunks_exact_mut(e * e).zip(src.chunks_exact(D * D)) {
-        for (row, r) in blk.chunks_exact_mut(e).zip(m.chunks_exact(D)) {
+fn unpad_sum<T: LaneScalar>(dst: &mut [T], src: &[Lv<T>], e: usize, d: usize) {
+    for (blk, m) in dst.chunks_exact_mut(e * e).zip(src.chunks_exact(d * d)) {
+        for (row, r) in blk.chunks_exact_mut(e).zip(m.chunks_exact(d)) {
             for (d, v) in row.iter_mut().zip(r) {
                 *d = *d + v.sum();
             }
@@ -741,9 +782,11 @@ impl<T: MlScalar> StackKernels<T> for MlSimd<T> {
     ) -> Result<T> {
         let chunks = batch.n.div_ceil(ML_CHUNK);
         let parts: Option<Vec<Partial<T>>> = with_d!(spec.e, D => {
-            let (phi, psi) = Self::splat::<D>(c, spec.e);
+            let d = self.stride::<D>(spec.e);
+            let (phi, psi) = Self::splat(c, spec.e, d);
             let job = Job {
                 spec,
+                d,
                 phi: &phi,
                 psi: &psi,
                 pass: Pass::of(spec),
@@ -781,9 +824,11 @@ impl<T: MlScalar> StackKernels<T> for MlSimd<T> {
     ) -> Result<()> {
         let per = (batch.len + 1) * spec.e * ML_CHUNK;
         let done: bool = with_d!(spec.e, D => {
-            let (phi, psi) = Self::splat::<D>(c, spec.e);
+            let d = self.stride::<D>(spec.e);
+            let (phi, psi) = Self::splat(c, spec.e, d);
             let job = Job {
                 spec,
+                d,
                 phi: &phi,
                 psi: &psi,
                 pass,
