@@ -206,6 +206,7 @@ fn key_ranges(l: usize, j: usize, excl: bool) -> [core::ops::Range<usize>; 2] {
 /// (the others keep the residual only), keeping p, m and, with `keep`, the attention weights a
 /// (without, at most two columns' weights at a time in `ws.a[..2L]`).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn layer_forward<T: LaneScalar, const D: usize>(
     job: &Job<'_, T>,
     ws: &mut Ws<T>,
