@@ -201,6 +201,30 @@ pub fn run<K: Kernel>(level: Level, k: K) -> K::Out {
     }
 }
 
+/// [`run`] for a kernel that runs at AVX-512 only (compiled at that level and the baseline, which
+/// `k` runs at where `level` is below AVX-512).
+#[inline(always)]
+pub fn run_avx512<K: Kernel>(level: Level, k: K) -> K::Out {
+    match level.min(detected_cached()) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level is capped at what the CPU has, so it has these features.
+        Level::Avx512 => unsafe { run_avx512::run(k) },
+        _ => k.run(),
+    }
+}
+
+/// [`run`] for a kernel that runs below AVX-512 only (compiled at AVX2 and the baseline; at
+/// AVX-512 it runs at AVX2).
+#[inline(always)]
+pub fn run_below_avx512<K: Kernel>(level: Level, k: K) -> K::Out {
+    match level.min(detected_cached()) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level is capped at what the CPU has, and AVX-512 CPUs have AVX2.
+        Level::Avx2 | Level::Avx512 => unsafe { run_avx2::run(k) },
+        _ => k.run(),
+    }
+}
+
 /// [`detected`], computed once.
 pub fn detected_cached() -> Level {
     static L: OnceLock<Level> = OnceLock::new();

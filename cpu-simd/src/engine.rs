@@ -8,8 +8,9 @@
 use crate::data::{gather, generate, GenScratch};
 use crate::dispatch::{self, Kernel, Level};
 use crate::kernel::{Dim, Group, Shape};
-use crate::lanes::{Lanes, SimdScalar};
+use crate::lanes::{Lanes, SameLayout, SimdScalar};
 use crate::par;
+use core::marker::PhantomData;
 use icl_core::engine::{AttentionKernels, Sampling};
 use icl_core::families::attention::act::Act;
 use icl_core::families::attention::{AttentionSpec, Circuits};
@@ -111,34 +112,35 @@ impl<T: SimdScalar> Chunk<T> {
         i
     }
 
-    /// Loss and gradient partials of the `groups` filled groups (`inv` = 1 / (n n_out)).
+    /// Loss and gradient partials of the `groups` filled groups (`inv` = 1 / (n n_out)), computed
+    /// in lanes `C`.
     #[inline(always)]
-    fn loss_grad(&mut self, act: &Act, circ: &Circuits<T>, groups: usize, inv: T, wide: bool) {
-        crate::with_dim!(self.group.shape.e, dim => self.groups(dim, act, circ, groups, inv, wide));
+    fn loss_grad<C: SameLayout<T::V> + Lanes<T = T>>(
+        &mut self,
+        act: &Act,
+        circ: &Circuits<T>,
+        groups: usize,
+        inv: T,
+    ) {
+        crate::with_dim!(self.group.shape.e, dim => self.groups::<C, _>(dim, act, circ, groups, inv));
         // lane-wise accumulators -> chunk partials (fixed lane order), zero again
         self.loss = self.group.drain_grad(&mut self.gkq, &mut self.gov) * inv;
     }
 
     /// Forward and backward of the groups in order, with the width E as a type.
     #[inline(always)]
-    fn groups<D: Dim>(
+    fn groups<C: SameLayout<T::V> + Lanes<T = T>, D: Dim>(
         &mut self,
         dim: D,
         act: &Act,
         circ: &Circuits<T>,
         groups: usize,
         inv: T,
-        wide: bool,
     ) {
         for i in 0..groups {
             self.swap(i);
-            if wide {
-                self.group.forward::<T::Wide, D>(dim, act, circ);
-                self.group.backward::<T::Wide, D>(dim, act, circ, inv);
-            } else {
-                self.group.forward::<T::V, D>(dim, act, circ);
-                self.group.backward::<T::V, D>(dim, act, circ, inv);
-            }
+            self.group.forward::<C, D>(dim, act, circ);
+            self.group.backward::<C, D>(dim, act, circ, inv);
             self.swap(i);
         }
     }
@@ -159,14 +161,13 @@ impl<T: SimdScalar> Chunk<T> {
     }
 
     #[inline(always)]
-    fn predict(
+    fn predict<C: SameLayout<T::V> + Lanes<T = T>>(
         &mut self,
         act: &Act,
         circ: &Circuits<T>,
         batch: &Batch<T>,
         first: usize,
         out: &mut [T],
-        wide: bool,
     ) {
         let (w, no) = (<T::V as Lanes>::W, batch.n_out);
         let end = (first + CHUNK).min(batch.n);
@@ -174,11 +175,7 @@ impl<T: SimdScalar> Chunk<T> {
         while b0 < end {
             gather(&mut self.group, batch, b0);
             let dim = crate::kernel::Dynamic(self.group.shape.e);
-            if wide {
-                self.group.forward::<T::Wide, _>(dim, act, circ);
-            } else {
-                self.group.forward::<T::V, _>(dim, act, circ);
-            }
+            self.group.forward::<C, _>(dim, act, circ);
             for k in 0..w.min(end - b0) {
                 for o in 0..no {
                     out[(b0 - first + k) * no + o] = self.group.yhat[o].lanes()[k];
@@ -195,6 +192,35 @@ impl<T: SimdScalar> Chunk<T> {
 /// state each operation as one instruction. The same bits either way.
 fn wide_lanes(level: Level) -> bool {
     cfg!(target_arch = "x86_64") && level == Level::Avx512
+}
+
+/// A kernel generic over the lanes it computes in ([`run_in_lanes`]).
+trait LaneKernel<T: SimdScalar> {
+    type Out;
+    fn run<C: SameLayout<T::V> + Lanes<T = T>>(self) -> Self::Out;
+}
+
+/// `K` in lanes `C`, as a [`Kernel`].
+struct InLanes<K, C>(K, PhantomData<C>);
+
+impl<T: SimdScalar, K: LaneKernel<T>, C: SameLayout<T::V> + Lanes<T = T>> Kernel for InLanes<K, C> {
+    type Out = K::Out;
+    #[inline(always)]
+    fn run(self) -> K::Out {
+        self.0.run::<C>()
+    }
+}
+
+/// Run `k` at `level` in the lanes [`wide_lanes`] picks, each lane type compiled only at the levels
+/// that run it ([`SimdScalar::Wide`] at AVX-512, [`SimdScalar::V`] below): compiled at every level
+/// in both, half of the one-layer kernels were never run.
+#[inline(always)]
+fn run_in_lanes<T: SimdScalar, K: LaneKernel<T>>(level: Level, k: K) -> K::Out {
+    if wide_lanes(level) {
+        dispatch::run_avx512(level, InLanes::<K, T::Wide>(k, PhantomData))
+    } else {
+        dispatch::run_below_avx512(level, InLanes::<K, T::V>(k, PhantomData))
+    }
 }
 
 /// Whether the data generator converts 64-bit integers with the language's casts at `level`
@@ -242,16 +268,14 @@ struct LossGrad<'a, T: SimdScalar> {
     circ: &'a Circuits<T>,
     groups: usize,
     inv: T,
-    /// Compute in [`SimdScalar::Wide`] (only at AVX-512).
-    wide: bool,
 }
 
-impl<T: SimdScalar> Kernel for LossGrad<'_, T> {
+impl<T: SimdScalar> LaneKernel<T> for LossGrad<'_, T> {
     type Out = ();
     #[inline(always)]
-    fn run(self) {
+    fn run<C: SameLayout<T::V> + Lanes<T = T>>(self) {
         self.ch
-            .loss_grad(self.act, self.circ, self.groups, self.inv, self.wide)
+            .loss_grad::<C>(self.act, self.circ, self.groups, self.inv)
     }
 }
 
@@ -281,17 +305,14 @@ struct Predict<'a, T: SimdScalar> {
     batch: &'a Batch<T>,
     first: usize,
     out: &'a mut [T],
-    /// Compute in [`SimdScalar::Wide`].
-    wide: bool,
 }
 
-impl<T: SimdScalar> Kernel for Predict<'_, T> {
+impl<T: SimdScalar> LaneKernel<T> for Predict<'_, T> {
     type Out = ();
     #[inline(always)]
-    fn run(self) {
-        self.ch.predict(
-            self.act, self.circ, self.batch, self.first, self.out, self.wide,
-        )
+    fn run<C: SameLayout<T::V> + Lanes<T = T>>(self) {
+        self.ch
+            .predict::<C>(self.act, self.circ, self.batch, self.first, self.out)
     }
 }
 
@@ -369,9 +390,8 @@ impl<T: SimdScalar> SimdEngine<T> {
                 circ,
                 groups,
                 inv,
-                wide: wide_lanes(level),
             };
-            dispatch::run(level, k)
+            run_in_lanes(level, k)
         });
         // fixed reduction order: chunk 0, 1, 2, ...
         grad.clear();
@@ -471,9 +491,8 @@ impl<T: SimdScalar> AttentionKernels<T> for SimdEngine<T> {
                 batch,
                 first: c * CHUNK,
                 out: o,
-                wide: wide_lanes(level),
             };
-            dispatch::run(level, k)
+            run_in_lanes(level, k)
         });
         Ok(())
     }
