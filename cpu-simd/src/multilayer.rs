@@ -4,8 +4,9 @@
 //! it, zero-padded; wider tokens run the scalar reference, single-threaded), rayon over fixed chunks of
 //! [`ML_CHUNK`] sequences whose partial gradients are added in chunk order, so any thread count
 //! gives the same bits. The arithmetic is
-//! [`icl_core::families::stack::layer`]'s, lane-wise; the kernels are compiled at the baseline and
-//! inside AVX2 / AVX-512 entry points ([`crate::dispatch`]).
+//! [`icl_core::families::stack::layer`]'s, lane-wise; the kernels are compiled inside AVX2 /
+//! AVX-512 entry points ([`crate::dispatch`]) and at the baseline (on x86-64 one kernel for every
+//! width, [`group_any`]).
 use crate::dispatch::{self, Level};
 use crate::lane::{LaneScalar, Lv, W};
 use crate::par;
@@ -604,8 +605,9 @@ fn any_width(level: Level) -> bool {
 // The kernels' token widths D: every width up to 8, then the widths of the papers' models (IV
 // stage 1: 10 and 11, multilayer B.1's d = 12: 13, the temperature paper's d = 20: 21) and a few
 // between; a token of width e runs the smallest D >= e, its rows padded with zeros (exact: the
-// padding adds zeros to every sum and is never read back). Each D is a monomorphisation at every
-// level and precision, the longest part of the crate's compile time (23 widths were 2..=24).
+// padding adds zeros to every sum and is never read back). Each D is a monomorphisation at AVX2
+// and AVX-512 (and, off x86-64, the baseline) in each precision, the longest part of the crate's
+// compile time (23 widths were 2..=24); the x86-64 baseline runs [`group_any`].
 macro_rules! with_d {
     ($e:expr, $d:ident => $body:expr, $else:expr) => {
         match $e {
