@@ -145,17 +145,12 @@ impl<T: SimdScalar> Chunk<T> {
         }
     }
 
-    /// Only the data generation of the chunk (for the benchmark's time split).
-    #[inline(always)]
-    fn generate_only(&mut self, src: Source<'_, T>, first: usize, n: usize, native: bool) -> T {
-        let w = <T::V as Lanes>::W;
-        let end = (first + CHUNK).min(n);
-        let mut b0 = first;
+    /// The sum of the first output of the `groups` filled groups (a checksum, so that the
+    /// benchmark's data-only pass is not optimised away).
+    fn checksum(&self, groups: usize) -> T {
         let mut acc = T::zero();
-        while b0 < end {
-            self.fill(src, b0, end, native);
-            acc += self.group.y[0].sum();
-            b0 += w;
+        for t in &self.tokens[..groups] {
+            acc += t.y[0].sum();
         }
         acc
     }
@@ -276,24 +271,6 @@ impl<T: SimdScalar> LaneKernel<T> for LossGrad<'_, T> {
     fn run<C: SameLayout<T::V> + Lanes<T = T>>(self) {
         self.ch
             .loss_grad::<C>(self.act, self.circ, self.groups, self.inv)
-    }
-}
-
-/// A chunk's data generation only.
-struct GenOnly<'a, 'b, T: SimdScalar> {
-    ch: &'a mut Chunk<T>,
-    src: Source<'b, T>,
-    first: usize,
-    n: usize,
-    native: bool,
-}
-
-impl<T: SimdScalar> Kernel for GenOnly<'_, '_, T> {
-    type Out = T;
-    #[inline(always)]
-    fn run(self) -> T {
-        self.ch
-            .generate_only(self.src, self.first, self.n, self.native)
     }
 }
 
@@ -437,14 +414,16 @@ impl<T: SimdScalar> SimdEngine<T> {
         let src = Source::Train { task, seed, step };
         let sums = std::sync::Mutex::new(T::zero());
         self.each(nch, |level, c, ch| {
-            let k = GenOnly {
-                ch,
+            // the training step's own fill kernel (no second copy of the generator to compile)
+            let fill = Fill {
+                ch: &mut *ch,
                 src,
                 first: c * CHUNK,
                 n,
                 native: native_conversions(level),
             };
-            let s = dispatch::run(level, k);
+            let groups = dispatch::run(level, fill);
+            let s = ch.checksum(groups);
             if let Ok(mut m) = sums.lock() {
                 *m += s;
             }
