@@ -190,14 +190,10 @@ entry!(run_avx512, "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma");
 /// Run `k` compiled for `level`, which must be at most [`detected`] (the engines cap it so).
 #[inline(always)]
 pub fn run<K: Kernel>(level: Level, k: K) -> K::Out {
-    match level.min(detected_cached()) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the level is capped at what the CPU has, so it has these features.
-        Level::Avx512 => unsafe { run_avx512::run(k) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Level::Avx2 => unsafe { run_avx2::run(k) },
-        _ => k.run(),
+    if level.min(detected_cached()) == Level::Avx512 {
+        run_avx512(level, k)
+    } else {
+        run_below_avx512(level, k)
     }
 }
 
