@@ -433,9 +433,9 @@ fn layer_backward<T: LaneScalar, const D: usize>(
             // softmax: ds_ij = a_ij (da_ij - sum_i' a_i'j da_i'j); linear: da_ij / K_j
             let mut sum = Lv::zero();
             for i in 0..l {
-                let d = dot(&zin[i * d..i * d + d], &dm, d);
-                da[i] = d;
-                sum += aj[i] * d;
+                let v = dot(&zin[i * d..i * d + d], &dm, d);
+                da[i] = v;
+                sum += aj[i] * v;
             }
             let inv = if excl && j < l {
                 Lv::splat(T::lane_of(1.0 / (l - 1) as f64))
