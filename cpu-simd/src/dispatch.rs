@@ -167,6 +167,16 @@ pub fn level() -> Level {
 pub trait Kernel {
     type Out;
     fn run(self) -> Self::Out;
+    /// `run` at the baseline level (SSE2 on x86-64), where a kernel may run a version that
+    /// compiles to less code (the same bits; it runs only on CPUs without AVX2 and under
+    /// `ICL_SIMD=sse2`, and in a kernel that runs only above the baseline, never).
+    #[inline(always)]
+    fn run_base(self) -> Self::Out
+    where
+        Self: Sized,
+    {
+        self.run()
+    }
 }
 
 // Each level's entry point in a module of its own: rustc compiles a generic function's instances
@@ -205,7 +215,7 @@ pub fn run_avx512<K: Kernel>(level: Level, k: K) -> K::Out {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is capped at what the CPU has, so it has these features.
         Level::Avx512 => unsafe { run_avx512::run(k) },
-        _ => k.run(),
+        _ => k.run_base(),
     }
 }
 
@@ -217,7 +227,7 @@ pub fn run_below_avx512<K: Kernel>(level: Level, k: K) -> K::Out {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the level is capped at what the CPU has, and AVX-512 CPUs have AVX2.
         Level::Avx2 | Level::Avx512 => unsafe { run_avx2::run(k) },
-        _ => k.run(),
+        _ => k.run_base(),
     }
 }
 

@@ -123,7 +123,29 @@ impl<T: SimdScalar> Chunk<T> {
         inv: T,
     ) {
         crate::with_dim!(self.group.shape.e, dim => self.groups::<C, _>(dim, act, circ, groups, inv));
-        // lane-wise accumulators -> chunk partials (fixed lane order), zero again
+        self.drain(inv);
+    }
+
+    /// [`Chunk::loss_grad`] with the width E a run-time value: one kernel for every width (the
+    /// same operations in the same order, so the same bits), where the per-width kernels are not
+    /// worth their code ([`LossGrad::run_base`]).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn loss_grad_any_width<C: SameLayout<T::V> + Lanes<T = T>>(
+        &mut self,
+        act: &Act,
+        circ: &Circuits<T>,
+        groups: usize,
+        inv: T,
+    ) {
+        let dim = crate::kernel::Dynamic(self.group.shape.e);
+        self.groups::<C, _>(dim, act, circ, groups, inv);
+        self.drain(inv);
+    }
+
+    /// The lane-wise accumulators into the chunk's partials (fixed lane order), zero again.
+    #[inline(always)]
+    fn drain(&mut self, inv: T) {
         self.loss = self.group.drain_grad(&mut self.gkq, &mut self.gov) * inv;
     }
 
@@ -193,6 +215,14 @@ fn wide_lanes(level: Level) -> bool {
 trait LaneKernel<T: SimdScalar> {
     type Out;
     fn run<C: SameLayout<T::V> + Lanes<T = T>>(self) -> Self::Out;
+    /// `run` at the baseline level ([`Kernel::run_base`]).
+    #[inline(always)]
+    fn run_base<C: SameLayout<T::V> + Lanes<T = T>>(self) -> Self::Out
+    where
+        Self: Sized,
+    {
+        self.run::<C>()
+    }
 }
 
 /// `K` in lanes `C`, as a [`Kernel`].
@@ -203,6 +233,10 @@ impl<T: SimdScalar, K: LaneKernel<T>, C: SameLayout<T::V> + Lanes<T = T>> Kernel
     #[inline(always)]
     fn run(self) -> K::Out {
         self.0.run::<C>()
+    }
+    #[inline(always)]
+    fn run_base(self) -> K::Out {
+        self.0.run_base::<C>()
     }
 }
 
@@ -271,6 +305,15 @@ impl<T: SimdScalar> LaneKernel<T> for LossGrad<'_, T> {
     fn run<C: SameLayout<T::V> + Lanes<T = T>>(self) {
         self.ch
             .loss_grad::<C>(self.act, self.circ, self.groups, self.inv)
+    }
+    /// On x86-64 one kernel for every width at the baseline: it runs only on CPUs without AVX2
+    /// and under `ICL_SIMD=sse2` (and, in [`SimdScalar::Wide`] lanes, never), so the 11 widths'
+    /// kernels there were ~20 CPU-s of the release build for little speed.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn run_base<C: SameLayout<T::V> + Lanes<T = T>>(self) {
+        self.ch
+            .loss_grad_any_width::<C>(self.act, self.circ, self.groups, self.inv)
     }
 }
 
