@@ -113,39 +113,25 @@ impl<T: SimdScalar> Chunk<T> {
     }
 
     /// Loss and gradient partials of the `groups` filled groups (`inv` = 1 / (n n_out)), computed
-    /// in lanes `C`.
+    /// in lanes `C`, with a kernel per width E up to [`crate::kernel::MAX_FIXED_E`] or
+    /// (`ANY_WIDTH`) one kernel for every width, E a run-time value: the same operations in the
+    /// same order, so the same bits, where the per-width kernels are not worth their code
+    /// ([`LossGrad::run_base`]).
     #[inline(always)]
-    fn loss_grad<C: SameLayout<T::V> + Lanes<T = T>>(
+    fn loss_grad<C: SameLayout<T::V> + Lanes<T = T>, const ANY_WIDTH: bool>(
         &mut self,
         act: &Act,
         circ: &Circuits<T>,
         groups: usize,
         inv: T,
     ) {
-        crate::with_dim!(self.group.shape.e, dim => self.groups::<C, _>(dim, act, circ, groups, inv));
-        self.drain(inv);
-    }
-
-    /// [`Chunk::loss_grad`] with the width E a run-time value: one kernel for every width (the
-    /// same operations in the same order, so the same bits), where the per-width kernels are not
-    /// worth their code ([`LossGrad::run_base`]).
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    fn loss_grad_any_width<C: SameLayout<T::V> + Lanes<T = T>>(
-        &mut self,
-        act: &Act,
-        circ: &Circuits<T>,
-        groups: usize,
-        inv: T,
-    ) {
-        let dim = crate::kernel::Dynamic(self.group.shape.e);
-        self.groups::<C, _>(dim, act, circ, groups, inv);
-        self.drain(inv);
-    }
-
-    /// The lane-wise accumulators into the chunk's partials (fixed lane order), zero again.
-    #[inline(always)]
-    fn drain(&mut self, inv: T) {
+        let e = self.group.shape.e;
+        if ANY_WIDTH {
+            self.groups::<C, _>(crate::kernel::Dynamic(e), act, circ, groups, inv);
+        } else {
+            crate::with_dim!(e, dim => self.groups::<C, _>(dim, act, circ, groups, inv));
+        }
+        // lane-wise accumulators -> chunk partials (fixed lane order), zero again
         self.loss = self.group.drain_grad(&mut self.gkq, &mut self.gov) * inv;
     }
 
@@ -304,16 +290,17 @@ impl<T: SimdScalar> LaneKernel<T> for LossGrad<'_, T> {
     #[inline(always)]
     fn run<C: SameLayout<T::V> + Lanes<T = T>>(self) {
         self.ch
-            .loss_grad::<C>(self.act, self.circ, self.groups, self.inv)
+            .loss_grad::<C, false>(self.act, self.circ, self.groups, self.inv)
     }
     /// On x86-64 one kernel for every width at the baseline: it runs only on CPUs without AVX2
     /// and under `ICL_SIMD=sse2` (and, in [`SimdScalar::Wide`] lanes, never), so the 11 widths'
-    /// kernels there were ~20 CPU-s of the release build for little speed.
-    #[cfg(target_arch = "x86_64")]
+    /// kernels there were ~50 CPU-s of the release build for little speed. Elsewhere the
+    /// baseline is the only level, and keeps them.
     #[inline(always)]
     fn run_base<C: SameLayout<T::V> + Lanes<T = T>>(self) {
+        const ANY_WIDTH: bool = cfg!(target_arch = "x86_64");
         self.ch
-            .loss_grad_any_width::<C>(self.act, self.circ, self.groups, self.inv)
+            .loss_grad::<C, ANY_WIDTH>(self.act, self.circ, self.groups, self.inv)
     }
 }
 
