@@ -167,9 +167,9 @@ pub fn level() -> Level {
 pub trait Kernel {
     type Out;
     fn run(self) -> Self::Out;
-    /// `run` at the baseline level (SSE2 on x86-64), where a kernel may run a version that
-    /// compiles to less code (the same bits; it runs only on CPUs without AVX2 and under
-    /// `ICL_SIMD=sse2`, and in a kernel that runs only above the baseline, never).
+    /// `run` at the baseline level (SSE2 on x86-64). A kernel may override it with a version that
+    /// compiles to less code and gives the same bits: the baseline runs only on CPUs without
+    /// AVX2 and under `ICL_SIMD=sse2`, and a kernel dispatched by [`run_avx512`] never runs there.
     #[inline(always)]
     fn run_base(self) -> Self::Out
     where
