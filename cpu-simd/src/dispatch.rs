@@ -169,7 +169,7 @@ pub trait Kernel {
     fn run(self) -> Self::Out;
     /// `run` at the baseline level (SSE2 on x86-64). A kernel may override it with a version that
     /// compiles to less code and gives the same bits: the baseline runs only on CPUs without
-    /// AVX2 and under `ICL_SIMD=sse2`, and a kernel dispatched by [`run_avx512`] never runs there.
+    /// AVX2 and under `ICL_SIMD=sse2`, and a kernel dispatched by [`run_avx512()`] never runs there.
     #[inline(always)]
     fn run_base(self) -> Self::Out
     where

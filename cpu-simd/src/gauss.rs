@@ -433,7 +433,7 @@ pub fn fill_normal_f32<const N: usize>(rng: &mut Xoshiro<N>, out: &mut [[f32; N]
 /// in the 32-bit operations of the reference, so the same bits at every level. Two blocks at a
 /// time give the processor two independent Philox chains (its rounds are a chain of 32-bit
 /// multiplications). `avx512` (only where the CPU has AVX-512F): the Philox rounds in 512-bit
-/// registers ([`philox_avx512`]) and the normals 16 lanes (one register) at a time, 14 % less
+/// registers (`philox_avx512`) and the normals 16 lanes (one register) at a time, 14 % less
 /// time a he2025 batch than the compiler's code for 32 lanes (at AVX2, 16 at a time was 7 %
 /// slower than 32).
 #[inline(always)]

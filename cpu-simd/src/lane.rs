@@ -29,7 +29,7 @@ pub trait LaneScalar:
 {
     const ZERO: Self;
     const ONE: Self;
-    /// e^x for x <= 0 (softmax weights), by range reduction and a polynomial; see [`exp_lanes`].
+    /// e^x for x <= 0 (softmax weights), by range reduction and a polynomial; see [`Self::exp_lanes`].
     /// One implementation for every lane count and dispatch level (same bits everywhere).
     fn exp_lanes<const N: usize>(x: &mut [Self; N]);
     /// Square root (correctly rounded, so the same bits at every level).

@@ -6,7 +6,7 @@
 //! gives the same bits. The arithmetic is
 //! [`icl_core::families::stack::layer`]'s, lane-wise; the kernels are compiled inside AVX2 /
 //! AVX-512 entry points ([`crate::dispatch`]) and at the baseline (on x86-64 one kernel for every
-//! width, [`group_any`]).
+//! width, `group_any`).
 use crate::dispatch::{self, Level};
 use crate::lane::{LaneScalar, Lv, W};
 use crate::par;
