@@ -152,8 +152,9 @@ fn load<T: LaneScalar, const D: usize>(src: &[Lv<T>], d: usize) -> [Lv<T>; D] {
 
 /// The tokens of `z` (d rows each) from token `first` on. Loops over keys go through this rather
 /// than index `z[i * d + k]`: each token is then a slice of length d, so the compiler drops the
-/// bounds checks that it otherwise keeps in every key's iteration (one compare and branch per row,
-/// which `llvm-mca` counted at 15-30 % of the hot loops' cycles, Alder Lake-P and Zen 3 models).
+/// bounds checks that it otherwise keeps in every key's iteration (one compare and branch per row:
+/// 15-31 % of the hot loops' cycles by `llvm-mca`'s Alder Lake-P model, up to 29 % by its Zen 3
+/// one; docs/speed.md).
 #[inline(always)]
 fn tokens<T: LaneScalar>(
     z: &[Lv<T>],
